@@ -1,0 +1,3 @@
+module github.com/vembed/vembed
+
+go 1.26

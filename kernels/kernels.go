@@ -1,0 +1,108 @@
+// Package kernels is the compute layer of vembed: matrix products of f32
+// activations by weights kept in their stored GGUF type, fused attention,
+// norms, rotary embeddings and activations.
+//
+// Model code calls only the functions of this file. Each has a plain,
+// single-threaded reference implementation (ref.go, the *Ref functions) that
+// the fast paths are tested against; Use(TierReference) routes every call to
+// the reference, which is how the model's reference path runs.
+//
+// Layout conventions: activations are row-major [rows][cols] float32 slices.
+// A weight Matrix has Rows output features, each a GGUF row of Cols inputs,
+// so MatMul computes x·Wᵀ, the nn.Linear convention.
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/vembed/vembed/gguf"
+)
+
+// Matrix is a weight matrix of Rows×Cols values stored in a GGUF type:
+// row r holds the Cols input weights of output feature r. Data is usually a
+// zero-copy view of a memory-mapped file and is never written.
+type Matrix struct {
+	Type       gguf.Type
+	Rows, Cols int
+	Data       []byte
+
+	// packed holds a repacked copy prepared by a fast tier (see Prepare).
+	packed any
+}
+
+// NewMatrix checks that data holds rows×cols values of type t and returns the
+// matrix view.
+func NewMatrix(t gguf.Type, rows, cols int, data []byte) (*Matrix, error) {
+	rb, err := t.RowBytes(cols)
+	if err != nil {
+		return nil, fmt.Errorf("kernels: matrix %dx%d: %w", rows, cols, err)
+	}
+	if rows < 0 || len(data) < rows*rb {
+		return nil, fmt.Errorf("kernels: matrix %dx%d of %s needs %d bytes, have %d", rows, cols, t, rows*rb, len(data))
+	}
+	return &Matrix{Type: t, Rows: rows, Cols: cols, Data: data[:rows*rb]}, nil
+}
+
+// RowBytes is the byte length of one stored row.
+func (w *Matrix) RowBytes() int {
+	n, _ := w.Type.RowBytes(w.Cols)
+	return n
+}
+
+// Mask describes which keys a query may attend to in Attention. Tokens are
+// partitioned into consecutive segments; a query attends only to keys of its
+// own segment and, when Causal is set, only to keys at or before itself.
+// Segments holds the cumulative boundaries (like cu_seqlens): segment i covers
+// tokens [Segments[i], Segments[i+1]). A nil Segments means one segment over
+// all tokens.
+type Mask struct {
+	Causal   bool
+	Segments []int
+}
+
+// MatMul computes dst[i][n] = Σ_k x[i][k]·W[n][k] + bias[n] for i < m.
+// x is m×w.Cols, dst is m×w.Rows; bias may be nil.
+func MatMul(dst, x []float32, m int, w *Matrix, bias []float32) {
+	active.matMul(dst, x, m, w, bias)
+}
+
+// Attention computes, for every token t and query head h,
+// out[t][h] = Σ_j softmax_j(scale·q[t][h]·k[j][g]) v[j][g] over the keys j the
+// mask allows, where g = h / (nHead/nKV) is the shared key/value head (GQA).
+// q and out are nTok×(nHead·headDim); k and v are nTok×(nKV·headDim).
+func Attention(out, q, k, v []float32, nTok, nHead, nKV, headDim int, scale float32, mask Mask) {
+	active.attention(out, q, k, v, nTok, nHead, nKV, headDim, scale, mask)
+}
+
+// RMSNorm normalizes each row of dim values: dst = x/sqrt(mean(x²)+eps)·w.
+// dst may alias x.
+func RMSNorm(dst, x, w []float32, dim int, eps float32) { active.rmsNorm(dst, x, w, dim, eps) }
+
+// LayerNorm normalizes each row of dim values to zero mean and unit variance,
+// then scales by w and adds b (b may be nil). dst may alias x.
+func LayerNorm(dst, x, w, b []float32, dim int, eps float32) {
+	active.layerNorm(dst, x, w, b, dim, eps)
+}
+
+// RoPE rotates, in place, the pairs (d, d+headDim/2) of every head of every
+// token (the NeoX / rotate-half convention) by the angles given per token:
+// cos and sin are nTok×(headDim/2). x is nTok×(nHead·headDim).
+func RoPE(x []float32, nTok, nHead, headDim int, cos, sin []float32) {
+	active.rope(x, nTok, nHead, headDim, cos, sin)
+}
+
+// Add computes dst[i] = a[i] + b[i]. dst may alias a or b.
+func Add(dst, a, b []float32) { active.add(dst, a, b) }
+
+// SwiGLU computes dst[i] = silu(gate[i])·up[i]. dst may alias gate or up.
+func SwiGLU(dst, gate, up []float32) { active.swiGLU(dst, gate, up) }
+
+// GELU applies the exact (erf) GELU in place.
+func GELU(x []float32) { active.gelu(x) }
+
+// QuickGELU applies x·σ(1.702x) in place.
+func QuickGELU(x []float32) { active.quickGELU(x) }
+
+// Prepare lets the active tier repack w for faster products. It is called
+// once when a model is loaded; MatMul works without it.
+func Prepare(w *Matrix) { active.prepare(w) }

@@ -29,6 +29,20 @@ const (
 	TypeI64    Type = 27
 	TypeF64    Type = 28
 	TypeBF16   Type = 30
+
+	// Types whose block size is known, so files holding them open and can be
+	// listed, but which Dequantize does not decode (the IQ grid types need
+	// large codebooks this package does not carry).
+	TypeIQ2_XXS Type = 16
+	TypeIQ2_XS  Type = 17
+	TypeIQ3_XXS Type = 18
+	TypeIQ1_S   Type = 19
+	TypeIQ3_S   Type = 21
+	TypeIQ2_S   Type = 22
+	TypeIQ1_M   Type = 29
+	TypeTQ1_0   Type = 34
+	TypeTQ2_0   Type = 35
+	TypeMXFP4   Type = 39
 )
 
 type typeTraits struct {
@@ -37,8 +51,9 @@ type typeTraits struct {
 	typeSize  int // bytes per block
 }
 
-// traits lists the types this package can size. Types absent here (the IQ
-// grid types, removed repacked types) are rejected when a file is read.
+// traits lists the types this package can size. Types absent here (removed
+// repacked types, ids newer than this package) are rejected when a file is
+// read.
 var traits = map[Type]typeTraits{
 	TypeF32:    {"F32", 1, 4},
 	TypeF16:    {"F16", 1, 2},
@@ -62,6 +77,17 @@ var traits = map[Type]typeTraits{
 	TypeI64:    {"I64", 1, 8},
 	TypeF64:    {"F64", 1, 8},
 	TypeBF16:   {"BF16", 1, 2},
+
+	TypeIQ2_XXS: {"IQ2_XXS", 256, 66},
+	TypeIQ2_XS:  {"IQ2_XS", 256, 74},
+	TypeIQ3_XXS: {"IQ3_XXS", 256, 98},
+	TypeIQ1_S:   {"IQ1_S", 256, 50},
+	TypeIQ3_S:   {"IQ3_S", 256, 110},
+	TypeIQ2_S:   {"IQ2_S", 256, 82},
+	TypeIQ1_M:   {"IQ1_M", 256, 56},
+	TypeTQ1_0:   {"TQ1_0", 256, 54},
+	TypeTQ2_0:   {"TQ2_0", 256, 66},
+	TypeMXFP4:   {"MXFP4", 32, 17},
 }
 
 // Known reports whether the package knows the block layout of t.

@@ -1,0 +1,344 @@
+package qwenvl
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/kernels"
+)
+
+// textModel is the Qwen2 decoder of a "qwen2vl" LM GGUF.
+type textModel struct {
+	arch                                  string
+	hidden, nHead, nKV, headDim, ffn, ctx int
+	vocab                                 int
+	eps, ropeBase                         float32
+	sections                              [4]int
+
+	embd    *kernels.Matrix // token_embd: row t is the embedding of token t
+	layers  []decoderLayer
+	outNorm []float32
+}
+
+// decoderLayer is one pre-norm Qwen2 block: GQA attention with biased q/k/v
+// and M-RoPE, then a SwiGLU MLP.
+type decoderLayer struct {
+	attnNorm   []float32
+	q, k, v, o *kernels.Matrix
+	qB, kB, vB []float32
+	ffnNorm    []float32
+	mlp        mlp
+}
+
+func loadText(f *gguf.File) (*textModel, error) {
+	c, err := f.LMConfig()
+	if err != nil {
+		return nil, err
+	}
+	if c.Arch != "qwen2vl" {
+		return nil, fmt.Errorf("architecture %q is not a Qwen2-VL language model (want qwen2vl)", c.Arch)
+	}
+	lm := &textModel{
+		arch: c.Arch, hidden: c.EmbeddingLength, nHead: c.HeadCount, nKV: c.HeadCountKV,
+		headDim: c.KeyLength, ffn: c.FeedForwardLength, ctx: c.ContextLength,
+		eps: c.RMSEpsilon, ropeBase: c.RopeFreqBase, sections: c.RopeSections,
+	}
+	if lm.nKV == 0 {
+		lm.nKV = lm.nHead
+	}
+	if lm.headDim == 0 && lm.nHead > 0 {
+		lm.headDim = lm.hidden / lm.nHead
+	}
+	switch {
+	case lm.hidden <= 0 || lm.nHead <= 0 || lm.headDim <= 0 || lm.ffn <= 0 || c.BlockCount <= 0:
+		return nil, fmt.Errorf("metadata: bad dimensions (hidden %d, heads %d, head dim %d, ffn %d, layers %d)", lm.hidden, lm.nHead, lm.headDim, lm.ffn, c.BlockCount)
+	case lm.nHead%lm.nKV != 0:
+		return nil, fmt.Errorf("metadata: %d heads is not a multiple of %d key/value heads", lm.nHead, lm.nKV)
+	case lm.headDim%2 != 0:
+		return nil, fmt.Errorf("metadata: head dim %d is odd", lm.headDim)
+	case lm.ctx <= 0:
+		return nil, fmt.Errorf("metadata: context length %d", lm.ctx)
+	case lm.ropeBase <= 0:
+		return nil, fmt.Errorf("metadata: rope base %g", lm.ropeBase)
+	}
+	if s := lm.sections; s[0] < 0 || s[1] < 0 || s[2] < 0 || s[3] < 0 || s[0]+s[1]+s[2]+s[3] == 0 {
+		return nil, fmt.Errorf("metadata: bad M-RoPE sections %v", s)
+	}
+	if lm.eps <= 0 {
+		lm.eps = 1e-6
+	}
+
+	b := &binder{f: f, file: "LM"}
+	te := b.tensor("token_embd.weight")
+	if te != nil && len(te.Dims) == 2 {
+		lm.vocab = int(te.Dims[1])
+	}
+	lm.embd = b.matrix("token_embd.weight", lm.vocab, lm.hidden)
+	q, kv := lm.nHead*lm.headDim, lm.nKV*lm.headDim
+	lm.layers = make([]decoderLayer, c.BlockCount)
+	for i := range lm.layers {
+		p := fmt.Sprintf("blk.%d.", i)
+		lm.layers[i] = decoderLayer{
+			attnNorm: b.vector(p+"attn_norm.weight", lm.hidden),
+			q:        b.matrix(p+"attn_q.weight", q, lm.hidden),
+			qB:       b.vector(p+"attn_q.bias", q),
+			k:        b.matrix(p+"attn_k.weight", kv, lm.hidden),
+			kB:       b.vector(p+"attn_k.bias", kv),
+			v:        b.matrix(p+"attn_v.weight", kv, lm.hidden),
+			vB:       b.vector(p+"attn_v.bias", kv),
+			o:        b.matrix(p+"attn_output.weight", lm.hidden, q),
+			ffnNorm:  b.vector(p+"ffn_norm.weight", lm.hidden),
+			mlp: mlp{
+				gate: b.matrix(p+"ffn_gate.weight", lm.ffn, lm.hidden),
+				up:   b.matrix(p+"ffn_up.weight", lm.ffn, lm.hidden),
+				down: b.matrix(p+"ffn_down.weight", lm.hidden, lm.ffn),
+			},
+		}
+	}
+	lm.outNorm = b.vector("output_norm.weight", lm.hidden)
+	if b.err != nil {
+		return nil, b.err
+	}
+	return lm, nil
+}
+
+// ImageEmbedding places one image's merger rows into a token sequence.
+type ImageEmbedding struct {
+	// Rows holds GridT·GridH·GridW/MergeSize² rows of Hidden values in raster
+	// order of the merged grid, as EncodeImages returns them.
+	Rows []float32
+	// First is the index in the ids of the image's first <|image_pad|>; the
+	// following rows-many ids must all be <|image_pad|>.
+	First int
+	// GridT, GridH, GridW are the image's grid in patches (not merged units).
+	GridT, GridH, GridW int
+}
+
+// Forward runs the decoder over one sequence of token ids in which every
+// image's <|image_pad|> run is replaced by its rows, and returns the n×Hidden
+// final hidden states (after the output norm). The whole sequence is one
+// pass under one causal mask: image tokens attend causally like text.
+func (m *Model) Forward(ids []int32, images []ImageEmbedding) ([]float32, error) {
+	lm := m.lm
+	if lm == nil {
+		return nil, fmt.Errorf("qwenvl: model is closed")
+	}
+	n := len(ids)
+	if n == 0 {
+		return nil, fmt.Errorf("qwenvl: empty token sequence")
+	}
+	if n > lm.ctx {
+		return nil, fmt.Errorf("qwenvl: %d tokens exceed the context length %d", n, lm.ctx)
+	}
+	imgs, err := m.placeImages(ids, images)
+	if err != nil {
+		return nil, err
+	}
+	x, err := lm.embed(ids, imgs)
+	if err != nil {
+		return nil, err
+	}
+	cos, sin := lm.ropeTables(mropePositions(n, imgs, m.temporalStride()))
+	s := newScratch(n, lm.hidden, lm.nHead*lm.headDim, lm.nKV*lm.headDim, lm.ffn)
+	for i := range lm.layers {
+		lm.layers[i].forward(lm, x, n, cos, sin, s)
+	}
+	kernels.RMSNorm(x, x, lm.outNorm, lm.hidden, lm.eps)
+	return x, nil
+}
+
+// placedImage is an ImageEmbedding checked against the sequence, with its
+// merged grid.
+type placedImage struct {
+	ImageEmbedding
+	lt, lh, lw int
+}
+
+func (p placedImage) tokens() int { return p.lt * p.lh * p.lw }
+
+// placeImages validates the images against ids and returns them sorted by
+// position.
+func (m *Model) placeImages(ids []int32, images []ImageEmbedding) ([]placedImage, error) {
+	ms := m.info.MergeSize
+	out := make([]placedImage, len(images))
+	for i, im := range images {
+		if im.GridT < 1 || im.GridH < ms || im.GridW < ms || im.GridH%ms != 0 || im.GridW%ms != 0 ||
+			im.GridT > len(ids) || im.GridH > ms*len(ids) || im.GridW > ms*len(ids) {
+			return nil, fmt.Errorf("qwenvl: image %d: bad grid %dx%dx%d", i, im.GridT, im.GridH, im.GridW)
+		}
+		p := placedImage{ImageEmbedding: im, lt: im.GridT, lh: im.GridH / ms, lw: im.GridW / ms}
+		nt := p.tokens()
+		if len(im.Rows) != nt*m.lm.hidden {
+			return nil, fmt.Errorf("qwenvl: image %d: %d values, want %d rows of %d", i, len(im.Rows), nt, m.lm.hidden)
+		}
+		if im.First < 0 || im.First+nt > len(ids) {
+			return nil, fmt.Errorf("qwenvl: image %d: tokens [%d, %d) outside the %d-token sequence", i, im.First, im.First+nt, len(ids))
+		}
+		out[i] = p
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].First < out[b].First })
+	next := 0
+	for i, p := range out {
+		if p.First < next {
+			return nil, fmt.Errorf("qwenvl: images overlap at token %d", p.First)
+		}
+		if m.imagePad >= 0 {
+			for j := next; j < p.First; j++ {
+				if ids[j] == m.imagePad {
+					return nil, fmt.Errorf("qwenvl: token %d is <|image_pad|> but no image covers it", j)
+				}
+			}
+			for j := p.First; j < p.First+p.tokens(); j++ {
+				if ids[j] != m.imagePad {
+					return nil, fmt.Errorf("qwenvl: image %d covers token %d (id %d), which is not <|image_pad|>", i, j, ids[j])
+				}
+			}
+		}
+		next = p.First + p.tokens()
+	}
+	if m.imagePad >= 0 {
+		for j := next; j < len(ids); j++ {
+			if ids[j] == m.imagePad {
+				return nil, fmt.Errorf("qwenvl: token %d is <|image_pad|> but no image covers it", j)
+			}
+		}
+	}
+	return out, nil
+}
+
+// temporalStride is how far the temporal position advances per frame of an
+// image: Qwen2-VL counts frames, Qwen2.5-VL scales by seconds per frame,
+// which is 0 for still images.
+func (m *Model) temporalStride() int {
+	if m.vis != nil && m.vis.windowed {
+		return 0
+	}
+	return 1
+}
+
+// embed builds the n×hidden input: token embeddings, with each image's run
+// of placeholders replaced by its rows.
+func (lm *textModel) embed(ids []int32, imgs []placedImage) ([]float32, error) {
+	h := lm.hidden
+	x := make([]float32, len(ids)*h)
+	rb := lm.embd.RowBytes()
+	lookup := func(lo, hi int) error {
+		for i := lo; i < hi; i++ {
+			id := ids[i]
+			if id < 0 || int(id) >= lm.vocab {
+				return fmt.Errorf("qwenvl: token %d: id %d outside the vocabulary of %d", i, id, lm.vocab)
+			}
+			if err := gguf.Dequantize(lm.embd.Type, lm.embd.Data[int(id)*rb:(int(id)+1)*rb], x[i*h:(i+1)*h]); err != nil {
+				return fmt.Errorf("qwenvl: token embedding: %w", err)
+			}
+		}
+		return nil
+	}
+	next := 0
+	for _, im := range imgs {
+		if err := lookup(next, im.First); err != nil {
+			return nil, err
+		}
+		copy(x[im.First*h:], im.Rows)
+		next = im.First + im.tokens()
+	}
+	if err := lookup(next, len(ids)); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// mropePositions returns the (t, h, w) position of every token, following
+// transformers' get_rope_index: text advances all three by one; an image
+// starting at p spans t = p (+frame·stride), h = p..p+lh-1, w = p..p+lw-1,
+// and the text after it continues at one past the largest of those.
+func mropePositions(n int, imgs []placedImage, tStride int) [][3]int {
+	pos := make([][3]int, n)
+	next, i := 0, 0
+	for _, im := range imgs {
+		for ; i < im.First; i++ {
+			pos[i] = [3]int{next, next, next}
+			next++
+		}
+		hi := 0
+		for a := 0; a < im.lt; a++ {
+			for b := 0; b < im.lh; b++ {
+				for c := 0; c < im.lw; c++ {
+					pos[i] = [3]int{next + a*tStride, next + b, next + c}
+					hi = max(hi, a*tStride, b, c)
+					i++
+				}
+			}
+		}
+		next += hi + 1
+	}
+	for ; i < n; i++ {
+		pos[i] = [3]int{next, next, next}
+		next++
+	}
+	return pos
+}
+
+// ropeTables returns the n×headDim/2 cos and sin tables of M-RoPE: rotation
+// pair k takes its position from the component whose section holds
+// k mod Σsections (t, h, w, then a fourth that is always 0), as
+// ggml_rope_multi does; with sections summing to headDim/2 this is exactly
+// transformers' chunked cos/sin.
+func (lm *textModel) ropeTables(pos [][3]int) (cos, sin []float32) {
+	half := lm.headDim / 2
+	s := lm.sections
+	total := s[0] + s[1] + s[2] + s[3]
+	inv := make([]float64, half)
+	for k := range inv {
+		inv[k] = math.Pow(float64(lm.ropeBase), -2*float64(k)/float64(lm.headDim))
+	}
+	comp := make([]int, half) // which position component pair k uses; 3 = none
+	for k := range comp {
+		switch r := k % total; {
+		case r < s[0]:
+			comp[k] = 0
+		case r < s[0]+s[1]:
+			comp[k] = 1
+		case r < s[0]+s[1]+s[2]:
+			comp[k] = 2
+		default:
+			comp[k] = 3
+		}
+	}
+	cos = make([]float32, len(pos)*half)
+	sin = make([]float32, len(pos)*half)
+	for t, p := range pos {
+		for k := 0; k < half; k++ {
+			var a float64
+			if comp[k] < 3 {
+				a = float64(p[comp[k]]) * inv[k]
+			}
+			cos[t*half+k] = float32(math.Cos(a))
+			sin[t*half+k] = float32(math.Sin(a))
+		}
+	}
+	return cos, sin
+}
+
+// forward applies the layer to x (n×hidden) in place.
+func (l *decoderLayer) forward(lm *textModel, x []float32, n int, cos, sin []float32, s *scratch) {
+	h, hd := lm.hidden, lm.headDim
+	xn := s.xn[:n*h]
+	q, att := s.q[:n*lm.nHead*hd], s.att[:n*lm.nHead*hd]
+	k, v := s.k[:n*lm.nKV*hd], s.v[:n*lm.nKV*hd]
+
+	kernels.RMSNorm(xn, x, l.attnNorm, h, lm.eps)
+	kernels.MatMul(q, xn, n, l.q, l.qB)
+	kernels.MatMul(k, xn, n, l.k, l.kB)
+	kernels.MatMul(v, xn, n, l.v, l.vB)
+	kernels.RoPE(q, n, lm.nHead, hd, cos, sin)
+	kernels.RoPE(k, n, lm.nKV, hd, cos, sin)
+	kernels.Attention(att, q, k, v, n, lm.nHead, lm.nKV, hd, float32(1/math.Sqrt(float64(hd))), kernels.Mask{Causal: true})
+	kernels.MatMul(xn, att, n, l.o, nil)
+	kernels.Add(x, x, xn)
+
+	kernels.RMSNorm(xn, x, l.ffnNorm, h, lm.eps)
+	l.mlp.addTo(x, xn, n, s)
+}

@@ -1,0 +1,226 @@
+package qwenvl
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/kernels"
+)
+
+// Constants of the Qwen vision tower that the mmproj does not store.
+const (
+	visionRopeTheta = 10000 // 2-D rotary base
+	windowPixels    = 112   // Qwen2.5-VL attention window side, in pixels
+)
+
+// visionModel is the ViT of an mmproj GGUF with its patch merger.
+type visionModel struct {
+	projector                       string
+	width, nHead, headDim, ffn      int
+	patchSize, mergeSize, patchVals int
+	outDim                          int
+	eps                             float32
+	rms                             bool // RMSNorm (2.5) or LayerNorm (2-VL)
+	windowed                        bool // Qwen2.5-VL window attention
+	window                          int  // window side in merged units
+	mean, std                       [3]float32
+	minPixels, maxPixels            int
+
+	patch      *kernels.Matrix // width × patchVals, the flattened Conv3d
+	blocks     []visionBlock
+	postNormW  []float32 // the merger's ln_q
+	postNormB  []float32
+	mm0, mm2   *kernels.Matrix
+	mm0B, mm2B []float32
+}
+
+// visionBlock is one pre-norm ViT block: self-attention with 2-D rotary
+// positions over a block-diagonal mask (windows or whole frames), then the
+// MLP.
+type visionBlock struct {
+	norm1W, norm1B   []float32
+	q, k, v, out     *kernels.Matrix
+	qB, kB, vB, outB []float32
+	norm2W, norm2B   []float32
+	mlp              mlp
+	fullAttn         bool // attends within whole frames rather than windows
+}
+
+func loadVision(f *gguf.File) (*visionModel, error) {
+	c, err := f.VisionConfig()
+	if err != nil {
+		return nil, err
+	}
+	vm := &visionModel{
+		projector: c.ProjectorType, width: c.EmbeddingLength, nHead: c.HeadCount,
+		patchSize: c.PatchSize, mergeSize: c.SpatialMergeSize, eps: c.LayerNormEps,
+		mean: c.ImageMean, std: c.ImageStd, minPixels: c.MinPixels, maxPixels: c.MaxPixels,
+	}
+	switch vm.projector {
+	case "qwen2.5vl_merger":
+		vm.windowed, vm.rms = true, true
+	case "qwen2vl_merger":
+	default:
+		return nil, fmt.Errorf("projector type %q is not supported (want qwen2vl_merger or qwen2.5vl_merger)", vm.projector)
+	}
+	if vm.patchSize == 0 {
+		vm.patchSize = 14
+	}
+	if vm.mergeSize == 0 {
+		vm.mergeSize = 2
+	}
+	if vm.eps <= 0 {
+		vm.eps = 1e-6
+	}
+	if vm.width <= 0 || vm.nHead <= 0 || vm.width%vm.nHead != 0 || c.BlockCount <= 0 || vm.patchSize < 0 || vm.mergeSize < 0 {
+		return nil, fmt.Errorf("metadata: bad vision dimensions (width %d, heads %d, blocks %d, patch %d, merge %d)", vm.width, vm.nHead, c.BlockCount, vm.patchSize, vm.mergeSize)
+	}
+	vm.headDim = vm.width / vm.nHead
+	if vm.headDim%4 != 0 {
+		return nil, fmt.Errorf("metadata: vision head dim %d is not a multiple of 4 (2-D rotary needs two halves of pairs)", vm.headDim)
+	}
+	if vm.windowed {
+		unit := vm.patchSize * vm.mergeSize
+		if c.WAPattern <= 0 {
+			return nil, fmt.Errorf("metadata: clip.vision.n_wa_pattern is missing; Qwen2.5-VL needs it to place its full-attention blocks")
+		}
+		if windowPixels%unit != 0 {
+			return nil, fmt.Errorf("metadata: the %d px attention window is not a whole number of %d px merge units", windowPixels, unit)
+		}
+		vm.window = windowPixels / unit
+	}
+	vm.patchVals = 3 * temporalPatchSize * vm.patchSize * vm.patchSize
+
+	b := &binder{f: f, file: "mmproj"}
+	// Qwen2-VL converters record the LM width as feed_forward_length, so the
+	// real MLP width comes from the tensor.
+	if t := b.tensor("v.blk.0.ffn_up.weight"); t != nil && len(t.Dims) == 2 {
+		vm.ffn = int(t.Dims[1])
+	}
+	if vm.windowed && vm.ffn != c.FeedForwardLength {
+		b.fail("v.blk.0.ffn_up.weight has %d outputs but feed_forward_length is %d", vm.ffn, c.FeedForwardLength)
+	}
+	if t := b.tensor("mm.2.weight"); t != nil && len(t.Dims) == 2 {
+		vm.outDim = int(t.Dims[1])
+	}
+	if c.ProjectionDim != 0 && vm.outDim != c.ProjectionDim {
+		b.fail("mm.2.weight has %d outputs but projection_dim is %d", vm.outDim, c.ProjectionDim)
+	}
+	vm.patch = vm.loadPatchEmbedding(b)
+
+	act := kernels.QuickGELU
+	if c.UseGelu {
+		act = kernels.GELU
+	}
+	W := vm.width
+	vm.blocks = make([]visionBlock, c.BlockCount)
+	for i := range vm.blocks {
+		p := fmt.Sprintf("v.blk.%d.", i)
+		blk := visionBlock{
+			norm1W: b.vector(p+"ln1.weight", W),
+			q:      b.matrix(p+"attn_q.weight", W, W),
+			qB:     b.vector(p+"attn_q.bias", W),
+			k:      b.matrix(p+"attn_k.weight", W, W),
+			kB:     b.vector(p+"attn_k.bias", W),
+			v:      b.matrix(p+"attn_v.weight", W, W),
+			vB:     b.vector(p+"attn_v.bias", W),
+			out:    b.matrix(p+"attn_out.weight", W, W),
+			outB:   b.vector(p+"attn_out.bias", W),
+			norm2W: b.vector(p+"ln2.weight", W),
+			mlp: mlp{
+				up:    b.matrix(p+"ffn_up.weight", vm.ffn, W),
+				upB:   b.vector(p+"ffn_up.bias", vm.ffn),
+				down:  b.matrix(p+"ffn_down.weight", W, vm.ffn),
+				downB: b.vector(p+"ffn_down.bias", W),
+				act:   act,
+			},
+			fullAttn: !vm.windowed || (i+1)%c.WAPattern == 0,
+		}
+		if vm.rms {
+			blk.mlp.gate = b.matrix(p+"ffn_gate.weight", vm.ffn, W)
+			blk.mlp.gateB = b.vector(p+"ffn_gate.bias", vm.ffn)
+		} else {
+			blk.norm1B = b.vector(p+"ln1.bias", W)
+			blk.norm2B = b.vector(p+"ln2.bias", W)
+		}
+		vm.blocks[i] = blk
+	}
+	vm.postNormW = b.vector("v.post_ln.weight", W)
+	if !vm.rms {
+		vm.postNormB = b.vector("v.post_ln.bias", W)
+	}
+	unitW := W * vm.mergeSize * vm.mergeSize
+	vm.mm0 = b.matrix("mm.0.weight", unitW, unitW)
+	vm.mm0B = b.vector("mm.0.bias", unitW)
+	vm.mm2 = b.matrix("mm.2.weight", vm.outDim, unitW)
+	vm.mm2B = b.vector("mm.2.bias", vm.outDim)
+	if b.err != nil {
+		return nil, b.err
+	}
+	return vm, nil
+}
+
+// loadPatchEmbedding returns the Conv3d patch kernel as one width×1176
+// matrix over patch vectors ordered (channel, frame, row, col). It uses
+// v.patch_embd.weight_flat as stored when present; otherwise it interleaves
+// the converter's two per-frame conv2d kernels (weight = frame 0, weight.1 =
+// frame 1) channel by channel.
+func (vm *visionModel) loadPatchEmbedding(b *binder) *kernels.Matrix {
+	if b.has("v.patch_embd.weight_flat") {
+		return b.matrix("v.patch_embd.weight_flat", vm.width, vm.patchVals)
+	}
+	ps := vm.patchSize
+	f0 := b.floats("v.patch_embd.weight", ps, ps, 3, vm.width)
+	f1 := b.floats("v.patch_embd.weight.1", ps, ps, 3, vm.width)
+	if b.err != nil {
+		return nil
+	}
+	plane := ps * ps
+	flat := make([]float32, vm.width*vm.patchVals)
+	for o := 0; o < vm.width; o++ {
+		for c := 0; c < 3; c++ {
+			src := (o*3 + c) * plane
+			dst := o*vm.patchVals + c*temporalPatchSize*plane
+			copy(flat[dst:dst+plane], f0[src:src+plane])
+			copy(flat[dst+plane:dst+2*plane], f1[src:src+plane])
+		}
+	}
+	w, err := f32Matrix(flat, vm.width, vm.patchVals)
+	if err != nil {
+		b.fail("flattened patch embedding: %v", err)
+	}
+	return w
+}
+
+// norm applies the tower's norm (RMSNorm or LayerNorm) to rows of width.
+func (vm *visionModel) norm(dst, x, w, b []float32) {
+	if vm.rms {
+		kernels.RMSNorm(dst, x, w, vm.width, vm.eps)
+	} else {
+		kernels.LayerNorm(dst, x, w, b, vm.width, vm.eps)
+	}
+}
+
+// forward applies the block to x (n×width, window order) in place.
+func (blk *visionBlock) forward(vm *visionModel, x []float32, lay *visionLayout, s *scratch) {
+	n, W := lay.n, vm.width
+	xn, q, k, v, att := s.xn[:n*W], s.q[:n*W], s.k[:n*W], s.v[:n*W], s.att[:n*W]
+	mask := kernels.Mask{Segments: lay.window}
+	if blk.fullAttn {
+		mask.Segments = lay.full
+	}
+
+	vm.norm(xn, x, blk.norm1W, blk.norm1B)
+	kernels.MatMul(q, xn, n, blk.q, blk.qB)
+	kernels.MatMul(k, xn, n, blk.k, blk.kB)
+	kernels.MatMul(v, xn, n, blk.v, blk.vB)
+	kernels.RoPE(q, n, vm.nHead, vm.headDim, lay.cos, lay.sin)
+	kernels.RoPE(k, n, vm.nHead, vm.headDim, lay.cos, lay.sin)
+	kernels.Attention(att, q, k, v, n, vm.nHead, vm.nHead, vm.headDim, float32(1/math.Sqrt(float64(vm.headDim))), mask)
+	kernels.MatMul(xn, att, n, blk.out, blk.outB)
+	kernels.Add(x, x, xn)
+
+	vm.norm(xn, x, blk.norm2W, blk.norm2B)
+	blk.mlp.addTo(x, xn, n, s)
+}

@@ -1,0 +1,161 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Part is one piece of an input: either text or an encoded image file (PNG,
+// JPEG, GIF, BMP, WebP). Build parts with Text and Image.
+type Part struct {
+	Text  string
+	Image []byte
+
+	isImage bool
+}
+
+// Text returns a text part.
+func Text(s string) Part { return Part{Text: s} }
+
+// Image returns an image part holding the encoded file bytes.
+func Image(data []byte) Part { return Part{Image: data, isImage: true} }
+
+// IsImage reports whether p is an image part.
+func (p Part) IsImage() bool { return p.isImage }
+
+// Input is one item to embed: an ordered list of parts. One text part is a
+// text input, only image parts an image input (one image, or a multi-image
+// document), and a mix of both an interleaved document.
+type Input struct {
+	Parts []Part
+}
+
+// TextInput is an input made of a single text.
+func TextInput(s string) Input { return Input{Parts: []Part{Text(s)}} }
+
+// ImageInput is an input made of a single encoded image.
+func ImageInput(data []byte) Input { return Input{Parts: []Part{Image(data)}} }
+
+// Request asks for the embeddings of several inputs with shared options.
+// The zero value of every option means the model's default.
+type Request struct {
+	Inputs []Input
+
+	// Task is one of retrieval.query, retrieval.passage, text-matching,
+	// code.query, code.passage. Empty means retrieval, with the query prompt
+	// for text-only inputs and the passage prompt for inputs with images.
+	Task string
+
+	// Dimensions truncates single vectors (Matryoshka); 0 keeps all. See
+	// Info.Dimensions for the allowed values. Ignored for multi-vectors,
+	// whose width is fixed by the projector.
+	Dimensions int
+
+	// Multivector returns one projected vector per token instead of a
+	// pooled vector (late interaction); needs a multi-vector projector.
+	Multivector bool
+
+	// PerSpan additionally returns, for inputs with images, one pooled
+	// vector per image span (<|vision_start|> … <|vision_end|>).
+	PerSpan bool
+
+	// MinPixels and MaxPixels bound the resized image area. MaxPixels may
+	// only lower the model's limit; MinPixels may not exceed MaxPixels.
+	MinPixels, MaxPixels int
+
+	// Unnormalized skips the L2 normalization of single vectors (Matryoshka
+	// truncation then only cuts). Multi-vectors follow the projector.
+	Unnormalized bool
+
+	// Trace, when set, receives intermediate tensors for parity debugging.
+	Trace Tracer
+}
+
+// Tracer receives intermediate tensors of a request: patches, vision
+// outputs, final hidden states. Shapes are row-major, outermost first. The
+// data must not be retained after the call returns.
+type Tracer interface {
+	Tensor(name string, data []float32, shape ...int) error
+}
+
+// Response holds one Embedding per input, in input order.
+type Response struct {
+	Embeddings []Embedding
+
+	// PromptTokens counts the language-model tokens of all inputs,
+	// including the image placeholder tokens.
+	PromptTokens int
+}
+
+// Embedding is the result for one input.
+type Embedding struct {
+	// Vector is the pooled single vector (nil for multi-vector requests).
+	Vector []float32
+	// Multi holds one vector per token for multi-vector requests.
+	Multi [][]float32
+	// Spans holds one pooled vector per image span when PerSpan was asked.
+	Spans [][]float32
+	// Tokens is the prompt length of this input.
+	Tokens int
+}
+
+// Info describes the served model and what requests it accepts.
+type Info struct {
+	Name          string
+	Arch          string
+	Hidden        int
+	ContextLength int // longest accepted prompt, in tokens
+	// Dimensions lists the accepted Matryoshka sizes; nil means any size
+	// from 1 to Hidden.
+	Dimensions     []int
+	MultivectorDim int // 0 when no projector is loaded
+	Tasks          []string
+	Modalities     []string
+	MinPixels      int
+	MaxPixels      int
+	// RandomWeights marks a synthetic demonstration model.
+	RandomWeights bool
+}
+
+// Codes of InputError, stable for API clients.
+const (
+	CodeInvalid       = "invalid_value"
+	CodeEmpty         = "empty_input"
+	CodeTooLong       = "context_length_exceeded"
+	CodeImageTooLarge = "image_too_large"
+	CodeBadImage      = "invalid_image"
+	CodeUnsupported   = "unsupported"
+)
+
+// InputError reports a request the caller must fix; Param names the
+// offending field ("task", "dimensions", "input[2]", "input[1].content[0]").
+// Every other error of Embed is a failure of the engine itself.
+type InputError struct {
+	Param string
+	Code  string
+	Err   error
+}
+
+func (e *InputError) Error() string {
+	if e.Param == "" {
+		return e.Err.Error()
+	}
+	return e.Param + ": " + e.Err.Error()
+}
+
+func (e *InputError) Unwrap() error { return e.Err }
+
+// TooLarge reports whether the input was refused for its size (an image
+// over the decoder's limits), which HTTP maps to 413.
+func (e *InputError) TooLarge() bool { return e.Code == CodeImageTooLarge }
+
+func invalid(param, code, format string, args ...any) *InputError {
+	return &InputError{Param: param, Code: code, Err: fmt.Errorf(format, args...)}
+}
+
+// AsInputError returns the InputError in err's chain, if any.
+func AsInputError(err error) (*InputError, bool) {
+	var ie *InputError
+	ok := errors.As(err, &ie)
+	return ie, ok
+}

@@ -1,0 +1,246 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"unicode/utf8"
+
+	"github.com/vembed/vembed/engine"
+)
+
+// embeddingsRequest is the body of POST /v1/embeddings: the OpenAI fields,
+// the Jina ones, and vembed's extensions (per_span, min/max_pixels).
+// Unknown fields are ignored; known fields of the wrong type are an error.
+type embeddingsRequest struct {
+	Input             json.RawMessage `json:"input"`
+	Model             string          `json:"model"`
+	User              string          `json:"user"`
+	EncodingFormat    string          `json:"encoding_format"`
+	EmbeddingType     string          `json:"embedding_type"`
+	Dimensions        *int            `json:"dimensions"`
+	Task              string          `json:"task"`
+	ReturnMultivector bool            `json:"return_multivector"`
+	PerSpan           bool            `json:"per_span"`
+	Normalized        *bool           `json:"normalized"`
+	Normalize         *bool           `json:"normalize"`
+	MinPixels         *int            `json:"min_pixels"`
+	MaxPixels         *int            `json:"max_pixels"`
+	Truncate          bool            `json:"truncate"`
+	LateChunking      bool            `json:"late_chunking"`
+}
+
+type embeddingsResponse struct {
+	Object string          `json:"object"`
+	Data   []embeddingData `json:"data"`
+	Model  string          `json:"model"`
+	Usage  usage           `json:"usage"`
+}
+
+// embeddingData carries "embedding" for single vectors and "embeddings" (one
+// per token) for multi-vectors, as Jina's API does.
+type embeddingData struct {
+	Object         string `json:"object"`
+	Index          int    `json:"index"`
+	Embedding      any    `json:"embedding,omitempty"`
+	Embeddings     []any  `json:"embeddings,omitempty"`
+	SpanEmbeddings []any  `json:"span_embeddings,omitempty"`
+}
+
+type usage struct {
+	PromptTokens int `json:"prompt_tokens"`
+	TotalTokens  int `json:"total_tokens"`
+}
+
+// badRequest is a refusal the handler produces itself, before the engine.
+type badRequest struct {
+	status      int
+	param, code string
+	msg         string
+}
+
+func (h *Handler) embeddings(w http.ResponseWriter, r *http.Request) {
+	select {
+	case h.pending <- struct{}{}:
+		defer func() { <-h.pending }()
+	default:
+		writeError(w, http.StatusServiceUnavailable, "server_error", "", "overloaded", "too many requests in flight; retry later")
+		return
+	}
+	req, enc, bad := h.parseRequest(w, r)
+	if bad != nil {
+		writeError(w, bad.status, "invalid_request_error", bad.param, bad.code, bad.msg)
+		return
+	}
+	resp, err := h.emb.Embed(r.Context(), req)
+	if err != nil {
+		h.writeEngineError(w, r, err)
+		return
+	}
+	info := h.emb.Info()
+	out := embeddingsResponse{Object: "list", Model: info.Name, Data: make([]embeddingData, len(resp.Embeddings)),
+		Usage: usage{PromptTokens: resp.PromptTokens, TotalTokens: resp.PromptTokens}}
+	for i, e := range resp.Embeddings {
+		d := embeddingData{Object: "embedding", Index: i}
+		if e.Vector != nil {
+			d.Embedding = encodeVector(e.Vector, enc)
+		}
+		d.Embeddings = encodeAll(e.Multi, enc)
+		d.SpanEmbeddings = encodeAll(e.Spans, enc)
+		if !finite(e.Vector) || !allFinite(e.Multi) || !allFinite(e.Spans) {
+			h.log.Error("non-finite embedding", "index", i)
+			writeError(w, http.StatusInternalServerError, "server_error", "", "", "the model produced a non-finite value")
+			return
+		}
+		out.Data[i] = d
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func encodeAll(vs [][]float32, enc string) []any {
+	if vs == nil {
+		return nil
+	}
+	out := make([]any, len(vs))
+	for i, v := range vs {
+		out[i] = encodeVector(v, enc)
+	}
+	return out
+}
+
+func allFinite(vs [][]float32) bool {
+	for _, v := range vs {
+		if !finite(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// parseRequest reads and validates the body. It returns the engine request
+// and the output encoding, or the refusal.
+func (h *Handler) parseRequest(w http.ResponseWriter, r *http.Request) (engine.Request, string, *badRequest) {
+	var req engine.Request
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return req, "", &badRequest{http.StatusRequestEntityTooLarge, "", "request_too_large",
+				fmt.Sprintf("request body exceeds %d bytes", mbe.Limit)}
+		}
+		return req, "", &badRequest{http.StatusBadRequest, "", "", fmt.Sprintf("reading request body: %v", err)}
+	}
+	// encoding/json would silently replace invalid UTF-8 by U+FFFD and so
+	// embed a different text than the one sent.
+	if !utf8.Valid(body) {
+		return req, "", &badRequest{http.StatusBadRequest, "", "invalid_utf8", "request body is not valid UTF-8"}
+	}
+	var er embeddingsRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&er); err != nil {
+		return req, "", jsonError(err)
+	}
+	if dec.More() {
+		return req, "", &badRequest{http.StatusBadRequest, "", "invalid_json", "invalid JSON: data after the request object"}
+	}
+	enc, bad := outputEncoding(er.EncodingFormat, er.EmbeddingType)
+	if bad != nil {
+		return req, "", bad
+	}
+	if er.LateChunking {
+		return req, "", &badRequest{http.StatusBadRequest, "late_chunking", "unsupported", "late_chunking is not supported"}
+	}
+	if er.Dimensions != nil && *er.Dimensions <= 0 {
+		return req, "", &badRequest{http.StatusBadRequest, "dimensions", engine.CodeInvalid,
+			fmt.Sprintf("dimensions must be a positive integer, got %d", *er.Dimensions)}
+	}
+	if er.Normalized != nil && er.Normalize != nil && *er.Normalized != *er.Normalize {
+		return req, "", &badRequest{http.StatusBadRequest, "normalized", engine.CodeInvalid, "normalized and normalize disagree"}
+	}
+	ins, err := ParseInputs(er.Input, DecodeImageString)
+	if err != nil {
+		ie, _ := engine.AsInputError(err)
+		return req, "", &badRequest{http.StatusBadRequest, ie.Param, ie.Code, ie.Error()}
+	}
+	if len(ins) > h.opts.MaxInputs {
+		return req, "", &badRequest{http.StatusBadRequest, "input", engine.CodeInvalid,
+			fmt.Sprintf("too many inputs: %d (at most %d per request)", len(ins), h.opts.MaxInputs)}
+	}
+	req = engine.Request{Inputs: ins, Task: er.Task, Multivector: er.ReturnMultivector, PerSpan: er.PerSpan}
+	if er.Dimensions != nil {
+		req.Dimensions = *er.Dimensions
+	}
+	if (er.Normalized != nil && !*er.Normalized) || (er.Normalize != nil && !*er.Normalize) {
+		req.Unnormalized = true
+	}
+	for _, p := range []struct {
+		name string
+		v    *int
+		dst  *int
+	}{{"min_pixels", er.MinPixels, &req.MinPixels}, {"max_pixels", er.MaxPixels, &req.MaxPixels}} {
+		if p.v == nil {
+			continue
+		}
+		if *p.v <= 0 {
+			return req, "", &badRequest{http.StatusBadRequest, p.name, engine.CodeInvalid, fmt.Sprintf("%s must be positive, got %d", p.name, *p.v)}
+		}
+		*p.dst = *p.v
+	}
+	return req, enc, nil
+}
+
+// outputEncoding resolves encoding_format (OpenAI) and embedding_type (Jina),
+// which are aliases.
+func outputEncoding(format, typ string) (string, *badRequest) {
+	if format != "" && typ != "" && format != typ {
+		return "", &badRequest{http.StatusBadRequest, "encoding_format", engine.CodeInvalid,
+			fmt.Sprintf("encoding_format %q and embedding_type %q disagree", format, typ)}
+	}
+	enc := format
+	param := "encoding_format"
+	if enc == "" {
+		enc, param = typ, "embedding_type"
+	}
+	switch enc {
+	case "":
+		return encFloat, nil
+	case encFloat, encBase64, encBinary, encUbinary:
+		return enc, nil
+	}
+	return "", &badRequest{http.StatusBadRequest, param, engine.CodeInvalid,
+		fmt.Sprintf("unknown %s %q (want float, base64, binary or ubinary)", param, enc)}
+}
+
+func jsonError(err error) *badRequest {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return &badRequest{http.StatusBadRequest, te.Field, "invalid_type", "invalid request: " + typeMessage(err).Error()}
+	}
+	if errors.Is(err, io.EOF) {
+		return &badRequest{http.StatusBadRequest, "", "invalid_json", "empty request body; send a JSON object"}
+	}
+	return &badRequest{http.StatusBadRequest, "", "invalid_json", "invalid JSON: " + err.Error()}
+}
+
+func (h *Handler) writeEngineError(w http.ResponseWriter, r *http.Request, err error) {
+	if ie, ok := engine.AsInputError(err); ok {
+		status := http.StatusBadRequest
+		if ie.TooLarge() {
+			status = http.StatusRequestEntityTooLarge
+		}
+		writeError(w, status, "invalid_request_error", ie.Param, ie.Code, ie.Error())
+		return
+	}
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		// The client went away; nobody reads this answer. 499 is the
+		// conventional log status for it.
+		writeError(w, 499, "invalid_request_error", "", "cancelled", "request cancelled")
+		return
+	}
+	h.log.Error("embedding failed", "err", err)
+	writeError(w, http.StatusInternalServerError, "server_error", "", "", "internal error: "+err.Error())
+}

@@ -1,0 +1,217 @@
+// Package server is vembed's HTTP API: an OpenAI- and Jina-compatible
+// POST /v1/embeddings over an engine, plus GET /v1/models and GET /health.
+//
+// Requests are parsed and validated here into engine requests; everything
+// the engine refuses as an engine.InputError becomes a 4xx response in the
+// OpenAI error shape {"error": {"message", "type", "param", "code"}}.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/vembed/vembed/engine"
+)
+
+// Embedder computes embeddings; *engine.Engine implements it.
+type Embedder interface {
+	Embed(ctx context.Context, req engine.Request) (*engine.Response, error)
+	Info() engine.Info
+}
+
+// Options configures a Handler. Zero fields take the defaults below.
+type Options struct {
+	// MaxBodyBytes bounds a request body (default 64 MiB); larger bodies
+	// get 413.
+	MaxBodyBytes int64
+	// MaxInputs bounds the inputs of one request (default 2048, OpenAI's).
+	MaxInputs int
+	// MaxPending bounds the requests admitted at once, running or waiting
+	// for the engine (default 64); beyond it requests get 503.
+	MaxPending int
+	// Logger receives one line per request (default slog.Default()).
+	Logger *slog.Logger
+}
+
+const (
+	defaultMaxBody    = 64 << 20
+	defaultMaxInputs  = 2048
+	defaultMaxPending = 64
+)
+
+// Handler serves the API over an Embedder.
+type Handler struct {
+	emb     Embedder
+	opts    Options
+	log     *slog.Logger
+	pending chan struct{}
+	mux     *http.ServeMux
+}
+
+// New returns the API handler.
+func New(emb Embedder, opts Options) *Handler {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = defaultMaxBody
+	}
+	if opts.MaxInputs <= 0 {
+		opts.MaxInputs = defaultMaxInputs
+	}
+	if opts.MaxPending <= 0 {
+		opts.MaxPending = defaultMaxPending
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	h := &Handler{emb: emb, opts: opts, log: opts.Logger, pending: make(chan struct{}, opts.MaxPending), mux: http.NewServeMux()}
+	h.mux.HandleFunc("POST /v1/embeddings", h.embeddings)
+	h.mux.HandleFunc("POST /embeddings", h.embeddings)
+	h.mux.HandleFunc("GET /v1/models", h.models)
+	h.mux.HandleFunc("GET /health", h.health)
+	for _, p := range []string{"/v1/embeddings", "/embeddings", "/v1/models", "/health"} {
+		h.mux.HandleFunc(p, methodNotAllowed)
+	}
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found_error", "", "", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
+	})
+	return h
+}
+
+// ServeHTTP logs and dispatches one request.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	h.mux.ServeHTTP(rec, r)
+	level := slog.LevelInfo
+	if rec.status >= 500 {
+		level = slog.LevelError
+	}
+	h.log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path,
+		"status", rec.status, "bytes", rec.bytes, "duration", time.Since(start), "remote", r.RemoteAddr)
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	n, err := s.ResponseWriter.Write(b)
+	s.bytes += n
+	return n, err
+}
+
+func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "", "method_not_allowed",
+		fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path))
+}
+
+func (h *Handler) health(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// modelCard is one entry of GET /v1/models: the OpenAI fields plus what a
+// client needs to build requests.
+type modelCard struct {
+	ID                   string   `json:"id"`
+	Object               string   `json:"object"`
+	Created              int64    `json:"created"`
+	OwnedBy              string   `json:"owned_by"`
+	Arch                 string   `json:"architecture"`
+	Modalities           []string `json:"modalities"`
+	Dimensions           int      `json:"dimensions"`
+	MatryoshkaDimensions []int    `json:"matryoshka_dimensions"`
+	MultivectorDimension int      `json:"multivector_dimension,omitempty"`
+	Tasks                []string `json:"tasks"`
+	ContextLength        int      `json:"context_length"`
+	MinPixels            int      `json:"min_pixels"`
+	MaxPixels            int      `json:"max_pixels"`
+	RandomWeights        bool     `json:"random_weights"`
+	Description          string   `json:"description,omitempty"`
+}
+
+func (h *Handler) models(w http.ResponseWriter, r *http.Request) {
+	info := h.emb.Info()
+	card := modelCard{
+		ID: info.Name, Object: "model", OwnedBy: "vembed", Arch: info.Arch,
+		Modalities: info.Modalities, Dimensions: info.Hidden, MatryoshkaDimensions: info.Dimensions,
+		MultivectorDimension: info.MultivectorDim, Tasks: info.Tasks, ContextLength: info.ContextLength,
+		MinPixels: info.MinPixels, MaxPixels: info.MaxPixels, RandomWeights: info.RandomWeights,
+	}
+	if info.RandomWeights {
+		card.Description = "demonstration model with random weights: its embeddings carry no meaning"
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []modelCard{card}})
+}
+
+// Run serves h on ln until ctx is done, then shuts down gracefully, letting
+// running requests finish for up to grace.
+func Run(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger, grace time.Duration) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		// A large request body (many images) on a slow link still fits.
+		ReadTimeout: 2 * time.Minute,
+		// Embedding a large batch on a CPU can take minutes.
+		WriteTimeout: 15 * time.Minute,
+		IdleTimeout:  2 * time.Minute,
+		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "grace", grace)
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("server: shutdown: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+type apiError struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+func writeError(w http.ResponseWriter, status int, typ, param, code, msg string) {
+	e := apiError{Message: msg, Type: typ}
+	if param != "" {
+		e.Param = &param
+	}
+	if code != "" {
+		e.Code = &code
+	}
+	writeJSON(w, status, map[string]apiError{"error": e})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, `{"error":{"message":"response encoding failed","type":"server_error","param":null,"code":null}}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}

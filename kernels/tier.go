@@ -14,6 +14,7 @@ type Tier string
 const (
 	TierReference Tier = "reference"
 	TierGeneric   Tier = "generic"
+	TierAVX2      Tier = "avx2"
 )
 
 // impl is the table of functions behind the exported API.
@@ -45,8 +46,24 @@ var reference = &impl{
 	prepare:   func(*Matrix) {},
 }
 
+// generic is the portable tier: the blocked, parallel algorithms with Go
+// inner loops. Faster tiers start from a copy and replace inner loops.
+var generic = &impl{
+	tier:      TierGeneric,
+	matMul:    func(dst, x []float32, m int, w *Matrix, bias []float32) { matMul(dst, x, m, w, bias, microKernelGo) },
+	attention: AttentionRef,
+	rmsNorm:   RMSNormRef,
+	layerNorm: LayerNormRef,
+	rope:      RoPERef,
+	add:       AddRef,
+	swiGLU:    SwiGLURef,
+	gelu:      GELURef,
+	quickGELU: QuickGELURef,
+	prepare:   func(*Matrix) {},
+}
+
 // tiers holds every tier this build and CPU can run, best first.
-var tiers = []*impl{reference}
+var tiers = append(archTiers(), generic, reference)
 
 var active = reference
 

@@ -1,0 +1,49 @@
+package kernels
+
+import "golang.org/x/sys/cpu"
+
+//go:noescape
+func kernel6x16AVX2(kc int, a *float32, lda int, b *float32, c *float32, ldc int, acc int)
+
+// microKernelAVX2 is the 6×16 FMA microkernel: twelve 8-wide accumulators
+// (six rows by two vectors) stay in registers for the whole k loop.
+func microKernelAVX2(kc int, a []float32, lda int, b []float32, c []float32, ldc int, acc bool) {
+	// The assembly reads and writes through raw pointers; these checks keep
+	// every access inside the slices.
+	_ = a[(gemmMR-1)*lda+kc-1]
+	_ = b[kc*gemmNR-1]
+	_ = c[(gemmMR-1)*ldc+gemmNR-1]
+	var ac int
+	if acc {
+		ac = 1
+	}
+	kernel6x16AVX2(kc, &a[0], lda, &b[0], &c[0], ldc, ac)
+}
+
+// hasAVX2 reports whether the CPU and OS support the AVX2 tier: AVX2 and
+// FMA instructions with the YMM state saved by the OS.
+var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasAVX
+
+// archTiers lists the tiers specific to amd64, best first.
+func archTiers() []*impl {
+	if !hasAVX2 {
+		return nil
+	}
+	t := *generic
+	t.tier = TierAVX2
+	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
+		matMul(dst, x, m, w, bias, microKernelAVX2)
+	}
+	return []*impl{&t}
+}
+
+//go:noescape
+func fmaLoopAVX2(n int)
+
+// fmaProbe returns the peak-probe loop and the flops of one iteration.
+func fmaProbe() (func(n int), float64) {
+	if !hasAVX2 {
+		return nil, 0
+	}
+	return fmaLoopAVX2, 12 * 8 * 2
+}

@@ -1,0 +1,8 @@
+//go:build !amd64
+
+package kernels
+
+// archTiers lists the tiers specific to this architecture, best first.
+func archTiers() []*impl { return nil }
+
+func fmaProbe() (func(n int), float64) { return nil, 0 }

@@ -1,0 +1,147 @@
+package imageproc
+
+import (
+	"image"
+	"image/color"
+)
+
+// toRGB converts a decoded image to 8-bit RGB the way Pillow's
+// convert("RGB") does for the corresponding Pillow mode: alpha is dropped
+// from the straight (un-premultiplied) colour, 16-bit samples keep their high
+// byte, palettes are expanded ignoring transparency.
+func toRGB(m image.Image) *Image {
+	b := m.Bounds()
+	w, h := b.Dx(), b.Dy()
+	out := NewImage(w, h)
+	// rows converts source rows [lo, hi) into out.
+	var rows func(lo, hi int)
+	switch src := m.(type) {
+	case *image.Gray:
+		rows = func(lo, hi int) {
+			for y := lo; y < hi; y++ {
+				s := src.Pix[y*src.Stride : y*src.Stride+w]
+				d := out.Pix[y*w*3 : (y+1)*w*3]
+				for x, v := range s {
+					d[3*x], d[3*x+1], d[3*x+2] = v, v, v
+				}
+			}
+		}
+	case *image.RGBA: // opaque data in the decoders used here
+		rows = func(lo, hi int) { copy4to3(out, src.Pix, src.Stride, lo, hi, 1) }
+	case *image.NRGBA:
+		rows = func(lo, hi int) { copy4to3(out, src.Pix, src.Stride, lo, hi, 1) }
+	case *image.RGBA64:
+		rows = func(lo, hi int) { copy4to3(out, src.Pix, src.Stride, lo, hi, 2) }
+	case *image.NRGBA64:
+		rows = func(lo, hi int) { copy4to3(out, src.Pix, src.Stride, lo, hi, 2) }
+	case *image.Gray16:
+		rows = func(lo, hi int) {
+			for y := lo; y < hi; y++ {
+				s := src.Pix[y*src.Stride : y*src.Stride+2*w]
+				d := out.Pix[y*w*3 : (y+1)*w*3]
+				for x := 0; x < w; x++ {
+					v := s[2*x]
+					d[3*x], d[3*x+1], d[3*x+2] = v, v, v
+				}
+			}
+		}
+	case *image.Paletted:
+		pal := paletteRGB(src.Palette)
+		rows = func(lo, hi int) {
+			for y := lo; y < hi; y++ {
+				s := src.Pix[y*src.Stride : y*src.Stride+w]
+				d := out.Pix[y*w*3 : (y+1)*w*3]
+				for x, i := range s {
+					c := pal[i]
+					d[3*x], d[3*x+1], d[3*x+2] = c[0], c[1], c[2]
+				}
+			}
+		}
+	case *image.YCbCr:
+		rows = func(lo, hi int) { ycbcrRows(out, src, lo, hi) }
+	case *image.NYCbCrA:
+		rows = func(lo, hi int) { ycbcrRows(out, &src.YCbCr, lo, hi) }
+	case *image.CMYK:
+		rows = func(lo, hi int) {
+			for y := lo; y < hi; y++ {
+				s := src.Pix[y*src.Stride : y*src.Stride+4*w]
+				d := out.Pix[y*w*3 : (y+1)*w*3]
+				for x := 0; x < w; x++ {
+					d[3*x], d[3*x+1], d[3*x+2] = cmykToRGB(s[4*x], s[4*x+1], s[4*x+2], s[4*x+3])
+				}
+			}
+		}
+	default:
+		rows = func(lo, hi int) {
+			for y := lo; y < hi; y++ {
+				d := out.Pix[y*w*3 : (y+1)*w*3]
+				for x := 0; x < w; x++ {
+					c := color.NRGBAModel.Convert(m.At(b.Min.X+x, b.Min.Y+y)).(color.NRGBA)
+					d[3*x], d[3*x+1], d[3*x+2] = c.R, c.G, c.B
+				}
+			}
+		}
+	}
+	parallelRows(h, 4*w, rows)
+	return out
+}
+
+// copy4to3 copies rows [lo, hi) of a 4-channel image with sampleBytes bytes
+// per sample (1, or 2 big-endian) into out, keeping R, G, B and, for 16-bit
+// samples, the high byte (Pillow's RGB;16B / RGBA;16B unpacking).
+func copy4to3(out *Image, pix []uint8, stride, lo, hi, sampleBytes int) {
+	w := out.Width
+	step := 4 * sampleBytes
+	for y := lo; y < hi; y++ {
+		s := pix[y*stride : y*stride+step*w]
+		d := out.Pix[y*w*3 : (y+1)*w*3]
+		for x := 0; x < w; x++ {
+			p := s[step*x:]
+			d[3*x], d[3*x+1], d[3*x+2] = p[0], p[sampleBytes], p[2*sampleBytes]
+		}
+	}
+}
+
+// paletteRGB expands a palette to 256 straight RGB entries. Transparency is
+// ignored, as Pillow's P -> RGB conversion ignores it. Indices past the end
+// of a short palette read as Pillow's initial palette, a gray ramp.
+func paletteRGB(p color.Palette) *[256][3]uint8 {
+	var pal [256][3]uint8
+	for i := range pal {
+		pal[i] = [3]uint8{uint8(i), uint8(i), uint8(i)}
+	}
+	for i, c := range p {
+		if i >= 256 {
+			break
+		}
+		n := color.NRGBAModel.Convert(c).(color.NRGBA)
+		pal[i] = [3]uint8{n.R, n.G, n.B}
+	}
+	return &pal
+}
+
+// ycbcrRows converts with the standard library's JFIF conversion; it is the
+// fallback for decoders that hand back planar YCbCr.
+func ycbcrRows(out *Image, src *image.YCbCr, lo, hi int) {
+	w := out.Width
+	b := src.Rect
+	for y := lo; y < hi; y++ {
+		d := out.Pix[y*w*3 : (y+1)*w*3]
+		yi := src.YOffset(b.Min.X, b.Min.Y+y)
+		for x := 0; x < w; x++ {
+			ci := src.COffset(b.Min.X+x, b.Min.Y+y)
+			d[3*x], d[3*x+1], d[3*x+2] = color.YCbCrToRGB(src.Y[yi+x], src.Cb[ci], src.Cr[ci])
+		}
+	}
+}
+
+// cmykToRGB is Pillow's cmyk2rgb: each channel is (255-k) scaled by the
+// complement of the ink, with Pillow's exact divide-by-255 rounding.
+func cmykToRGB(c, m, y, k uint8) (uint8, uint8, uint8) {
+	nk := 255 - int(k)
+	f := func(v uint8) uint8 {
+		t := int(v)*nk + 128
+		return uint8(nk - ((t>>8)+t)>>8)
+	}
+	return f(c), f(m), f(y)
+}

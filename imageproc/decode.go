@@ -1,0 +1,230 @@
+package imageproc
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"image"
+	"image/png"
+	"io"
+
+	"golang.org/x/image/bmp"
+	"golang.org/x/image/tiff"
+	"golang.org/x/image/webp"
+)
+
+// format is an image container recognised by its leading bytes.
+type format int
+
+const (
+	formatUnknown format = iota
+	formatPNG
+	formatJPEG
+	formatGIF
+	formatWebP
+	formatBMP
+	formatTIFF
+)
+
+var formatNames = [...]string{"unknown", "png", "jpeg", "gif", "webp", "bmp", "tiff"}
+
+func (f format) String() string { return formatNames[f] }
+
+// sniff identifies the format from the content, never from a file name or a
+// declared media type, which clients get wrong.
+func sniff(b []byte) format {
+	switch {
+	case bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")):
+		return formatPNG
+	case bytes.HasPrefix(b, []byte{0xFF, 0xD8, 0xFF}):
+		return formatJPEG
+	case bytes.HasPrefix(b, []byte("GIF87a")), bytes.HasPrefix(b, []byte("GIF89a")):
+		return formatGIF
+	case len(b) >= 12 && string(b[:4]) == "RIFF" && string(b[8:12]) == "WEBP":
+		return formatWebP
+	case bytes.HasPrefix(b, []byte("BM")):
+		return formatBMP
+	case bytes.HasPrefix(b, []byte("II*\x00")), bytes.HasPrefix(b, []byte("MM\x00*")):
+		return formatTIFF
+	}
+	return formatUnknown
+}
+
+// Format reports the image format of data ("png", "jpeg", "gif", "webp",
+// "bmp", "tiff") as Decode would detect it, or "unknown".
+func Format(data []byte) string { return sniff(data).String() }
+
+// DecodeConfig returns the format and dimensions from the header alone.
+func DecodeConfig(data []byte) (formatName string, width, height int, err error) {
+	f := sniff(data)
+	if f == formatUnknown {
+		return "", 0, 0, fmt.Errorf("imageproc: %w: unrecognised content", ErrUnsupported)
+	}
+	w, h, err := decodeConfig(f, data)
+	if err != nil {
+		return f.String(), 0, 0, fmt.Errorf("imageproc: %s header: %w", f, err)
+	}
+	return f.String(), w, h, nil
+}
+
+func decodeConfig(f format, data []byte) (w, h int, err error) {
+	defer recoverDecoder(&err)
+	var cfg image.Config
+	r := bytes.NewReader(data)
+	switch f {
+	case formatPNG:
+		cfg, err = png.DecodeConfig(r)
+	case formatJPEG:
+		return jpegConfig(data)
+	case formatGIF:
+		return gifConfig(data)
+	case formatWebP:
+		cfg, err = webp.DecodeConfig(r)
+	case formatBMP:
+		cfg, err = bmp.DecodeConfig(r)
+	case formatTIFF:
+		cfg, err = tiff.DecodeConfig(r)
+	default:
+		return 0, 0, ErrUnsupported
+	}
+	if err != nil {
+		return 0, 0, classify(err)
+	}
+	return cfg.Width, cfg.Height, nil
+}
+
+// Decode decodes a PNG, JPEG, GIF (first frame), WebP, BMP or TIFF image and
+// converts it to 8-bit RGB exactly as Pillow's Image.open(...).convert("RGB")
+// does: alpha is dropped without compositing, palettes are expanded with
+// their transparency ignored, 16-bit grayscale is clipped to 255 and 16-bit
+// colour keeps the high byte. The limits are checked on the file size and
+// on the header's dimensions before pixels are decoded. Errors wrap
+// ErrUnsupported, ErrTooLarge or ErrCorrupt.
+func Decode(data []byte, opts DecodeOptions) (*Image, error) {
+	lim := opts.Limits.orDefault()
+	if err := lim.checkBytes(len(data)); err != nil {
+		return nil, fmt.Errorf("imageproc: %w", err)
+	}
+	f := sniff(data)
+	if f == formatUnknown {
+		return nil, fmt.Errorf("imageproc: %w: unrecognised content (PNG, JPEG, GIF, WebP, BMP and TIFF are supported)", ErrUnsupported)
+	}
+	w, h, err := decodeConfig(f, data)
+	if err != nil {
+		return nil, fmt.Errorf("imageproc: %s header: %w", f, err)
+	}
+	if err := lim.checkSize(w, h); err != nil {
+		return nil, fmt.Errorf("imageproc: %s: %w", f, err)
+	}
+	img, err := decodePixels(f, data)
+	if err != nil {
+		return nil, fmt.Errorf("imageproc: %s: %w", f, err)
+	}
+	if img.Width != w || img.Height != h {
+		// A decoder that disagrees with its own header would defeat the
+		// limit check above.
+		return nil, fmt.Errorf("imageproc: %s: %w: header says %dx%d, pixels are %dx%d", f, ErrCorrupt, w, h, img.Width, img.Height)
+	}
+	if opts.ApplyEXIFOrientation {
+		img = orient(img, exifOrientation(f, data))
+	}
+	return img, nil
+}
+
+func decodePixels(f format, data []byte) (img *Image, err error) {
+	defer recoverDecoder(&err)
+	r := bytes.NewReader(data)
+	var m image.Image
+	switch f {
+	case formatPNG:
+		m, err = png.Decode(r)
+		if err == nil && pngIsGray16(data) {
+			return gray16Clipped(m), nil
+		}
+	case formatJPEG:
+		return decodeJPEG(data)
+	case formatGIF:
+		return decodeGIF(data)
+	case formatWebP:
+		m, err = webp.Decode(r)
+	case formatBMP:
+		m, err = bmp.Decode(r)
+	case formatTIFF:
+		m, err = tiff.Decode(r)
+	default:
+		return nil, ErrUnsupported
+	}
+	if err != nil {
+		return nil, classify(err)
+	}
+	return toRGB(m), nil
+}
+
+// recoverDecoder turns a panic inside a third-party decoder into ErrCorrupt:
+// the server must answer bad input with a 400, not crash.
+func recoverDecoder(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w: decoder failed: %v", ErrCorrupt, r)
+	}
+}
+
+// classify maps the decoders' error values onto the package's typed errors.
+func classify(err error) error {
+	var (
+		pngUnsup  png.UnsupportedError
+		tiffUnsup tiff.UnsupportedError
+	)
+	switch {
+	case errors.Is(err, ErrUnsupported), errors.Is(err, ErrCorrupt), errors.Is(err, ErrTooLarge):
+		return err
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return fmt.Errorf("%w: truncated data", ErrCorrupt)
+	case errors.As(err, &pngUnsup), errors.As(err, &tiffUnsup), errors.Is(err, bmp.ErrUnsupported):
+		return fmt.Errorf("%w: %v", ErrUnsupported, err)
+	}
+	return fmt.Errorf("%w: %v", ErrCorrupt, err)
+}
+
+// pngIsGray16 reports whether a PNG's IHDR declares 16-bit grayscale (colour
+// type 0), which Pillow opens as mode "I" and clips rather than scales.
+func pngIsGray16(data []byte) bool {
+	// signature (8) + chunk length (4) + "IHDR" (4) + width, height (8)
+	// then bit depth and colour type.
+	if len(data) < 26 || string(data[12:16]) != "IHDR" {
+		return false
+	}
+	return data[24] == 16 && data[25] == 0
+}
+
+// gray16Clipped converts a 16-bit grayscale image (with or without a tRNS
+// key, which Go turns into NRGBA64) the way Pillow's mode I -> RGB does:
+// min(v, 255), not v>>8.
+func gray16Clipped(m image.Image) *Image {
+	b := m.Bounds()
+	out := NewImage(b.Dx(), b.Dy())
+	clip := func(v uint16) uint8 { return uint8(min(v, 255)) }
+	switch src := m.(type) {
+	case *image.Gray16:
+		for y := 0; y < out.Height; y++ {
+			row := src.Pix[y*src.Stride : y*src.Stride+2*out.Width]
+			dst := out.Pix[y*out.Width*3:]
+			for x := 0; x < out.Width; x++ {
+				v := clip(binary.BigEndian.Uint16(row[2*x:]))
+				dst[3*x], dst[3*x+1], dst[3*x+2] = v, v, v
+			}
+		}
+	case *image.NRGBA64: // 16-bit gray with a tRNS key: R = G = B = gray
+		for y := 0; y < out.Height; y++ {
+			row := src.Pix[y*src.Stride : y*src.Stride+8*out.Width]
+			dst := out.Pix[y*out.Width*3:]
+			for x := 0; x < out.Width; x++ {
+				v := clip(binary.BigEndian.Uint16(row[8*x:]))
+				dst[3*x], dst[3*x+1], dst[3*x+2] = v, v, v
+			}
+		}
+	default:
+		return toRGB(m)
+	}
+	return out
+}

@@ -78,8 +78,8 @@ func TestParseRejects(t *testing.T) {
 		{"partial block", tensorFile([]uint64{33}, uint32(TypeQ4_0), 0, 64), "block size"},
 		{"unaligned offset", tensorFile([]uint64{1}, 0, 4, 64), "not a multiple of the alignment"},
 		{"data beyond end", tensorFile([]uint64{16}, 0, 0, 60), "beyond the end"},
-		{"offset beyond end", tensorFile([]uint64{1}, 0, 1 << 40, 64), "beyond the end"},
-		{"huge offset", tensorFile([]uint64{1}, 0, 1<<63 + 32, 64), "offset"},
+		{"offset beyond end", tensorFile([]uint64{1}, 0, 1<<40, 64), "beyond the end"},
+		{"huge offset", tensorFile([]uint64{1}, 0, 1<<63+32, 64), "offset"},
 		{"missing data section", header(1, 0).str("t").u32(1).u64(1).u32(0).u64(0).b, "beyond the end"},
 		{"duplicate tensor", dupTensors(), "twice"},
 	}

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/vembed/vembed/kernels"
 	"github.com/vembed/vembed/model/heads"
 )
 
@@ -121,36 +120,6 @@ func checkPositions(t *testing.T, m *Model, c *fixtureCase) {
 			if p[a] != c.MropePositions[a][i] {
 				t.Fatalf("token %d: position %v, want (%d, %d, %d)", i, p, c.MropePositions[0][i], c.MropePositions[1][i], c.MropePositions[2][i])
 			}
-		}
-	}
-}
-
-// TestFixtureTiersAgree runs one image case and one text case with the
-// reference kernels and with the default tier; both compute the same math,
-// so they agree to float32 rounding (1e-5 relative bounds the summation
-// order differences over a few layers).
-func TestFixtureTiersAgree(t *testing.T) {
-	dir, ix := modelFixtures(t)
-	m, err := Load(filepath.Join(dir, ix.LM), filepath.Join(dir, ix.MMProj))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	def := kernels.Active()
-	for _, id := range []string{"interleaved00", "text07"} {
-		c := &fixtureCase{}
-		cdir := filepath.Join(dir, "cases", id)
-		readJSON(t, filepath.Join(cdir, "case.json"), c)
-		fast := runCase(t, m, cdir, c)
-		if err := kernels.Use(kernels.TierReference); err != nil {
-			t.Fatal(err)
-		}
-		ref := runCase(t, m, cdir, c)
-		if err := kernels.Use(def); err != nil {
-			t.Fatal(err)
-		}
-		if cs, rel := rowStats(t, fast.hidden, ref.hidden, m.Info().Hidden); rel > 1e-5 {
-			t.Errorf("%s: tier %s vs reference: hidden worst row cos %.9f rel %.3g", id, def, cs, rel)
 		}
 	}
 }

@@ -33,6 +33,9 @@ type decoderLayer struct {
 }
 
 func loadText(f *gguf.File) (*textModel, error) {
+	if err := checkArch(f, "qwen2vl", "language model"); err != nil {
+		return nil, err
+	}
 	c, err := f.LMConfig()
 	if err != nil {
 		return nil, err

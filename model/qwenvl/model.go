@@ -93,9 +93,9 @@ func Load(lmPath, mmprojPath string) (*Model, error) {
 		m.Close()
 		return nil, fmt.Errorf("qwenvl: %s: %w", mmprojPath, err)
 	}
-	if m.vis.outDim != m.lm.hidden {
+	if out, hidden := m.vis.outDim, m.lm.hidden; out != hidden {
 		m.Close()
-		return nil, fmt.Errorf("qwenvl: mmproj %s projects to %d values but the LM hidden width is %d: not a matching pair", mmprojPath, m.vis.outDim, m.lm.hidden)
+		return nil, fmt.Errorf("qwenvl: mmproj %s projects to %d values but the LM hidden width is %d: not a matching pair", mmprojPath, out, hidden)
 	}
 	v := m.vis
 	m.info.Projector = v.projector
@@ -127,6 +127,18 @@ func (m *Model) Close() error {
 
 // Info describes the model.
 func (m *Model) Info() Info { return m.info }
+
+// checkArch fails unless the file's general.architecture is want.
+func checkArch(f *gguf.File, want, kind string) error {
+	arch, err := f.String("general.architecture")
+	if err != nil {
+		return err
+	}
+	if arch != want {
+		return fmt.Errorf("general.architecture is %q, not %q: not a Qwen-VL %s file", arch, want, kind)
+	}
+	return nil
+}
 
 // findToken returns the id of a token in the LM's vocabulary, or -1.
 func findToken(f *gguf.File, tok string) int32 {

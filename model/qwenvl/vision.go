@@ -48,6 +48,9 @@ type visionBlock struct {
 }
 
 func loadVision(f *gguf.File) (*visionModel, error) {
+	if err := checkArch(f, "clip", "mmproj (vision)"); err != nil {
+		return nil, err
+	}
 	c, err := f.VisionConfig()
 	if err != nil {
 		return nil, err

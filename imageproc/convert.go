@@ -35,16 +35,9 @@ func toRGB(m image.Image) *Image {
 	case *image.NRGBA64:
 		rows = func(lo, hi int) { copy4to3(out, src.Pix, src.Stride, lo, hi, 2) }
 	case *image.Gray16:
-		rows = func(lo, hi int) {
-			for y := lo; y < hi; y++ {
-				s := src.Pix[y*src.Stride : y*src.Stride+2*w]
-				d := out.Pix[y*w*3 : (y+1)*w*3]
-				for x := 0; x < w; x++ {
-					v := s[2*x]
-					d[3*x], d[3*x+1], d[3*x+2] = v, v, v
-				}
-			}
-		}
+		// Pillow opens 16-bit grayscale (PNG, TIFF) as mode I / I;16, whose
+		// conversion to RGB clips to 255 instead of scaling.
+		rows = func(lo, hi int) { gray16Rows(out, src.Pix, src.Stride, 2, lo, hi) }
 	case *image.Paletted:
 		pal := paletteRGB(src.Palette)
 		rows = func(lo, hi int) {
@@ -84,6 +77,20 @@ func toRGB(m image.Image) *Image {
 	}
 	parallelRows(h, 4*w, rows)
 	return out
+}
+
+// gray16Rows converts rows [lo, hi) of big-endian 16-bit gray samples,
+// step bytes apart, clipping each to 255 as Pillow's I -> RGB does.
+func gray16Rows(out *Image, pix []uint8, stride, step, lo, hi int) {
+	w := out.Width
+	for y := lo; y < hi; y++ {
+		s := pix[y*stride : y*stride+step*w]
+		d := out.Pix[y*w*3 : (y+1)*w*3]
+		for x := 0; x < w; x++ {
+			v := uint8(min(uint16(s[step*x])<<8|uint16(s[step*x+1]), 255))
+			d[3*x], d[3*x+1], d[3*x+2] = v, v, v
+		}
+	}
 }
 
 // copy4to3 copies rows [lo, hi) of a 4-channel image with sampleBytes bytes

@@ -2,7 +2,6 @@ package imageproc
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"image"
@@ -147,7 +146,7 @@ func decodePixels(f format, data []byte) (img *Image, err error) {
 	case formatGIF:
 		return decodeGIF(data)
 	case formatWebP:
-		m, err = webp.Decode(r)
+		return decodeWebP(data)
 	case formatBMP:
 		m, err = bmp.Decode(r)
 	case formatTIFF:
@@ -197,34 +196,14 @@ func pngIsGray16(data []byte) bool {
 	return data[24] == 16 && data[25] == 0
 }
 
-// gray16Clipped converts a 16-bit grayscale image (with or without a tRNS
-// key, which Go turns into NRGBA64) the way Pillow's mode I -> RGB does:
-// min(v, 255), not v>>8.
+// gray16Clipped converts a 16-bit grayscale PNG, which Go returns as Gray16,
+// or as NRGBA64 (R = G = B = gray) when it has a tRNS key.
 func gray16Clipped(m image.Image) *Image {
-	b := m.Bounds()
-	out := NewImage(b.Dx(), b.Dy())
-	clip := func(v uint16) uint8 { return uint8(min(v, 255)) }
-	switch src := m.(type) {
-	case *image.Gray16:
-		for y := 0; y < out.Height; y++ {
-			row := src.Pix[y*src.Stride : y*src.Stride+2*out.Width]
-			dst := out.Pix[y*out.Width*3:]
-			for x := 0; x < out.Width; x++ {
-				v := clip(binary.BigEndian.Uint16(row[2*x:]))
-				dst[3*x], dst[3*x+1], dst[3*x+2] = v, v, v
-			}
-		}
-	case *image.NRGBA64: // 16-bit gray with a tRNS key: R = G = B = gray
-		for y := 0; y < out.Height; y++ {
-			row := src.Pix[y*src.Stride : y*src.Stride+8*out.Width]
-			dst := out.Pix[y*out.Width*3:]
-			for x := 0; x < out.Width; x++ {
-				v := clip(binary.BigEndian.Uint16(row[8*x:]))
-				dst[3*x], dst[3*x+1], dst[3*x+2] = v, v, v
-			}
-		}
-	default:
+	src, ok := m.(*image.NRGBA64)
+	if !ok {
 		return toRGB(m)
 	}
+	out := NewImage(src.Rect.Dx(), src.Rect.Dy())
+	parallelRows(out.Height, 4*out.Width, func(lo, hi int) { gray16Rows(out, src.Pix, src.Stride, 8, lo, hi) })
 	return out
 }

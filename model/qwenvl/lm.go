@@ -1,6 +1,7 @@
 package qwenvl
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -124,32 +125,72 @@ type ImageEmbedding struct {
 // final hidden states (after the output norm). The whole sequence is one
 // pass under one causal mask: image tokens attend causally like text.
 func (m *Model) Forward(ids []int32, images []ImageEmbedding) ([]float32, error) {
+	out, err := m.ForwardBatch([]Sequence{{IDs: ids, Images: images}})
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
+}
+
+// Sequence is one input of ForwardBatch: token ids and the images placed in
+// them, as for Forward.
+type Sequence struct {
+	IDs    []int32
+	Images []ImageEmbedding
+}
+
+// ForwardBatch runs several independent sequences in one pass: they are
+// packed end to end, each with its own positions, under a causal mask that
+// never crosses a sequence boundary, so each result equals Forward of that
+// sequence alone while the matrix products run over all tokens at once.
+func (m *Model) ForwardBatch(seqs []Sequence) ([][]float32, error) {
 	lm := m.lm
 	if lm == nil {
 		return nil, fmt.Errorf("qwenvl: model is closed")
 	}
-	n := len(ids)
-	if n == 0 {
-		return nil, fmt.Errorf("qwenvl: empty token sequence")
+	if len(seqs) == 0 {
+		return nil, nil
 	}
-	if n > lm.ctx {
-		return nil, fmt.Errorf("qwenvl: %d tokens exceed the context length %d", n, lm.ctx)
+	bounds := []int{0}
+	var pos [][3]int
+	x := make([]float32, 0)
+	for i, sq := range seqs {
+		n := len(sq.IDs)
+		fail := func(err error) error {
+			if len(seqs) == 1 {
+				return fmt.Errorf("qwenvl: %w", err)
+			}
+			return fmt.Errorf("qwenvl: sequence %d: %w", i, err)
+		}
+		if n == 0 {
+			return nil, fail(errors.New("empty token sequence"))
+		}
+		if n > lm.ctx {
+			return nil, fail(fmt.Errorf("%d tokens exceed the context length %d", n, lm.ctx))
+		}
+		imgs, err := m.placeImages(sq.IDs, sq.Images)
+		if err != nil {
+			return nil, fail(err)
+		}
+		if x, err = lm.embed(x, sq.IDs, imgs); err != nil {
+			return nil, fail(err)
+		}
+		pos = append(pos, mropePositions(n, imgs, m.temporalStride())...)
+		bounds = append(bounds, bounds[len(bounds)-1]+n)
 	}
-	imgs, err := m.placeImages(ids, images)
-	if err != nil {
-		return nil, err
-	}
-	x, err := lm.embed(ids, imgs)
-	if err != nil {
-		return nil, err
-	}
-	cos, sin := lm.ropeTables(mropePositions(n, imgs, m.temporalStride()))
+	n := len(pos)
+	cos, sin := lm.ropeTables(pos)
+	mask := kernels.Mask{Causal: true, Segments: bounds}
 	s := newScratch(n, lm.hidden, lm.nHead*lm.headDim, lm.nKV*lm.headDim, lm.ffn)
 	for i := range lm.layers {
-		lm.layers[i].forward(lm, x, n, cos, sin, s)
+		lm.layers[i].forward(lm, x, n, cos, sin, mask, s)
 	}
 	kernels.RMSNorm(x, x, lm.outNorm, lm.hidden, lm.eps)
-	return x, nil
+	out := make([][]float32, len(seqs))
+	for i := range out {
+		out[i] = x[bounds[i]*lm.hidden : bounds[i+1]*lm.hidden : bounds[i+1]*lm.hidden]
+	}
+	return out, nil
 }
 
 // placedImage is an ImageEmbedding checked against the sequence, with its
@@ -169,15 +210,15 @@ func (m *Model) placeImages(ids []int32, images []ImageEmbedding) ([]placedImage
 	for i, im := range images {
 		if im.GridT < 1 || im.GridH < ms || im.GridW < ms || im.GridH%ms != 0 || im.GridW%ms != 0 ||
 			im.GridT > len(ids) || im.GridH > ms*len(ids) || im.GridW > ms*len(ids) {
-			return nil, fmt.Errorf("qwenvl: image %d: bad grid %dx%dx%d", i, im.GridT, im.GridH, im.GridW)
+			return nil, fmt.Errorf("image %d: bad grid %dx%dx%d", i, im.GridT, im.GridH, im.GridW)
 		}
 		p := placedImage{ImageEmbedding: im, lt: im.GridT, lh: im.GridH / ms, lw: im.GridW / ms}
 		nt := p.tokens()
 		if len(im.Rows) != nt*m.lm.hidden {
-			return nil, fmt.Errorf("qwenvl: image %d: %d values, want %d rows of %d", i, len(im.Rows), nt, m.lm.hidden)
+			return nil, fmt.Errorf("image %d: %d values, want %d rows of %d", i, len(im.Rows), nt, m.lm.hidden)
 		}
 		if im.First < 0 || im.First+nt > len(ids) {
-			return nil, fmt.Errorf("qwenvl: image %d: tokens [%d, %d) outside the %d-token sequence", i, im.First, im.First+nt, len(ids))
+			return nil, fmt.Errorf("image %d: tokens [%d, %d) outside the %d-token sequence", i, im.First, im.First+nt, len(ids))
 		}
 		out[i] = p
 	}
@@ -185,17 +226,17 @@ func (m *Model) placeImages(ids []int32, images []ImageEmbedding) ([]placedImage
 	next := 0
 	for i, p := range out {
 		if p.First < next {
-			return nil, fmt.Errorf("qwenvl: images overlap at token %d", p.First)
+			return nil, fmt.Errorf("images overlap at token %d", p.First)
 		}
 		if m.imagePad >= 0 {
 			for j := next; j < p.First; j++ {
 				if ids[j] == m.imagePad {
-					return nil, fmt.Errorf("qwenvl: token %d is <|image_pad|> but no image covers it", j)
+					return nil, fmt.Errorf("token %d is <|image_pad|> but no image covers it", j)
 				}
 			}
 			for j := p.First; j < p.First+p.tokens(); j++ {
 				if ids[j] != m.imagePad {
-					return nil, fmt.Errorf("qwenvl: image %d covers token %d (id %d), which is not <|image_pad|>", i, j, ids[j])
+					return nil, fmt.Errorf("image %d covers token %d (id %d), which is not <|image_pad|>", i, j, ids[j])
 				}
 			}
 		}
@@ -204,7 +245,7 @@ func (m *Model) placeImages(ids []int32, images []ImageEmbedding) ([]placedImage
 	if m.imagePad >= 0 {
 		for j := next; j < len(ids); j++ {
 			if ids[j] == m.imagePad {
-				return nil, fmt.Errorf("qwenvl: token %d is <|image_pad|> but no image covers it", j)
+				return nil, fmt.Errorf("token %d is <|image_pad|> but no image covers it", j)
 			}
 		}
 	}
@@ -221,20 +262,22 @@ func (m *Model) temporalStride() int {
 	return 1
 }
 
-// embed builds the n×hidden input: token embeddings, with each image's run
-// of placeholders replaced by its rows.
-func (lm *textModel) embed(ids []int32, imgs []placedImage) ([]float32, error) {
+// embed appends to dst the n×hidden input: token embeddings, with each
+// image's run of placeholders replaced by its rows.
+func (lm *textModel) embed(dst []float32, ids []int32, imgs []placedImage) ([]float32, error) {
 	h := lm.hidden
-	x := make([]float32, len(ids)*h)
+	base := len(dst)
+	dst = append(dst, make([]float32, len(ids)*h)...)
+	x := dst[base:]
 	rb := lm.embd.RowBytes()
 	lookup := func(lo, hi int) error {
 		for i := lo; i < hi; i++ {
 			id := ids[i]
 			if id < 0 || int(id) >= lm.vocab {
-				return fmt.Errorf("qwenvl: token %d: id %d outside the vocabulary of %d", i, id, lm.vocab)
+				return fmt.Errorf("token %d: id %d outside the vocabulary of %d", i, id, lm.vocab)
 			}
 			if err := gguf.Dequantize(lm.embd.Type, lm.embd.Data[int(id)*rb:(int(id)+1)*rb], x[i*h:(i+1)*h]); err != nil {
-				return fmt.Errorf("qwenvl: token embedding: %w", err)
+				return fmt.Errorf("token embedding: %w", err)
 			}
 		}
 		return nil
@@ -250,7 +293,7 @@ func (lm *textModel) embed(ids []int32, imgs []placedImage) ([]float32, error) {
 	if err := lookup(next, len(ids)); err != nil {
 		return nil, err
 	}
-	return x, nil
+	return dst, nil
 }
 
 // mropePositions returns the (t, h, w) position of every token, following
@@ -326,7 +369,7 @@ func (lm *textModel) ropeTables(pos [][3]int) (cos, sin []float32) {
 }
 
 // forward applies the layer to x (n×hidden) in place.
-func (l *decoderLayer) forward(lm *textModel, x []float32, n int, cos, sin []float32, s *scratch) {
+func (l *decoderLayer) forward(lm *textModel, x []float32, n int, cos, sin []float32, mask kernels.Mask, s *scratch) {
 	h, hd := lm.hidden, lm.headDim
 	xn := s.xn[:n*h]
 	q, att := s.q[:n*lm.nHead*hd], s.att[:n*lm.nHead*hd]
@@ -338,7 +381,7 @@ func (l *decoderLayer) forward(lm *textModel, x []float32, n int, cos, sin []flo
 	kernels.MatMul(v, xn, n, l.v, l.vB)
 	kernels.RoPE(q, n, lm.nHead, hd, cos, sin)
 	kernels.RoPE(k, n, lm.nKV, hd, cos, sin)
-	kernels.Attention(att, q, k, v, n, lm.nHead, lm.nKV, hd, float32(1/math.Sqrt(float64(hd))), kernels.Mask{Causal: true})
+	kernels.Attention(att, q, k, v, n, lm.nHead, lm.nKV, hd, float32(1/math.Sqrt(float64(hd))), mask)
 	kernels.MatMul(xn, att, n, l.o, nil)
 	kernels.Add(x, x, xn)
 

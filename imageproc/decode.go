@@ -116,7 +116,7 @@ func Decode(data []byte, opts DecodeOptions) (*Image, error) {
 	if err := lim.checkSize(w, h); err != nil {
 		return nil, fmt.Errorf("imageproc: %s: %w", f, err)
 	}
-	img, err := decodePixels(f, data)
+	img, err := decodePixels(f, data, lim.MaxPixels)
 	if err != nil {
 		return nil, fmt.Errorf("imageproc: %s: %w", f, err)
 	}
@@ -131,7 +131,7 @@ func Decode(data []byte, opts DecodeOptions) (*Image, error) {
 	return img, nil
 }
 
-func decodePixels(f format, data []byte) (img *Image, err error) {
+func decodePixels(f format, data []byte, maxPixels int64) (img *Image, err error) {
 	defer recoverDecoder(&err)
 	r := bytes.NewReader(data)
 	var m image.Image
@@ -142,7 +142,7 @@ func decodePixels(f format, data []byte) (img *Image, err error) {
 			return gray16Clipped(m), nil
 		}
 	case formatJPEG:
-		return decodeJPEG(data)
+		return decodeJPEG(data, maxPixels)
 	case formatGIF:
 		return decodeGIF(data)
 	case formatWebP:

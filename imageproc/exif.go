@@ -12,7 +12,7 @@ func exifOrientation(f format, data []byte) int {
 	var blob []byte
 	switch f {
 	case formatJPEG:
-		blob = jpegEXIF(data)
+		return max(jpegOrientation(data), 1)
 	case formatPNG:
 		blob = pngChunk(data, "eXIf")
 	case formatWebP:
@@ -25,36 +25,6 @@ func exifOrientation(f format, data []byte) int {
 		return o
 	}
 	return 1
-}
-
-// jpegEXIF returns the TIFF structure of a JPEG's APP1 Exif segment.
-func jpegEXIF(b []byte) []byte {
-	pos := 2
-	for pos+4 <= len(b) {
-		if b[pos] != 0xFF {
-			return nil
-		}
-		marker := b[pos+1]
-		if marker == 0xFF { // fill byte
-			pos++
-			continue
-		}
-		if marker == 0xDA || marker == 0xD9 { // start of scan: no more headers
-			return nil
-		}
-		n := int(binary.BigEndian.Uint16(b[pos+2:]))
-		if n < 2 || pos+2+n > len(b) {
-			return nil
-		}
-		seg := b[pos+4 : pos+2+n]
-		if marker == 0xE1 {
-			if rest, ok := bytes.CutPrefix(seg, []byte("Exif\x00\x00")); ok {
-				return rest
-			}
-		}
-		pos += 2 + n
-	}
-	return nil
 }
 
 // pngChunk returns the payload of the first chunk of the given type.

@@ -76,7 +76,7 @@ func idctIslow(in *[64]int16, q *[64]int32, dst []uint8, stride int) {
 	for c := 0; c < 8; c++ {
 		if in[8+c] == 0 && in[16+c] == 0 && in[24+c] == 0 && in[32+c] == 0 &&
 			in[40+c] == 0 && in[48+c] == 0 && in[56+c] == 0 {
-			dc := int32(in[c])*q[c]<<pass1Bits
+			dc := int32(in[c]) * q[c] << pass1Bits
 			for r := 0; r < 8; r++ {
 				ws[r*8+c] = dc
 			}

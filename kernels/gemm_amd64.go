@@ -1,6 +1,9 @@
 package kernels
 
-import "golang.org/x/sys/cpu"
+import (
+	"github.com/vembed/vembed/gguf"
+	"golang.org/x/sys/cpu"
+)
 
 //go:noescape
 func kernel6x16AVX2(kc int, a *float32, lda int, b *float32, c *float32, ldc int, acc int)
@@ -31,8 +34,13 @@ func archTiers() []*impl {
 	}
 	t := *generic
 	t.tier = TierAVX2
+	g := &gemmTier{kern: microKernelAVX2, pack8: map[gguf.Type]pack8Func{
+		gguf.TypeF32:  packer(pack8F32, 4),
+		gguf.TypeF16:  packer(pack8F16, 2),
+		gguf.TypeBF16: packer(pack8BF16, 2),
+	}}
 	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
-		matMul(dst, x, m, w, bias, microKernelAVX2)
+		matMul(dst, x, m, w, bias, g)
 	}
 	return []*impl{&t}
 }
@@ -46,4 +54,26 @@ func fmaProbe() (func(n int), float64) {
 		return nil, 0
 	}
 	return fmaLoopAVX2, 12 * 8 * 2
+}
+
+//go:noescape
+func pack8F32(src *byte, stride int, n8 int, dst *float32)
+
+//go:noescape
+func pack8F16(src *byte, stride int, n8 int, dst *float32)
+
+//go:noescape
+func pack8BF16(src *byte, stride int, n8 int, dst *float32)
+
+// packer wraps an assembly panel packer for values of size bytes with the
+// bounds checks that keep it inside its slices.
+func packer(f func(src *byte, stride int, n8 int, dst *float32), size int) pack8Func {
+	return func(src []byte, stride int, n8 int, dst []float32) {
+		if n8 == 0 {
+			return
+		}
+		_ = src[7*stride+n8*8*size-1]
+		_ = dst[(n8*8-1)*gemmNR+7]
+		f(&src[0], stride, n8, &dst[0])
+	}
 }

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/vembed/vembed/synth"
+)
+
+func init() {
+	register(&command{
+		name:    "synth",
+		summary: "write a synthetic Qwen2-VL / Qwen2.5-VL GGUF pair (LM + mmproj)",
+		run:     runSynth,
+	})
+}
+
+func runSynth(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("synth", "--out DIR [flags]", stderr)
+	preset := fs.String("preset", "tiny", "model shapes: "+strings.Join(synth.Presets(), ", "))
+	out := fs.String("out", "", "output directory (required)")
+	lmType := fs.String("type", "", "LM weight type: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, IQ4_XS, ... or a mix (Q4_K_M, Q4_K_S, Q5_K_M, Q5_K_S); default the preset's (F32)")
+	mmType := fs.String("mmproj-type", "", "mmproj weight type (default the preset's, F32)")
+	seed := fs.Uint64("seed", 0, "seed of the LM weights (mmproj uses seed+1, mvproj seed+2); 0 keeps the preset's")
+	std := fs.Float64("std", 0, "standard deviation of the weights; 0 keeps the preset's (0.02)")
+	mv := fs.Bool("mvproj", false, "also write the multi-vector projector side-car")
+	vocabFrom := fs.String("vocab-from", "", "copy the tokenizer from this GGUF (its size must match the preset's vocabulary)")
+	workers := fs.Int("workers", 0, "goroutines generating tensors; 0 keeps the default (2)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 || *out == "" {
+		fs.Usage()
+		return errUsage
+	}
+	cfg, err := synth.Preset(*preset)
+	if err != nil {
+		return err
+	}
+	if *lmType != "" {
+		cfg.LMType = *lmType
+	}
+	if *mmType != "" {
+		cfg.MMProjType = *mmType
+	}
+	if *seed != 0 {
+		cfg.Seed = *seed
+	}
+	if *std < 0 {
+		return errors.New("--std must not be negative")
+	}
+	if *std != 0 {
+		cfg.Std = float32(*std)
+	}
+	if *workers != 0 {
+		cfg.Workers = *workers
+	}
+	cfg.VocabFrom = *vocabFrom
+
+	start := time.Now()
+	lm, mm, err := synth.WritePair(*out, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, lm)
+	fmt.Fprintln(stdout, mm)
+	if *mv {
+		p := filepath.Join(*out, cfg.MVProjFileName())
+		if err := synth.WriteMVProj(p, cfg); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, p)
+	}
+	fmt.Fprintf(stderr, "wrote %s in %.1fs\n", *preset, time.Since(start).Seconds())
+	return nil
+}

@@ -49,8 +49,10 @@ var reference = &impl{
 // generic is the portable tier: the blocked, parallel algorithms with Go
 // inner loops. Faster tiers start from a copy and replace inner loops.
 var generic = &impl{
-	tier:      TierGeneric,
-	matMul:    func(dst, x []float32, m int, w *Matrix, bias []float32) { matMul(dst, x, m, w, bias, &gemmTier{kern: microKernelGo}) },
+	tier: TierGeneric,
+	matMul: func(dst, x []float32, m int, w *Matrix, bias []float32) {
+		matMul(dst, x, m, w, bias, &gemmTier{kern: microKernelGo})
+	},
 	attention: AttentionRef,
 	rmsNorm:   RMSNormRef,
 	layerNorm: LayerNormRef,

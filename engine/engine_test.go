@@ -1,0 +1,447 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/vembed/vembed/imageproc"
+	"github.com/vembed/vembed/model/heads"
+	"github.com/vembed/vembed/synth"
+)
+
+// testModel is the synthetic tiny model pair (plus projector) shared by the
+// tests of this package, written once into a temporary directory.
+var testModel struct {
+	once                  sync.Once
+	dir                   string
+	lm, mmproj, mv        string
+	err                   error
+	engine                *Engine
+	engineErr             error
+	hidden, multivectorOD int
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if testModel.engine != nil {
+		testModel.engine.Close()
+	}
+	if testModel.dir != "" {
+		os.RemoveAll(testModel.dir)
+	}
+	os.Exit(code)
+}
+
+func modelFiles(t testing.TB) (lm, mmproj, mv string) {
+	t.Helper()
+	testModel.once.Do(func() {
+		dir, err := os.MkdirTemp("", "vembed-engine-test-")
+		if err != nil {
+			testModel.err = err
+			return
+		}
+		testModel.dir = dir
+		cfg, err := synth.Preset("tiny")
+		if err != nil {
+			testModel.err = err
+			return
+		}
+		if testModel.lm, testModel.mmproj, err = synth.WritePair(dir, cfg); err != nil {
+			testModel.err = err
+			return
+		}
+		testModel.mv = filepath.Join(dir, "mvproj.gguf")
+		testModel.err = synth.WriteMVProj(testModel.mv, cfg)
+		testModel.hidden, testModel.multivectorOD = cfg.LM.Hidden, cfg.MVProj.OutputDim
+		if testModel.err == nil {
+			testModel.engine, testModel.engineErr = New(Config{Model: testModel.lm, MMProj: testModel.mmproj, MVProj: testModel.mv})
+		}
+	})
+	if testModel.err != nil {
+		t.Fatalf("writing the synthetic model: %v", testModel.err)
+	}
+	return testModel.lm, testModel.mmproj, testModel.mv
+}
+
+// sharedEngine is an engine over the tiny model with default limits.
+func sharedEngine(t testing.TB) *Engine {
+	t.Helper()
+	modelFiles(t)
+	if testModel.engineErr != nil {
+		t.Fatalf("New: %v", testModel.engineErr)
+	}
+	return testModel.engine
+}
+
+// newEngine builds an engine with changed limits.
+func newEngine(t testing.TB, change func(*Config)) *Engine {
+	t.Helper()
+	lm, mmproj, mv := modelFiles(t)
+	cfg := Config{Model: lm, MMProj: mmproj, MVProj: mv}
+	change(&cfg)
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// testPNG draws a w×h image whose content depends on seed.
+func testPNG(t testing.TB, w, h, seed int) []byte {
+	t.Helper()
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			img.Set(x, y, color.NRGBA{uint8(x*7 + seed*31), uint8(y*5 + seed*17), uint8((x ^ y) + seed), 255})
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func embed(t testing.TB, e *Engine, req Request) *Response {
+	t.Helper()
+	resp, err := e.Embed(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Embed: %v", err)
+	}
+	if len(resp.Embeddings) != len(req.Inputs) {
+		t.Fatalf("%d embeddings for %d inputs", len(resp.Embeddings), len(req.Inputs))
+	}
+	return resp
+}
+
+// tracer keeps every traced tensor.
+type tracer map[string][]float32
+
+func (tr tracer) Tensor(name string, data []float32, shape ...int) error {
+	tr[name] = append([]float32(nil), data...)
+	return nil
+}
+
+func norm(v []float32) float64 {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	return math.Sqrt(s)
+}
+
+func maxDiff(a, b []float32) float64 {
+	if len(a) != len(b) {
+		return math.Inf(1)
+	}
+	var m float64
+	for i := range a {
+		m = max(m, math.Abs(float64(a[i])-float64(b[i])))
+	}
+	return m
+}
+
+// Same inputs through the same float32 code give the same bits whatever
+// else is in the request, unless the kernels split work differently with
+// the batch; 1e-6 on unit vectors covers a few float32 roundings.
+const sameTol = 1e-6
+
+func TestPoolingRules(t *testing.T) {
+	e := sharedEngine(t)
+	img := testPNG(t, 60, 50, 1)
+	for _, tc := range []struct {
+		name    string
+		in      Input
+		spanned bool // image rule: pool the vision span only
+	}{
+		{"text", TextInput("a small test"), false},
+		{"image", ImageInput(img), true},
+		{"two images", Input{Parts: []Part{Image(img), Image(testPNG(t, 56, 84, 2))}}, true},
+		{"interleaved", Input{Parts: []Part{Text("look: "), Image(img), Text(" done")}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := tracer{}
+			resp := embed(t, e, Request{Inputs: []Input{tc.in}, Trace: tr})
+			got := resp.Embeddings[0]
+			hidden := tr["input0.hidden_states"]
+			n, dim := got.Tokens, e.Info().Hidden
+			if len(hidden) != n*dim {
+				t.Fatalf("traced hidden states: %d values, want %d×%d", len(hidden), n, dim)
+			}
+			all := heads.MeanPool(hidden, dim, 0, n)
+			heads.Normalize(all)
+			if tc.spanned {
+				if maxDiff(got.Vector, all) < 1e-3 {
+					t.Errorf("image input pooled over all tokens")
+				}
+				// The span is the first <|vision_start|> to the last
+				// <|vision_end|>: find it from the prompt the engine built.
+				j, _, err := e.plan(0, tc.in, options{img: e.img}, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sp := j.prompt.Images
+				want := heads.MeanPool(hidden, dim, sp[0].VisionStart, sp[len(sp)-1].VisionEnd+1)
+				heads.Normalize(want)
+				if d := maxDiff(got.Vector, want); d > sameTol {
+					t.Errorf("image rule: max diff %g", d)
+				}
+			} else if d := maxDiff(got.Vector, all); d > sameTol {
+				t.Errorf("all-token rule: max diff %g", d)
+			}
+			if math.Abs(norm(got.Vector)-1) > 1e-6 {
+				t.Errorf("norm %g", norm(got.Vector))
+			}
+		})
+	}
+}
+
+// TestRequestBatchingInvariance checks that the inputs of one request (all
+// images through one vision pass) embed as they do one by one.
+func TestRequestBatchingInvariance(t *testing.T) {
+	e := sharedEngine(t)
+	a, b, c := testPNG(t, 60, 50, 1), testPNG(t, 112, 84, 2), testPNG(t, 30, 90, 3)
+	inputs := []Input{
+		ImageInput(a),
+		TextInput("between the images"),
+		{Parts: []Part{Text("first "), Image(b), Text(" then "), Image(c)}},
+		{Parts: []Part{Image(c), Image(a)}},
+		ImageInput(b),
+	}
+	all := embed(t, e, Request{Inputs: inputs})
+	for i, in := range inputs {
+		one := embed(t, e, Request{Inputs: []Input{in}})
+		if d := maxDiff(all.Embeddings[i].Vector, one.Embeddings[0].Vector); d > sameTol {
+			t.Errorf("input %d: batched vs alone max diff %g", i, d)
+		}
+		if all.Embeddings[i].Tokens != one.Embeddings[0].Tokens {
+			t.Errorf("input %d: tokens %d vs %d", i, all.Embeddings[i].Tokens, one.Embeddings[0].Tokens)
+		}
+	}
+	sum := 0
+	for _, emb := range all.Embeddings {
+		sum += emb.Tokens
+	}
+	if all.PromptTokens != sum {
+		t.Errorf("PromptTokens %d, sum of inputs %d", all.PromptTokens, sum)
+	}
+	// Order matters: swapping the two images of a document changes it.
+	swapped := embed(t, e, Request{Inputs: []Input{{Parts: []Part{Image(a), Image(c)}}}})
+	if maxDiff(swapped.Embeddings[0].Vector, all.Embeddings[3].Vector) < 1e-4 {
+		t.Errorf("image order within an input has no effect")
+	}
+}
+
+func TestDefaultTask(t *testing.T) {
+	e := sharedEngine(t)
+	img := testPNG(t, 56, 56, 4)
+	text := TextInput("default task")
+	get := func(task string, in Input) []float32 {
+		return embed(t, e, Request{Inputs: []Input{in}, Task: task}).Embeddings[0].Vector
+	}
+	if d := maxDiff(get("", text), get("retrieval.query", text)); d != 0 {
+		t.Errorf("text default is not retrieval.query (diff %g)", d)
+	}
+	if maxDiff(get("retrieval.passage", text), get("retrieval.query", text)) < 1e-4 {
+		t.Errorf("query and passage prompts give the same text vector")
+	}
+	mixed := Input{Parts: []Part{Text("caption"), Image(img)}}
+	if d := maxDiff(get("", mixed), get("retrieval.passage", mixed)); d != 0 {
+		t.Errorf("interleaved default is not retrieval.passage (diff %g)", d)
+	}
+	if d := maxDiff(get("", ImageInput(img)), get("code.query", ImageInput(img))); d != 0 {
+		t.Errorf("the image prompt depends on the task (diff %g)", d)
+	}
+}
+
+func TestMatryoshkaAndNormalization(t *testing.T) {
+	e := sharedEngine(t)
+	in := []Input{TextInput("matryoshka"), ImageInput(testPNG(t, 56, 56, 5))}
+	full := embed(t, e, Request{Inputs: in})
+	raw := embed(t, e, Request{Inputs: in, Unnormalized: true})
+	for _, k := range []int{1, 16, e.Info().Hidden} {
+		cut := embed(t, e, Request{Inputs: in, Dimensions: k})
+		rawCut := embed(t, e, Request{Inputs: in, Dimensions: k, Unnormalized: true})
+		for i := range in {
+			v := cut.Embeddings[i].Vector
+			if len(v) != k || math.Abs(norm(v)-1) > 1e-6 {
+				t.Fatalf("k=%d input %d: len %d norm %g", k, i, len(v), norm(v))
+			}
+			want, _ := heads.Truncate(full.Embeddings[i].Vector, k)
+			if d := maxDiff(v, want); d > sameTol {
+				t.Errorf("k=%d input %d: not the renormalized prefix (diff %g)", k, i, d)
+			}
+			if d := maxDiff(rawCut.Embeddings[i].Vector, raw.Embeddings[i].Vector[:k]); d != 0 {
+				t.Errorf("k=%d input %d: unnormalized truncation is not the prefix", k, i)
+			}
+		}
+	}
+	if n := norm(raw.Embeddings[0].Vector); math.Abs(n-1) < 1e-3 {
+		t.Errorf("unnormalized vector has norm %g", n)
+	}
+}
+
+func TestMultivector(t *testing.T) {
+	e := sharedEngine(t)
+	in := []Input{TextInput("late interaction"), ImageInput(testPNG(t, 84, 56, 6))}
+	resp := embed(t, e, Request{Inputs: in, Multivector: true, Dimensions: 16})
+	od := e.Info().MultivectorDim
+	if od != testModel.multivectorOD {
+		t.Fatalf("MultivectorDim %d, want %d", od, testModel.multivectorOD)
+	}
+	for i, emb := range resp.Embeddings {
+		if emb.Vector != nil {
+			t.Errorf("input %d: single vector in a multi-vector answer", i)
+		}
+		if len(emb.Multi) != emb.Tokens {
+			t.Errorf("input %d: %d rows for %d tokens", i, len(emb.Multi), emb.Tokens)
+		}
+		for r, row := range emb.Multi {
+			if len(row) != od || math.Abs(norm(row)-1) > 1e-5 {
+				t.Fatalf("input %d row %d: len %d norm %g", i, r, len(row), norm(row))
+			}
+		}
+	}
+}
+
+func TestPerSpan(t *testing.T) {
+	e := sharedEngine(t)
+	a, b := testPNG(t, 56, 56, 7), testPNG(t, 84, 56, 8)
+	resp := embed(t, e, Request{Inputs: []Input{{Parts: []Part{Image(a), Text("and"), Image(b)}}, TextInput("none")}, PerSpan: true})
+	if n := len(resp.Embeddings[0].Spans); n != 2 {
+		t.Fatalf("%d span vectors, want 2", n)
+	}
+	if resp.Embeddings[1].Spans != nil {
+		t.Errorf("text input has span vectors")
+	}
+	if maxDiff(resp.Embeddings[0].Spans[0], resp.Embeddings[0].Spans[1]) < 1e-4 {
+		t.Errorf("the two spans pool to the same vector")
+	}
+}
+
+func TestInputErrors(t *testing.T) {
+	e := sharedEngine(t)
+	small := newEngine(t, func(c *Config) {
+		c.MaxTokens = 40
+		c.MaxImages = 2
+		c.Decode.Limits = imageproc.Limits{MaxWidth: 200, MaxHeight: 200}
+	})
+	textOnly := newEngine(t, func(c *Config) { c.MMProj, c.MVProj = "", "" })
+	img := testPNG(t, 56, 56, 9)
+	long := ""
+	for i := 0; i < 50; i++ {
+		long += "word "
+	}
+	for _, tc := range []struct {
+		name  string
+		e     *Engine
+		req   Request
+		param string
+		code  string
+	}{
+		{"no inputs", e, Request{}, "input", CodeEmpty},
+		{"no parts", e, Request{Inputs: []Input{{}}}, "input[0]", CodeEmpty},
+		{"empty text", e, Request{Inputs: []Input{TextInput("ok"), TextInput("")}}, "input[1]", CodeEmpty},
+		{"empty image", e, Request{Inputs: []Input{{Parts: []Part{Text("a"), Image(nil)}}}}, "input[0].content[1]", CodeEmpty},
+		{"invalid utf8", e, Request{Inputs: []Input{TextInput("a\xffb")}}, "input[0]", CodeInvalid},
+		{"vision token in text", e, Request{Inputs: []Input{TextInput("see <|image_pad|>")}}, "input[0]", CodeInvalid},
+		{"vision start in interleaved", e, Request{Inputs: []Input{{Parts: []Part{Text("<|vision_start|>"), Image(img)}}}}, "input[0]", CodeInvalid},
+		{"unknown task", e, Request{Inputs: []Input{TextInput("a")}, Task: "summarize"}, "task", CodeInvalid},
+		{"dimensions too big", e, Request{Inputs: []Input{TextInput("a")}, Dimensions: e.Info().Hidden + 1}, "dimensions", CodeInvalid},
+		{"dimensions negative", e, Request{Inputs: []Input{TextInput("a")}, Dimensions: -3}, "dimensions", CodeInvalid},
+		{"max_pixels above model", e, Request{Inputs: []Input{ImageInput(img)}, MaxPixels: e.Info().MaxPixels + 1}, "max_pixels", CodeInvalid},
+		{"max_pixels tiny", e, Request{Inputs: []Input{ImageInput(img)}, MaxPixels: 10}, "max_pixels", CodeInvalid},
+		{"min above max", e, Request{Inputs: []Input{ImageInput(img)}, MinPixels: 5000, MaxPixels: 4000}, "min_pixels", CodeInvalid},
+		{"corrupt image", e, Request{Inputs: []Input{ImageInput(img[:len(img)/2])}}, "input[0]", CodeBadImage},
+		{"not an image", e, Request{Inputs: []Input{TextInput("a"), ImageInput([]byte("hello world"))}}, "input[1]", CodeBadImage},
+		{"image too small", e, Request{Inputs: []Input{ImageInput(testPNG(t, 10, 40, 1))}}, "input[0]", CodeBadImage},
+		{"image too large", small, Request{Inputs: []Input{ImageInput(testPNG(t, 300, 30, 1))}}, "input[0]", CodeImageTooLarge},
+		{"text too long", small, Request{Inputs: []Input{TextInput("short"), TextInput(long)}}, "input[1]", CodeTooLong},
+		{"image too long", small, Request{Inputs: []Input{ImageInput(testPNG(t, 196, 196, 1))}}, "input[0]", CodeTooLong},
+		{"too many images", small, Request{Inputs: []Input{ImageInput(img), ImageInput(img), ImageInput(img)}}, "input", CodeInvalid},
+		{"no vision", textOnly, Request{Inputs: []Input{ImageInput(img)}}, "input[0]", CodeUnsupported},
+		{"no projector", textOnly, Request{Inputs: []Input{TextInput("a")}, Multivector: true}, "return_multivector", CodeUnsupported},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.e.Embed(context.Background(), tc.req)
+			ie, ok := AsInputError(err)
+			if !ok {
+				t.Fatalf("error %v is not an InputError", err)
+			}
+			if ie.Param != tc.param || ie.Code != tc.code {
+				t.Errorf("param %q code %q, want %q %q (%v)", ie.Param, ie.Code, tc.param, tc.code, ie)
+			}
+			if ie.Err == nil || ie.Error() == "" {
+				t.Errorf("no message")
+			}
+		})
+	}
+}
+
+func TestCancelled(t *testing.T) {
+	e := sharedEngine(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := e.Embed(ctx, Request{Inputs: []Input{TextInput("a"), ImageInput(testPNG(t, 56, 56, 1))}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+}
+
+func TestConcurrentRequests(t *testing.T) {
+	e := sharedEngine(t)
+	reqs := make([]Request, 6)
+	for i := range reqs {
+		reqs[i] = Request{Inputs: []Input{TextInput(fmt.Sprintf("request %d", i)), ImageInput(testPNG(t, 56, 28+14*i, i))}}
+	}
+	want := make([]*Response, len(reqs))
+	for i, r := range reqs {
+		want[i] = embed(t, e, r)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(reqs))
+	for i, r := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := e.Embed(context.Background(), r)
+			if err != nil {
+				errs <- err
+				return
+			}
+			for k := range got.Embeddings {
+				if d := maxDiff(got.Embeddings[k].Vector, want[i].Embeddings[k].Vector); d != 0 {
+					errs <- fmt.Errorf("request %d input %d: concurrent result differs by %g", i, k, d)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestInfo(t *testing.T) {
+	e := sharedEngine(t)
+	info := e.Info()
+	if info.Hidden != testModel.hidden || info.Dimensions != nil || info.ContextLength <= 0 ||
+		len(info.Tasks) != 5 || len(info.Modalities) != 2 || info.MaxPixels <= 0 || info.Name == "" {
+		t.Errorf("info %+v", info)
+	}
+	if small := newEngine(t, func(c *Config) { c.MaxTokens = 40 }); small.Info().ContextLength != 40 {
+		t.Errorf("MaxTokens not applied: %d", small.Info().ContextLength)
+	}
+}

@@ -26,8 +26,13 @@ func (d *decoder) decodeScans() error {
 			return err
 		}
 		if !d.multiScan {
-			// libjpeg (through Pillow) stops once all rows are out; what
-			// follows the scan, even a missing EOI, is not looked at.
+			// libjpeg reads ahead until it meets the marker that ends the
+			// scan; under Pillow, running out of data before that is a
+			// "truncated" error even when every MCU was complete. What
+			// follows that marker (normally EOI) is not looked at.
+			if _, err := d.nextMarker(); err != nil {
+				return corruptf("truncated file: no marker after the scan data")
+			}
 			return nil
 		}
 		next, err := d.nextScan()

@@ -1,0 +1,32 @@
+package jpeg
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzDecode checks that arbitrary input never panics or hangs, that
+// DecodeConfig and Decode agree on the size, and that a decoded image has
+// the advertised shape. Seeds: every file in testdata.
+func FuzzDecode(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.jpg"))
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		info, cerr := DecodeConfig(data)
+		img, err := Decode(data, 1<<18)
+		if err != nil {
+			return
+		}
+		if cerr != nil {
+			t.Fatalf("Decode succeeded but DecodeConfig failed: %v", cerr)
+		}
+		if img.Width != info.Width || img.Height != info.Height || len(img.Pix) != 3*img.Width*img.Height {
+			t.Fatalf("image %dx%d with %d bytes, config %dx%d", img.Width, img.Height, len(img.Pix), info.Width, info.Height)
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -91,13 +92,13 @@ func SmallVocab(nMerges, size int) (*Vocab, error) {
 	if nMerges < 0 {
 		return nil, fmt.Errorf("synth: negative merge count %d", nMerges)
 	}
-	bytesTok, byByte := ByteTokens()
-	tokens := slices.Clone(bytesTok)
-	merges, learned, err := learnMerges(sampleText, byByte, tokens, nMerges)
+	bytesTok, _ := ByteTokens()
+	merges, learned, err := trainedMerges(nMerges)
 	if err != nil {
 		return nil, err
 	}
-	tokens = append(tokens, learned...)
+	tokens := append(slices.Clone(bytesTok), learned...)
+	merges = slices.Clone(merges)
 	first := len(tokens)
 	if need := first + len(AddedTokens); size < need {
 		return nil, fmt.Errorf("synth: vocabulary size %d is smaller than the %d tokens it must hold", size, need)
@@ -125,6 +126,31 @@ func SmallVocab(nMerges, size int) (*Vocab, error) {
 		EOS:    uint32(first + 2),
 		PAD:    uint32(first),
 	}, nil
+}
+
+// trained caches learnMerges on the sample text by merge count: training
+// is deterministic, and tests and the demo server write many small models.
+var trained struct {
+	sync.Mutex
+	m map[int][2][]string
+}
+
+func trainedMerges(n int) (merges, added []string, err error) {
+	trained.Lock()
+	defer trained.Unlock()
+	if r, ok := trained.m[n]; ok {
+		return r[0], r[1], nil
+	}
+	base, byByte := ByteTokens()
+	merges, added, err = learnMerges(sampleText, byByte, base, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	if trained.m == nil {
+		trained.m = map[int][2][]string{}
+	}
+	trained.m[n] = [2][]string{merges, added}
+	return merges, added, nil
 }
 
 // Check verifies that the vocabulary is usable by a byte-level BPE

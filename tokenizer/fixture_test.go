@@ -11,8 +11,19 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/internal/fixtures"
 )
+
+// readVocab reads the tokenizer data of a GGUF file.
+func readVocab(path string) (Vocab, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return Vocab{}, err
+	}
+	defer f.Close()
+	return vocabFromGGUF(f)
+}
 
 var qwenVocab struct {
 	once sync.Once
@@ -26,7 +37,7 @@ func qwenTokenizer(t testing.TB, opts Options) *Tokenizer {
 	t.Helper()
 	dir := fixtures.Dir(t, "tokenizer")
 	qwenVocab.once.Do(func() {
-		qwenVocab.v, qwenVocab.err = readVocabGGUF(filepath.Join(dir, "qwen25-vocab.gguf"))
+		qwenVocab.v, qwenVocab.err = readVocab(filepath.Join(dir, "qwen25-vocab.gguf"))
 	})
 	if qwenVocab.err != nil {
 		t.Fatal(qwenVocab.err)

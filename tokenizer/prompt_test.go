@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/internal/fixtures"
 )
 
@@ -31,11 +32,12 @@ type modelCase struct {
 func smallVocabTokenizer(t *testing.T) (*Tokenizer, map[string]modelCase) {
 	t.Helper()
 	dir := fixtures.Dir(t, "model")
-	v, err := readVocabGGUF(filepath.Join(dir, "qwen25vl-tiny-sv-lm-F32.gguf"))
+	f, err := gguf.Open(filepath.Join(dir, "qwen25vl-tiny-sv-lm-F32.gguf"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := New(v, Options{})
+	defer f.Close()
+	tok, err := FromGGUF(f, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

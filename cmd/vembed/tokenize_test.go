@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/vembed/vembed/internal/fixtures"
+)
+
+func TestTokenizeCommand(t *testing.T) {
+	model := filepath.Join(fixtures.Dir(t, "tokenizer"), "qwen25-vocab.gguf")
+	tokenize := func(args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := run(append([]string{"tokenize", "--model", model}, args...), &out, &errOut); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut.String())
+		}
+		return out.String()
+	}
+	// Ids from the fixtures' tokenizer_cases.json.
+	if got, want := tokenize("Hello world", "<|im_start|>"), "9707 1879\n27 91 318 4906 91 29\n"; got != want {
+		t.Errorf("plain: %q, want %q", got, want)
+	}
+	if got, want := tokenize("--special", "abc<|im_end|>def"), "13683 151645 750\n"; got != want {
+		t.Errorf("--special: %q, want %q", got, want)
+	}
+	decomposed := "e\u0301t\u00e9"
+	if got, want := tokenize("--nfc=false", decomposed), "68 53839 128294\n"; got != want {
+		t.Errorf("--nfc=false: %q, want %q", got, want)
+	}
+	if got, want := tokenize(decomposed), "38783\n"; got != want {
+		t.Errorf("NFC: %q, want %q", got, want)
+	}
+	var rec struct {
+		Text   string
+		IDs    []int32
+		Tokens []string
+	}
+	if err := json.Unmarshal([]byte(tokenize("--json", "Hello world")), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Text != "Hello world" || !slices.Equal(rec.IDs, []int32{9707, 1879}) || !slices.Equal(rec.Tokens, []string{"Hello", "Ġworld"}) {
+		t.Errorf("--json: %+v", rec)
+	}
+	var out, errOut bytes.Buffer
+	if code := run([]string{"tokenize", "Hello"}, &out, &errOut); code != 2 {
+		t.Errorf("missing --model: exit %d, want 2", code)
+	}
+}

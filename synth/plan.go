@@ -71,6 +71,7 @@ func (c *Config) lmSpec(tok []kv) (*fileSpec, error) {
 	embRole := roleOutput // tied: llama-quantize treats token_embd as the output matrix
 	if lm.Untied {
 		embRole = roleOther
+		mat("output.weight", roleOutput, 0, H, int64(lm.Vocab)) // lm_head sorts first
 	}
 	mat("token_embd.weight", embRole, 0, H, int64(lm.Vocab))
 	for i := range lm.Layers {
@@ -87,9 +88,6 @@ func (c *Config) lmSpec(tok []kv) (*fileSpec, error) {
 		mat(p+"attn_q.weight", roleOther, i, H, H)
 		vec(p+"attn_v.bias", initWeight, kvDim)
 		mat(p+"attn_v.weight", roleAttnV, i, H, kvDim)
-	}
-	if lm.Untied {
-		mat("output.weight", roleOutput, 0, H, int64(lm.Vocab))
 	}
 	vec("output_norm.weight", initNorm, H)
 

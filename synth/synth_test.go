@@ -435,6 +435,18 @@ func TestTypePlan(t *testing.T) {
 	if types["token_embd.weight"] != gguf.TypeQ6_K || types["output_norm.weight"] != gguf.TypeF32 {
 		t.Errorf("token_embd %s output_norm %s, want Q6_K and F32", types["token_embd.weight"], types["output_norm.weight"])
 	}
+	c.LM.Untied = true
+	un, err := c.lmSpec(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ts := range un.tensors {
+		types[ts.name] = ts.typ
+	}
+	if un.tensors[0].name != "output.weight" || types["output.weight"] != gguf.TypeQ6_K || types["token_embd.weight"] != gguf.TypeQ4_K {
+		t.Errorf("untied: first %s, output %s, token_embd %s; want output.weight first, Q6_K, Q4_K",
+			un.tensors[0].name, types["output.weight"], types["token_embd.weight"])
+	}
 	mm, err := c.mmprojSpec()
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sync"
 )
 
 // The block decoders below follow ggml's reference scalar dequantizers
@@ -60,8 +61,9 @@ func Dequantize(t Type, src []byte, dst []float32) error {
 		}
 		return nil
 	case TypeF16:
+		tab := f16Table()
 		for i := range dst {
-			dst[i] = F16ToF32(binary.LittleEndian.Uint16(src[2*i:]))
+			dst[i] = tab[binary.LittleEndian.Uint16(src[2*i:])]
 		}
 		return nil
 	case TypeBF16:
@@ -103,6 +105,16 @@ func F16ToF32(h uint16) float32 {
 	}
 	return math.Float32frombits(sign | e<<23 | (man&0x3ff)<<13)
 }
+
+// f16Table maps every binary16 bit pattern to its float32 value; a lookup
+// is several times faster than converting.
+var f16Table = sync.OnceValue(func() *[1 << 16]float32 {
+	t := new([1 << 16]float32)
+	for h := range t {
+		t[h] = F16ToF32(uint16(h))
+	}
+	return t
+})
 
 // BF16ToF32 widens a bfloat16 (the upper half of a float32) exactly.
 func BF16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
@@ -196,24 +208,23 @@ func q3Scale(b []byte, s int) int {
 }
 
 func decodeQ3_K(s []byte, y []float32) {
-	hmask, qs, sc := s[:32], s[32:96], s[96:108]
+	hmask, sc := (*[32]byte)(s[:32]), s[96:108]
 	d := f16(s[108:])
 	out, is := 0, 0
 	bit := uint(0)
 	for half := range 2 {
-		q := qs[32*half : 32*half+32]
+		q := (*[32]byte)(s[32+32*half : 64+32*half])
 		for shift := uint(0); shift < 8; shift += 2 {
 			for g := range 2 {
 				dl := d * float32(q3Scale(sc, is))
 				is++
+				qq, hm := (*[16]byte)(q[16*g:]), (*[16]byte)(hmask[16*g:])
+				o := (*[16]float32)(y[out:])
+				out += 16
 				for l := range 16 {
-					i := 16*g + l
-					v := int(q[i]>>shift) & 3
-					if hmask[i]>>bit&1 == 0 {
-						v -= 4
-					}
-					y[out] = dl * float32(v)
-					out++
+					// A clear high bit means the quant is 4 lower.
+					v := int(qq[l]>>shift&3) - int(^hm[l]>>bit&1)<<2
+					o[l] = dl * float32(v)
 				}
 			}
 			bit++
@@ -270,20 +281,21 @@ func decodeQ5_K(s []byte, y []float32) {
 func decodeQ6_K(s []byte, y []float32) {
 	d := f16(s[208:])
 	for half := range 2 {
-		ql := s[64*half : 64*half+64]
-		qh := s[128+32*half : 128+32*half+32]
-		sc := s[192+8*half : 192+8*half+8]
-		o := y[128*half : 128*half+128]
-		for l := range 32 {
-			is := l / 16
-			q1 := int(ql[l]&0xf|(qh[l]&3)<<4) - 32
-			q2 := int(ql[l+32]&0xf|(qh[l]>>2&3)<<4) - 32
-			q3 := int(ql[l]>>4|(qh[l]>>4&3)<<4) - 32
-			q4 := int(ql[l+32]>>4|(qh[l]>>6&3)<<4) - 32
-			o[l] = d * float32(int8(sc[is])) * float32(q1)
-			o[l+32] = d * float32(int8(sc[is+2])) * float32(q2)
-			o[l+64] = d * float32(int8(sc[is+4])) * float32(q3)
-			o[l+96] = d * float32(int8(sc[is+6])) * float32(q4)
+		ql := (*[64]byte)(s[64*half:])
+		qh := (*[32]byte)(s[128+32*half:])
+		sc := (*[8]byte)(s[192+8*half:])
+		o := (*[128]float32)(y[128*half:])
+		for g := range 2 {
+			// ggml computes d·scale first, then multiplies the quant.
+			d1, d2 := d*float32(int8(sc[g])), d*float32(int8(sc[g+2]))
+			d3, d4 := d*float32(int8(sc[g+4])), d*float32(int8(sc[g+6]))
+			for l := 16 * g; l < 16*g+16; l++ {
+				h := qh[l]
+				o[l] = d1 * float32(int(ql[l]&0xf|(h&3)<<4)-32)
+				o[l+32] = d2 * float32(int(ql[l+32]&0xf|(h>>2&3)<<4)-32)
+				o[l+64] = d3 * float32(int(ql[l]>>4|(h>>4&3)<<4)-32)
+				o[l+96] = d4 * float32(int(ql[l+32]>>4|(h>>6&3)<<4)-32)
+			}
 		}
 	}
 }

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/vembed/vembed/engine"
+	"github.com/vembed/vembed/server"
+	"github.com/vembed/vembed/synth"
+)
+
+func init() {
+	register(&command{name: "serve", summary: "HTTP server: POST /v1/embeddings, GET /v1/models, GET /health", run: runServe})
+}
+
+const serveUsage = `[--addr HOST:PORT] [--model LM.gguf [--mmproj MMPROJ.gguf] [--mvproj MV.gguf]]
+
+Serves POST /v1/embeddings (OpenAI and Jina request forms), GET /v1/models
+and GET /health. Without --model it serves a demonstration model with random
+weights, generated at start-up.`
+
+// serveOptions is everything serve needs; tests fill it directly.
+type serveOptions struct {
+	addr   string
+	models modelFlags
+	name   string
+	eng    engine.Config // limits; model paths come from models
+	http   server.Options
+	grace  time.Duration
+	// ready, when set, receives the listening address once the server
+	// accepts connections.
+	ready func(addr string)
+}
+
+func runServe(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("serve", serveUsage, stderr)
+	var o serveOptions
+	o.models.register(fs)
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address")
+	fs.StringVar(&o.name, "name", "", "model name reported to clients (default: from the GGUF)")
+	fs.IntVar(&o.eng.MaxTokens, "max-tokens", 0, "longest accepted prompt in tokens (0: the model's context length)")
+	fs.IntVar(&o.eng.MaxImages, "max-images", 0, "most images per request (0: 32)")
+	fs.Int64Var(&o.http.MaxBodyBytes, "max-body", 0, "largest request body in bytes (0: 64 MiB)")
+	fs.IntVar(&o.http.MaxPending, "max-pending", 0, "requests admitted at once, running or queued; more get 503 (0: 64)")
+	fs.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "how long running requests may finish on SIGINT/SIGTERM")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(stderr, "vembed serve: unexpected argument %q\n", pos[0])
+		return errUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serve(ctx, o, slog.New(slog.NewTextHandler(stderr, nil)))
+}
+
+// serve loads the model (or builds the demo one) and serves until ctx ends.
+func serve(ctx context.Context, o serveOptions, log *slog.Logger) error {
+	cfg := o.eng
+	cfg.Name = o.name
+	if o.models.model == "" {
+		if o.models.mmproj != "" || o.models.mvproj != "" {
+			return errors.New("--mmproj and --mvproj need --model")
+		}
+		dir, err := os.MkdirTemp("", "vembed-demo-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if err := writeDemoModel(dir, &cfg); err != nil {
+			return fmt.Errorf("building the demo model: %w", err)
+		}
+		log.Warn("no --model given: serving a DEMO model with RANDOM WEIGHTS; its embeddings carry no meaning", "name", cfg.Name)
+	} else {
+		m := o.models.config()
+		cfg.Model, cfg.MMProj, cfg.MVProj = m.Model, m.MMProj, m.MVProj
+	}
+	eng, err := engine.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	info := eng.Info()
+	log.Info("model loaded", "name", info.Name, "arch", info.Arch, "dimensions", info.Hidden,
+		"context", info.ContextLength, "modalities", info.Modalities, "multivector", info.MultivectorDim, "random_weights", info.RandomWeights)
+
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return err
+	}
+	log.Info("listening", "addr", "http://"+ln.Addr().String())
+	if o.ready != nil {
+		o.ready(ln.Addr().String())
+	}
+	hopts := o.http
+	hopts.Logger = log
+	grace := o.grace
+	if grace <= 0 {
+		grace = 30 * time.Second
+	}
+	return server.Run(ctx, ln, server.New(eng, hopts), log, grace)
+}
+
+// writeDemoModel writes the tiny synthetic model pair and its multi-vector
+// projector into dir and points cfg at them.
+func writeDemoModel(dir string, cfg *engine.Config) error {
+	sc, err := synth.Preset("tiny")
+	if err != nil {
+		return err
+	}
+	lm, mmproj, err := synth.WritePair(dir, sc)
+	if err != nil {
+		return err
+	}
+	mv := filepath.Join(dir, "mvproj.gguf")
+	if err := synth.WriteMVProj(mv, sc); err != nil {
+		return err
+	}
+	cfg.Model, cfg.MMProj, cfg.MVProj = lm, mmproj, mv
+	cfg.RandomWeights = true
+	if cfg.Name == "" {
+		cfg.Name = "vembed-demo-tiny-random-weights"
+	}
+	return nil
+}

@@ -83,12 +83,9 @@ func gemm(dst, x []float32, m int, w *Matrix, bias []float32, g *gemmTier) {
 		n1 := min(n0+gemmNC, n)
 		panels := (n1 - n0 + gemmNR - 1) / gemmNR
 
-		bufp := getScratch(panels*gemmKC*gemmNR + gemmMR*gemmKC + gemmMR*gemmNR)
+		bufp := getScratch(panels*gemmKC*gemmNR + edgeScratch(gemmKC))
 		defer putScratch(bufp)
-		buf := *bufp
-		packed := buf[:panels*gemmKC*gemmNR]
-		edgeA := buf[len(packed) : len(packed)+gemmMR*gemmKC]
-		tile := buf[len(packed)+len(edgeA):]
+		packed, edge := (*bufp)[:panels*gemmKC*gemmNR], (*bufp)[panels*gemmKC*gemmNR:]
 
 		for k0 := 0; k0 < k; k0 += gemmKC {
 			kc := min(gemmKC, k-k0)
@@ -121,40 +118,7 @@ func gemm(dst, x []float32, m int, w *Matrix, bias []float32, g *gemmTier) {
 					dec.decode(w.Data[row*rowBytes+koff:], kc, pan[r:], gemmNR)
 				}
 			}
-			acc := k0 > 0
-			for i0 := m0; i0 < m1; i0 += gemmMR {
-				rows := min(gemmMR, m1-i0)
-				a, lda := x[i0*k+k0:], k
-				if rows < gemmMR {
-					// Too few rows left for the kernel's fixed height: copy
-					// them into a zero-padded block.
-					clear(edgeA[:gemmMR*kc])
-					for r := 0; r < rows; r++ {
-						copy(edgeA[r*kc:(r+1)*kc], x[(i0+r)*k+k0:(i0+r)*k+k0+kc])
-					}
-					a, lda = edgeA, kc
-				}
-				for p := 0; p < panels; p++ {
-					j0 := n0 + p*gemmNR
-					cols := min(gemmNR, n1-j0)
-					pan := packed[p*kc*gemmNR : (p+1)*kc*gemmNR]
-					if rows == gemmMR && cols == gemmNR {
-						kern(kc, a, lda, pan, dst[i0*n+j0:], n, acc)
-						continue
-					}
-					// Edge tile: compute into a full-size tile, then copy
-					// the part that exists.
-					if acc {
-						for r := 0; r < rows; r++ {
-							copy(tile[r*gemmNR:r*gemmNR+cols], dst[(i0+r)*n+j0:])
-						}
-					}
-					kern(kc, a, lda, pan, tile, gemmNR, acc)
-					for r := 0; r < rows; r++ {
-						copy(dst[(i0+r)*n+j0:(i0+r)*n+j0+cols], tile[r*gemmNR:])
-					}
-				}
-			}
+			panelProduct(kern, dst[m0*n+n0:], n, x[m0*k+k0:], k, m1-m0, kc, packed, n1-n0, k0 > 0, edge)
 		}
 		if bias != nil {
 			for i := m0; i < m1; i++ {
@@ -165,6 +129,52 @@ func gemm(dst, x []float32, m int, w *Matrix, bias []float32, g *gemmTier) {
 			}
 		}
 	})
+}
+
+// edgeScratch is the scratch size panelProduct needs for a k depth of kc.
+func edgeScratch(kc int) int { return gemmMR*kc + gemmMR*gemmNR }
+
+// panelProduct computes c (+)= a·b for a rows×kc block a (row i at a[i*lda])
+// and the packed panels b of kc×cols weights (ceil(cols/gemmNR) panels of
+// kc×gemmNR, zero-padded), into c with row stride ldc. It adds to c when
+// acc is set. edge is scratch of edgeScratch(kc) floats for the tiles at the
+// bottom and right borders, which the fixed-size kernel cannot write in
+// place.
+func panelProduct(kern microKernel, c []float32, ldc int, a []float32, lda int, rows, kc int, b []float32, cols int, acc bool, edge []float32) {
+	edgeA, tile := edge[:gemmMR*kc], edge[gemmMR*kc:gemmMR*kc+gemmMR*gemmNR]
+	for i0 := 0; i0 < rows; i0 += gemmMR {
+		mr := min(gemmMR, rows-i0)
+		ai, ldai := a[i0*lda:], lda
+		if mr < gemmMR {
+			// Too few rows left for the kernel's fixed height: copy them
+			// into a zero-padded block.
+			clear(edgeA)
+			for r := 0; r < mr; r++ {
+				copy(edgeA[r*kc:(r+1)*kc], a[(i0+r)*lda:(i0+r)*lda+kc])
+			}
+			ai, ldai = edgeA, kc
+		}
+		for j0 := 0; j0 < cols; j0 += gemmNR {
+			nr := min(gemmNR, cols-j0)
+			pan := b[j0*kc : (j0+gemmNR)*kc]
+			ci := c[i0*ldc+j0:]
+			if mr == gemmMR && nr == gemmNR {
+				kern(kc, ai, ldai, pan, ci, ldc, acc)
+				continue
+			}
+			// Edge tile: compute into a full-size tile, then copy the part
+			// that exists.
+			if acc {
+				for r := 0; r < mr; r++ {
+					copy(tile[r*gemmNR:r*gemmNR+nr], ci[r*ldc:])
+				}
+			}
+			kern(kc, ai, ldai, pan, tile, gemmNR, acc)
+			for r := 0; r < mr; r++ {
+				copy(ci[r*ldc:r*ldc+nr], tile[r*gemmNR:])
+			}
+		}
+	}
 }
 
 func roundUp(v, to int) int { return (v + to - 1) / to * to }

@@ -53,7 +53,7 @@ var generic = &impl{
 	matMul: func(dst, x []float32, m int, w *Matrix, bias []float32) {
 		matMul(dst, x, m, w, bias, &gemmTier{kern: microKernelGo})
 	},
-	attention: AttentionRef,
+	attention: (&attnTier{kern: microKernelGo, scaleMax: scaleMaxGo, expSum: expSumGo}).attention,
 	rmsNorm:   RMSNormRef,
 	layerNorm: LayerNormRef,
 	rope:      RoPERef,

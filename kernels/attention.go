@@ -1,0 +1,219 @@
+package kernels
+
+import (
+	"math"
+)
+
+// Fused attention: for each head and block of queries, the keys the mask
+// allows are visited in blocks; each block's scores are computed with the
+// GEMM microkernel, turned into weights with an online (running-maximum)
+// softmax, and multiplied into the output accumulator at once. Neither the
+// full score matrix nor a per-query score row over all keys exists.
+//
+// Query blocks never straddle a mask segment, so a block-diagonal mask costs
+// only the products inside its blocks. The work items, (query block, head)
+// pairs, go to the worker pool.
+
+const (
+	attnBQ = 96 // queries per block (a multiple of gemmMR)
+	attnBK = 64 // keys per block (a multiple of gemmNR)
+)
+
+// attnTier is what a tier plugs into the fused attention.
+type attnTier struct {
+	kern microKernel
+	// transpose8, when set, packs eight rows of float32 (stride floats
+	// apart, n8·8 values each) into columns 0..7 of a gemmNR-wide panel.
+	transpose8 func(src []float32, stride, n8 int, dst []float32)
+	// scaleMax multiplies x by s in place and returns the largest result.
+	scaleMax func(x []float32, s float32) float32
+	// expSum sets x[i] = exp(x[i]−sub) and returns the sum of the results.
+	expSum func(x []float32, sub float32) float32
+}
+
+// qBlock is a block of queries [q0, q1) that may see keys [lo, hi) (before
+// the causal limit).
+type qBlock struct{ q0, q1, lo, hi int }
+
+// queryBlocks splits the tokens into query blocks inside mask segments.
+// Tokens outside every segment attend to themselves only.
+func queryBlocks(nTok int, mask Mask) []qBlock {
+	var out []qBlock
+	add := func(lo, hi int) {
+		for q0 := lo; q0 < hi; q0 += attnBQ {
+			out = append(out, qBlock{q0, min(q0+attnBQ, hi), lo, hi})
+		}
+	}
+	if len(mask.Segments) == 0 {
+		add(0, nTok)
+		return out
+	}
+	covered := 0
+	for i := 0; i+1 < len(mask.Segments); i++ {
+		lo, hi := max(mask.Segments[i], covered), min(mask.Segments[i+1], nTok)
+		for t := covered; t < min(lo, nTok); t++ {
+			add(t, t+1)
+		}
+		if lo < hi {
+			add(lo, hi)
+		}
+		covered = max(covered, hi)
+	}
+	for t := covered; t < nTok; t++ {
+		add(t, t+1)
+	}
+	return out
+}
+
+func (at *attnTier) attention(out, q, k, v []float32, nTok, nHead, nKV, headDim int, scale float32, mask Mask) {
+	if nTok <= 0 || nHead <= 0 || headDim <= 0 {
+		return
+	}
+	if !segmentsSorted(mask.Segments) {
+		// Overlapping or unordered boundaries have no block structure to
+		// exploit; the reference defines their meaning.
+		AttentionRef(out, q, k, v, nTok, nHead, nKV, headDim, scale, mask)
+		return
+	}
+	blocks := queryBlocks(nTok, mask)
+	group := nHead / nKV
+	hd := headDim
+	qs, ks := nHead*hd, nKV*hd
+	kPanels := attnBK / gemmNR
+	hdPad := roundUp(hd, gemmNR)
+	ldS := attnBK
+	size := attnBQ*ldS + attnBK*hd + hdPad*attnBK + attnBQ*hd + 2*attnBQ + edgeScratch(max(hd, attnBK))
+
+	parallelFor(len(blocks)*nHead, func(item int) {
+		b, h := blocks[item/nHead], item%nHead
+		g := h / group
+		bufp := getScratch(size)
+		defer putScratch(bufp)
+		buf := *bufp
+		take := func(n int) []float32 { s := buf[:n:n]; buf = buf[n:]; return s }
+		sc := take(attnBQ * ldS)
+		kp := take(attnBK * hd)
+		vp := take(hdPad * attnBK)
+		o := take(attnBQ * hd)
+		mx, l := take(attnBQ), take(attnBQ)
+		edge := buf
+
+		rows := b.q1 - b.q0
+		for i := 0; i < rows; i++ {
+			mx[i], l[i] = float32(math.Inf(-1)), 0
+		}
+		kEnd := b.hi
+		if mask.Causal {
+			kEnd = b.q1
+		}
+		qb := q[b.q0*qs+h*hd:]
+		for j0 := b.lo; j0 < kEnd; j0 += attnBK {
+			nk := min(attnBK, kEnd-j0)
+			// Keys as kPanels panels of hd×gemmNR, zero beyond nk.
+			for p := 0; p < kPanels; p++ {
+				pan := kp[p*gemmNR*hd : (p+1)*gemmNR*hd]
+				for r := 0; r < gemmNR; r++ {
+					j := p*gemmNR + r
+					if at.transpose8 != nil && r%8 == 0 && j+8 <= nk && hd%8 == 0 {
+						at.transpose8(k[(j0+j)*ks+g*hd:], ks, hd/8, pan[r:])
+						r += 7
+						continue
+					}
+					if j >= nk {
+						for d := 0; d < hd; d++ {
+							pan[d*gemmNR+r] = 0
+						}
+						continue
+					}
+					kr := k[(j0+j)*ks+g*hd : (j0+j)*ks+g*hd+hd]
+					for d, kv := range kr {
+						pan[d*gemmNR+r] = kv
+					}
+				}
+			}
+			panelProduct(at.kern, sc, ldS, qb, qs, rows, hd, kp, nk, false, edge)
+
+			// Online softmax: fold this block into each row's running
+			// maximum and sum, rescaling what was accumulated so far.
+			for i := 0; i < rows; i++ {
+				row := sc[i*ldS : i*ldS+nk]
+				limit := nk
+				if mask.Causal {
+					limit = min(nk, b.q0+i-j0+1)
+				}
+				if limit <= 0 {
+					clear(row)
+					continue
+				}
+				bm := at.scaleMax(row[:limit], scale)
+				mNew := max(mx[i], bm)
+				s := at.expSum(row[:limit], mNew)
+				clear(row[limit:])
+				if j0 > b.lo {
+					alpha := float32(math.Exp(float64(mx[i] - mNew)))
+					l[i] = l[i]*alpha + s
+					if alpha != 1 {
+						for d := range o[i*hd : (i+1)*hd] {
+							o[i*hd+d] *= alpha
+						}
+					}
+				} else {
+					l[i] = s
+				}
+				mx[i] = mNew
+			}
+
+			// Values as panels of nk×gemmNR over the head dimension.
+			for p := 0; p < hdPad/gemmNR; p++ {
+				pan := vp[p*gemmNR*nk : (p+1)*gemmNR*nk]
+				c0 := p * gemmNR
+				w := min(gemmNR, hd-c0)
+				for j := 0; j < nk; j++ {
+					src := v[(j0+j)*ks+g*hd+c0:]
+					copy(pan[j*gemmNR:j*gemmNR+w], src[:w])
+					clear(pan[j*gemmNR+w : (j+1)*gemmNR])
+				}
+			}
+			panelProduct(at.kern, o, hd, sc, ldS, rows, nk, vp, hd, j0 > b.lo, edge)
+		}
+		for i := 0; i < rows; i++ {
+			inv := 1 / l[i]
+			dst := out[(b.q0+i)*qs+h*hd : (b.q0+i)*qs+h*hd+hd]
+			for d, ov := range o[i*hd : (i+1)*hd] {
+				dst[d] = ov * inv
+			}
+		}
+	})
+}
+
+// segmentsSorted reports whether segment boundaries never decrease.
+func segmentsSorted(seg []int) bool {
+	for i := 1; i < len(seg); i++ {
+		if seg[i] < seg[i-1] || seg[i-1] < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// scaleMaxGo is the portable scaleMax.
+func scaleMaxGo(x []float32, s float32) float32 {
+	m := float32(math.Inf(-1))
+	for i, v := range x {
+		v *= s
+		x[i] = v
+		m = max(m, v)
+	}
+	return m
+}
+
+// expSumGo is the portable expSum.
+func expSumGo(x []float32, sub float32) float32 {
+	var sum float32
+	for i, v := range x {
+		e := float32(math.Exp(float64(v - sub)))
+		x[i] = e
+		sum += e
+	}
+	return sum
+}

@@ -130,16 +130,19 @@ func quantizeLayout(f *fileSpec) {
 		}
 		return strings.Compare(a.name, b.name)
 	})
-	var moved []kv
+	var moved [2]kv
 	kvs := f.kvs[:0]
 	for _, p := range f.kvs {
-		if p.key == "general.quantization_version" || p.key == "general.file_type" {
-			moved = append(moved, p)
-			continue
+		switch p.key {
+		case "general.quantization_version":
+			moved[0] = p
+		case "general.file_type":
+			moved[1] = p
+		default:
+			kvs = append(kvs, p)
 		}
-		kvs = append(kvs, p)
 	}
-	f.kvs = append(kvs, moved...)
+	f.kvs = append(kvs, moved[:]...)
 }
 
 // vocabKVs returns the tokenizer.* metadata of v in the converter's order.

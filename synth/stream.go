@@ -266,7 +266,7 @@ func (f *fileSpec) generate(c *chunk, vals []float32) ([]byte, error) {
 		}
 		return out, nil
 	}
-	out, err := quantize(c.t.typ, vals)
+	out, err := gguf.Quantize(c.t.typ, vals)
 	if err != nil {
 		return nil, fmt.Errorf("synth: tensor %q as %s: %w", c.t.name, c.t.typ, err)
 	}

@@ -32,8 +32,7 @@ func ParseTypeSpec(s string) (TypeSpec, error) {
 	if err != nil {
 		return TypeSpec{}, fmt.Errorf("synth: weight type %q: not a ggml type or a known mix (Q4_K_M, Q4_K_S, Q5_K_M, Q5_K_S)", s)
 	}
-	switch t {
-	case gguf.TypeQ8_1, gguf.TypeQ8_K, gguf.TypeI8, gguf.TypeI16, gguf.TypeI32, gguf.TypeI64, gguf.TypeF64:
+	if !gguf.CanQuantize(t) || t == gguf.TypeQ8_K {
 		return TypeSpec{}, fmt.Errorf("synth: weight type %q is not a storage type for model weights", s)
 	}
 	return TypeSpec{Name: u, Base: t}, nil

@@ -539,3 +539,30 @@ func TestVocabFrom(t *testing.T) {
 		t.Errorf("token_embd %v", d)
 	}
 }
+
+// TestTinyFallbacks writes the tiny pair in K and IQ types whose 256-value
+// blocks do not fit its rows, so every matrix takes llama-quantize's
+// fallback type.
+func TestTinyFallbacks(t *testing.T) {
+	c := tiny(t)
+	c.LMType, c.MMProjType = "IQ4_XS", "Q4_K"
+	lm, mm, err := WritePair(t.TempDir(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]gguf.Type{lm: gguf.TypeIQ4_NL, mm: gguf.TypeQ5_0} {
+		f := open(t, path)
+		for _, tn := range f.Tensors {
+			w := want
+			if len(tn.Dims) == 1 || strings.HasPrefix(tn.Name, "v.patch_embd") {
+				w = gguf.TypeF32
+			}
+			if tn.Type != w {
+				t.Errorf("%s %v: %s, want %s", tn.Name, tn.Dims, tn.Type, w)
+			}
+			if _, err := tn.Float32s(); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}

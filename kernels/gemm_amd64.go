@@ -44,13 +44,15 @@ func archTiers() []*impl {
 	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
 		matMul(dst, x, m, w, bias, g)
 	}
-	at := &attnTier{kern: microKernelAVX2, scaleMax: scaleMaxGo, expSum: expSumGo,
+	at := &attnTier{kern: microKernelAVX2, scaleMax: scaleMaxVec, expSum: expSumVec,
 		transpose8: func(src []float32, stride, n8 int, dst []float32) {
 			_ = src[7*stride+n8*8-1]
 			_ = dst[(n8*8-1)*gemmNR+7]
 			pack8F32((*byte)(unsafe.Pointer(&src[0])), 4*stride, n8, &dst[0])
 		}}
 	t.attention = at.attention
+	t.swiGLU = swiGLUWith(siluMulVec)
+	t.quickGELU = quickGELUWith(quickGELUVec)
 	return []*impl{&t}
 }
 

@@ -54,13 +54,13 @@ var generic = &impl{
 		matMul(dst, x, m, w, bias, &gemmTier{kern: microKernelGo})
 	},
 	attention: (&attnTier{kern: microKernelGo, scaleMax: scaleMaxGo, expSum: expSumGo}).attention,
-	rmsNorm:   RMSNormRef,
-	layerNorm: LayerNormRef,
-	rope:      RoPERef,
-	add:       AddRef,
-	swiGLU:    SwiGLURef,
-	gelu:      GELURef,
-	quickGELU: QuickGELURef,
+	rmsNorm:   rmsNormPar,
+	layerNorm: layerNormPar,
+	rope:      ropePar,
+	add:       addPar,
+	swiGLU:    swiGLUWith(siluMulGo),
+	gelu:      geluPar,
+	quickGELU: quickGELUWith(quickGELUGo),
 	prepare:   func(*Matrix) {},
 }
 

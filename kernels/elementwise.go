@@ -1,0 +1,93 @@
+package kernels
+
+import "math"
+
+// Elementwise operations and norms. They cost O(n) against the O(n·d) of the
+// products around them, so the fast tiers only vectorize the exp-based
+// activations and spread large inputs over the worker pool.
+
+// parallelMin is the number of values below which an elementwise operation
+// runs on the calling goroutine: handing work to the pool costs a few
+// microseconds.
+const parallelMin = 1 << 15
+
+// parallelRange splits [0, n) into contiguous chunks, multiples of align,
+// and calls fn on each, over the pool when n is large.
+func parallelRange(n, align int, fn func(lo, hi int)) {
+	w := workers()
+	if n < parallelMin || w == 1 {
+		fn(0, n)
+		return
+	}
+	chunk := roundUp((n+4*w-1)/(4*w), align)
+	parallelFor((n+chunk-1)/chunk, func(i int) {
+		fn(i*chunk, min((i+1)*chunk, n))
+	})
+}
+
+// rowsOp applies fn to every dim-wide row of x, in parallel when large.
+func rowsOp(n, dim int, fn func(lo, hi int)) {
+	if dim <= 0 {
+		return
+	}
+	rows := n / dim
+	parallelRange(rows*dim, dim, fn)
+}
+
+func rmsNormPar(dst, x, w []float32, dim int, eps float32) {
+	rowsOp(len(x), dim, func(lo, hi int) { RMSNormRef(dst[lo:hi], x[lo:hi], w, dim, eps) })
+}
+
+func layerNormPar(dst, x, w, b []float32, dim int, eps float32) {
+	rowsOp(len(x), dim, func(lo, hi int) { LayerNormRef(dst[lo:hi], x[lo:hi], w, b, dim, eps) })
+}
+
+func ropePar(x []float32, nTok, nHead, headDim int, cos, sin []float32) {
+	half := headDim / 2
+	rowsOp(nTok*nHead*headDim, nHead*headDim, func(lo, hi int) {
+		t0, t1 := lo/(nHead*headDim), hi/(nHead*headDim)
+		RoPERef(x[lo:hi], t1-t0, nHead, headDim, cos[t0*half:], sin[t0*half:])
+	})
+}
+
+func addPar(dst, a, b []float32) {
+	parallelRange(len(dst), 16, func(lo, hi int) {
+		d, x, y := dst[lo:hi], a[lo:hi], b[lo:hi]
+		for i := range d {
+			d[i] = x[i] + y[i]
+		}
+	})
+}
+
+func geluPar(x []float32) {
+	parallelRange(len(x), 16, func(lo, hi int) { GELURef(x[lo:hi]) })
+}
+
+// elementwise returns the parallel forms of the activations over the given
+// vector kernels.
+func swiGLUWith(f func(dst, gate, up []float32)) func(dst, gate, up []float32) {
+	return func(dst, gate, up []float32) {
+		parallelRange(len(dst), 16, func(lo, hi int) { f(dst[lo:hi], gate[lo:hi], up[lo:hi]) })
+	}
+}
+
+func quickGELUWith(f func(x []float32)) func(x []float32) {
+	return func(x []float32) {
+		parallelRange(len(x), 16, func(lo, hi int) { f(x[lo:hi]) })
+	}
+}
+
+// siluMulGo and quickGELUGo are the portable activation kernels, in float32
+// arithmetic like the vector ones.
+func siluMulGo(dst, gate, up []float32) {
+	for i := range dst {
+		g := gate[i]
+		dst[i] = g / (1 + float32(math.Exp(float64(-g)))) * up[i]
+	}
+}
+
+func quickGELUGo(x []float32) {
+	for i, v := range x {
+		x[i] = v / (1 + float32(math.Exp(float64(-1.702*v))))
+	}
+}

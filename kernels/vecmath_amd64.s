@@ -1,0 +1,272 @@
+#include "textflag.h"
+
+// Vectorized float32 elementwise kernels built on one exp approximation.
+
+// Constants, each replicated across the eight lanes of a YMM register.
+DATA ec<>+0(SB)/4, $0xc2ae0000
+DATA ec<>+4(SB)/4, $0xc2ae0000
+DATA ec<>+8(SB)/4, $0xc2ae0000
+DATA ec<>+12(SB)/4, $0xc2ae0000
+DATA ec<>+16(SB)/4, $0xc2ae0000
+DATA ec<>+20(SB)/4, $0xc2ae0000
+DATA ec<>+24(SB)/4, $0xc2ae0000
+DATA ec<>+28(SB)/4, $0xc2ae0000
+DATA ec<>+32(SB)/4, $0x42b00000
+DATA ec<>+36(SB)/4, $0x42b00000
+DATA ec<>+40(SB)/4, $0x42b00000
+DATA ec<>+44(SB)/4, $0x42b00000
+DATA ec<>+48(SB)/4, $0x42b00000
+DATA ec<>+52(SB)/4, $0x42b00000
+DATA ec<>+56(SB)/4, $0x42b00000
+DATA ec<>+60(SB)/4, $0x42b00000
+DATA ec<>+64(SB)/4, $0x3fb8aa3b
+DATA ec<>+68(SB)/4, $0x3fb8aa3b
+DATA ec<>+72(SB)/4, $0x3fb8aa3b
+DATA ec<>+76(SB)/4, $0x3fb8aa3b
+DATA ec<>+80(SB)/4, $0x3fb8aa3b
+DATA ec<>+84(SB)/4, $0x3fb8aa3b
+DATA ec<>+88(SB)/4, $0x3fb8aa3b
+DATA ec<>+92(SB)/4, $0x3fb8aa3b
+DATA ec<>+96(SB)/4, $0x3f318000
+DATA ec<>+100(SB)/4, $0x3f318000
+DATA ec<>+104(SB)/4, $0x3f318000
+DATA ec<>+108(SB)/4, $0x3f318000
+DATA ec<>+112(SB)/4, $0x3f318000
+DATA ec<>+116(SB)/4, $0x3f318000
+DATA ec<>+120(SB)/4, $0x3f318000
+DATA ec<>+124(SB)/4, $0x3f318000
+DATA ec<>+128(SB)/4, $0xb95e8083
+DATA ec<>+132(SB)/4, $0xb95e8083
+DATA ec<>+136(SB)/4, $0xb95e8083
+DATA ec<>+140(SB)/4, $0xb95e8083
+DATA ec<>+144(SB)/4, $0xb95e8083
+DATA ec<>+148(SB)/4, $0xb95e8083
+DATA ec<>+152(SB)/4, $0xb95e8083
+DATA ec<>+156(SB)/4, $0xb95e8083
+DATA ec<>+160(SB)/4, $0x39506967
+DATA ec<>+164(SB)/4, $0x39506967
+DATA ec<>+168(SB)/4, $0x39506967
+DATA ec<>+172(SB)/4, $0x39506967
+DATA ec<>+176(SB)/4, $0x39506967
+DATA ec<>+180(SB)/4, $0x39506967
+DATA ec<>+184(SB)/4, $0x39506967
+DATA ec<>+188(SB)/4, $0x39506967
+DATA ec<>+192(SB)/4, $0x3ab743ce
+DATA ec<>+196(SB)/4, $0x3ab743ce
+DATA ec<>+200(SB)/4, $0x3ab743ce
+DATA ec<>+204(SB)/4, $0x3ab743ce
+DATA ec<>+208(SB)/4, $0x3ab743ce
+DATA ec<>+212(SB)/4, $0x3ab743ce
+DATA ec<>+216(SB)/4, $0x3ab743ce
+DATA ec<>+220(SB)/4, $0x3ab743ce
+DATA ec<>+224(SB)/4, $0x3c088908
+DATA ec<>+228(SB)/4, $0x3c088908
+DATA ec<>+232(SB)/4, $0x3c088908
+DATA ec<>+236(SB)/4, $0x3c088908
+DATA ec<>+240(SB)/4, $0x3c088908
+DATA ec<>+244(SB)/4, $0x3c088908
+DATA ec<>+248(SB)/4, $0x3c088908
+DATA ec<>+252(SB)/4, $0x3c088908
+DATA ec<>+256(SB)/4, $0x3d2aa9c1
+DATA ec<>+260(SB)/4, $0x3d2aa9c1
+DATA ec<>+264(SB)/4, $0x3d2aa9c1
+DATA ec<>+268(SB)/4, $0x3d2aa9c1
+DATA ec<>+272(SB)/4, $0x3d2aa9c1
+DATA ec<>+276(SB)/4, $0x3d2aa9c1
+DATA ec<>+280(SB)/4, $0x3d2aa9c1
+DATA ec<>+284(SB)/4, $0x3d2aa9c1
+DATA ec<>+288(SB)/4, $0x3e2aaaaa
+DATA ec<>+292(SB)/4, $0x3e2aaaaa
+DATA ec<>+296(SB)/4, $0x3e2aaaaa
+DATA ec<>+300(SB)/4, $0x3e2aaaaa
+DATA ec<>+304(SB)/4, $0x3e2aaaaa
+DATA ec<>+308(SB)/4, $0x3e2aaaaa
+DATA ec<>+312(SB)/4, $0x3e2aaaaa
+DATA ec<>+316(SB)/4, $0x3e2aaaaa
+DATA ec<>+320(SB)/4, $0x3f000000
+DATA ec<>+324(SB)/4, $0x3f000000
+DATA ec<>+328(SB)/4, $0x3f000000
+DATA ec<>+332(SB)/4, $0x3f000000
+DATA ec<>+336(SB)/4, $0x3f000000
+DATA ec<>+340(SB)/4, $0x3f000000
+DATA ec<>+344(SB)/4, $0x3f000000
+DATA ec<>+348(SB)/4, $0x3f000000
+DATA ec<>+352(SB)/4, $0x3f800000
+DATA ec<>+356(SB)/4, $0x3f800000
+DATA ec<>+360(SB)/4, $0x3f800000
+DATA ec<>+364(SB)/4, $0x3f800000
+DATA ec<>+368(SB)/4, $0x3f800000
+DATA ec<>+372(SB)/4, $0x3f800000
+DATA ec<>+376(SB)/4, $0x3f800000
+DATA ec<>+380(SB)/4, $0x3f800000
+DATA ec<>+384(SB)/4, $0x0000007f
+DATA ec<>+388(SB)/4, $0x0000007f
+DATA ec<>+392(SB)/4, $0x0000007f
+DATA ec<>+396(SB)/4, $0x0000007f
+DATA ec<>+400(SB)/4, $0x0000007f
+DATA ec<>+404(SB)/4, $0x0000007f
+DATA ec<>+408(SB)/4, $0x0000007f
+DATA ec<>+412(SB)/4, $0x0000007f
+DATA ec<>+416(SB)/4, $0x80000000
+DATA ec<>+420(SB)/4, $0x80000000
+DATA ec<>+424(SB)/4, $0x80000000
+DATA ec<>+428(SB)/4, $0x80000000
+DATA ec<>+432(SB)/4, $0x80000000
+DATA ec<>+436(SB)/4, $0x80000000
+DATA ec<>+440(SB)/4, $0x80000000
+DATA ec<>+444(SB)/4, $0x80000000
+DATA ec<>+448(SB)/4, $0xbfd9db23
+DATA ec<>+452(SB)/4, $0xbfd9db23
+DATA ec<>+456(SB)/4, $0xbfd9db23
+DATA ec<>+460(SB)/4, $0xbfd9db23
+DATA ec<>+464(SB)/4, $0xbfd9db23
+DATA ec<>+468(SB)/4, $0xbfd9db23
+DATA ec<>+472(SB)/4, $0xbfd9db23
+DATA ec<>+476(SB)/4, $0xbfd9db23
+DATA ec<>+480(SB)/4, $0xff800000
+DATA ec<>+484(SB)/4, $0xff800000
+DATA ec<>+488(SB)/4, $0xff800000
+DATA ec<>+492(SB)/4, $0xff800000
+DATA ec<>+496(SB)/4, $0xff800000
+DATA ec<>+500(SB)/4, $0xff800000
+DATA ec<>+504(SB)/4, $0xff800000
+DATA ec<>+508(SB)/4, $0xff800000
+GLOBL ec<>(SB), RODATA|NOPTR, $512
+
+// EXP sets Y0 = exp(Y0) in every lane, clobbering Y1..Y4. It is the Cephes
+// expf scheme: n = round(x·log2 e), r = x − n·ln 2 in two parts (exact for
+// |n| < 2^9), exp(r) by a degree-6 polynomial on |r| ≤ ln2/2, then scaled by
+// 2^n through the exponent bits. The error is within 2 ulp over the whole
+// range. Inputs are clamped to [−87, 88] so that 2^n stays a normal float;
+// results for x < −87 (below 1.7e−38) are flushed to zero, which also maps
+// −Inf to 0.
+#define EXP \
+	VCMPPS $0x1d, ec<>+0(SB), Y0, Y4 \
+	VMAXPS ec<>+0(SB), Y0, Y0 \
+	VMINPS ec<>+32(SB), Y0, Y0 \
+	VMULPS ec<>+64(SB), Y0, Y1 \
+	VROUNDPS $0, Y1, Y1 \
+	VFNMADD231PS ec<>+96(SB), Y1, Y0 \
+	VFNMADD231PS ec<>+128(SB), Y1, Y0 \
+	VMOVUPS ec<>+160(SB), Y3 \
+	VFMADD213PS ec<>+192(SB), Y0, Y3 \
+	VFMADD213PS ec<>+224(SB), Y0, Y3 \
+	VFMADD213PS ec<>+256(SB), Y0, Y3 \
+	VFMADD213PS ec<>+288(SB), Y0, Y3 \
+	VFMADD213PS ec<>+320(SB), Y0, Y3 \
+	VMULPS Y0, Y0, Y2 \
+	VFMADD213PS Y0, Y2, Y3 \
+	VADDPS ec<>+352(SB), Y3, Y3 \
+	VCVTPS2DQ Y1, Y1 \
+	VPADDD ec<>+384(SB), Y1, Y1 \
+	VPSLLD $23, Y1, Y1 \
+	VMULPS Y1, Y3, Y0 \
+	VANDPS Y4, Y0, Y0
+
+// HMAX and HSUM reduce Y6 to its lane maximum or sum in X6.
+#define HMAX \
+	VEXTRACTF128 $1, Y6, X7 \
+	VMAXPS X7, X6, X6 \
+	VPERMILPS $0x4e, X6, X7 \
+	VMAXPS X7, X6, X6 \
+	VPERMILPS $0xb1, X6, X7 \
+	VMAXPS X7, X6, X6
+
+#define HSUM \
+	VEXTRACTF128 $1, Y6, X7 \
+	VADDPS X7, X6, X6 \
+	VPERMILPS $0x4e, X6, X7 \
+	VADDPS X7, X6, X6 \
+	VPERMILPS $0xb1, X6, X7 \
+	VADDPS X7, X6, X6
+
+// func scaleMaxAVX2(x *float32, n8 int, s float32) float32
+TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-28
+	MOVQ x+0(FP), DI
+	MOVQ n8+8(FP), CX
+	VBROADCASTSS s+16(FP), Y5
+	VMOVUPS ec<>+480(SB), Y6
+	TESTQ CX, CX
+	JZ   done
+loop:
+	VMULPS (DI), Y5, Y0
+	VMOVUPS Y0, (DI)
+	VMAXPS Y0, Y6, Y6
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  loop
+done:
+	HMAX
+	MOVSS X6, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func expSumAVX2(x *float32, n8 int, sub float32) float32
+TEXT ·expSumAVX2(SB), NOSPLIT, $0-28
+	MOVQ x+0(FP), DI
+	MOVQ n8+8(FP), CX
+	VBROADCASTSS sub+16(FP), Y5
+	VXORPS Y6, Y6, Y6
+	TESTQ CX, CX
+	JZ   done
+loop:
+	VMOVUPS (DI), Y0
+	VSUBPS Y5, Y0, Y0
+	EXP
+	VMOVUPS Y0, (DI)
+	VADDPS Y0, Y6, Y6
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  loop
+done:
+	HSUM
+	MOVSS X6, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func siluMulAVX2(dst, gate, up *float32, n8 int)
+// dst = gate/(1+exp(−gate))·up.
+TEXT ·siluMulAVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ gate+8(FP), SI
+	MOVQ up+16(FP), DX
+	MOVQ n8+24(FP), CX
+	TESTQ CX, CX
+	JZ   done
+loop:
+	VMOVUPS (SI), Y5
+	VXORPS ec<>+416(SB), Y5, Y0
+	EXP
+	VADDPS ec<>+352(SB), Y0, Y0
+	VDIVPS Y0, Y5, Y0
+	VMULPS (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET
+
+// func quickGELUAVX2(x *float32, n8 int)
+// x = x/(1+exp(−1.702·x)).
+TEXT ·quickGELUAVX2(SB), NOSPLIT, $0-16
+	MOVQ x+0(FP), DI
+	MOVQ n8+8(FP), CX
+	TESTQ CX, CX
+	JZ   done
+loop:
+	VMOVUPS (DI), Y5
+	VMULPS ec<>+448(SB), Y5, Y0
+	EXP
+	VADDPS ec<>+352(SB), Y0, Y0
+	VDIVPS Y0, Y5, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET

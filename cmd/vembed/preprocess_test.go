@@ -23,7 +23,7 @@ func TestPreprocessFixture(t *testing.T) {
 			Name, File string
 			MaxPixels  int `json:"max_pixels"`
 			Expected   struct {
-				GridTHW    []int `json:"grid_thw"`
+				GridTHW    []int                 `json:"grid_thw"`
 				ResizedRGB struct{ File string } `json:"resized_rgb"`
 				Patches    struct{ File string } `json:"patches"`
 			}

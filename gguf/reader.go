@@ -341,12 +341,14 @@ func (p *parser) array(depth int) (Value, error) {
 	default:
 		// The count check above guarantees the bytes are there.
 		b, _ := p.bytes(n*minSize, "array")
-		v.nums = make([]uint64, n)
-		for i := range v.nums {
-			if v.nums[i], err = decodeScalar(elem, b[i*minSize:]); err != nil {
-				return Value{}, fmt.Errorf("element %d: %w", i, err)
+		if elem == ValueBool {
+			for i, x := range b {
+				if x > 1 {
+					return Value{}, fmt.Errorf("element %d: bool byte is %d, must be 0 or 1", i, x)
+				}
 			}
 		}
+		v.raw = append([]byte(nil), b...)
 	}
 	return v, nil
 }

@@ -1,6 +1,7 @@
 package gguf
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -86,9 +87,10 @@ type Value struct {
 	bits uint64
 	str  string
 
-	// Arrays: numeric and bool elements in nums (same encoding as bits),
-	// strings in strs, nested arrays in arrs; only the one matching elem is set.
-	nums []uint64
+	// Arrays: numeric and bool elements packed as in the file (so an array
+	// takes no more memory than its encoding), strings in strs, nested arrays
+	// in arrs; only the one matching elem is set.
+	raw  []byte
 	strs []string
 	arrs []Value
 }
@@ -110,7 +112,15 @@ func (v Value) Len() int {
 	case v.elem == ValueArray:
 		return len(v.arrs)
 	}
-	return len(v.nums)
+	return len(v.raw) / v.elem.size()
+}
+
+// num returns numeric element i in the 64-bit form of Value.bits. Bools were
+// validated when the array was built.
+func (v Value) num(i int) uint64 {
+	sz := v.elem.size()
+	b, _ := decodeScalar(v.elem, v.raw[i*sz:(i+1)*sz])
+	return b
 }
 
 // Index returns element i of an array value as a scalar (or array) Value.
@@ -121,7 +131,7 @@ func (v Value) Index(i int) Value {
 	case v.elem == ValueArray:
 		return v.arrs[i]
 	}
-	return Value{typ: v.elem, bits: v.nums[i]}
+	return Value{typ: v.elem, bits: v.num(i)}
 }
 
 func (v Value) typeName() string {
@@ -213,9 +223,9 @@ func (v Value) AsInts() ([]int64, error) {
 	if v.typ != ValueArray || !v.elem.isInt() {
 		return nil, v.mismatch("ARRAY of integers")
 	}
-	out := make([]int64, len(v.nums))
-	for i, b := range v.nums {
-		x, err := intAsInt(v.elem, b)
+	out := make([]int64, v.Len())
+	for i := range out {
+		x, err := intAsInt(v.elem, v.num(i))
 		if err != nil {
 			return nil, fmt.Errorf("element %d: %w", i, err)
 		}
@@ -229,9 +239,9 @@ func (v Value) AsFloats() ([]float64, error) {
 	if v.typ != ValueArray || !(v.elem.isFloat() || v.elem.isInt()) {
 		return nil, v.mismatch("ARRAY of numbers")
 	}
-	out := make([]float64, len(v.nums))
-	for i, b := range v.nums {
-		out[i] = numAsFloat(v.elem, b)
+	out := make([]float64, v.Len())
+	for i := range out {
+		out[i] = numAsFloat(v.elem, v.num(i))
 	}
 	return out, nil
 }
@@ -241,9 +251,9 @@ func (v Value) AsBools() ([]bool, error) {
 	if v.typ != ValueArray || v.elem != ValueBool {
 		return nil, v.mismatch("ARRAY of BOOL")
 	}
-	out := make([]bool, len(v.nums))
-	for i, b := range v.nums {
-		out[i] = b != 0
+	out := make([]bool, v.Len())
+	for i := range out {
+		out[i] = v.num(i) != 0
 	}
 	return out, nil
 }
@@ -264,9 +274,9 @@ func (v Value) Interface() any {
 			return out
 		}
 		rt := reflect.SliceOf(reflect.TypeOf(scalarInterface(v.elem, 0)))
-		out := reflect.MakeSlice(rt, len(v.nums), len(v.nums))
-		for i, b := range v.nums {
-			out.Index(i).Set(reflect.ValueOf(scalarInterface(v.elem, b)))
+		out := reflect.MakeSlice(rt, v.Len(), v.Len())
+		for i := range v.Len() {
+			out.Index(i).Set(reflect.ValueOf(scalarInterface(v.elem, v.num(i))))
 		}
 		return out.Interface()
 	}
@@ -451,9 +461,9 @@ func valueOfReflect(rv reflect.Value, depth int) (Value, error) {
 			v.arrs[i] = a
 		}
 	default:
-		v.nums = make([]uint64, n)
+		v.raw = make([]byte, 0, n*elem.size())
 		for i := range n {
-			v.nums[i] = scalarBits(rv.Index(i))
+			v.raw = appendScalar(v.raw, elem, scalarBits(rv.Index(i)))
 		}
 	}
 	return v, nil
@@ -499,3 +509,20 @@ func (f *File) Ints(key string) ([]int64, error) { return getAs(f, key, Value.As
 
 // Floats returns the float (or integer) array of key.
 func (f *File) Floats(key string) ([]float64, error) { return getAs(f, key, Value.AsFloats) }
+
+// appendScalar appends the little-endian encoding of a fixed-size value
+// given in the 64-bit form of Value.bits.
+func appendScalar(dst []byte, t ValueType, bits uint64) []byte {
+	switch t.size() {
+	case 1:
+		return append(dst, byte(bits))
+	case 2:
+		return binary.LittleEndian.AppendUint16(dst, uint16(bits))
+	case 4:
+		if t == ValueFloat32 {
+			bits = uint64(math.Float32bits(float32(math.Float64frombits(bits))))
+		}
+		return binary.LittleEndian.AppendUint32(dst, uint32(bits))
+	}
+	return binary.LittleEndian.AppendUint64(dst, bits)
+}

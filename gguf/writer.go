@@ -152,20 +152,7 @@ func (e *encoder) pad(align int) {
 
 // scalar writes a fixed-size value from its 64-bit form.
 func (e *encoder) scalar(t ValueType, bits uint64) {
-	switch t.size() {
-	case 1:
-		e.write([]byte{byte(bits)})
-	case 2:
-		binary.LittleEndian.PutUint16(e.buf[:], uint16(bits))
-		e.write(e.buf[:2])
-	case 4:
-		if t == ValueFloat32 {
-			bits = uint64(math.Float32bits(float32(math.Float64frombits(bits))))
-		}
-		e.u32(uint32(bits))
-	case 8:
-		e.u64(bits)
-	}
+	e.write(appendScalar(e.buf[:0], t, bits))
 }
 
 func (e *encoder) value(v Value) {
@@ -190,9 +177,7 @@ func (e *encoder) value(v Value) {
 			e.value(a)
 		}
 	default:
-		for _, b := range v.nums {
-			e.scalar(v.elem, b)
-		}
+		e.write(v.raw)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/vembed/vembed/internal/fixtures"
@@ -209,5 +210,25 @@ func TestQuantizeFixtures(t *testing.T) {
 		if sameBytes != allBytes {
 			t.Errorf("%s: %d of %d bytes differ from llama.cpp's", typ, allBytes-sameBytes, allBytes)
 		}
+	}
+}
+
+func TestDequantizeErrors(t *testing.T) {
+	dst := make([]float32, 256)
+	if err := Dequantize(TypeQ4_K, make([]byte, 143), dst); err == nil {
+		t.Error("short source accepted")
+	}
+	if err := Dequantize(TypeQ4_0, make([]byte, 18), dst[:31]); err == nil {
+		t.Error("partial block accepted")
+	}
+	if err := Dequantize(TypeIQ2_XXS, make([]byte, 66), dst); err == nil {
+		t.Error("IQ2_XXS decoded")
+	}
+	if err := Dequantize(Type(99), nil, nil); err == nil {
+		t.Error("unknown type accepted")
+	}
+	tt := &Tensor{Name: "x", Type: TypeIQ1_S, Dims: []int64{256}, Data: make([]byte, 50)}
+	if _, err := tt.Float32s(); err == nil || !strings.Contains(err.Error(), `"x"`) {
+		t.Errorf("Float32s of IQ1_S: %v", err)
 	}
 }

@@ -51,3 +51,80 @@ func BenchmarkMatMul(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAttention reports GFLOPS of the fused attention, counting the
+// 4·headDim flops of the two products per visible (query, key) pair: a
+// full-attention vision layer, a windowed one and a causal text layer.
+func BenchmarkAttention(b *testing.B) {
+	saved := Active()
+	defer Use(saved)
+	cases := []struct {
+		name                 string
+		nTok, nHead, nKV, hd int
+		mask                 Mask
+	}{
+		{"vit_full_1024", 1024, 16, 16, 80, Mask{}},
+		{"vit_window64_1024", 1024, 16, 16, 80, Mask{Segments: windows(1024, 64)}},
+		{"lm_causal_1024", 1024, 16, 2, 128, Mask{Causal: true}},
+	}
+	rng := rand.New(rand.NewPCG(2, 2))
+	for _, tier := range Available() {
+		if tier == TierReference {
+			continue
+		}
+		Use(tier)
+		for _, c := range cases {
+			q := randVec(c.nTok*c.nHead*c.hd, rng)
+			k := randVec(c.nTok*c.nKV*c.hd, rng)
+			v := randVec(c.nTok*c.nKV*c.hd, rng)
+			out := make([]float32, len(q))
+			pairs := visiblePairs(c.nTok, c.mask)
+			b.Run(fmt.Sprintf("%s/%s", tier, c.name), func(b *testing.B) {
+				for b.Loop() {
+					Attention(out, q, k, v, c.nTok, c.nHead, c.nKV, c.hd, 0.1, c.mask)
+				}
+				b.ReportMetric(4*float64(c.hd*c.nHead)*pairs*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
+			})
+		}
+	}
+}
+
+// windows returns segment boundaries of equal windows over n tokens.
+func windows(n, size int) []int {
+	var s []int
+	for i := 0; i < n; i += size {
+		s = append(s, i)
+	}
+	return append(s, n)
+}
+
+// visiblePairs counts the (query, key) pairs a mask allows.
+func visiblePairs(nTok int, mask Mask) float64 {
+	var n float64
+	for t := 0; t < nTok; t++ {
+		lo, hi := segmentOf(mask.Segments, t, nTok)
+		if mask.Causal {
+			hi = t + 1
+		}
+		n += float64(hi - lo)
+	}
+	return n
+}
+
+// BenchmarkDecode reports the portable panel decoders' cost per value,
+// written contiguously and with the 16-float stride of a packed panel.
+func BenchmarkDecode(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, typ := range allTypes {
+		w := randMatrix(b, typ, 1, 256, rng)
+		dst := make([]float32, 256*16)
+		for _, stride := range []int{1, 16} {
+			b.Run(fmt.Sprintf("%s/s%d", typ, stride), func(b *testing.B) {
+				for b.Loop() {
+					decoders[typ].decode(w.Data, 256, dst, stride)
+				}
+				b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(b.N)/256, "ns/value")
+			})
+		}
+	}
+}

@@ -178,17 +178,29 @@ func clamp255(v int32) uint8 {
 	return 255
 }
 
+// clampTab[(v+clampBias)&1023] is v clamped to 0..255 for v in
+// [-clampBias, 1023-clampBias], which covers every sum formed in yccRow.
+const clampBias = 384
+
+var clampTab = func() (t [1024]uint8) {
+	for i := range t {
+		t[i] = clamp255(int32(i - clampBias))
+	}
+	return t
+}()
+
 // yccRow converts one row of YCbCr samples to interleaved RGB.
 func yccRow(out, y, cb, cr []uint8) {
 	n := len(out) / 3
+	out = out[:3*n]
 	y, cb, cr = y[:n], cb[:n], cr[:n]
 	for i := range n {
-		yy := int32(y[i])
+		yy := int32(y[i]) + clampBias
 		b, r := cb[i], cr[i]
 		o := out[3*i : 3*i+3 : 3*i+3]
-		o[0] = clamp255(yy + crR[r])
-		o[1] = clamp255(yy + (cbG[b]+crG[r])>>16)
-		o[2] = clamp255(yy + cbB[b])
+		o[0] = clampTab[(yy+crR[r])&1023]
+		o[1] = clampTab[(yy+(cbG[b]+crG[r])>>16)&1023]
+		o[2] = clampTab[(yy+cbB[b])&1023]
 	}
 }
 

@@ -14,6 +14,10 @@ type huffTable struct {
 	maxCode [18]int32
 	valOff  [18]int32
 	vals    [256]uint8
+	// fastAC resolves, for AC tables, a short code together with its
+	// value bits when both fit in lutBits: value<<16 | run<<8 | bits
+	// consumed, or 0 when the slow path is needed.
+	fastAC [1 << lutBits]int32
 }
 
 // buildHuffTable checks the code counts as libjpeg does (at most 256
@@ -56,6 +60,17 @@ func buildHuffTable(counts *[17]int, symbols []byte, isDC bool) (*huffTable, err
 		code <<= 1
 	}
 	t.maxCode[17] = 1 << 30
+	if !isDC {
+		for i, e := range t.lut {
+			l := int(e >> 8)
+			run, size := int(e&0xFF)>>4, int(e&15)
+			if e == 0 || size == 0 || l+size > lutBits {
+				continue
+			}
+			v := (i >> (lutBits - l - size)) & (1<<size - 1)
+			t.fastAC[i] = int32(extend(v, size))<<16 | int32(run)<<8 | int32(l+size)
+		}
+	}
 	return t, nil
 }
 

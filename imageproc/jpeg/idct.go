@@ -70,16 +70,16 @@ func idctDCOnly(dc int16, q int32, dst []uint8, stride int) {
 // with dequantization, columns first with 2 extra bits of precision, then
 // rows, each output descaled with rounding and range-limited. The
 // arithmetic (including which intermediate values are 32-bit) follows
-// jidctint.c so that results are identical.
+// jidctint.c so that results are identical. The odd part is written out
+// in both passes because the compiler will not inline it.
 func idctIslow(in *[64]int16, q *[64]int32, dst []uint8, stride int) {
 	var ws [64]int32
 	for c := 0; c < 8; c++ {
 		if in[8+c] == 0 && in[16+c] == 0 && in[24+c] == 0 && in[32+c] == 0 &&
 			in[40+c] == 0 && in[48+c] == 0 && in[56+c] == 0 {
 			dc := int32(in[c]) * q[c] << pass1Bits
-			for r := 0; r < 8; r++ {
-				ws[r*8+c] = dc
-			}
+			ws[c], ws[8+c], ws[16+c], ws[24+c] = dc, dc, dc, dc
+			ws[32+c], ws[40+c], ws[48+c], ws[56+c] = dc, dc, dc, dc
 			continue
 		}
 		// Even part.
@@ -94,31 +94,41 @@ func idctIslow(in *[64]int16, q *[64]int32, dst []uint8, stride int) {
 		tmp1 := (z2 - z3) << constBits
 		tmp10, tmp13 := tmp0+tmp3, tmp0-tmp3
 		tmp11, tmp12 := tmp1+tmp2, tmp1-tmp2
-		// Odd part.
+		// Odd part: coefficients 7, 5, 3, 1.
 		t0 := int(int32(in[56+c]) * q[56+c])
 		t1 := int(int32(in[40+c]) * q[40+c])
 		t2 := int(int32(in[24+c]) * q[24+c])
 		t3 := int(int32(in[8+c]) * q[8+c])
-		o0, o1, o2, o3 := oddPart(t0, t1, t2, t3)
+		z1 = t0 + t3
+		z2 = t1 + t2
+		z3 = t0 + t2
+		z4 := t1 + t3
+		z5 := (z3 + z4) * fix1175875602
+		z1 *= -fix0899976223
+		z2 *= -fix2562915447
+		z3 = z3*-fix1961570560 + z5
+		z4 = z4*-fix0390180644 + z5
+		t0 = t0*fix0298631336 + z1 + z3
+		t1 = t1*fix2053119869 + z2 + z4
+		t2 = t2*fix3072711026 + z2 + z3
+		t3 = t3*fix1501321110 + z1 + z4
 		const sh = constBits - pass1Bits
 		const rnd = 1 << (sh - 1)
-		ws[0*8+c] = int32((tmp10 + o3 + rnd) >> sh)
-		ws[7*8+c] = int32((tmp10 - o3 + rnd) >> sh)
-		ws[1*8+c] = int32((tmp11 + o2 + rnd) >> sh)
-		ws[6*8+c] = int32((tmp11 - o2 + rnd) >> sh)
-		ws[2*8+c] = int32((tmp12 + o1 + rnd) >> sh)
-		ws[5*8+c] = int32((tmp12 - o1 + rnd) >> sh)
-		ws[3*8+c] = int32((tmp13 + o0 + rnd) >> sh)
-		ws[4*8+c] = int32((tmp13 - o0 + rnd) >> sh)
+		ws[0*8+c] = int32((tmp10 + t3 + rnd) >> sh)
+		ws[7*8+c] = int32((tmp10 - t3 + rnd) >> sh)
+		ws[1*8+c] = int32((tmp11 + t2 + rnd) >> sh)
+		ws[6*8+c] = int32((tmp11 - t2 + rnd) >> sh)
+		ws[2*8+c] = int32((tmp12 + t1 + rnd) >> sh)
+		ws[5*8+c] = int32((tmp12 - t1 + rnd) >> sh)
+		ws[3*8+c] = int32((tmp13 + t0 + rnd) >> sh)
+		ws[4*8+c] = int32((tmp13 - t0 + rnd) >> sh)
 	}
 	for r := 0; r < 8; r++ {
 		w := ws[r*8 : r*8+8 : r*8+8]
 		out := dst[r*stride : r*stride+8 : r*stride+8]
 		if w[1] == 0 && w[2] == 0 && w[3] == 0 && w[4] == 0 && w[5] == 0 && w[6] == 0 && w[7] == 0 {
 			v := idctClamp[int((int(w[0])+(1<<(pass1Bits+2)))>>(pass1Bits+3))&1023]
-			for x := range out {
-				out[x] = v
-			}
+			out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7] = v, v, v, v, v, v, v, v
 			continue
 		}
 		z2, z3 := int(w[2]), int(w[6])
@@ -129,36 +139,29 @@ func idctIslow(in *[64]int16, q *[64]int32, dst []uint8, stride int) {
 		tmp1 := (int(w[0]) - int(w[4])) << constBits
 		tmp10, tmp13 := tmp0+tmp3, tmp0-tmp3
 		tmp11, tmp12 := tmp1+tmp2, tmp1-tmp2
-		o0, o1, o2, o3 := oddPart(int(w[7]), int(w[5]), int(w[3]), int(w[1]))
+		t0, t1, t2, t3 := int(w[7]), int(w[5]), int(w[3]), int(w[1])
+		z1 = t0 + t3
+		z2 = t1 + t2
+		z3 = t0 + t2
+		z4 := t1 + t3
+		z5 := (z3 + z4) * fix1175875602
+		z1 *= -fix0899976223
+		z2 *= -fix2562915447
+		z3 = z3*-fix1961570560 + z5
+		z4 = z4*-fix0390180644 + z5
+		t0 = t0*fix0298631336 + z1 + z3
+		t1 = t1*fix2053119869 + z2 + z4
+		t2 = t2*fix3072711026 + z2 + z3
+		t3 = t3*fix1501321110 + z1 + z4
 		const sh = constBits + pass1Bits + 3
 		const rnd = 1 << (sh - 1)
-		out[0] = idctClamp[int((tmp10+o3+rnd)>>sh)&1023]
-		out[7] = idctClamp[int((tmp10-o3+rnd)>>sh)&1023]
-		out[1] = idctClamp[int((tmp11+o2+rnd)>>sh)&1023]
-		out[6] = idctClamp[int((tmp11-o2+rnd)>>sh)&1023]
-		out[2] = idctClamp[int((tmp12+o1+rnd)>>sh)&1023]
-		out[5] = idctClamp[int((tmp12-o1+rnd)>>sh)&1023]
-		out[3] = idctClamp[int((tmp13+o0+rnd)>>sh)&1023]
-		out[4] = idctClamp[int((tmp13-o0+rnd)>>sh)&1023]
+		out[0] = idctClamp[int((tmp10+t3+rnd)>>sh)&1023]
+		out[7] = idctClamp[int((tmp10-t3+rnd)>>sh)&1023]
+		out[1] = idctClamp[int((tmp11+t2+rnd)>>sh)&1023]
+		out[6] = idctClamp[int((tmp11-t2+rnd)>>sh)&1023]
+		out[2] = idctClamp[int((tmp12+t1+rnd)>>sh)&1023]
+		out[5] = idctClamp[int((tmp12-t1+rnd)>>sh)&1023]
+		out[3] = idctClamp[int((tmp13+t0+rnd)>>sh)&1023]
+		out[4] = idctClamp[int((tmp13-t0+rnd)>>sh)&1023]
 	}
-}
-
-// oddPart is the odd half of the 1-D IDCT; the inputs are the coefficients
-// 7, 5, 3, 1 and the results are added to / subtracted from the even part
-// for outputs (3,4), (2,5), (1,6), (0,7).
-func oddPart(t0, t1, t2, t3 int) (int, int, int, int) {
-	z1 := t0 + t3
-	z2 := t1 + t2
-	z3 := t0 + t2
-	z4 := t1 + t3
-	z5 := (z3 + z4) * fix1175875602
-	t0 *= fix0298631336
-	t1 *= fix2053119869
-	t2 *= fix3072711026
-	t3 *= fix1501321110
-	z1 *= -fix0899976223
-	z2 *= -fix2562915447
-	z3 = z3*-fix1961570560 + z5
-	z4 = z4*-fix0390180644 + z5
-	return t0 + z1 + z3, t1 + z2 + z4, t2 + z2 + z3, t3 + z1 + z4
 }

@@ -245,6 +245,15 @@ func decodeSequential(r *bitReader, blk *[64]int16, dct, act *huffTable, pred *i
 		if r.n < 32 {
 			r.fill()
 		}
+		if e := act.fastAC[r.acc>>(64-lutBits)]; e != 0 {
+			k += int(e>>8) & 15
+			n := uint(e & 0xFF)
+			r.acc <<= n
+			r.n -= int(n)
+			blk[unzig[k]] = int16(e >> 16)
+			ac = true
+			continue
+		}
 		rs, err := r.decode(act)
 		if err != nil {
 			return false, err

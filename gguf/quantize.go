@@ -54,6 +54,24 @@ func Quantize(t Type, src []float32) ([]byte, error) {
 		}
 	}
 	out := make([]byte, nb)
+	switch t {
+	// Scalar types get tight loops; a call per value would dominate.
+	case TypeF32:
+		for i, v := range src {
+			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(v))
+		}
+		return out, nil
+	case TypeF16:
+		for i, v := range src {
+			binary.LittleEndian.PutUint16(out[2*i:], F32ToF16(v))
+		}
+		return out, nil
+	case TypeBF16:
+		for i, v := range src {
+			binary.LittleEndian.PutUint16(out[2*i:], F32ToBF16(v))
+		}
+		return out, nil
+	}
 	bs, ts := t.BlockSize(), t.TypeSize()
 	for b := 0; b < len(src)/bs; b++ {
 		enc(src[b*bs:(b+1)*bs], out[b*ts:(b+1)*ts])

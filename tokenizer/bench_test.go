@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	"github.com/vembed/vembed/internal/fixtures"
 )
@@ -41,6 +43,15 @@ func benchCorpus(n int) string {
 	return b.String()
 }
 
+// reportCPU adds "cpu-MB/s", the bytes processed per second of processor
+// time of the whole process (all cores), to a benchmark that processed
+// bytes per iteration from the moment start was taken.
+func reportCPU(b *testing.B, start time.Duration, bytes int64) {
+	if used := cpuTime() - start; used > 0 && start > 0 {
+		b.ReportMetric(float64(bytes)*float64(b.N)/used.Seconds()/1e6, "cpu-MB/s")
+	}
+}
+
 // benchTokenizer uses the real vocabulary when present (the figure that
 // matters), else a hand-made one.
 func benchTokenizer(b *testing.B, opts Options) *Tokenizer {
@@ -64,6 +75,9 @@ func BenchmarkEncode(b *testing.B) {
 	var docs []string
 	for s := corpus; len(s) > 0; {
 		n := min(4096, len(s))
+		for n < len(s) && !utf8.RuneStart(s[n]) { // keep every document valid UTF-8
+			n--
+		}
 		docs = append(docs, s[:n])
 		s = s[n:]
 	}
@@ -73,21 +87,23 @@ func BenchmarkEncode(b *testing.B) {
 		}
 		b.SetBytes(int64(len(corpus)))
 		b.ResetTimer()
+		start := cpuTime()
 		if !parallel {
 			for b.Loop() {
 				for _, d := range docs {
 					tok.Encode(d, true)
 				}
 			}
-			return
-		}
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				for _, d := range docs {
-					tok.Encode(d, true)
+		} else {
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					for _, d := range docs {
+						tok.Encode(d, true)
+					}
 				}
-			}
-		})
+			})
+		}
+		reportCPU(b, start, int64(len(corpus)))
 	}
 	b.Run("cached", func(b *testing.B) { run(b, benchTokenizer(b, Options{}), false) })
 	b.Run("nocache", func(b *testing.B) { run(b, benchTokenizer(b, Options{CacheWords: -1}), false) })
@@ -101,11 +117,13 @@ func BenchmarkSplit(b *testing.B) {
 	initClasses()
 	corpus := benchCorpus(1 << 20)
 	b.SetBytes(int64(len(corpus)))
+	start := cpuTime()
 	for b.Loop() {
 		for i := 0; i < len(corpus); {
 			i = nextWord(corpus, i)
 		}
 	}
+	reportCPU(b, start, int64(len(corpus)))
 }
 
 // BenchmarkLongWord merges single words of growing length: the time per
@@ -123,9 +141,19 @@ func BenchmarkLongWord(b *testing.B) {
 		word := string(w)
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
 			b.SetBytes(int64(n))
+			start := cpuTime()
 			for b.Loop() {
 				tok.Encode(word, false)
 			}
+			reportCPU(b, start, int64(n))
 		})
+	}
+}
+
+// BenchmarkNew is the cost of building the tokenizer from its vocabulary.
+func BenchmarkNew(b *testing.B) {
+	v := qwenVocabOrHand(b)
+	for b.Loop() {
+		mustNew(b, v, Options{})
 	}
 }

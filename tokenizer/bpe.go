@@ -79,7 +79,7 @@ func (s *bpeScratch) pop() cand {
 
 // candidate pushes the merge of the symbols at positions l and r, if any.
 func (t *Tokenizer) candidate(s *bpeScratch, l, r int32) {
-	m, ok := t.merges[pairKey(s.sym[l], s.sym[r])]
+	m, ok := t.merges.get(pairKey(s.sym[l], s.sym[r]))
 	if !ok {
 		return
 	}

@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"hash/maphash"
 	"strings"
 	"sync"
 )
@@ -12,13 +11,12 @@ import (
 // reaches its bound is emptied, which bounds memory without the bookkeeping
 // of an LRU list (a hot word is back after one miss).
 type wordCache struct {
-	seed     maphash.Seed
 	perShard int
 	shards   [cacheShards]cacheShard
 }
 
 const (
-	cacheShards = 64
+	cacheShards = 64 // 1<<6, see shard
 	// maxCachedWord keeps pathological words (a megabyte without a space)
 	// out of the cache; they are rare and would pin memory.
 	maxCachedWord = 128
@@ -31,15 +29,19 @@ type cacheShard struct {
 }
 
 func newWordCache(entries int) *wordCache {
-	c := &wordCache{seed: maphash.MakeSeed(), perShard: max(1, entries/cacheShards)}
+	c := &wordCache{perShard: max(1, entries/cacheShards)}
 	for i := range c.shards {
 		c.shards[i].m = make(map[string][]int32)
 	}
 	return c
 }
 
+// shard picks a shard from a few bytes of the word: the map hashes the
+// whole word anyway, and a second full hash would cost more than an uneven
+// spread of words over shards. word is never empty.
 func (c *wordCache) shard(word string) *cacheShard {
-	return &c.shards[maphash.String(c.seed, word)%cacheShards]
+	h := uint64(len(word)) | uint64(word[0])<<8 | uint64(word[len(word)/2])<<16 | uint64(word[len(word)-1])<<24
+	return &c.shards[(h*0x9E3779B97F4A7C15)>>(64-6)]
 }
 
 func (c *wordCache) get(word string) ([]int32, bool) {

@@ -81,6 +81,9 @@ func FuzzNFC(f *testing.F) {
 		if !utf8.ValidString(s) {
 			return
 		}
+		if isNFC(s) != norm.NFC.IsNormalString(s) {
+			t.Fatalf("isNFC(%q) = %v, the normalizer says otherwise", s, isNFC(s))
+		}
 		// Special tokens are cut out before normalization (so "<" and a
 		// following U+0338 do not compose across the cut), as in HF.
 		var want strings.Builder

@@ -3,6 +3,9 @@ package tokenizer
 import (
 	"sync"
 	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Character classes of the Qwen2 pre-tokenizer pattern
@@ -18,20 +21,34 @@ const (
 	clsLetter uint8 = 1 << iota
 	clsNumber
 	clsSpace
+	clsMask = clsLetter | clsNumber | clsSpace
+
+	// nfcSafe marks a code point that starts a normalization segment (no
+	// combining class, never composes with what precedes it) and is NFC on
+	// its own: text made only of such code points is already NFC.
+	nfcSafe uint8 = 0x80
 )
 
 var (
 	bmpOnce  sync.Once
-	bmpClass []uint8 // class of every code point below U+10000
+	bmpClass [0x10000]uint8 // class and nfcSafe of every code point below U+10000
 )
 
 func initClasses() {
 	bmpOnce.Do(func() {
-		t := make([]uint8, 0x10000)
+		var buf [4]byte
 		for r := range rune(0x10000) {
-			t[r] = classify(r)
+			c := classify(r)
+			if r >= 0xD800 && r < 0xE000 {
+				bmpClass[r] = c // surrogates: left to the normalizer
+				continue
+			}
+			s := string(utf8.AppendRune(buf[:0], r))
+			if norm.NFC.PropertiesString(s).BoundaryBefore() && norm.NFC.IsNormalString(s) {
+				c |= nfcSafe
+			}
+			bmpClass[r] = c
 		}
-		bmpClass = t
 	})
 }
 
@@ -49,16 +66,66 @@ func classify(r rune) uint8 {
 
 func classOf(r rune) uint8 {
 	if r < 0x10000 {
-		return bmpClass[r]
+		return bmpClass[r] & clsMask
 	}
 	return classify(r)
+}
+
+// isNFC reports whether s is in NFC. Normalization works on segments that
+// start at code points that never interact with what precedes them, and
+// nfcSafe code points are such starts and normal on their own. So only the
+// stretches around other code points (from the last safe code point before
+// them to the next safe one) go through the normalizer's check, which is
+// slow compared to a table lookup.
+func isNFC(s string) bool {
+	last := 0 // start of the last safe code point
+	for i := 0; i < len(s); {
+		if s[i] < 0x80 {
+			last = i
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if safeNFC(r, n) {
+			last = i
+			i += n
+			continue
+		}
+		j := i + n
+		for j < len(s) {
+			r, n := utf8.DecodeRuneInString(s[j:])
+			if safeNFC(r, n) {
+				break
+			}
+			j += n
+		}
+		if !norm.NFC.IsNormalString(s[last:j]) {
+			return false
+		}
+		i = j
+	}
+	return true
+}
+
+// safeNFC reports whether code point r (n bytes long) is nfcSafe. Above the
+// BMP it knows the emoji and CJK blocks, where every code point is: these
+// have no canonical decompositions (the CJK compatibility ideographs from
+// U+2F800 do, and are excluded) and no combining classes.
+func safeNFC(r rune, n int) bool {
+	switch {
+	case r < 0x10000:
+		return bmpClass[r]&nfcSafe != 0 && n > 1 || r < 0x80
+	case r >= 0x1F000 && r <= 0x1FAFF, r >= 0x20000 && r < 0x2F800, r >= 0x30000 && r <= 0x3134F:
+		return true
+	}
+	return false
 }
 
 // at decodes the code point at s[i:] of a sanitized string and returns it
 // with its size and class. It is only called with i < len(s).
 func at(s string, i int) (rune, int, uint8) {
 	if b := s[i]; b < 0x80 {
-		return rune(b), 1, bmpClass[b]
+		return rune(b), 1, bmpClass[b] & clsMask
 	}
 	r, n, ok := decodeLax(s, i)
 	if !ok { // cannot happen after sanitize; stay total anyway

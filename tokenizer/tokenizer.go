@@ -71,7 +71,7 @@ type Tokenizer struct {
 	extra    []string
 	extraIDs map[string]int32 // only while building
 	byteSym  [256]int32
-	merges   map[uint64]merge
+	merges   *pairTable
 
 	specials []special // longest first
 	vision   map[int32]bool
@@ -107,6 +107,9 @@ func New(v Vocab, opts Options) (*Tokenizer, error) {
 	if n == 0 || n > math.MaxInt32/2 {
 		return nil, fmt.Errorf("tokenizer: vocabulary of %d tokens", n)
 	}
+	if len(v.Merges) > math.MaxInt32/2 {
+		return nil, fmt.Errorf("tokenizer: %d merges", len(v.Merges))
+	}
 	if v.TokenTypes != nil && len(v.TokenTypes) != n {
 		return nil, fmt.Errorf("tokenizer: %d token types for %d tokens", len(v.TokenTypes), n)
 	}
@@ -114,7 +117,7 @@ func New(v Vocab, opts Options) (*Tokenizer, error) {
 		tokens: v.Tokens,
 		types:  make([]TokenType, n),
 		ids:    make(map[string]int32, n),
-		merges: make(map[uint64]merge, len(v.Merges)),
+		merges: newPairTable(len(v.Merges)),
 		vision: map[int32]bool{},
 		addBOS: v.AddBOS,
 		nfc:    !opts.DisableNFC,
@@ -145,10 +148,7 @@ func New(v Vocab, opts Options) (*Tokenizer, error) {
 			return nil, fmt.Errorf("tokenizer: merge %d %q has no separating space", rank, m)
 		}
 		l, r := m[:sp], m[sp+1:]
-		key := pairKey(t.intern(l), t.intern(r))
-		if _, dup := t.merges[key]; !dup { // the first rank of a repeated rule wins
-			t.merges[key] = merge(uint64(rank)<<32 | uint64(uint32(t.intern(l+r))))
-		}
+		t.merges.add(pairKey(t.intern(l), t.intern(r)), merge(uint64(rank)<<32|uint64(uint32(t.intern(l+r)))))
 	}
 	for i, s := range v.Tokens {
 		switch t.types[i] {
@@ -263,7 +263,7 @@ func (t *Tokenizer) partition(text string, parseSpecial bool) []fragment {
 // appendText tokenizes text that holds no special tokens.
 func (t *Tokenizer) appendText(dst []int32, s string) []int32 {
 	s = sanitize(s)
-	if t.nfc && !norm.NFC.IsNormalString(s) {
+	if t.nfc && !isNFC(s) {
 		s = norm.NFC.String(s)
 	}
 	for i := 0; i < len(s); {

@@ -155,3 +155,41 @@ func TestEXIFOrientation(t *testing.T) {
 		}
 	}
 }
+
+// stripSegments removes every marker segment of kind m (before the first
+// scan's data).
+func stripSegments(data []byte, m byte) []byte {
+	out := append([]byte{}, data[:2]...)
+	p := 2
+	for p+4 <= len(data) && data[p] == 0xFF {
+		n := int(data[p+2])<<8 | int(data[p+3])
+		if data[p+1] != m {
+			out = append(out, data[p:p+2+n]...)
+		}
+		if data[p+1] == mSOS {
+			return append(out, data[p+2+n:]...)
+		}
+		p += 2 + n
+	}
+	return out
+}
+
+// TestStandardHuffmanTables: cjpeg without -optimize writes the tables of
+// T.81 Annex K, so without its DHT segments (as in Motion-JPEG frames)
+// the file must decode to the same pixels, as libjpeg-turbo does.
+func TestStandardHuffmanTables(t *testing.T) {
+	for _, name := range []string{"s420_q90", "restart_rows_420", "gray"} {
+		data := stripSegments(readTestdata(t, name+".jpg"), mDHT)
+		if bytes.Contains(data[:100], []byte{0xFF, mDHT}) {
+			t.Fatalf("%s: DHT not stripped", name)
+		}
+		want := readTestdata(t, name+".rgb")
+		img, err := Decode(data, 1<<20)
+		if err != nil {
+			t.Fatalf("%s without DHT: %v", name, err)
+		}
+		if !bytes.Equal(img.Pix, want) {
+			t.Errorf("%s without DHT: pixels differ", name)
+		}
+	}
+}

@@ -101,6 +101,14 @@ func (d *decoder) latchTables(s *scanHeader) error {
 		}
 		needDC := !d.progressive || (s.ss == 0 && s.ah == 0)
 		needAC := !d.progressive || s.ss > 0
+		if !d.progressive {
+			if d.dc[sc.td] == nil && sc.td < 2 {
+				d.dc[sc.td] = stdTable(0, sc.td)
+			}
+			if d.ac[sc.ta] == nil && sc.ta < 2 {
+				d.ac[sc.ta] = stdTable(1, sc.ta)
+			}
+		}
 		if needDC && d.dc[sc.td] == nil {
 			return corruptf("DC Huffman table %d not defined", sc.td)
 		}

@@ -438,7 +438,7 @@ func (e *Engine) preprocess(ctx context.Context, imgs []imageRef, o options, tr 
 			return nil, imageError(im.param, err)
 		}
 		if n := p.MergedTokens(); n != im.tokens {
-			return nil, invalid(im.param, CodeBadImage, "image data disagree with its header (%d tokens, header says %d)", n, im.tokens)
+			return nil, invalid(im.param, CodeBadImage, "image data disagrees with its header (%d tokens, header says %d)", n, im.tokens)
 		}
 		out[k] = qwenvl.ImageInput{Patches: p.Data, GridT: p.GridT, GridH: p.GridH, GridW: p.GridW}
 		if tr != nil {

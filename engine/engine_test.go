@@ -445,3 +445,28 @@ func TestInfo(t *testing.T) {
 		t.Errorf("MaxTokens not applied: %d", small.Info().ContextLength)
 	}
 }
+
+// The benchmarks measure a whole request on the tiny model; compared with
+// the model's own benchmarks they show what the engine adds (prompt
+// building, image decoding and preprocessing, pooling).
+func BenchmarkEmbedText(b *testing.B) {
+	e := sharedEngine(b)
+	req := Request{Inputs: []Input{TextInput("The quick brown fox jumps over the lazy dog.")}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Embed(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkEmbedImage(b *testing.B) {
+	e := sharedEngine(b)
+	req := Request{Inputs: []Input{ImageInput(testPNG(b, 200, 130, 1))}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Embed(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

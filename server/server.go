@@ -1,9 +1,48 @@
 // Package server is vembed's HTTP API: an OpenAI- and Jina-compatible
 // POST /v1/embeddings over an engine, plus GET /v1/models and GET /health.
 //
-// Requests are parsed and validated here into engine requests; everything
-// the engine refuses as an engine.InputError becomes a 4xx response in the
-// OpenAI error shape {"error": {"message", "type", "param", "code"}}.
+// # POST /v1/embeddings
+//
+// Request fields (unknown fields are ignored; a known field of the wrong type
+// is a 400 naming it):
+//
+//	input               string | list; each list element is one input:
+//	                    "text", {"text": …}, {"image": <base64 | data URI>},
+//	                    {"content": [part, …]} or [part, …] (interleaved),
+//	                    where a part is {"text": …}, {"image": …},
+//	                    {"type": "text", "text": …} or
+//	                    {"type": "image_url", "image_url": {"url": <data URI>}}
+//	model, user         accepted and ignored (one model per server)
+//	task                retrieval.query | retrieval.passage | text-matching |
+//	                    code.query | code.passage (default: retrieval, query
+//	                    prompt for text, passage for inputs with images)
+//	dimensions          Matryoshka size (see GET /v1/models)
+//	encoding_format     float | base64 | binary | ubinary (alias: embedding_type)
+//	return_multivector  one 128-d vector per token, in data[i].embeddings
+//	per_span            also one vector per image span, in data[i].span_embeddings
+//	normalized          false skips L2 normalization (alias: normalize)
+//	min_pixels, max_pixels  per-request image budget (max may only lower
+//	                    the model's)
+//
+// base64 is the standard base64 of the little-endian float32 array; with
+// return_multivector each row is encoded on its own. ubinary packs one bit
+// per dimension (1 when > 0), first dimension in the most significant bit,
+// as numbers 0…255; binary is the same bytes minus 128. Image URLs are not
+// fetched. usage.prompt_tokens counts language-model tokens including the
+// image placeholder tokens.
+//
+// Errors have the OpenAI shape {"error": {"message", "type", "param",
+// "code"}}: 400 for bad input (invalid JSON or UTF-8, empty input, broken
+// base64, undecodable image, unknown task, bad dimensions, input longer than
+// the context, vision special tokens in text), 413 for an over-limit body or
+// image, 503 when too many requests are pending, 500 for engine failures.
+//
+// # GET /v1/models
+//
+// One OpenAI model entry with vembed's additions: architecture, modalities,
+// dimensions (full width), matryoshka_dimensions (null: any size from 1 to
+// the full width), multivector_dimension, tasks, context_length,
+// min_pixels, max_pixels and random_weights (true for the demo model).
 package server
 
 import (

@@ -355,3 +355,41 @@ func FuzzParseInputs(f *testing.F) {
 		}
 	})
 }
+
+// wideEmbedder answers with jina-v4-sized vectors, so the benchmarks below
+// measure request parsing and response encoding at the real width.
+type wideEmbedder struct{}
+
+func (wideEmbedder) Info() engine.Info { return engine.Info{Name: "wide", Hidden: 2048} }
+
+func (wideEmbedder) Embed(ctx context.Context, req engine.Request) (*engine.Response, error) {
+	resp := &engine.Response{Embeddings: make([]engine.Embedding, len(req.Inputs))}
+	for i := range resp.Embeddings {
+		v := make([]float32, 2048)
+		for k := range v {
+			v[k] = float32(k%97)/97 - 0.5
+		}
+		resp.Embeddings[i].Vector = v
+	}
+	return resp, nil
+}
+
+func benchmarkHandler(b *testing.B, body string) {
+	h := newTestHandler(wideEmbedder{}, Options{})
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/embeddings", strings.NewReader(body)))
+		if rec.Code != 200 {
+			b.Fatal(rec.Body.String())
+		}
+	}
+}
+
+func BenchmarkHandler32Float(b *testing.B) {
+	benchmarkHandler(b, `{"input":[`+strings.TrimSuffix(strings.Repeat(`"a text",`, 32), ",")+`]}`)
+}
+
+func BenchmarkHandler32Base64(b *testing.B) {
+	benchmarkHandler(b, `{"encoding_format":"base64","input":[`+strings.TrimSuffix(strings.Repeat(`"a text",`, 32), ",")+`]}`)
+}

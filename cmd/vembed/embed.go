@@ -153,7 +153,11 @@ func cliImage(s string) ([]byte, error) {
 	}
 	b, err := server.DecodeImageString(s)
 	if err != nil {
-		return nil, fmt.Errorf("not a readable file, and %w", err)
+		short := s
+		if len(short) > 40 {
+			short = short[:40] + "…"
+		}
+		return nil, fmt.Errorf("image %q is not a readable file, and as data: %w", short, err)
 	}
 	return b, nil
 }

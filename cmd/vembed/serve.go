@@ -62,6 +62,12 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		// After the first signal starts the graceful shutdown, a second one
+		// kills the process the default way.
+		<-ctx.Done()
+		stop()
+	}()
 	return serve(ctx, o, slog.New(slog.NewTextHandler(stderr, nil)))
 }
 

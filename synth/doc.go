@@ -6,6 +6,15 @@
 // benchmarks and the demo server use them where a real model is too large or
 // absent.
 //
+// Files in F32, F16 and BF16 are laid out as the converter writes them;
+// files in block types as llama-quantize writes them (its tensor order, and
+// general.quantization_version and general.file_type last), with its choice
+// of per-tensor types for the mixes (Q4_K_M: token_embd Q6_K when tied,
+// attn_v and ffn_down Q6_K in the layers llama.cpp's use_more_bits picks)
+// and its fallbacks when a row is not a whole number of blocks. 1-D tensors
+// are always F32. Files are written through a stream, a chunk of rows at a
+// time, so even the jina-v4 shapes need well under 100 MB of memory.
+//
 // Weights are N(0, Std²); norm weights are 1 + Std·N(0,1). Every tensor chunk
 // draws from its own PCG stream seeded by (file seed, tensor name, chunk
 // number), so a configuration always produces identical bytes.

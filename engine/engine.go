@@ -11,7 +11,8 @@
 //     image-only inputs mean-pool from the first <|vision_start|> to the
 //     last <|vision_end|> inclusive; inputs with text mean-pool all tokens.
 //   - Default task: retrieval, with the query prompt for text-only inputs and
-//     the passage prompt for inputs with images.
+//     the passage prompt for inputs with images. An adapter name alone
+//     ("retrieval", "code") picks its side the same way.
 //   - Dimensions: a model 2048 wide (jina-embeddings-v4) accepts its trained
 //     Matryoshka sizes 128, 256, 512, 1024, 2048; other models accept any
 //     size from 1 to their width. Truncated vectors are re-normalized.
@@ -216,7 +217,8 @@ func (e *Engine) Close() error {
 
 // options are a request's validated options.
 type options struct {
-	task       string // "" = default by modality
+	task       tokenizer.Task // fixed task, or
+	adapter    string         // an adapter whose side follows the input
 	dims       int
 	img        imageproc.Config
 	multi      bool
@@ -226,12 +228,17 @@ type options struct {
 
 func (e *Engine) options(req *Request) (options, error) {
 	o := options{dims: req.Dimensions, img: e.img, multi: req.Multivector, perSpan: req.PerSpan, normalized: !req.Unnormalized}
-	if req.Task != "" {
+	switch req.Task {
+	case "", "retrieval":
+		o.adapter = "retrieval"
+	case "code":
+		o.adapter = "code"
+	default:
 		t, err := tokenizer.ParseTask(req.Task)
 		if err != nil {
 			return o, invalid("task", CodeInvalid, "unknown task %q (want one of %s)", req.Task, strings.Join(taskNames, ", "))
 		}
-		o.task = string(t)
+		o.task = t
 	}
 	if o.multi && e.mv == nil {
 		return o, invalid("return_multivector", CodeUnsupported, "this model has no multi-vector projector")
@@ -280,7 +287,6 @@ func (e *Engine) checkDims(d int) error {
 // job is one input on its way through the pipeline.
 type job struct {
 	param  string
-	parts  []Part
 	hasTxt bool
 	hasImg bool
 	prompt *tokenizer.Prompt
@@ -345,7 +351,7 @@ type imageRef struct {
 // plan validates an input and builds its prompt from the image headers, so
 // that an over-long input is refused before any pixel is decoded.
 func (e *Engine) plan(i int, in Input, o options, firstImage int) (job, []imageRef, error) {
-	j := job{param: fmt.Sprintf("input[%d]", i), parts: in.Parts}
+	j := job{param: fmt.Sprintf("input[%d]", i)}
 	if len(in.Parts) == 0 {
 		return j, nil, invalid(j.param, CodeEmpty, "input has no parts")
 	}
@@ -383,13 +389,15 @@ func (e *Engine) plan(i int, in Input, o options, firstImage int) (job, []imageR
 		tparts[k] = tokenizer.Part{ImageTokens: n}
 	}
 	task := o.task
-	if task == "" {
-		task = "retrieval.query"
+	if o.adapter != "" {
+		// Text alone is a query; a document with images is a passage.
+		side := ".query"
 		if j.hasImg {
-			task = "retrieval.passage"
+			side = ".passage"
 		}
+		task = tokenizer.Task(o.adapter + side)
 	}
-	prompt, err := e.tok.JinaV4Prompt(tokenizer.Task(task), tparts)
+	prompt, err := e.tok.JinaV4Prompt(task, tparts)
 	if err != nil {
 		return j, nil, &InputError{Param: j.param, Code: CodeInvalid, Err: err}
 	}

@@ -260,6 +260,12 @@ func TestDefaultTask(t *testing.T) {
 	if d := maxDiff(get("", mixed), get("retrieval.passage", mixed)); d != 0 {
 		t.Errorf("interleaved default is not retrieval.passage (diff %g)", d)
 	}
+	if d := maxDiff(get("code", mixed), get("code.passage", mixed)); d != 0 {
+		t.Errorf("adapter name alone does not pick the passage side for images (diff %g)", d)
+	}
+	if d := maxDiff(get("code", text), get("code.query", text)); d != 0 {
+		t.Errorf("adapter name alone does not pick the query side for text (diff %g)", d)
+	}
 	if d := maxDiff(get("", ImageInput(img)), get("code.query", ImageInput(img))); d != 0 {
 		t.Errorf("the image prompt depends on the task (diff %g)", d)
 	}

@@ -43,7 +43,10 @@ type Request struct {
 
 	// Task is one of retrieval.query, retrieval.passage, text-matching,
 	// code.query, code.passage. Empty means retrieval, with the query prompt
-	// for text-only inputs and the passage prompt for inputs with images.
+	// for text-only inputs and the passage prompt for inputs with images;
+	// "retrieval" and "code" alone pick their side the same way. The task
+	// only selects the prompt: the task's adapter is whichever one is
+	// merged into the loaded model file.
 	Task string
 
 	// Dimensions truncates single vectors (Matryoshka); 0 keeps all. See

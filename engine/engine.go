@@ -49,6 +49,9 @@ type Config struct {
 	Name string
 	// MaxTokens caps the prompt length; 0 means the model's context length.
 	MaxTokens int
+	// MaxPixels lowers the model's image budget (resized pixels per image)
+	// for every request; 0 keeps the model's.
+	MaxPixels int
 	// MaxImages caps the images of one request (default 32): all of them go
 	// through the vision encoder in one pass, so this bounds its memory.
 	MaxImages int
@@ -124,6 +127,13 @@ func (e *Engine) init() error {
 		return fmt.Errorf("engine: multi-vector projector takes %d inputs, the model is %d wide", e.mv.InputDim, mi.Hidden)
 	}
 	e.img = imageConfig(mi)
+	if cfg.MaxPixels > 0 && cfg.MaxPixels < e.img.MaxPixels {
+		if f := e.img.Factor(); cfg.MaxPixels < f*f {
+			return fmt.Errorf("engine: max pixels %d is below one merged patch (%d pixels)", cfg.MaxPixels, f*f)
+		}
+		e.img.MaxPixels = cfg.MaxPixels
+		e.img.MinPixels = min(e.img.MinPixels, e.img.MaxPixels)
+	}
 	e.info = Info{
 		Name:          cfg.Name,
 		Arch:          mi.Arch,

@@ -447,8 +447,16 @@ func TestInfo(t *testing.T) {
 		len(info.Tasks) != 5 || len(info.Modalities) != 2 || info.MaxPixels <= 0 || info.Name == "" {
 		t.Errorf("info %+v", info)
 	}
-	if small := newEngine(t, func(c *Config) { c.MaxTokens = 40 }); small.Info().ContextLength != 40 {
-		t.Errorf("MaxTokens not applied: %d", small.Info().ContextLength)
+	small := newEngine(t, func(c *Config) { c.MaxTokens, c.MaxPixels = 40, 28*28*4 })
+	if small.Info().ContextLength != 40 || small.Info().MaxPixels != 28*28*4 {
+		t.Errorf("limits not applied: %+v", small.Info())
+	}
+	// A 112x112 image fits the model's budget as 4x4 merged tokens; under
+	// the lowered budget it becomes 2x2.
+	req := Request{Inputs: []Input{ImageInput(testPNG(t, 112, 112, 1))}}
+	full, low := embed(t, e, req).PromptTokens, embed(t, small, req).PromptTokens
+	if full-low != 16-4 {
+		t.Errorf("image prompt of %d tokens under the model's budget, %d under the lowered one", full, low)
 	}
 }
 

@@ -49,6 +49,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.name, "name", "", "model name reported to clients (default: from the GGUF)")
 	fs.IntVar(&o.eng.MaxTokens, "max-tokens", 0, "longest accepted prompt in tokens (0: the model's context length)")
 	fs.IntVar(&o.eng.MaxImages, "max-images", 0, "most images per request (0: 32)")
+	fs.IntVar(&o.eng.MaxPixels, "max-pixels", 0, "lower the model's resized-pixel budget per image (0: the model's)")
 	fs.Int64Var(&o.http.MaxBodyBytes, "max-body", 0, "largest request body in bytes (0: 64 MiB)")
 	fs.IntVar(&o.http.MaxPending, "max-pending", 0, "requests admitted at once, running or queued; more get 503 (0: 64)")
 	fs.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "how long running requests may finish on SIGINT/SIGTERM")

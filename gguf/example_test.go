@@ -31,7 +31,7 @@ func Example() {
 	secs, _ := f.Ints("demo.sections")
 	x := f.Tensor("x")
 	vals, _ := x.Float32s()
+	// The block scale 31/127 is stored as F16, hence the rounding.
 	fmt.Println(arch, secs, x.Type, x.Dims, vals[31])
-	// The scale 31/127 is stored as F16, hence the rounding.
 	// Output: demo [2 3 3 0] Q8_0 [32] 31.00586
 }

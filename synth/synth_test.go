@@ -109,56 +109,86 @@ func TestFixtureParityTiny(t *testing.T) {
 	}
 }
 
-// TestFixtureParityQuant compares against llama-quantize --pure output of the
-// q256 model: for every type, the same keys, value types and values (but
-// the free ones) and the same tensor types and shapes.
-func TestFixtureParityQuant(t *testing.T) {
-	dir := fixtures.Dir(t, "quant")
-	out := t.TempDir()
-	for _, typ := range []string{"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q6_K", "IQ4_XS"} {
+// TestQ256Types writes the LM with the shapes of the fixtures' q256 model in
+// every type. Each file must match llama-quantize --pure's output of the
+// same type (keys, value types and values but the free ones, tensor types,
+// shapes and offsets), and every matrix, dequantized, must be near the F32
+// file's.
+func TestQ256Types(t *testing.T) {
+	// Bounds on the RMS error relative to the RMS of N(0,σ) weights, from
+	// each format's step: F16 keeps 11 significant bits (2^-11/√3 ≈ 3e-4),
+	// BF16 8 bits (≈ 2e-3); Q8_0 steps by amax/127 with amax ≈ 2.5σ over 32
+	// values (rms ≈ 0.0057); 6-bit Q6_K ≈ 4× that; 5-bit types ≈ 0.045; the
+	// 4-bit types step by about a sixteenth of a 5σ range (rms ≈ 0.09σ); 3-bit
+	// Q3_K about twice that and 2-bit Q2_K four times. Each bound is about
+	// twice the worst error measured over the matrices (F16 2.1e-4, BF16
+	// 1.7e-3, Q8_0 0.0054, Q6_K 0.018, Q5_* ≤ 0.043, 4-bit ≤ 0.086, Q3_K
+	// 0.15, Q2_K 0.30).
+	bound := map[string]float64{
+		"F32": 0, "F16": 6e-4, "BF16": 4e-3, "Q8_0": 0.012, "Q6_K": 0.04,
+		"Q5_0": 0.08, "Q5_1": 0.08, "Q5_K": 0.08,
+		"Q4_0": 0.16, "Q4_1": 0.16, "Q4_K": 0.16, "IQ4_NL": 0.16, "IQ4_XS": 0.16, "Q4_K_M": 0.16,
+		"Q3_K": 0.32, "Q2_K": 0.6,
+	}
+	dir := t.TempDir()
+	ref := filepath.Join(dir, "ref.gguf")
+	if err := WriteLM(ref, q256Config(t)); err != nil {
+		t.Fatal(err)
+	}
+	rf := open(t, ref)
+	for typ, b := range bound {
 		t.Run(typ, func(t *testing.T) {
 			c := q256Config(t)
 			c.LMType = typ
-			path := filepath.Join(out, c.LMFileName())
+			path := filepath.Join(dir, c.LMFileName())
 			if err := WriteLM(path, c); err != nil {
 				t.Fatal(err)
 			}
-			want := open(t, filepath.Join(dir, "q256-"+typ+".gguf"))
-			// Quantized types are laid out as llama-quantize writes them and
-			// compared in order. F16 and BF16 files normally come from the
-			// converter (whose layout is F32's), while these fixtures were
-			// written by llama-quantize: compared by name.
 			got := open(t, path)
-			if typ == "F32" || strings.Contains(typ, "_") {
-				compareStructure(t, got, want, true)
-				return
-			}
-			for _, w := range want.KVs {
-				g, ok := got.Lookup(w.Key)
-				if !ok {
-					t.Errorf("key %q missing", w.Key)
-					continue
-				}
-				if g.Type() != w.Value.Type() || g.ElemType() != w.Value.ElemType() {
-					t.Errorf("key %q: %v/%v, fixture %v/%v", w.Key, g.Type(), g.ElemType(), w.Value.Type(), w.Value.ElemType())
-				} else if !freeValues[w.Key] && !reflect.DeepEqual(g.Interface(), w.Value.Interface()) {
-					t.Errorf("key %q = %v, fixture %v", w.Key, g, w.Value)
-				}
-			}
-			if len(got.KVs) != len(want.KVs) {
-				t.Errorf("%d keys, fixture %d", len(got.KVs), len(want.KVs))
-			}
-			for _, w := range want.Tensors {
-				g := got.Tensor(w.Name)
-				if g == nil {
-					t.Errorf("tensor %q missing", w.Name)
-					continue
-				}
-				if g.Type != w.Type || !reflect.DeepEqual(g.Dims, w.Dims) {
-					t.Errorf("tensor %s: %s %v, fixture %s %v", w.Name, g.Type, g.Dims, w.Type, w.Dims)
-				}
+			roundTrip(t, got, rf, b)
+			if typ != "Q4_K_M" {
+				t.Run("fixture", func(t *testing.T) {
+					want := open(t, filepath.Join(fixtures.Dir(t, "quant"), "q256-"+typ+".gguf"))
+					compareQuantFixture(t, got, want, typ)
+				})
 			}
 		})
+	}
+}
+
+// compareQuantFixture compares a q256 file with the fixture of its type.
+// Block types are laid out as llama-quantize writes them and compared in
+// order. F16 and BF16 files normally come from the converter (whose layout
+// is F32's) while these fixtures were written by llama-quantize: compared by
+// name.
+func compareQuantFixture(t *testing.T, got, want *gguf.File, typ string) {
+	if typ == "F32" || strings.Contains(typ, "_") {
+		compareStructure(t, got, want, true)
+		return
+	}
+	for _, w := range want.KVs {
+		g, ok := got.Lookup(w.Key)
+		switch {
+		case !ok:
+			t.Errorf("key %q missing", w.Key)
+		case g.Type() != w.Value.Type() || g.ElemType() != w.Value.ElemType():
+			t.Errorf("key %q: %v/%v, fixture %v/%v", w.Key, g.Type(), g.ElemType(), w.Value.Type(), w.Value.ElemType())
+		case !freeValues[w.Key] && !reflect.DeepEqual(g.Interface(), w.Value.Interface()):
+			t.Errorf("key %q = %v, fixture %v", w.Key, g, w.Value)
+		}
+	}
+	if len(got.KVs) != len(want.KVs) {
+		t.Errorf("%d keys, fixture %d", len(got.KVs), len(want.KVs))
+	}
+	for _, w := range want.Tensors {
+		g := got.Tensor(w.Name)
+		if g == nil {
+			t.Errorf("tensor %q missing", w.Name)
+			continue
+		}
+		if g.Type != w.Type || !reflect.DeepEqual(g.Dims, w.Dims) {
+			t.Errorf("tensor %s: %s %v, fixture %s %v", w.Name, g.Type, g.Dims, w.Type, w.Dims)
+		}
 	}
 }
 
@@ -302,56 +332,34 @@ func relRMS(a, b []float32) float64 {
 	return math.Sqrt(num / den)
 }
 
-// TestTypesRoundTrip writes the q256-shaped LM in every type and compares
-// every matrix, dequantized, with the F32 file of the same seed.
-func TestTypesRoundTrip(t *testing.T) {
-	// Bounds on the RMS error relative to the RMS of N(0,σ) weights, from
-	// each format's step: F16 keeps 11 significant bits (2^-11/√3 ≈ 3e-4),
-	// BF16 8 bits (≈ 2e-3); Q8_0 steps by amax/127 with amax ≈ 2.5σ over 32
-	// values (rms ≈ 0.0057); 6-bit Q6_K ≈ 4× that; the 4-bit types step by
-	// about a sixteenth of a 5σ range (rms ≈ 0.09σ); Q5_0 half that. Each
-	// bound leaves about 1.5-2× headroom.
-	bound := map[string]float64{
-		"F16": 6e-4, "BF16": 4e-3, "Q8_0": 0.012, "Q6_K": 0.04,
-		"Q4_0": 0.16, "Q4_K": 0.16, "IQ4_XS": 0.16, "Q5_0": 0.08, "Q4_K_M": 0.16,
-	}
-	dir := t.TempDir()
-	c := q256Config(t)
-	ref := filepath.Join(dir, "ref.gguf")
-	if err := WriteLM(ref, c); err != nil {
-		t.Fatal(err)
-	}
-	rf := open(t, ref)
-	for typ, b := range bound {
-		t.Run(typ, func(t *testing.T) {
-			c := q256Config(t)
-			c.LMType = typ
-			p := filepath.Join(dir, typ+".gguf")
-			if err := WriteLM(p, c); err != nil {
-				t.Fatal(err)
+// roundTrip compares every tensor of f, dequantized, with the F32 file ref
+// of the same seed: 1-D tensors must be identical F32, matrices within the
+// relative RMS error bound.
+func roundTrip(t *testing.T, f, ref *gguf.File, bound float64) {
+	t.Helper()
+	for _, rt := range ref.Tensors {
+		qt := f.Tensor(rt.Name)
+		if qt == nil {
+			t.Errorf("tensor %s missing", rt.Name)
+			continue
+		}
+		want, err := rt.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := qt.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rt.Dims) == 1 {
+			if qt.Type != gguf.TypeF32 || !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: 1-D tensors must stay F32 and identical", rt.Name)
 			}
-			f := open(t, p)
-			for _, rt := range rf.Tensors {
-				qt := f.Tensor(rt.Name)
-				want, err := rt.Float32s()
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := qt.Float32s()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(rt.Dims) == 1 {
-					if qt.Type != gguf.TypeF32 || !reflect.DeepEqual(got, want) {
-						t.Errorf("%s: 1-D tensors must stay F32 and identical", rt.Name)
-					}
-					continue
-				}
-				if e := relRMS(got, want); !(e <= b) {
-					t.Errorf("%s as %s: relative RMS error %.4g > %.3g", rt.Name, qt.Type, e, b)
-				}
-			}
-		})
+			continue
+		}
+		if e := relRMS(got, want); !(e <= bound) {
+			t.Errorf("%s as %s: relative RMS error %.4g > %.3g", rt.Name, qt.Type, e, bound)
+		}
 	}
 }
 

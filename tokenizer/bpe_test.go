@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -219,16 +220,29 @@ func randomVocab(seed uint64) (Vocab, map[[2]string]int) {
 	return v, ranks
 }
 
+// randomTokenizers caches the 64 random vocabularies FuzzBPE draws from.
+var randomTokenizers sync.Map // seed -> *randomTok
+
+type randomTok struct {
+	tok   *Tokenizer
+	ranks map[[2]string]int
+}
+
 func FuzzBPE(f *testing.F) {
 	f.Add(uint64(1), "abcabcaaabbbccc")
 	f.Add(uint64(2), "ééaébcaéé")
 	f.Add(uint64(3), strings.Repeat("ab", 40))
 	f.Fuzz(func(t *testing.T, seed uint64, word string) {
-		v, ranks := randomVocab(seed % 64)
-		tok := mustNew(t, v, Options{CacheWords: -1})
 		if len(word) == 0 || len(word) > 512 {
 			return
 		}
+		seed %= 64
+		rt, ok := randomTokenizers.Load(seed)
+		if !ok {
+			v, ranks := randomVocab(seed)
+			rt, _ = randomTokenizers.LoadOrStore(seed, &randomTok{mustNew(t, v, Options{CacheWords: -1}), ranks})
+		}
+		tok, ranks := rt.(*randomTok).tok, rt.(*randomTok).ranks
 		if got, want := tok.bpe(nil, word), naiveBPE(tok, word, ranks); !slices.Equal(got, want) {
 			t.Fatalf("bpe(%q) = %v, rescanning gives %v", word, got, want)
 		}

@@ -161,3 +161,30 @@ func TestLlamaCppQwen2Pairs(t *testing.T) {
 	}
 	t.Logf("%d/%d llama.cpp qwen2 test pairs identical", passed, len(texts))
 }
+
+// TestConcurrentEncode encodes the fixture strings from several goroutines
+// through one small shared cache (so shards are cleared while others read)
+// and checks every result; run with -race.
+func TestConcurrentEncode(t *testing.T) {
+	cases := loadTokenizerCases(t)
+	tok := qwenTokenizer(t, Options{DisableNFC: true, CacheWords: 64})
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				c := cases[(g*31+i)%len(cases)]
+				b, _ := hex.DecodeString(c.UTF8Hex)
+				if got := tok.Encode(string(b), true); !slices.Equal(got, c.IDs) {
+					errs <- c.ID
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for id := range errs {
+		t.Errorf("%s: wrong ids under concurrent use", id)
+	}
+}

@@ -107,14 +107,15 @@ func New(v Vocab, opts Options) (*Tokenizer, error) {
 	if n == 0 || n > math.MaxInt32/2 {
 		return nil, fmt.Errorf("tokenizer: vocabulary of %d tokens", n)
 	}
-	if len(v.Merges) > math.MaxInt32/2 {
-		return nil, fmt.Errorf("tokenizer: %d merges", len(v.Merges))
+	// Symbol ids (tokens, then up to three new strings per merge) are int32.
+	if int64(n)+3*int64(len(v.Merges))+256 > math.MaxInt32 {
+		return nil, fmt.Errorf("tokenizer: %d tokens and %d merges are too many", n, len(v.Merges))
 	}
 	if v.TokenTypes != nil && len(v.TokenTypes) != n {
 		return nil, fmt.Errorf("tokenizer: %d token types for %d tokens", len(v.TokenTypes), n)
 	}
 	t := &Tokenizer{
-		tokens: v.Tokens,
+		tokens: slices.Clone(v.Tokens),
 		types:  make([]TokenType, n),
 		ids:    make(map[string]int32, n),
 		merges: newPairTable(len(v.Merges)),
@@ -148,7 +149,11 @@ func New(v Vocab, opts Options) (*Tokenizer, error) {
 			return nil, fmt.Errorf("tokenizer: merge %d %q has no separating space", rank, m)
 		}
 		l, r := m[:sp], m[sp+1:]
-		t.merges.add(pairKey(t.intern(l), t.intern(r)), merge(uint64(rank)<<32|uint64(uint32(t.intern(l+r)))))
+		res, ok := t.ids[l+r] // usually a token: look up without keeping the concatenation
+		if !ok {
+			res = t.intern(l + r)
+		}
+		t.merges.add(pairKey(t.intern(l), t.intern(r)), merge(uint64(rank)<<32|uint64(uint32(res))))
 	}
 	for i, s := range v.Tokens {
 		switch t.types[i] {

@@ -1,6 +1,7 @@
 package gguf
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"math"
@@ -290,4 +291,33 @@ func TestFixtureOtherFiles(t *testing.T) {
 	if mv.Tensor("mvproj.weight") == nil {
 		t.Error("mvproj.weight missing")
 	}
+}
+
+// TestFixtureRewrite writes each fixture file's metadata and tensors back
+// with Writer: the quantized files come from llama-quantize (ggml's C
+// writer), so byte equality shows the Writer lays files out exactly as
+// llama.cpp does.
+func TestFixtureRewrite(t *testing.T) {
+	forEachQuantFile(t, func(t *testing.T, dir string, f *File, fi quantFile) {
+		w := NewWriter()
+		for _, kv := range f.KVs {
+			w.Add(kv.Key, kv.Value)
+		}
+		for _, tt := range f.Tensors {
+			if err := w.AddTensor(tt.Name, tt.Type, tt.Dims, tt.Data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var buf bytes.Buffer
+		if _, err := w.WriteTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		orig, err := os.ReadFile(filepath.Join(dir, fi.GGUF))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(buf.Bytes(), orig) {
+			t.Errorf("rewritten file (%d bytes) differs from the original (%d bytes)", buf.Len(), len(orig))
+		}
+	})
 }

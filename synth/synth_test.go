@@ -136,8 +136,12 @@ func TestQ256Types(t *testing.T) {
 		t.Fatal(err)
 	}
 	rf := open(t, ref)
+	short := map[string]bool{"F32": true, "F16": true, "Q8_0": true, "Q4_K": true, "Q4_K_M": true}
 	for typ, b := range bound {
 		t.Run(typ, func(t *testing.T) {
+			if testing.Short() && !short[typ] {
+				t.Skip("slow encoder; runs without -short")
+			}
 			c := q256Config(t)
 			c.LMType = typ
 			path := filepath.Join(dir, c.LMFileName())

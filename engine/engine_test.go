@@ -484,3 +484,33 @@ func BenchmarkEmbedImage(b *testing.B) {
 		}
 	}
 }
+
+// FuzzEmbed feeds arbitrary bytes as an image and arbitrary text through the
+// whole engine: every outcome must be an embedding or an InputError.
+func FuzzEmbed(f *testing.F) {
+	f.Add(testPNG(f, 30, 30, 1), "text")
+	f.Add(testPNG(f, 60, 28, 2)[:70], "<|vision_end|>")
+	f.Add([]byte("GIF89a\x10\x00\x10\x00"), "a\xffb")
+	f.Add([]byte("\xff\xd8\xff\xe0"), "")
+	e := newEngine(f, func(c *Config) {
+		c.MaxTokens = 64
+		c.Decode.Limits = imageproc.Limits{MaxBytes: 1 << 16, MaxPixels: 1 << 16}
+	})
+	f.Fuzz(func(t *testing.T, img []byte, text string) {
+		resp, err := e.Embed(context.Background(), Request{Inputs: []Input{
+			{Parts: []Part{Text(text), Image(img)}},
+			ImageInput(img),
+		}})
+		if err != nil {
+			if _, ok := AsInputError(err); !ok {
+				t.Fatalf("not an InputError: %v", err)
+			}
+			return
+		}
+		for _, emb := range resp.Embeddings {
+			if math.Abs(norm(emb.Vector)-1) > 1e-5 {
+				t.Fatalf("norm %g", norm(emb.Vector))
+			}
+		}
+	})
+}

@@ -292,21 +292,7 @@ func (b *builder) text(s string, user bool) {
 	if b.err != nil {
 		return
 	}
-	if !user {
-		b.p.IDs = b.t.AppendEncode(b.p.IDs, s, true)
-		return
-	}
-	for _, f := range b.t.partition(s, true) {
-		switch {
-		case f.id < 0:
-			b.p.IDs = b.t.appendText(b.p.IDs, s[f.start:f.end])
-		case b.t.vision[f.id]:
-			b.fail(fmt.Errorf("tokenizer: %w: %s at byte %d (images are passed as image parts, not as markup)", ErrVisionToken, b.t.tokens[f.id], f.start))
-			return
-		default:
-			b.p.IDs = append(b.p.IDs, f.id)
-		}
-	}
+	b.p.IDs, b.err = b.t.appendEncode(b.p.IDs, s, true, user)
 }
 
 // image appends a vision span of n placeholder tokens.

@@ -207,14 +207,24 @@ func (t *Tokenizer) Encode(text string, parseSpecial bool) []int32 {
 
 // AppendEncode appends the token ids of text to dst; see Encode.
 func (t *Tokenizer) AppendEncode(dst []int32, text string, parseSpecial bool) []int32 {
+	dst, _ = t.appendEncode(dst, text, parseSpecial, false)
+	return dst
+}
+
+// appendEncode is AppendEncode that, with noVision, fails on the first
+// vision token found in text (wrapping ErrVisionToken).
+func (t *Tokenizer) appendEncode(dst []int32, text string, parseSpecial, noVision bool) ([]int32, error) {
 	for _, f := range t.partition(text, parseSpecial) {
-		if f.id >= 0 {
-			dst = append(dst, f.id)
-		} else {
+		switch {
+		case f.id < 0:
 			dst = t.appendText(dst, text[f.start:f.end])
+		case noVision && t.vision[f.id]:
+			return dst, fmt.Errorf("tokenizer: %w: %s at byte %d (images are passed as image parts, not as markup)", ErrVisionToken, t.tokens[f.id], f.start)
+		default:
+			dst = append(dst, f.id)
 		}
 	}
-	return dst
+	return dst, nil
 }
 
 // fragment is a piece of the input: a special token (id >= 0) or text.

@@ -36,6 +36,7 @@ type component struct {
 	// appears in a scan (as libjpeg does), natural order, with libjpeg's
 	// 16-bit multiplier type.
 	q       [64]int32
+	qraw    [64]uint16
 	latched bool
 	// coefs holds bw*bh blocks of 64 coefficients in natural order for
 	// multi-scan (progressive or non-interleaved) files.
@@ -83,6 +84,10 @@ type decoder struct {
 	multiScan bool
 	nScans    int
 	eobrun    int // end-of-band run left in a progressive AC scan
+	// coefBits[c][k] is the Al of the last scan that coded zigzag
+	// coefficient k (k < 10) of component c, -1 if none did; it decides
+	// block smoothing.
+	coefBits [4][10]int
 }
 
 // nextMarker finds the next marker from d.pos, skipping garbage and fill

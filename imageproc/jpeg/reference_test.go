@@ -65,6 +65,16 @@ const spectralOnly = `0: 0-0, 0, 0;
 2: 1-63, 0, 0;
 `
 
+// incompleteScripts leave some of the first nine AC coefficients
+// imprecise or missing after the last scan.
+var incompleteScripts = []string{
+	"0,1,2: 0-0, 0, 0;\n",
+	"0,1,2: 0-0, 0, 1;\n",
+	"0,1,2: 0-0, 0, 1;\n0: 1-9, 0, 2;\n0,1,2: 0-0, 1, 0;\n0: 1-9, 2, 1;\n",
+	"0: 0-0, 0, 0;\n1: 0-0, 0, 0;\n2: 0-0, 0, 0;\n1: 1-3, 0, 0;\n0: 1-63, 0, 1;\n",
+	"0,1,2: 0-0, 0, 0;\n2: 1-63, 0, 3;\n0: 6-63, 0, 0;\n",
+}
+
 var testCases = []testCase{
 	{Name: "s420_q90", W: 37, H: 29, Args: []string{"-quality", "90", "-sample", "2x2"}},
 	{Name: "s422_q85", W: 37, H: 29, Args: []string{"-quality", "85", "-sample", "2x1"}},
@@ -101,6 +111,10 @@ var testCases = []testCase{
 	{Name: "multiscan_sequential", W: 37, H: 29, Args: []string{"-sample", "2x2"}, Scans: "0;\n2;\n1;\n"},
 	{Name: "multiscan_sequential_2", W: 37, H: 29, Args: []string{"-sample", "2x1"}, Scans: "0;\n1 2;\n"},
 	{Name: "big_420", W: 131, H: 77, Args: []string{"-quality", "92", "-sample", "2x2"}},
+	{Name: "prog_dc_only", W: 45, H: 37, Args: []string{"-sample", "2x2"}, Scans: "0,1,2: 0-0, 0, 0;\n"},
+	{Name: "prog_dc_only_sa_narrow", W: 13, H: 50, Args: []string{"-sample", "2x2"}, Scans: "0,1,2: 0-0, 0, 1;\n"},
+	{Name: "prog_partial_ac", W: 45, H: 37, Args: []string{"-sample", "2x1"}, Scans: "0,1,2: 0-0, 0, 0;\n0: 1-5, 0, 1;\n"},
+	{Name: "prog_ac_al2", W: 45, H: 37, Args: []string{"-sample", "1x1"}, Scans: "0,1,2: 0-0, 0, 0;\n0: 1-63, 0, 2;\n1: 1-63, 0, 1;\n2: 1-63, 0, 0;\n"},
 	{Name: "cmyk_pil", W: 37, H: 29, PIL: "CMYK"},
 	{Name: "ycck_2211", W: 37, H: 29, Static: "libjpeg: in_color_space CMYK, jpeg_set_colorspace(JCS_YCCK), quality 88, sampling 2x2,1x1,1x1,2x2"},
 }
@@ -272,15 +286,25 @@ func TestPillowRandom(t *testing.T) {
 	for i := range n {
 		tc := testCase{Name: fmt.Sprintf("r%d", i), W: 1 + rng.IntN(90), H: 1 + rng.IntN(70)}
 		tc.Args = []string{"-quality", fmt.Sprint(1 + rng.IntN(100))}
+		gray := false
 		switch rng.IntN(6) {
 		case 0:
+			gray = true
 			tc.Args = append(tc.Args, "-grayscale")
 		case 1:
 			tc.Args = append(tc.Args, "-rgb")
 		}
 		tc.Args = append(tc.Args, "-sample", samplings[rng.IntN(len(samplings))])
-		if rng.IntN(2) == 0 {
+		switch rng.IntN(4) {
+		case 0, 1:
 			tc.Args = append(tc.Args, "-progressive")
+		case 2:
+			// Incomplete progressions exercise block smoothing.
+			if gray {
+				tc.Scans = [...]string{"0: 0-0, 0, 0;\n", "0: 0-0, 0, 1;\n0: 1-5, 0, 1;\n"}[rng.IntN(2)]
+			} else {
+				tc.Scans = incompleteScripts[rng.IntN(len(incompleteScripts))]
+			}
 		}
 		if rng.IntN(3) == 0 {
 			tc.Args = append(tc.Args, "-restart", fmt.Sprintf("%dB", 1+rng.IntN(5)))

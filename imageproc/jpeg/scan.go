@@ -14,6 +14,11 @@ func (d *decoder) decodeScans() error {
 			c.coefs = make([]int16, c.bw*c.bh*64)
 		}
 	}
+	for ci := range d.coefBits {
+		for k := range d.coefBits[ci] {
+			d.coefBits[ci][k] = -1
+		}
+	}
 	for {
 		d.nScans++
 		if d.nScans > maxScans {
@@ -24,6 +29,13 @@ func (d *decoder) decodeScans() error {
 		}
 		if err := d.decodeScan(s); err != nil {
 			return err
+		}
+		if d.progressive {
+			for _, sc := range s.comps {
+				for k := s.ss; k <= min(s.se, 9); k++ {
+					d.coefBits[sc.ci][k] = s.al
+				}
+			}
 		}
 		if !d.multiScan {
 			// libjpeg reads ahead until it meets the marker that ends the
@@ -44,8 +56,13 @@ func (d *decoder) decodeScans() error {
 		}
 		s = next
 	}
+	smooth := d.smoothingNeeded()
 	for i := range d.comps {
 		c := &d.comps[i]
+		if smooth {
+			d.smoothComponent(i)
+			continue
+		}
 		stride := c.bw * 8
 		for by := 0; by < c.nbh; by++ {
 			for bx := 0; bx < c.nbw; bx++ {
@@ -93,6 +110,7 @@ func (d *decoder) latchTables(s *scanHeader) error {
 			if t == nil {
 				return corruptf("quantization table %d not defined", c.tq)
 			}
+			c.qraw = *t
 			for i, v := range t {
 				// libjpeg-turbo's SIMD builds keep multipliers as int16.
 				c.q[i] = int32(int16(v))

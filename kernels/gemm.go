@@ -180,28 +180,46 @@ func panelProduct(kern microKernel, c []float32, ldc int, a []float32, lda int, 
 func roundUp(v, to int) int { return (v + to - 1) / to * to }
 
 // microKernelGo is the portable microkernel. It accumulates each output in
-// k order with separate multiply and add roundings, like the assembly
-// kernels do with fused ones.
+// k order, like the assembly kernels. It works on 2×8 sub-tiles whose
+// sixteen sums the compiler keeps in registers.
 func microKernelGo(kc int, a []float32, lda int, b []float32, c []float32, ldc int, acc bool) {
-	var t [gemmMR][gemmNR]float32
-	if acc {
-		for i := range t {
-			copy(t[i][:], c[i*ldc:i*ldc+gemmNR])
-		}
-	}
 	b = b[:kc*gemmNR]
-	for i := range t {
-		ai := a[i*lda : i*lda+kc]
-		ti := &t[i]
-		for kk, av := range ai {
-			bk := b[kk*gemmNR : kk*gemmNR+gemmNR]
-			for j := range ti {
-				ti[j] += av * bk[j]
+	for i := 0; i < gemmMR; i += 2 {
+		a0, a1 := a[i*lda:i*lda+kc], a[(i+1)*lda:(i+1)*lda+kc]
+		for j := 0; j < gemmNR; j += 8 {
+			var s0, s1, s2, s3, s4, s5, s6, s7 float32
+			var t0, t1, t2, t3, t4, t5, t6, t7 float32
+			for kk := 0; kk < kc; kk++ {
+				bk := b[kk*gemmNR+j : kk*gemmNR+j+8 : kk*gemmNR+j+8]
+				x, y := a0[kk], a1[kk]
+				s0 += x * bk[0]
+				s1 += x * bk[1]
+				s2 += x * bk[2]
+				s3 += x * bk[3]
+				s4 += x * bk[4]
+				s5 += x * bk[5]
+				s6 += x * bk[6]
+				s7 += x * bk[7]
+				t0 += y * bk[0]
+				t1 += y * bk[1]
+				t2 += y * bk[2]
+				t3 += y * bk[3]
+				t4 += y * bk[4]
+				t5 += y * bk[5]
+				t6 += y * bk[6]
+				t7 += y * bk[7]
 			}
+			c0 := c[i*ldc+j : i*ldc+j+8 : i*ldc+j+8]
+			c1 := c[(i+1)*ldc+j : (i+1)*ldc+j+8 : (i+1)*ldc+j+8]
+			if acc {
+				s0, s1, s2, s3 = s0+c0[0], s1+c0[1], s2+c0[2], s3+c0[3]
+				s4, s5, s6, s7 = s4+c0[4], s5+c0[5], s6+c0[6], s7+c0[7]
+				t0, t1, t2, t3 = t0+c1[0], t1+c1[1], t2+c1[2], t3+c1[3]
+				t4, t5, t6, t7 = t4+c1[4], t5+c1[5], t6+c1[6], t7+c1[7]
+			}
+			c0[0], c0[1], c0[2], c0[3], c0[4], c0[5], c0[6], c0[7] = s0, s1, s2, s3, s4, s5, s6, s7
+			c1[0], c1[1], c1[2], c1[3], c1[4], c1[5], c1[6], c1[7] = t0, t1, t2, t3, t4, t5, t6, t7
 		}
-	}
-	for i := range t {
-		copy(c[i*ldc:i*ldc+gemmNR], t[i][:])
 	}
 }
 

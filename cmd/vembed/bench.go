@@ -1,0 +1,350 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/kernels"
+)
+
+func init() {
+	register(&command{
+		name:    "bench",
+		summary: "measure kernel GFLOPS per tier and weight type against this machine's FMA peak",
+		run:     runBench,
+	})
+}
+
+// benchReport is the JSON line vembed bench prints last. Model holds the
+// end-to-end figures when a model benchmark ran.
+type benchReport struct {
+	Threads   int                `json:"threads"`
+	Peak      map[string]float64 `json:"peak_gflops"` // by thread count
+	GEMM      []gemmFigure       `json:"gemm"`
+	Attention []attnFigure       `json:"attention"`
+	Model     []modelFigure      `json:"model,omitempty"`
+}
+
+type gemmFigure struct {
+	Tier    string  `json:"tier"`
+	Type    string  `json:"type"`
+	M       int     `json:"m"`
+	K       int     `json:"k"`
+	N       int     `json:"n"`
+	GFLOPS  float64 `json:"gflops"`
+	PctPeak float64 `json:"pct_peak"`
+}
+
+type attnFigure struct {
+	Tier    string  `json:"tier"`
+	Case    string  `json:"case"`
+	GFLOPS  float64 `json:"gflops"`
+	PctPeak float64 `json:"pct_peak"`
+}
+
+// modelFigure is one end-to-end measurement: a throughput or a latency of
+// a model on this machine.
+type modelFigure struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"`
+}
+
+// modelBenches are end-to-end benchmarks run by "vembed bench --model";
+// each appends its figures. Model packages register theirs from init, so
+// this command needs no change when one is added.
+var modelBenches []func(dur time.Duration, w io.Writer) ([]modelFigure, error)
+
+func runBench(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bench", "[--types F32,Q8_0,...] [--tiers avx2,...] [--m 512,32] [--k 2048] [--n 2048] [--time 300ms] [--rounds 5] [--attn-tokens 1024] [--model]", stderr)
+	typesFlag := fs.String("types", "F32,F16,BF16,Q4_0,Q4_1,Q5_0,Q5_1,Q8_0,Q2_K,Q3_K,Q4_K,Q5_K,Q6_K,Q8_K,IQ4_NL,IQ4_XS", "weight `types` to measure")
+	tiersFlag := fs.String("tiers", "", "kernel `tiers` to measure (default: every available tier but the reference)")
+	msFlag := fs.String("m", "512,32", "activation row `counts` (tokens) to measure")
+	k := fs.Int("k", 2048, "input features")
+	n := fs.Int("n", 2048, "output features")
+	dur := fs.Duration("time", 300*time.Millisecond, "time per measurement round")
+	rounds := fs.Int("rounds", 5, "measurement rounds; the median is reported")
+	attnTok := fs.Int("attn-tokens", 1024, "tokens of the attention cases (0 skips them)")
+	withModel := fs.Bool("model", false, "also run the registered end-to-end model benchmarks")
+	if _, err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	types, err := parseTypes(*typesFlag)
+	if err != nil {
+		return err
+	}
+	ms, err := parseInts(*msFlag)
+	if err != nil || *k <= 0 || *n <= 0 || *rounds <= 0 || *dur <= 0 || *attnTok < 0 {
+		fs.Usage()
+		return errUsage
+	}
+	tiers, err := benchTiers(*tiersFlag)
+	if err != nil {
+		return err
+	}
+	saved := kernels.Active()
+	defer kernels.Use(saved)
+
+	threads := runtime.GOMAXPROCS(0)
+	rep := benchReport{Threads: threads, Peak: map[string]float64{}}
+	for _, th := range slices.Compact([]int{1, threads}) {
+		p, ok := kernels.FMAPeak(th, *dur)
+		if !ok {
+			fmt.Fprintln(stderr, "vembed bench: no FMA peak probe for this CPU; percentages are omitted")
+			break
+		}
+		rep.Peak[strconv.Itoa(th)] = round1(p)
+	}
+	m := measurer{threads: threads, dur: *dur, rounds: *rounds}
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, tier := range tiers {
+		if err := kernels.Use(tier); err != nil {
+			return err
+		}
+		for _, typ := range types {
+			w, err := benchMatrix(typ, *n, *k, rng)
+			if err != nil {
+				return err
+			}
+			for _, rows := range ms {
+				x := randFloats(rows**k, rng)
+				dst := make([]float32, rows**n)
+				flops := 2 * float64(rows) * float64(*k) * float64(*n)
+				g, pct := m.measure(flops, func() { kernels.MatMul(dst, x, rows, w, nil) })
+				rep.GEMM = append(rep.GEMM, gemmFigure{string(tier), typ.String(), rows, *k, *n, round1(g), round1(pct)})
+			}
+		}
+		for _, c := range attnCases(*attnTok) {
+			q := randFloats(c.nTok*c.nHead*c.hd, rng)
+			kk := randFloats(c.nTok*c.nKV*c.hd, rng)
+			v := randFloats(c.nTok*c.nKV*c.hd, rng)
+			out := make([]float32, len(q))
+			flops := 4 * float64(c.hd*c.nHead) * c.pairs()
+			g, pct := m.measure(flops, func() {
+				kernels.Attention(out, q, kk, v, c.nTok, c.nHead, c.nKV, c.hd, 0.1, c.mask)
+			})
+			rep.Attention = append(rep.Attention, attnFigure{string(tier), c.name, round1(g), round1(pct)})
+		}
+	}
+	if *withModel {
+		if len(modelBenches) == 0 {
+			fmt.Fprintln(stderr, "vembed bench: no end-to-end model benchmark is built in")
+		}
+		for _, mb := range modelBenches {
+			figs, err := mb(*dur, stderr)
+			if err != nil {
+				return fmt.Errorf("model benchmark: %w", err)
+			}
+			rep.Model = append(rep.Model, figs...)
+		}
+	}
+	printBenchTables(stdout, &rep)
+	line, err := json.Marshal(&rep)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s\n", line)
+	return err
+}
+
+// measurer times a workload in rounds, each bracketed by FMA peak probes on
+// the same threads, and reports medians. The machine may be shared: the
+// ratio of a round to the probes around it is far steadier than either
+// figure alone.
+type measurer struct {
+	threads, rounds int
+	dur             time.Duration
+}
+
+// measure returns the median GFLOPS of fn (flops per call) and the median
+// percentage of the bracketing peak (0 when there is no probe).
+func (m measurer) measure(flops float64, fn func()) (gflops, pct float64) {
+	fn() // warm caches and scratch buffers
+	var gs, ps []float64
+	for r := 0; r < m.rounds; r++ {
+		before, ok := kernels.FMAPeak(m.threads, m.dur/4)
+		start := time.Now()
+		calls := 0
+		for calls == 0 || time.Since(start) < m.dur {
+			fn()
+			calls++
+		}
+		g := flops * float64(calls) / time.Since(start).Seconds() / 1e9
+		after, _ := kernels.FMAPeak(m.threads, m.dur/4)
+		gs = append(gs, g)
+		if ok {
+			ps = append(ps, 100*g/((before+after)/2))
+		}
+	}
+	return median(gs), median(ps)
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
+
+// attnCase is one attention shape of the benchmark.
+type attnCase struct {
+	name                 string
+	nTok, nHead, nKV, hd int
+	mask                 kernels.Mask
+}
+
+// pairs counts the (query, key) pairs the mask lets attend.
+func (c attnCase) pairs() float64 {
+	var n float64
+	for t := 0; t < c.nTok; t++ {
+		lo, hi := 0, c.nTok
+		if s := c.mask.Segments; len(s) > 0 {
+			i, _ := slices.BinarySearch(s, t+1)
+			lo, hi = s[i-1], s[i]
+		}
+		if c.mask.Causal {
+			hi = t + 1
+		}
+		n += float64(hi - lo)
+	}
+	return n
+}
+
+// attnCases returns the attention shapes of jina-embeddings-v4 at n
+// tokens: the vision tower's full and 8×8-patch windowed layers (16 heads
+// of 80) and the language model's causal layers (16 query heads over 2
+// key/value heads of 128).
+func attnCases(n int) []attnCase {
+	if n == 0 {
+		return nil
+	}
+	return []attnCase{
+		{fmt.Sprintf("vit_full_%d", n), n, 16, 16, 80, kernels.Mask{}},
+		{fmt.Sprintf("vit_window64_%d", n), n, 16, 16, 80, kernels.Mask{Segments: equalSegments(n, 64)}},
+		{fmt.Sprintf("lm_causal_%d", n), n, 16, 2, 128, kernels.Mask{Causal: true}},
+	}
+}
+
+func equalSegments(n, size int) []int {
+	var s []int
+	for i := 0; i < n; i += size {
+		s = append(s, i)
+	}
+	return append(s, n)
+}
+
+// benchMatrix returns an n×k weight matrix of type typ. Only the first
+// stripe of rows is quantized from random values and the rest repeats it:
+// the kernels' speed does not depend on the values, and quantizing millions
+// of values to the K types would take longer than the measurement.
+func benchMatrix(typ gguf.Type, n, k int, rng *rand.Rand) (*kernels.Matrix, error) {
+	const stripe = 16
+	rows := min(stripe, n)
+	enc, err := gguf.Quantize(typ, randFloats(rows*k, rng))
+	if err != nil {
+		return nil, fmt.Errorf("bench: %s weights: %w", typ, err)
+	}
+	data := make([]byte, 0, len(enc)/rows*n)
+	for len(data) < cap(data) {
+		data = append(data, enc[:min(len(enc), cap(data)-len(data))]...)
+	}
+	return kernels.NewMatrix(typ, n, k, data)
+}
+
+func randFloats(n int, rng *rand.Rand) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+	}
+	return v
+}
+
+func parseTypes(s string) ([]gguf.Type, error) {
+	var out []gguf.Type
+	for _, name := range strings.Split(s, ",") {
+		t, err := gguf.ParseType(strings.TrimSpace(name))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("bad count %q", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// benchTiers resolves the --tiers flag against the available tiers.
+func benchTiers(s string) ([]kernels.Tier, error) {
+	var out []kernels.Tier
+	if s == "" {
+		for _, t := range kernels.Available() {
+			if t != kernels.TierReference { // single-threaded float64: too slow to time
+				out = append(out, t)
+			}
+		}
+		return out, nil
+	}
+	for _, name := range strings.Split(s, ",") {
+		t := kernels.Tier(strings.TrimSpace(name))
+		if !slices.Contains(kernels.Available(), t) {
+			return nil, fmt.Errorf("tier %q is not available here (have %v)", t, kernels.Available())
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func printBenchTables(w io.Writer, rep *benchReport) {
+	fmt.Fprintf(w, "FMA peak (GFLOPS):")
+	for _, th := range slices.Sorted(maps.Keys(rep.Peak)) {
+		fmt.Fprintf(w, " %s thread(s) %.1f;", th, rep.Peak[th])
+	}
+	fmt.Fprintf(w, " kernels use %d thread(s)\n\n", rep.Threads)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "tier\ttype\tM\tK\tN\tGFLOPS\t% peak\t")
+	for _, g := range rep.GEMM {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.1f\t%.1f\t\n", g.Tier, g.Type, g.M, g.K, g.N, g.GFLOPS, g.PctPeak)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "tier\tattention\tGFLOPS\t% peak\t")
+	for _, a := range rep.Attention {
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t\n", a.Tier, a.Case, a.GFLOPS, a.PctPeak)
+	}
+	tw.Flush()
+	if len(rep.Model) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "model\tvalue\tunit\t")
+		for _, f := range rep.Model {
+			fmt.Fprintf(tw, "%s\t%.3g\t%s\t\n", f.Name, f.Value, f.Unit)
+		}
+		tw.Flush()
+	}
+	fmt.Fprintln(w)
+}

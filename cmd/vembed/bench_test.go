@@ -1,0 +1,44 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestBenchOutput runs a tiny benchmark and checks that the table and the
+// closing JSON line carry a figure for every requested tier, type and size.
+func TestBenchOutput(t *testing.T) {
+	out := runOK(t, "bench", "--types", "F32,Q4_K", "--m", "7", "--k", "256", "--n", "32",
+		"--time", "2ms", "--rounds", "1", "--tiers", "generic", "--attn-tokens", "70")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var rep benchReport
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &rep); err != nil {
+		t.Fatalf("last line is not the JSON report: %v\n%s", err, out)
+	}
+	if len(rep.GEMM) != 2 || len(rep.Attention) != 3 {
+		t.Fatalf("report has %d GEMM and %d attention figures, want 2 and 3:\n%s", len(rep.GEMM), len(rep.Attention), out)
+	}
+	for _, g := range rep.GEMM {
+		if g.Tier != "generic" || g.M != 7 || g.K != 256 || g.N != 32 || !(g.GFLOPS > 0) {
+			t.Errorf("bad figure %+v", g)
+		}
+	}
+	if !strings.Contains(out, "Q4_K") {
+		t.Errorf("table lacks the Q4_K row:\n%s", out)
+	}
+}
+
+func TestBenchBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "--types", "NOPE"},
+		{"bench", "--m", "0"},
+		{"bench", "--tiers", "no-such-tier"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(args, &out, &errOut); code == 0 {
+			t.Errorf("%v: exit 0, want an error", args)
+		}
+	}
+}

@@ -154,6 +154,16 @@ func (r *bitReader) decode(t *huffTable) (int, error) {
 	return int(t.vals[(code+t.valOff[l])&0xFF]), nil
 }
 
+// runSize reads an AC symbol: a run of zero coefficients and the size in
+// bits of the next coefficient's value, which follows it.
+func (r *bitReader) runSize(t *huffTable) (run, size int, err error) {
+	if r.n < 32 {
+		r.fill()
+	}
+	rs, err := r.decode(t)
+	return rs >> 4, rs & 15, err
+}
+
 // bits reads s (0..16) raw bits. The caller guarantees r.n >= s.
 func (r *bitReader) bits(s int) int {
 	if s == 0 {

@@ -280,11 +280,10 @@ func decodeSequential(r *bitReader, blk *[64]int16, dct, act *huffTable, pred *i
 			ac = true
 			continue
 		}
-		rs, err := r.decode(act)
+		run, size, err := r.runSize(act)
 		if err != nil {
 			return false, err
 		}
-		run, size := rs>>4, rs&15
 		if size != 0 {
 			k += run
 			blk[unzig[k]] = int16(extend(r.bits(size), size))
@@ -322,14 +321,10 @@ func (d *decoder) decodeACFirst(r *bitReader, blk *[64]int16, act *huffTable, s 
 		return nil
 	}
 	for k := s.ss; k <= s.se; k++ {
-		if r.n < 32 {
-			r.fill()
-		}
-		rs, err := r.decode(act)
+		run, size, err := r.runSize(act)
 		if err != nil {
 			return err
 		}
-		run, size := rs>>4, rs&15
 		if size != 0 {
 			k += run
 			blk[unzig[k]] = int16(int32(extend(r.bits(size), size)) << s.al)
@@ -358,14 +353,10 @@ func (d *decoder) decodeACRefine(r *bitReader, blk *[64]int16, act *huffTable, s
 	k := s.ss
 	if d.eobrun == 0 {
 		for ; k <= s.se; k++ {
-			if r.n < 32 {
-				r.fill()
-			}
-			rs, err := r.decode(act)
+			run, size, err := r.runSize(act)
 			if err != nil {
 				return err
 			}
-			run, size := rs>>4, rs&15
 			var val int16
 			if size != 0 {
 				// Sizes other than 1 are invalid; libjpeg warns and

@@ -7,6 +7,9 @@
 //   - Prompts: text-only inputs get the task prefix ("Query: "/"Passage: ");
 //     image-only inputs the reference image prompt; interleaved inputs the
 //     task prefix and the parts in order.
+//   - An input with a Template (expert mode) uses it verbatim, each
+//     <|vision_start|><|image_pad|><|vision_end|> standing for the next
+//     image part, and pools like an image input when it has images.
 //   - Pooling is decided by the input's structure, never by scanning ids:
 //     image-only inputs mean-pool from the first <|vision_start|> to the
 //     last <|vision_end|> inclusive; inputs with text mean-pool all tokens.
@@ -297,7 +300,6 @@ func (e *Engine) checkDims(d int) error {
 // job is one input on its way through the pipeline.
 type job struct {
 	param  string
-	hasTxt bool
 	hasImg bool
 	prompt *tokenizer.Prompt
 	images []int // indices into the request's image list
@@ -362,24 +364,23 @@ type imageRef struct {
 // that an over-long input is refused before any pixel is decoded.
 func (e *Engine) plan(i int, in Input, o options, firstImage int) (job, []imageRef, error) {
 	j := job{param: fmt.Sprintf("input[%d]", i)}
-	if len(in.Parts) == 0 {
+	if len(in.Parts) == 0 && in.Template == "" {
 		return j, nil, invalid(j.param, CodeEmpty, "input has no parts")
 	}
 	var refs []imageRef
 	tparts := make([]tokenizer.Part, len(in.Parts))
 	for k, p := range in.Parts {
 		param := j.param
-		if len(in.Parts) > 1 {
+		if len(in.Parts) > 1 || in.Template != "" {
 			param = fmt.Sprintf("%s.content[%d]", j.param, k)
 		}
 		if !p.IsImage() {
-			if p.Text == "" {
-				return j, nil, invalid(param, CodeEmpty, "empty text")
+			if in.Template != "" {
+				return j, nil, invalid(param, CodeInvalid, "an input with a template takes its text from the template; its parts must be images")
 			}
-			if !utf8.ValidString(p.Text) {
-				return j, nil, invalid(param, CodeInvalid, "text is not valid UTF-8")
+			if err := checkText(param, p.Text); err != nil {
+				return j, nil, err
 			}
-			j.hasTxt = true
 			tparts[k] = tokenizer.Part{Text: p.Text}
 			continue
 		}
@@ -398,18 +399,9 @@ func (e *Engine) plan(i int, in Input, o options, firstImage int) (job, []imageR
 		refs = append(refs, imageRef{param: param, input: i, index: len(refs), data: p.Image, tokens: n})
 		tparts[k] = tokenizer.Part{ImageTokens: n}
 	}
-	task := o.task
-	if o.adapter != "" {
-		// Text alone is a query; a document with images is a passage.
-		side := ".query"
-		if j.hasImg {
-			side = ".passage"
-		}
-		task = tokenizer.Task(o.adapter + side)
-	}
-	prompt, err := e.tok.JinaV4Prompt(task, tparts)
+	prompt, err := e.prompt(in.Template, tparts, j.hasImg, o, j.param)
 	if err != nil {
-		return j, nil, &InputError{Param: j.param, Code: CodeInvalid, Err: err}
+		return j, nil, err
 	}
 	if n := len(prompt.IDs); n > e.info.ContextLength {
 		return j, nil, invalid(j.param, CodeTooLong, "input is %d tokens, longer than the model's context of %d tokens (truncation is not supported)", n, e.info.ContextLength)
@@ -419,6 +411,51 @@ func (e *Engine) plan(i int, in Input, o options, firstImage int) (job, []imageR
 	}
 	j.prompt = prompt
 	return j, refs, nil
+}
+
+func checkText(param, text string) error {
+	if text == "" {
+		return invalid(param, CodeEmpty, "empty text")
+	}
+	if !utf8.ValidString(text) {
+		return invalid(param, CodeInvalid, "text is not valid UTF-8")
+	}
+	return nil
+}
+
+// prompt builds the jina-v4 prompt of the parts, or fills the template of a
+// raw input with the image token counts.
+func (e *Engine) prompt(template string, parts []tokenizer.Part, hasImg bool, o options, param string) (*tokenizer.Prompt, error) {
+	var (
+		p   *tokenizer.Prompt
+		err error
+	)
+	if template != "" {
+		if err := checkText(param+".template", template); err != nil {
+			return nil, err
+		}
+		counts := make([]int, len(parts))
+		for k, tp := range parts {
+			counts[k] = tp.ImageTokens
+		}
+		if p, err = e.tok.RawPrompt(template, counts); err != nil {
+			return nil, &InputError{Param: param + ".template", Code: CodeInvalid, Err: err}
+		}
+		return p, nil
+	}
+	task := o.task
+	if o.adapter != "" {
+		// Text alone is a query; a document with images is a passage.
+		side := ".query"
+		if hasImg {
+			side = ".passage"
+		}
+		task = tokenizer.Task(o.adapter + side)
+	}
+	if p, err = e.tok.JinaV4Prompt(task, parts); err != nil {
+		return nil, &InputError{Param: param, Code: CodeInvalid, Err: err}
+	}
+	return p, nil
 }
 
 // imageTokens is the number of placeholder tokens an image becomes, from
@@ -528,7 +565,7 @@ func (e *Engine) run(ctx context.Context, i int, j *job, imgs []imageRef, inputs
 		return emb, nil
 	}
 	lo, hi := 0, n
-	if j.hasImg && !j.hasTxt {
+	if p.Kind == tokenizer.ImageOnly && len(p.Images) > 0 {
 		lo, hi = p.Images[0].VisionStart, p.Images[len(p.Images)-1].VisionEnd+1
 	}
 	if emb.Vector, err = o.finish(heads.MeanPool(hidden, dim, lo, hi)); err != nil {

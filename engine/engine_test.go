@@ -376,6 +376,9 @@ func TestInputErrors(t *testing.T) {
 		{"text too long", small, Request{Inputs: []Input{TextInput("short"), TextInput(long)}}, "input[1]", CodeTooLong},
 		{"image too long", small, Request{Inputs: []Input{ImageInput(testPNG(t, 196, 196, 1))}}, "input[0]", CodeTooLong},
 		{"too many images", small, Request{Inputs: []Input{ImageInput(img), ImageInput(img), ImageInput(img)}}, "input", CodeInvalid},
+		{"template with text part", e, Request{Inputs: []Input{{Template: "x " + visionSpan, Parts: []Part{Text("a"), Image(img)}}}}, "input[0].content[0]", CodeInvalid},
+		{"template markers", e, Request{Inputs: []Input{{Template: "no marker", Parts: []Part{Image(img)}}}}, "input[0].template", CodeInvalid},
+		{"template utf8", e, Request{Inputs: []Input{{Template: "\xff"}}}, "input[0].template", CodeInvalid},
 		{"no vision", textOnly, Request{Inputs: []Input{ImageInput(img)}}, "input[0]", CodeUnsupported},
 		{"no projector", textOnly, Request{Inputs: []Input{TextInput("a")}, Multivector: true}, "return_multivector", CodeUnsupported},
 	} {

@@ -28,6 +28,13 @@ func (p Part) IsImage() bool { return p.isImage }
 // document), and a mix of both an interleaved document.
 type Input struct {
 	Parts []Part
+
+	// Template, when set, replaces the model's prompt: it is tokenized with
+	// special tokens parsed, and each <|vision_start|><|image_pad|>
+	// <|vision_end|> in it (written without spaces) stands for the next
+	// part, which must all be images. Inputs with images are then pooled
+	// over the vision spans, as the reference pools any image prompt.
+	Template string
 }
 
 // TextInput is an input made of a single text.

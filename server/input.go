@@ -26,8 +26,10 @@ type ImageSource func(s string) ([]byte, error)
 //	[[{"text": "a"}, {"image": "…"}]]         the same, as a bare list of parts
 //
 // Content parts may also use the OpenAI chat form {"type": "text", "text": …}
-// and {"type": "image_url", "image_url": {"url": …}}. Token-id arrays are
-// refused: a text is always tokenized with the model's prompt.
+// and {"type": "image_url", "image_url": {"url": …}}. An expert item
+// {"template": "…", "images": ["…", …]} gives the whole prompt, each
+// <|vision_start|><|image_pad|><|vision_end|> in it standing for the next
+// image. Token-id arrays are refused: a text is always tokenized.
 func ParseInputs(raw json.RawMessage, img ImageSource) ([]engine.Input, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
@@ -75,6 +77,8 @@ type item struct {
 	Image    *string           `json:"image"`
 	ImageURL *imageURL         `json:"image_url"`
 	Content  []json.RawMessage `json:"content"`
+	Template *string           `json:"template"`
+	Images   []string          `json:"images"`
 }
 
 type imageURL struct {
@@ -102,6 +106,12 @@ func parseItem(raw json.RawMessage, param string, img ImageSource) (engine.Input
 		var it item
 		if err := json.Unmarshal(raw, &it); err != nil {
 			return engine.Input{}, inputErr(param, engine.CodeInvalid, "not a valid item: %v", typeMessage(err))
+		}
+		if it.Template != nil {
+			return it.templated(param, img)
+		}
+		if it.Images != nil {
+			return engine.Input{}, inputErr(param, engine.CodeInvalid, `"images" needs a "template"`)
 		}
 		if it.Content != nil {
 			if it.Text != nil || it.Image != nil || it.ImageURL != nil {
@@ -135,7 +145,7 @@ func parseParts(parts []json.RawMessage, param string, img ImageSource) (engine.
 		if err := json.Unmarshal(raw, &it); err != nil {
 			return engine.Input{}, inputErr(pp, engine.CodeInvalid, "a part must be an object with \"text\" or \"image\": %v", typeMessage(err))
 		}
-		if it.Content != nil {
+		if it.Content != nil || it.Template != nil || it.Images != nil {
 			return engine.Input{}, inputErr(pp, engine.CodeInvalid, "parts cannot be nested")
 		}
 		p, err := it.part(pp, img)
@@ -156,6 +166,29 @@ func parseText(raw json.RawMessage, param string) (engine.Part, error) {
 		return engine.Part{}, inputErr(param, engine.CodeEmpty, "empty text")
 	}
 	return engine.Text(s), nil
+}
+
+// templated returns the input of a {"template", "images"} item.
+func (it *item) templated(param string, img ImageSource) (engine.Input, error) {
+	if it.Text != nil || it.Image != nil || it.ImageURL != nil || it.Content != nil {
+		return engine.Input{}, inputErr(param, engine.CodeInvalid, `a "template" item takes only "images" besides it`)
+	}
+	if *it.Template == "" {
+		return engine.Input{}, inputErr(param+".template", engine.CodeEmpty, "empty template")
+	}
+	in := engine.Input{Template: *it.Template}
+	for k, s := range it.Images {
+		pp := fmt.Sprintf("%s.images[%d]", param, k)
+		data, err := img(s)
+		if err != nil {
+			return engine.Input{}, &engine.InputError{Param: pp, Code: engine.CodeBadImage, Err: err}
+		}
+		if len(data) == 0 {
+			return engine.Input{}, inputErr(pp, engine.CodeEmpty, "empty image")
+		}
+		in.Parts = append(in.Parts, engine.Image(data))
+	}
+	return in, nil
 }
 
 // part returns the single text or image the object holds.

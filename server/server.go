@@ -11,7 +11,10 @@
 //	                    {"content": [part, …]} or [part, …] (interleaved),
 //	                    where a part is {"text": …}, {"image": …},
 //	                    {"type": "text", "text": …} or
-//	                    {"type": "image_url", "image_url": {"url": <data URI>}}
+//	                    {"type": "image_url", "image_url": {"url": <data URI>}};
+//	                    or, expert mode, {"template": "<prompt with
+//	                    <|vision_start|><|image_pad|><|vision_end|> per image>",
+//	                    "images": [...]}
 //	model, user         accepted and ignored (one model per server)
 //	task                retrieval.query | retrieval.passage | text-matching |
 //	                    code.query | code.passage (default: retrieval, query

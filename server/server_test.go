@@ -87,6 +87,8 @@ func TestParseInputsForms(t *testing.T) {
 		{`[[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"data:image/png;base64,` + pngB64 + `"}}]]`,
 			[]engine.Input{{Parts: []engine.Part{engine.Text("a"), engine.Image(img)}}}},
 		{`{"image":"` + strings.TrimRight(pngB64, "=") + `"}`, []engine.Input{engine.ImageInput(img)}},
+		{`[{"template":"<|im_start|>x","images":["` + pngB64 + `"]}]`, []engine.Input{{Template: "<|im_start|>x", Parts: []engine.Part{engine.Image(img)}}}},
+		{`{"template":"just text"}`, []engine.Input{{Template: "just text"}}},
 	} {
 		got, err := ParseInputs(json.RawMessage(tc.in), DecodeImageString)
 		if err != nil {
@@ -121,6 +123,10 @@ func TestBadRequests(t *testing.T) {
 		{"text data uri", `{"input":[{"image":"data:text/plain;base64,aGk="}]}`, 400, "input[0]", "not an image"},
 		{"two fields", `{"input":[{"text":"a","image":"` + pngB64 + `"}]}`, 400, "input[0]", "exactly one"},
 		{"nested content", `{"input":[{"content":[{"content":[]}]}]}`, 400, "input[0].content[0]", "nested"},
+		{"template with text", `{"input":[{"template":"t","text":"a"}]}`, 400, "input[0]", "only \"images\""},
+		{"images without template", `{"input":[{"images":[]}]}`, 400, "input[0]", "needs a \"template\""},
+		{"empty template", `{"input":[{"template":""}]}`, 400, "input[0].template", "empty template"},
+		{"template bad image", `{"input":[{"template":"t","images":["%%"]}]}`, 400, "input[0].images[0]", "broken base64"},
 		{"wrong type dimensions", `{"input":"a","dimensions":"64"}`, 400, "dimensions", "must be an integer"},
 		{"fractional dimensions", `{"input":"a","dimensions":1.5}`, 400, "dimensions", "must be an integer"},
 		{"negative dimensions", `{"input":"a","dimensions":-1}`, 400, "dimensions", "positive"},
@@ -329,7 +335,7 @@ func (b blockingEmbedder) Embed(ctx context.Context, req engine.Request) (*engin
 func FuzzParseInputs(f *testing.F) {
 	for _, s := range []string{`"a"`, `["a","b"]`, `[{"text":"a"},{"image":"` + pngB64 + `"}]`,
 		`[{"content":[{"text":"a"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}]`,
-		`[[1,2]]`, `[[{"text":""}]]`, `{"content":null}`, `[{"image":"data:,"}]`, `[null]`, `{}`} {
+		`[[1,2]]`, `[[{"text":""}]]`, `[{"template":"a<|vision_start|>","images":["AAAA"]}]`, `{"content":null}`, `[{"image":"data:,"}]`, `[null]`, `{}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -344,8 +350,8 @@ func FuzzParseInputs(f *testing.F) {
 			t.Fatal("no inputs and no error")
 		}
 		for _, in := range ins {
-			if len(in.Parts) == 0 {
-				t.Fatal("input without parts and no error")
+			if len(in.Parts) == 0 && in.Template == "" {
+				t.Fatal("input without parts or template and no error")
 			}
 			for _, p := range in.Parts {
 				if !p.IsImage() && p.Text == "" || p.IsImage() && len(p.Image) == 0 {

@@ -147,6 +147,8 @@ func TestServeMatchesEmbed(t *testing.T) {
 			[]string{"--task", "code.query", "--input", interleaved}, "embedding"},
 		{"several", `"max_pixels":6272`, `["one",{"image":"` + b64 + `"},"two"]`,
 			[]string{"--max-pixels", "6272", "--text", "one", "--image", imgPath, "--input", `"two"`}, "embedding"},
+		{"template", `"per_span":true`, `[{"template":"<|im_start|>user\nSee <|vision_start|><|image_pad|><|vision_end|> here<|im_end|>\n","images":["` + b64 + `"]}]`,
+			[]string{"--input", `{"template":"<|im_start|>user\nSee <|vision_start|><|image_pad|><|vision_end|> here<|im_end|>\n","images":["` + imgPath + `"]}`}, "embedding"},
 		{"multivector", `"return_multivector":true`, `["late",{"image":"` + b64 + `"}]`,
 			[]string{"--multivector", "--text", "late", "--image", imgPath}, "embeddings"},
 	} {
@@ -161,7 +163,10 @@ func TestServeMatchesEmbed(t *testing.T) {
 				t.Fatalf("%d results over HTTP, %d from embed", len(data), len(want))
 			}
 			for i, d := range data {
-				got := d.(map[string]any)[tc.field]
+				got, ok := d.(map[string]any)[tc.field].([]any)
+				if !ok || len(got) == 0 {
+					t.Fatalf("input %d: no %q in %v", i, tc.field, d)
+				}
 				if fmt.Sprint(got) != fmt.Sprint(want[i]) {
 					t.Errorf("input %d: HTTP and embed differ:\n%.200v\n%.200v", i, got, want[i])
 				}

@@ -32,10 +32,12 @@ func bicubic(x float64) float64 {
 // position i reads n[i] input samples starting at first[i], with weights
 // w[i*size : i*size+n[i]].
 type kernel struct {
-	size  int
-	first []int
-	n     []int
-	w     []int32
+	size    int // row stride of w: Pillow's ksize rounded up to a multiple of 8
+	first   []int
+	first32 []int32 // first, for the assembly
+	n       []int
+	w       []int32 // zero past n[i] in each row
+	span    int     // max(first[i]) + size: input length a full-stride read needs
 }
 
 // newKernel computes Pillow's precompute_coeffs + normalize_coeffs_8bpc for
@@ -44,8 +46,8 @@ func newKernel(inSize, outSize int) *kernel {
 	scale := float64(inSize) / float64(outSize)
 	filterScale := max(scale, 1.0) // antialias: widen the kernel when shrinking
 	support := bicubicRadius * filterScale
-	size := int(ceilInt(support))*2 + 1
-	k := &kernel{size: size, first: make([]int, outSize), n: make([]int, outSize), w: make([]int32, outSize*size)}
+	size := (int(ceilInt(support))*2 + 1 + 7) &^ 7
+	k := &kernel{size: size, first: make([]int, outSize), first32: make([]int32, outSize), n: make([]int, outSize), w: make([]int32, outSize*size)}
 	tmp := make([]float64, size)
 	ss := 1.0 / filterScale
 	for i := 0; i < outSize; i++ {
@@ -74,7 +76,8 @@ func newKernel(inSize, outSize int) *kernel {
 				row[x] = int32(0.5 + float64(v*(1<<precisionBits)))
 			}
 		}
-		k.first[i], k.n[i] = xmin, n
+		k.first[i], k.first32[i], k.n[i] = xmin, int32(xmin), n
+		k.span = max(k.span, xmin+size)
 	}
 	return k
 }
@@ -138,25 +141,83 @@ func ResizeBicubic(src *Image, width, height int) *Image {
 }
 
 // resampleRows runs the horizontal pass for output rows [lo, hi), reading
-// source row y+offset for output row y.
+// source row y+offset for output row y. Source rows are split into int32
+// planes, two rows at a time, so that each weight is loaded once for six
+// multiply-adds and the inner loop is free of bounds checks.
 func resampleRows(dst, src *Image, offset int, k *kernel, lo, hi int) {
-	sw, dw := src.Width*3, dst.Width*3
-	for y := lo; y < hi; y++ {
-		srow := src.Pix[(y+offset)*sw : (y+offset+1)*sw]
-		drow := dst.Pix[y*dw : (y+1)*dw]
-		for x := 0; x < dst.Width; x++ {
-			n := k.n[x]
-			w := k.w[x*k.size : x*k.size+n]
-			s := srow[3*k.first[x] : 3*(k.first[x]+n)]
-			ss0, ss1, ss2 := int32(1<<(precisionBits-1)), int32(1<<(precisionBits-1)), int32(1<<(precisionBits-1))
-			for i, c := range w {
-				p := s[3*i : 3*i+3 : 3*i+3]
-				ss0 += int32(p[0]) * c
-				ss1 += int32(p[1]) * c
-				ss2 += int32(p[2]) * c
+	sw, dw := src.Width, dst.Width*3
+	planes := make([]int32, 6*sw)
+	split := func(y int, r, g, b []int32) {
+		srow := src.Pix[(y+offset)*sw*3 : (y+offset+1)*sw*3]
+		for x := range r {
+			p := srow[3*x : 3*x+3 : 3*x+3]
+			r[x], g[x], b[x] = int32(p[0]), int32(p[1]), int32(p[2])
+		}
+	}
+	const half = int32(1 << (precisionBits - 1))
+	if useAVX2 {
+		// Planes padded to the kernel's full-stride reads (the padding
+		// meets zero weights).
+		pw := max(sw, k.span)
+		planes := make([]int32, 3*pw+3*dst.Width)
+		r, g, b, sums := planes[:pw], planes[pw:2*pw], planes[2*pw:3*pw], planes[3*pw:]
+		for y := lo; y < hi; y++ {
+			split(y, r[:sw], g[:sw], b[:sw])
+			if !horiz(sums, r, g, b, k) {
+				break
 			}
-			d := drow[3*x : 3*x+3 : 3*x+3]
-			d[0], d[1], d[2] = clip8(ss0), clip8(ss1), clip8(ss2)
+			drow := dst.Pix[y*dw : (y+1)*dw]
+			for i, s := range sums {
+				drow[i] = clip8(s + half)
+			}
+			lo = y + 1
+		}
+	}
+	r0, g0, b0 := planes[:sw], planes[sw:2*sw], planes[2*sw:3*sw]
+	r1, g1, b1 := planes[3*sw:4*sw], planes[4*sw:5*sw], planes[5*sw:]
+	y := lo
+	for ; y+1 < hi; y += 2 {
+		split(y, r0, g0, b0)
+		split(y+1, r1, g1, b1)
+		d0 := dst.Pix[y*dw : (y+1)*dw]
+		d1 := dst.Pix[(y+1)*dw : (y+2)*dw]
+		for x := 0; x < dst.Width; x++ {
+			first, n := k.first[x], k.n[x]
+			w := k.w[x*k.size : x*k.size+n]
+			ra, ga, ba := r0[first:first+n], g0[first:first+n], b0[first:first+n]
+			rb, gb, bb := r1[first:first+n], g1[first:first+n], b1[first:first+n]
+			ra, ga, ba, rb, gb, bb = ra[:len(w)], ga[:len(w)], ba[:len(w)], rb[:len(w)], gb[:len(w)], bb[:len(w)]
+			s0, s1, s2, s3, s4, s5 := half, half, half, half, half, half
+			for i, c := range w {
+				s0 += ra[i] * c
+				s1 += ga[i] * c
+				s2 += ba[i] * c
+				s3 += rb[i] * c
+				s4 += gb[i] * c
+				s5 += bb[i] * c
+			}
+			p := d0[3*x : 3*x+3 : 3*x+3]
+			p[0], p[1], p[2] = clip8(s0), clip8(s1), clip8(s2)
+			q := d1[3*x : 3*x+3 : 3*x+3]
+			q[0], q[1], q[2] = clip8(s3), clip8(s4), clip8(s5)
+		}
+	}
+	if y < hi { // odd row left over
+		split(y, r0, g0, b0)
+		d0 := dst.Pix[y*dw : (y+1)*dw]
+		for x := 0; x < dst.Width; x++ {
+			first, n := k.first[x], k.n[x]
+			w := k.w[x*k.size : x*k.size+n]
+			ra, ga, ba := r0[first:first+n], g0[first:first+n], b0[first:first+n]
+			ra, ga, ba = ra[:len(w)], ga[:len(w)], ba[:len(w)]
+			s0, s1, s2 := half, half, half
+			for i, c := range w {
+				s0 += ra[i] * c
+				s1 += ga[i] * c
+				s2 += ba[i] * c
+			}
+			p := d0[3*x : 3*x+3 : 3*x+3]
+			p[0], p[1], p[2] = clip8(s0), clip8(s1), clip8(s2)
 		}
 	}
 }
@@ -175,8 +236,10 @@ func resampleCols(dst, src *Image, k *kernel, lo, hi int) {
 		for t, c := range k.w[y*k.size : y*k.size+n] {
 			row := src.Pix[(first+t)*rw : (first+t+1)*rw]
 			row = row[:len(acc)]
-			for i, v := range row {
-				acc[i] += int32(v) * c
+			done := vertAcc(acc, row, c)
+			tail := acc[done:]
+			for i, v := range row[done:] {
+				tail[i] += int32(v) * c
 			}
 		}
 		drow := dst.Pix[y*rw : (y+1)*rw]

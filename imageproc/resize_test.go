@@ -76,7 +76,23 @@ func resizeReference(src *Image, width, height int) *Image {
 	return out
 }
 
-func TestResizeMatchesReference(t *testing.T) {
+// forEachPath runs f with the assembly kernels (where the CPU has them)
+// and with the portable loops.
+func forEachPath(t *testing.T, f func(t *testing.T)) {
+	saved := useAVX2
+	defer func() { useAVX2 = saved }()
+	for _, simd := range []bool{true, false} {
+		if simd && !saved {
+			continue
+		}
+		useAVX2 = simd
+		t.Run(fmt.Sprintf("simd=%v", simd), f)
+	}
+}
+
+func TestResizeMatchesReference(t *testing.T) { forEachPath(t, testResizeMatchesReference) }
+
+func testResizeMatchesReference(t *testing.T) {
 	sizes := [][4]int{
 		{1, 1, 5, 7}, {5, 7, 1, 1}, {3, 2, 2, 3}, {40, 30, 40, 17}, {40, 30, 13, 30},
 		{100, 80, 28, 28}, {28, 28, 100, 80}, {333, 517, 252, 392}, {640, 480, 252, 168},
@@ -127,7 +143,9 @@ func TestResizeSameSizeCopies(t *testing.T) {
 	}
 }
 
-func TestResizeParallelMatchesSerial(t *testing.T) {
+func TestResizeParallelMatchesSerial(t *testing.T) { forEachPath(t, testResizeParallel) }
+
+func testResizeParallel(t *testing.T) {
 	// Large enough to be split across goroutines.
 	src := randomImage(1200, 900, 3)
 	got := ResizeBicubic(src, 616, 448)

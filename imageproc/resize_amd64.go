@@ -1,0 +1,45 @@
+package imageproc
+
+import "golang.org/x/sys/cpu"
+
+// useAVX2 selects the AVX2 kernels of the two resampling passes. They
+// compute the same int32 sums as the portable loops (integer arithmetic is
+// exact, so only the order of additions changes), which the tests check by
+// running both.
+var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasAVX
+
+//go:noescape
+func vertAccAVX2(acc *int32, src *uint8, n int, w int32)
+
+//go:noescape
+func horizAVX2(out *int32, pr, pg, pb *int32, first *int32, w *int32, taps int, nout int)
+
+// vertAcc adds src[i]*w to acc[i] for all i, returning how many leading
+// elements it handled (a multiple of 8); the caller does the rest.
+func vertAcc(acc []int32, src []uint8, w int32) int {
+	n := min(len(acc), len(src)) &^ 7
+	if !useAVX2 || n == 0 {
+		return 0
+	}
+	vertAccAVX2(&acc[0], &src[0], n, w)
+	return n
+}
+
+// horiz computes the raw sums of one row of the horizontal pass into out
+// (3 per output pixel) and reports whether it did. The planes must extend
+// k.size entries past the last pixel any output reads.
+func horiz(out []int32, r, g, b []int32, k *kernel) bool {
+	nout := len(k.first32)
+	if !useAVX2 || nout == 0 || k.size%8 != 0 {
+		return false
+	}
+	// The assembly reads through raw pointers; these checks keep every
+	// access inside the slices.
+	_ = r[k.span-1]
+	_ = g[k.span-1]
+	_ = b[k.span-1]
+	_ = out[3*nout-1]
+	_ = k.w[nout*k.size-1]
+	horizAVX2(&out[0], &r[0], &g[0], &b[0], &k.first32[0], &k.w[0], k.size, nout)
+	return true
+}

@@ -1,0 +1,104 @@
+#include "textflag.h"
+
+// func vertAccAVX2(acc *int32, src *uint8, n int, w int32)
+// acc[i] += int32(src[i]) * w for i < n; n is a multiple of 8.
+TEXT ·vertAccAVX2(SB), NOSPLIT, $0-28
+	MOVQ acc+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVL w+24(FP), AX
+	VMOVD AX, X0
+	VPBROADCASTD X0, Y0
+	CMPQ CX, $16
+	JLT  tail8
+
+loop16:
+	VPMOVZXBD (SI), Y1
+	VPMOVZXBD 8(SI), Y2
+	VPMULLD   Y0, Y1, Y1
+	VPMULLD   Y0, Y2, Y2
+	VPADDD    (DI), Y1, Y1
+	VPADDD    32(DI), Y2, Y2
+	VMOVDQU   Y1, (DI)
+	VMOVDQU   Y2, 32(DI)
+	ADDQ      $16, SI
+	ADDQ      $64, DI
+	SUBQ      $16, CX
+	CMPQ      CX, $16
+	JGE       loop16
+
+tail8:
+	CMPQ CX, $8
+	JLT  done
+	VPMOVZXBD (SI), Y1
+	VPMULLD   Y0, Y1, Y1
+	VPADDD    (DI), Y1, Y1
+	VMOVDQU   Y1, (DI)
+
+done:
+	VZEROUPPER
+	RET
+
+// func horizAVX2(out *int32, pr, pg, pb *int32, first *int32, w *int32, taps int, nout int)
+// For each output x < nout: out[3x+c] = sum over t < taps of
+// plane_c[first[x]+t] * w[x*taps+t], with int32 wrap-around like the
+// reference's int accumulators. taps is a multiple of 8.
+TEXT ·horizAVX2(SB), NOSPLIT, $0-64
+	MOVQ out+0(FP), DI
+	MOVQ pr+8(FP), R8
+	MOVQ pg+16(FP), R9
+	MOVQ pb+24(FP), R10
+	MOVQ first+32(FP), R11
+	MOVQ w+40(FP), SI
+	MOVQ taps+48(FP), R12
+	MOVQ nout+56(FP), R13
+	TESTQ R13, R13
+	JEQ   hdone
+
+hloop:
+	MOVLQSX (R11), AX
+	SHLQ    $2, AX
+	LEAQ    (R8)(AX*1), BX
+	LEAQ    (R9)(AX*1), CX
+	LEAQ    (R10)(AX*1), DX
+	VPXOR   Y0, Y0, Y0
+	VPXOR   Y1, Y1, Y1
+	VPXOR   Y2, Y2, Y2
+	MOVQ    R12, R14
+
+tloop:
+	VMOVDQU (SI), Y3
+	VPMULLD (BX), Y3, Y4
+	VPMULLD (CX), Y3, Y5
+	VPMULLD (DX), Y3, Y6
+	VPADDD  Y4, Y0, Y0
+	VPADDD  Y5, Y1, Y1
+	VPADDD  Y6, Y2, Y2
+	ADDQ    $32, SI
+	ADDQ    $32, BX
+	ADDQ    $32, CX
+	ADDQ    $32, DX
+	SUBQ    $8, R14
+	JNE     tloop
+
+	// Horizontal sums of the three accumulators.
+	VEXTRACTI128 $1, Y0, X4
+	VPADDD       X4, X0, X0
+	VEXTRACTI128 $1, Y1, X5
+	VPADDD       X5, X1, X1
+	VEXTRACTI128 $1, Y2, X6
+	VPADDD       X6, X2, X2
+	VPHADDD      X1, X0, X0 // r01 r23 g01 g23
+	VPHADDD      X2, X2, X2 // b01 b23 b01 b23
+	VPHADDD      X2, X0, X0 // r g b b
+	VMOVD        X0, (DI)
+	VPEXTRD      $1, X0, 4(DI)
+	VPEXTRD      $2, X0, 8(DI)
+	ADDQ         $12, DI
+	ADDQ         $4, R11
+	DECQ         R13
+	JNE          hloop
+
+hdone:
+	VZEROUPPER
+	RET

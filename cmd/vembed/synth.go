@@ -2,8 +2,10 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -25,8 +27,8 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "output directory (required)")
 	lmType := fs.String("type", "", "LM weight type: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, IQ4_XS, ... or a mix (Q4_K_M, Q4_K_S, Q5_K_M, Q5_K_S); default the preset's (F32)")
 	mmType := fs.String("mmproj-type", "", "mmproj weight type (default the preset's, F32)")
-	seed := fs.Uint64("seed", 0, "seed of the LM weights (mmproj uses seed+1, mvproj seed+2); 0 keeps the preset's")
-	std := fs.Float64("std", 0, "standard deviation of the weights; 0 keeps the preset's (0.02)")
+	seed := fs.Uint64("seed", 0, "seed of the LM weights (mmproj uses seed+1, mvproj seed+2); default the preset's (1234)")
+	std := fs.Float64("std", 0, "standard deviation of the weights; default the preset's (0.02)")
 	mv := fs.Bool("mvproj", false, "also write the multi-vector projector side-car")
 	vocabFrom := fs.String("vocab-from", "", "copy the tokenizer from this GGUF (its size must match the preset's vocabulary)")
 	workers := fs.Int("workers", 0, "goroutines generating tensors; 0 keeps the default (2)")
@@ -48,13 +50,15 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	if *mmType != "" {
 		cfg.MMProjType = *mmType
 	}
-	if *seed != 0 {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["seed"] {
 		cfg.Seed = *seed
 	}
-	if *std < 0 {
-		return errors.New("--std must not be negative")
-	}
-	if *std != 0 {
+	if set["std"] {
+		if !(*std >= 0) || *std > math.MaxFloat32 {
+			return errors.New("--std must be a finite non-negative number")
+		}
 		cfg.Std = float32(*std)
 	}
 	if *workers != 0 {

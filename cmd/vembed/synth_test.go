@@ -28,6 +28,7 @@ func TestSynthCommand(t *testing.T) {
 		{"synth", "--out", dir, "--preset", "nope"},
 		{"synth", "--out", dir, "--type", "Q9"},
 		{"synth", "--out", dir, "--std", "-1"},
+		{"synth", "--out", dir, "--std", "NaN"},
 	} {
 		if code := run(bad, &out, &errOut); code == 0 {
 			t.Errorf("%v: exit 0", bad)

@@ -60,8 +60,10 @@ const embedUsage = `--model LM.gguf [--mmproj MMPROJ.gguf] [--mvproj MV.gguf] [-
 Prints one embedding per input, in the order given: by default one line of
 space-separated values per input (multi-vector: one line per token, a blank
 line between inputs); with --json {"embeddings": [...]}.
---input takes one interleaved item, e.g. '[{"text":"a"},{"image":"cat.png"}]',
-whose images are file paths, data URIs or base64.`
+--input takes one item in any form of the server's "input" elements, e.g. the
+interleaved '[{"text":"a"},{"image":"cat.png"}]' or the expert
+'{"template":"…<|vision_start|><|image_pad|><|vision_end|>…","images":["cat.png"]}';
+its images are file paths, data URIs or base64.`
 
 func runEmbed(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("embed", embedUsage, stderr)

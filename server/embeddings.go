@@ -81,6 +81,7 @@ func (h *Handler) embeddings(w http.ResponseWriter, r *http.Request) {
 		h.writeEngineError(w, r, err)
 		return
 	}
+	logAttrs(w, "inputs", len(req.Inputs), "tokens", resp.PromptTokens)
 	info := h.emb.Info()
 	out := embeddingsResponse{Object: "list", Model: info.Name, Data: make([]embeddingData, len(resp.Embeddings)),
 		Usage: usage{PromptTokens: resp.PromptTokens, TotalTokens: resp.PromptTokens}}

@@ -133,14 +133,24 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rec.status >= 500 {
 		level = slog.LevelError
 	}
-	h.log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path,
-		"status", rec.status, "bytes", rec.bytes, "duration", time.Since(start), "remote", r.RemoteAddr)
+	args := []any{"method", r.Method, "path", r.URL.Path, "status", rec.status, "bytes", rec.bytes,
+		"duration", time.Since(start), "remote", r.RemoteAddr}
+	h.log.Log(r.Context(), level, "request", append(args, rec.attrs...)...)
 }
 
+// statusRecorder notes what the request log line reports.
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
 	bytes  int
+	attrs  []any // extra key/value pairs set by the handlers
+}
+
+// logAttrs adds key/value pairs to the request's log line.
+func logAttrs(w http.ResponseWriter, kv ...any) {
+	if rec, ok := w.(*statusRecorder); ok {
+		rec.attrs = append(rec.attrs, kv...)
+	}
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
@@ -237,6 +247,7 @@ type apiError struct {
 }
 
 func writeError(w http.ResponseWriter, status int, typ, param, code, msg string) {
+	logAttrs(w, "error", msg)
 	e := apiError{Message: msg, Type: typ}
 	if param != "" {
 		e.Param = &param

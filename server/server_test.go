@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -398,4 +399,28 @@ func BenchmarkHandler32Float(b *testing.B) {
 
 func BenchmarkHandler32Base64(b *testing.B) {
 	benchmarkHandler(b, `{"encoding_format":"base64","input":[`+strings.TrimSuffix(strings.Repeat(`"a text",`, 32), ",")+`]}`)
+}
+
+func TestRequestLog(t *testing.T) {
+	var buf strings.Builder
+	h := New(&fakeEmbedder{}, Options{Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
+	do(t, h, "POST", "/v1/embeddings", `{"input":["a","b"]}`)
+	do(t, h, "POST", "/v1/embeddings", `{"input":""}`)
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d log lines: %q", len(lines), buf.String())
+	}
+	var ok, bad map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &ok); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &bad); err != nil {
+		t.Fatal(err)
+	}
+	if ok["status"] != 200.0 || ok["inputs"] != 2.0 || ok["tokens"] != 6.0 || ok["path"] != "/v1/embeddings" {
+		t.Errorf("success line %v", ok)
+	}
+	if bad["status"] != 400.0 || !strings.Contains(fmt.Sprint(bad["error"]), "empty text") {
+		t.Errorf("refusal line %v", bad)
+	}
 }

@@ -42,6 +42,11 @@ type pack8Func func(src []byte, stride int, n8 int, dst []float32)
 type gemmTier struct {
 	kern  microKernel
 	pack8 map[gguf.Type]pack8Func // optional, by weight type
+	// rowDecode, optional by type, decodes n values of a row contiguously;
+	// transpose8 then packs the decoded rows (see attnTier). Only for
+	// block types, whose slices are whole multiples of 8 values.
+	rowDecode  map[gguf.Type]func(src []byte, n int, dst []float32)
+	transpose8 func(src []float32, stride, n8 int, dst []float32)
 }
 
 // gemm runs the blocked product on a tier's kernels. The weight type must
@@ -49,6 +54,10 @@ type gemmTier struct {
 func gemm(dst, x []float32, m int, w *Matrix, bias []float32, g *gemmTier) {
 	dec := decoders[w.Type]
 	pack8 := g.pack8[w.Type]
+	rowDec := g.rowDecode[w.Type]
+	if g.transpose8 == nil || dec.blockSize%8 != 0 {
+		rowDec = nil
+	}
 	kern := g.kern
 	n, k := w.Rows, w.Cols
 	if m <= 0 || n <= 0 {
@@ -83,9 +92,10 @@ func gemm(dst, x []float32, m int, w *Matrix, bias []float32, g *gemmTier) {
 		n1 := min(n0+gemmNC, n)
 		panels := (n1 - n0 + gemmNR - 1) / gemmNR
 
-		bufp := getScratch(panels*gemmKC*gemmNR + edgeScratch(gemmKC))
+		np := panels * gemmKC * gemmNR
+		bufp := getScratch(np + gemmNR*gemmKC + edgeScratch(gemmKC))
 		defer putScratch(bufp)
-		packed, edge := (*bufp)[:panels*gemmKC*gemmNR], (*bufp)[panels*gemmKC*gemmNR:]
+		packed, rowBuf, edge := (*bufp)[:np], (*bufp)[np:np+gemmNR*gemmKC], (*bufp)[np+gemmNR*gemmKC:]
 
 		for k0 := 0; k0 < k; k0 += gemmKC {
 			kc := min(gemmKC, k-k0)
@@ -94,6 +104,21 @@ func gemm(dst, x []float32, m int, w *Matrix, bias []float32, g *gemmTier) {
 				pan := packed[p*kc*gemmNR : (p+1)*kc*gemmNR]
 				row0 := n0 + p*gemmNR
 				koff := k0 / dec.blockSize * dec.typeSize
+				if rowDec != nil {
+					// Decode the rows contiguously, then transpose them
+					// into the panel eight at a time.
+					for r := 0; r < gemmNR; r++ {
+						rb := rowBuf[r*kc : (r+1)*kc]
+						if row := row0 + r; row < n1 {
+							rowDec(w.Data[row*rowBytes+koff:], kc, rb)
+						} else {
+							clear(rb)
+						}
+					}
+					g.transpose8(rowBuf, kc, kc/8, pan)
+					g.transpose8(rowBuf[8*kc:], kc, kc/8, pan[8:])
+					continue
+				}
 				for r := 0; r < gemmNR; r++ {
 					row := row0 + r
 					if row >= n1 {

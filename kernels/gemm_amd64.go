@@ -40,16 +40,11 @@ func archTiers() []*impl {
 		gguf.TypeF32:  packer(pack8F32, 4),
 		gguf.TypeF16:  packer(pack8F16, 2),
 		gguf.TypeBF16: packer(pack8BF16, 2),
-	}}
+	}, rowDecode: rowDecodersAVX2, transpose8: transpose8AVX2}
 	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
 		matMul(dst, x, m, w, bias, g)
 	}
-	at := &attnTier{kern: microKernelAVX2, scaleMax: scaleMaxVec, expSum: expSumVec,
-		transpose8: func(src []float32, stride, n8 int, dst []float32) {
-			_ = src[7*stride+n8*8-1]
-			_ = dst[(n8*8-1)*gemmNR+7]
-			pack8F32((*byte)(unsafe.Pointer(&src[0])), 4*stride, n8, &dst[0])
-		}}
+	at := &attnTier{kern: microKernelAVX2, scaleMax: scaleMaxVec, expSum: expSumVec, transpose8: transpose8AVX2}
 	t.attention = at.attention
 	t.swiGLU = swiGLUWith(siluMulVec)
 	t.quickGELU = quickGELUWith(quickGELUVec)
@@ -87,4 +82,15 @@ func packer(f func(src *byte, stride int, n8 int, dst *float32), size int) pack8
 		_ = dst[(n8*8-1)*gemmNR+7]
 		f(&src[0], stride, n8, &dst[0])
 	}
+}
+
+// transpose8AVX2 packs eight float32 rows, stride floats apart, into
+// columns 0..7 of n8·8 rows of a gemmNR-wide panel.
+func transpose8AVX2(src []float32, stride, n8 int, dst []float32) {
+	if n8 == 0 {
+		return
+	}
+	_ = src[7*stride+n8*8-1]
+	_ = dst[(n8*8-1)*gemmNR+7]
+	pack8F32((*byte)(unsafe.Pointer(&src[0])), 4*stride, n8, &dst[0])
 }

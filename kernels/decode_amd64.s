@@ -1,0 +1,161 @@
+#include "textflag.h"
+
+// Row decoders for the most used quantized types: n values of one weight
+// row into contiguous float32, with the same single roundings as the
+// reference (integer quant converted exactly, then multiplied by a float32
+// factor, then the offset subtracted where the type has one).
+
+DATA dq<>+0(SB)/4, $15
+DATA dq<>+4(SB)/4, $3
+DATA dq<>+8(SB)/4, $32
+GLOBL dq<>(SB), RODATA|NOPTR, $12
+
+// func decodeQ8_0AVX2(src *byte, nb int, dst *float32)
+// nb blocks of 34 bytes: f16 scale, 32 int8.
+TEXT ·decodeQ8_0AVX2(SB), NOSPLIT, $0-24
+	MOVQ src+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ dst+16(FP), DI
+	TESTQ CX, CX
+	JZ   done
+loop:
+	MOVWLZX (SI), AX
+	VMOVD AX, X0
+	VCVTPH2PS X0, X0
+	VBROADCASTSS X0, Y0
+	VPMOVSXBD 2(SI), Y1
+	VPMOVSXBD 10(SI), Y2
+	VPMOVSXBD 18(SI), Y3
+	VPMOVSXBD 26(SI), Y4
+	VCVTDQ2PS Y1, Y1
+	VCVTDQ2PS Y2, Y2
+	VCVTDQ2PS Y3, Y3
+	VCVTDQ2PS Y4, Y4
+	VMULPS Y0, Y1, Y1
+	VMULPS Y0, Y2, Y2
+	VMULPS Y0, Y3, Y3
+	VMULPS Y0, Y4, Y4
+	VMOVUPS Y1, (DI)
+	VMOVUPS Y2, 32(DI)
+	VMOVUPS Y3, 64(DI)
+	VMOVUPS Y4, 96(DI)
+	ADDQ $34, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET
+
+// Q4 nibble step: the 8 bytes at off(SI) give 8 low-nibble values scaled
+// by Y(dl)/Y(ml) into lo(DI) and 8 high-nibble values by Y(dh)/Y(mh) into
+// hi(DI): y = d·q − m, rounding after the product as the reference does.
+#define NIB(off, lo, hi, dl, ml, dh, mh) \
+	VPMOVZXBD off(SI), Y1 \
+	VPAND Y15, Y1, Y2 \
+	VPSRLD $4, Y1, Y1 \
+	VCVTDQ2PS Y2, Y2 \
+	VCVTDQ2PS Y1, Y1 \
+	VMULPS dl, Y2, Y2 \
+	VSUBPS ml, Y2, Y2 \
+	VMULPS dh, Y1, Y1 \
+	VSUBPS mh, Y1, Y1 \
+	VMOVUPS Y2, lo(DI) \
+	VMOVUPS Y1, hi(DI)
+
+// func decodeQ4KAVX2(qs *byte, f *float32, dst *float32)
+// One Q4_K super-block's 128 quant bytes; f holds, per 64-value chunk c,
+// d·sc and dmin·m of its two sub-blocks: f[4c..4c+3] = d1, m1, d2, m2.
+TEXT ·decodeQ4KAVX2(SB), NOSPLIT, $0-24
+	MOVQ qs+0(FP), SI
+	MOVQ f+8(FP), DX
+	MOVQ dst+16(FP), DI
+	VPBROADCASTD dq<>+0(SB), Y15
+	MOVQ $4, CX
+chunk:
+	VBROADCASTSS 0(DX), Y11
+	VBROADCASTSS 4(DX), Y12
+	VBROADCASTSS 8(DX), Y13
+	VBROADCASTSS 12(DX), Y14
+	NIB(0, 0, 128, Y11, Y12, Y13, Y14)
+	NIB(8, 32, 160, Y11, Y12, Y13, Y14)
+	NIB(16, 64, 192, Y11, Y12, Y13, Y14)
+	NIB(24, 96, 224, Y11, Y12, Y13, Y14)
+	ADDQ $32, SI
+	ADDQ $16, DX
+	ADDQ $256, DI
+	DECQ CX
+	JNZ  chunk
+	VZEROUPPER
+	RET
+
+// Q6 step for l..l+7 of one 128-value half: ql at SI, qh at BX, factors
+// (d·scale, per 16 values) at DX; writes y[l], y[l+32], y[l+64], y[l+96].
+#define Q6STEP(l, fs) \
+	VPMOVZXBD l(SI), Y0 \
+	VPMOVZXBD l+32(SI), Y1 \
+	VPMOVZXBD l(BX), Y2 \
+	VPAND Y15, Y0, Y3 \
+	VPAND Y14, Y2, Y4 \
+	VPSLLD $4, Y4, Y4 \
+	VPOR Y4, Y3, Y3 \
+	VPSUBD Y13, Y3, Y3 \
+	VCVTDQ2PS Y3, Y3 \
+	VBROADCASTSS fs(DX), Y5 \
+	VMULPS Y5, Y3, Y3 \
+	VMOVUPS Y3, 4*l(DI) \
+	VPAND Y15, Y1, Y3 \
+	VPSRLD $2, Y2, Y4 \
+	VPAND Y14, Y4, Y4 \
+	VPSLLD $4, Y4, Y4 \
+	VPOR Y4, Y3, Y3 \
+	VPSUBD Y13, Y3, Y3 \
+	VCVTDQ2PS Y3, Y3 \
+	VBROADCASTSS fs+8(DX), Y5 \
+	VMULPS Y5, Y3, Y3 \
+	VMOVUPS Y3, 4*l+128(DI) \
+	VPSRLD $4, Y0, Y3 \
+	VPSRLD $4, Y2, Y4 \
+	VPAND Y14, Y4, Y4 \
+	VPSLLD $4, Y4, Y4 \
+	VPOR Y4, Y3, Y3 \
+	VPSUBD Y13, Y3, Y3 \
+	VCVTDQ2PS Y3, Y3 \
+	VBROADCASTSS fs+16(DX), Y5 \
+	VMULPS Y5, Y3, Y3 \
+	VMOVUPS Y3, 4*l+256(DI) \
+	VPSRLD $4, Y1, Y3 \
+	VPSRLD $6, Y2, Y4 \
+	VPAND Y14, Y4, Y4 \
+	VPSLLD $4, Y4, Y4 \
+	VPOR Y4, Y3, Y3 \
+	VPSUBD Y13, Y3, Y3 \
+	VCVTDQ2PS Y3, Y3 \
+	VBROADCASTSS fs+24(DX), Y5 \
+	VMULPS Y5, Y3, Y3 \
+	VMOVUPS Y3, 4*l+384(DI)
+
+// func decodeQ6KAVX2(blk *byte, f *float32, dst *float32)
+// One Q6_K super-block; f holds its 16 factors d·scale[i].
+TEXT ·decodeQ6KAVX2(SB), NOSPLIT, $0-24
+	MOVQ blk+0(FP), SI
+	MOVQ f+8(FP), DX
+	MOVQ dst+16(FP), DI
+	LEAQ 128(SI), BX
+	VPBROADCASTD dq<>+0(SB), Y15
+	VPBROADCASTD dq<>+4(SB), Y14
+	VPBROADCASTD dq<>+8(SB), Y13
+	MOVQ $2, CX
+half:
+	Q6STEP(0, 0)
+	Q6STEP(8, 0)
+	Q6STEP(16, 4)
+	Q6STEP(24, 4)
+	ADDQ $64, SI
+	ADDQ $32, BX
+	ADDQ $32, DX
+	ADDQ $512, DI
+	DECQ CX
+	JNZ  half
+	VZEROUPPER
+	RET

@@ -86,17 +86,19 @@ func (h *Handler) embeddings(w http.ResponseWriter, r *http.Request) {
 	out := embeddingsResponse{Object: "list", Model: info.Name, Data: make([]embeddingData, len(resp.Embeddings)),
 		Usage: usage{PromptTokens: resp.PromptTokens, TotalTokens: resp.PromptTokens}}
 	for i, e := range resp.Embeddings {
+		// JSON has no NaN or infinity, and a binary encoding would hide
+		// them: a non-finite value is an engine fault, not an answer.
+		if !finite(e.Vector) || !allFinite(e.Multi) || !allFinite(e.Spans) {
+			h.log.Error("non-finite embedding", "index", i)
+			writeError(w, http.StatusInternalServerError, "server_error", "", "", "the model produced a non-finite value")
+			return
+		}
 		d := embeddingData{Object: "embedding", Index: i}
 		if e.Vector != nil {
 			d.Embedding = encodeVector(e.Vector, enc)
 		}
 		d.Embeddings = encodeAll(e.Multi, enc)
 		d.SpanEmbeddings = encodeAll(e.Spans, enc)
-		if !finite(e.Vector) || !allFinite(e.Multi) || !allFinite(e.Spans) {
-			h.log.Error("non-finite embedding", "index", i)
-			writeError(w, http.StatusInternalServerError, "server_error", "", "", "the model produced a non-finite value")
-			return
-		}
 		out.Data[i] = d
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -26,6 +26,7 @@ import (
 type fakeEmbedder struct {
 	last engine.Request
 	err  error
+	nan  bool // answer with a NaN, as a broken model would
 }
 
 func (f *fakeEmbedder) Info() engine.Info {
@@ -41,6 +42,9 @@ func (f *fakeEmbedder) Embed(ctx context.Context, req engine.Request) (*engine.R
 	resp := &engine.Response{}
 	for i, in := range req.Inputs {
 		v := []float32{float32(i), float32(len(in.Parts)), -0.5, 1.0 / 3}
+		if f.nan {
+			v[2] = float32(math.NaN())
+		}
 		e := engine.Embedding{Tokens: 3}
 		if req.Multivector {
 			e.Multi = [][]float32{v, {1, 2}}
@@ -191,6 +195,15 @@ func TestEngineErrorStatus(t *testing.T) {
 		}
 		checkError(t, out, tc.param, "")
 	}
+}
+
+func TestNonFiniteIsServerError(t *testing.T) {
+	h := newTestHandler(&fakeEmbedder{nan: true}, Options{})
+	status, out := do(t, h, "POST", "/v1/embeddings", `{"input":"a","encoding_format":"base64"}`)
+	if status != 500 {
+		t.Errorf("status %d", status)
+	}
+	checkError(t, out, "", "non-finite")
 }
 
 func TestRequestOptionsReachEngine(t *testing.T) {

@@ -32,6 +32,8 @@ type embeddingsRequest struct {
 	MaxPixels         *int            `json:"max_pixels"`
 	Truncate          bool            `json:"truncate"`
 	LateChunking      bool            `json:"late_chunking"`
+	// Messages is vLLM's chat form, recognized only to refuse it clearly.
+	Messages json.RawMessage `json:"messages"`
 }
 
 type embeddingsResponse struct {
@@ -153,6 +155,10 @@ func (h *Handler) parseRequest(w http.ResponseWriter, r *http.Request) (engine.R
 	enc, bad := outputEncoding(er.EncodingFormat, er.EmbeddingType)
 	if bad != nil {
 		return req, "", bad
+	}
+	if er.Messages != nil && er.Input == nil {
+		return req, "", &badRequest{http.StatusBadRequest, "messages", engine.CodeUnsupported,
+			`the chat form ("messages") is not supported; send "input" with {"content": [parts]} items`}
 	}
 	if er.LateChunking {
 		return req, "", &badRequest{http.StatusBadRequest, "late_chunking", "unsupported", "late_chunking is not supported"}

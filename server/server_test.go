@@ -139,6 +139,7 @@ func TestBadRequests(t *testing.T) {
 		{"wrong type text", `{"input":[{"text":3}]}`, 400, "input[0]", "must be a string"},
 		{"unknown encoding", `{"input":"a","encoding_format":"int8"}`, 400, "encoding_format", "unknown encoding_format"},
 		{"disagreeing encodings", `{"input":"a","encoding_format":"float","embedding_type":"base64"}`, 400, "encoding_format", "disagree"},
+		{"chat form", `{"messages":[{"role":"user","content":"a"}]}`, 400, "messages", "not supported"},
 		{"late chunking", `{"input":"a","late_chunking":true}`, 400, "late_chunking", "not supported"},
 		{"bad max_pixels", `{"input":"a","max_pixels":0}`, 400, "max_pixels", "positive"},
 		{"invalid utf8", "{\"input\":\"a\xff\"}", 400, "", "UTF-8"},

@@ -12,78 +12,95 @@ import "sync"
 // sit in a binary heap and the symbols in a doubly linked list, so a word of
 // n bytes costs O(n log n) rather than the O(n²) of rescanning all pairs
 // after every merge.
+//
+// A heap entry is rank<<32 | left position, so plain integer order is the
+// merge order. Each live position remembers the rank and result of the pair
+// it currently starts; an entry is stale when that rank differs. This is
+// exact because a position's pair only ever grows (a merge at it or at its
+// right neighbour makes a longer symbol), so its rank never returns to an
+// earlier value, and one rank names one rule.
 
 // merge is the value of the pair table: rank in the high half, the merged
 // symbol in the low half.
 type merge uint64
 
+// noMerge marks the absence of a rule in bytePairs; ranks are below 2^31.
+const noMerge = ^merge(0)
+
 func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
-
-// cand is a merge candidate between the symbols at positions left and
-// right, valid while both still hold sl and sr and are adjacent.
-type cand struct {
-	rank        int32
-	left, right int32
-	sl, sr, res int32
-}
-
-func (a cand) less(b cand) bool {
-	return a.rank < b.rank || a.rank == b.rank && a.left < b.left
-}
 
 type bpeScratch struct {
 	sym, next, prev []int32
-	heap            []cand
+	rank, res       []int32 // the pair starting at each position; rank -1: none
+	heap            []uint64
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(bpeScratch) }}
 
-func (s *bpeScratch) push(c cand) {
-	h := append(s.heap, c)
+// maxPooledWord keeps the scratch of a huge word from staying in the pool.
+const maxPooledWord = 1 << 16
+
+func (s *bpeScratch) push(e uint64) {
+	h := append(s.heap, e)
 	i := len(h) - 1
 	for i > 0 {
 		p := (i - 1) / 2
-		if !h[i].less(h[p]) {
+		if h[p] <= e {
 			break
 		}
-		h[i], h[p] = h[p], h[i]
+		h[i] = h[p]
 		i = p
 	}
+	h[i] = e
 	s.heap = h
 }
 
-func (s *bpeScratch) pop() cand {
+func (s *bpeScratch) pop() uint64 {
 	h := s.heap
 	top := h[0]
 	last := len(h) - 1
-	h[0] = h[last]
+	e := h[last]
 	h = h[:last]
-	for i := 0; ; {
-		l := 2*i + 1
-		if l >= len(h) {
+	i := 0
+	for {
+		c := 2*i + 1
+		if c >= len(h) {
 			break
 		}
-		m := l
-		if r := l + 1; r < len(h) && h[r].less(h[l]) {
-			m = r
+		if r := c + 1; r < len(h) && h[r] < h[c] {
+			c = r
 		}
-		if !h[m].less(h[i]) {
+		if e <= h[c] {
 			break
 		}
-		h[i], h[m] = h[m], h[i]
-		i = m
+		h[i] = h[c]
+		i = c
+	}
+	if i < len(h) {
+		h[i] = e
 	}
 	s.heap = h
 	return top
 }
 
-// candidate pushes the merge of the symbols at positions l and r, if any.
-func (t *Tokenizer) candidate(s *bpeScratch, l, r int32) {
-	m, ok := t.merges.get(pairKey(s.sym[l], s.sym[r]))
-	if !ok {
+// setPair records merge m (or noMerge) as the pair starting at position l
+// and queues it.
+func (s *bpeScratch) setPair(l int32, m merge) {
+	if m == noMerge {
+		s.rank[l] = -1
 		return
 	}
-	s.push(cand{rank: int32(m >> 32), left: l, right: r, sl: s.sym[l], sr: s.sym[r], res: int32(uint32(m))})
+	s.rank[l] = int32(m >> 32)
+	s.res[l] = int32(uint32(m))
+	s.push(uint64(m>>32)<<32 | uint64(l))
+}
+
+// lookup returns the merge of the symbols at positions l and r.
+func (t *Tokenizer) lookup(s *bpeScratch, l, r int32) merge {
+	if m, ok := t.merges.get(pairKey(s.sym[l], s.sym[r])); ok {
+		return m
+	}
+	return noMerge
 }
 
 // bpe appends the token ids of one pre-token (raw bytes) to dst.
@@ -93,36 +110,43 @@ func (t *Tokenizer) bpe(dst []int32, word string) []int32 {
 		return t.appendSymbol(dst, t.byteSym[word[0]])
 	}
 	s := scratchPool.Get().(*bpeScratch)
-	defer scratchPool.Put(s)
+	if n <= maxPooledWord {
+		defer scratchPool.Put(s)
+	}
 	s.sym = grow(s.sym, n)
 	s.next = grow(s.next, n)
 	s.prev = grow(s.prev, n)
+	s.rank = grow(s.rank, n)
+	s.res = grow(s.res, n)
 	s.heap = s.heap[:0]
 	for i := range n {
 		s.sym[i] = t.byteSym[word[i]]
 		s.next[i] = int32(i + 1)
 		s.prev[i] = int32(i - 1)
 	}
+	s.rank[n-1] = -1
 	for i := range int32(n - 1) {
-		t.candidate(s, i, i+1)
+		s.setPair(i, t.bytePairs[uint16(word[i])<<8|uint16(word[i+1])])
 	}
 	for len(s.heap) > 0 {
-		c := s.pop()
-		if s.sym[c.left] != c.sl || s.next[c.left] != c.right || s.sym[c.right] != c.sr {
-			continue // stale: one side has been merged since
+		e := s.pop()
+		l := int32(uint32(e))
+		if s.rank[l] != int32(e>>32) {
+			continue // stale: the pair at l has changed since
 		}
-		s.sym[c.left] = c.res
-		s.sym[c.right] = -1
-		nx := s.next[c.right]
-		s.next[c.left] = nx
+		r := s.next[l]
+		s.sym[l] = s.res[l]
+		s.rank[r] = -1
+		nx := s.next[r]
+		s.next[l] = nx
 		if nx < int32(n) {
-			s.prev[nx] = c.left
+			s.prev[nx] = l
+			s.setPair(l, t.lookup(s, l, nx))
+		} else {
+			s.rank[l] = -1
 		}
-		if p := s.prev[c.left]; p >= 0 {
-			t.candidate(s, p, c.left)
-		}
-		if nx < int32(n) {
-			t.candidate(s, c.left, nx)
+		if p := s.prev[l]; p >= 0 {
+			s.setPair(p, t.lookup(s, p, l))
 		}
 	}
 	for i := int32(0); i < int32(n); i = s.next[i] {

@@ -10,12 +10,14 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vembed/vembed/engine"
 )
@@ -437,4 +439,57 @@ func TestRequestLog(t *testing.T) {
 	if bad["status"] != 400.0 || !strings.Contains(fmt.Sprint(bad["error"]), "empty text") {
 		t.Errorf("refusal line %v", bad)
 	}
+}
+
+// TestGracefulShutdown cancels Run while a request is in the engine: the
+// request must still complete, and Run must return cleanly.
+func TestGracefulShutdown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := make(chan struct{})
+	entered := make(chan struct{})
+	h := newTestHandler(enteringEmbedder{blockingEmbedder{block}, entered}, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, ln, h, slog.New(slog.NewTextHandler(io.Discard, nil)), 10*time.Second) }()
+
+	result := make(chan int, 1)
+	go func() {
+		resp, err := http.Post("http://"+ln.Addr().String()+"/v1/embeddings", "application/json", strings.NewReader(`{"input":"a"}`))
+		if err != nil {
+			result <- -1
+			return
+		}
+		resp.Body.Close()
+		result <- resp.StatusCode
+	}()
+	<-entered
+	cancel()
+	select {
+	case err := <-done:
+		t.Fatalf("Run returned %v with a request in flight", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(block)
+	if code := <-result; code != 200 {
+		t.Errorf("in-flight request got %d", code)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	if _, err := http.Get("http://" + ln.Addr().String() + "/health"); err == nil {
+		t.Errorf("server still answers after shutdown")
+	}
+}
+
+type enteringEmbedder struct {
+	blockingEmbedder
+	entered chan struct{}
+}
+
+func (e enteringEmbedder) Embed(ctx context.Context, req engine.Request) (*engine.Response, error) {
+	close(e.entered)
+	return e.blockingEmbedder.Embed(ctx, req)
 }

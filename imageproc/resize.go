@@ -159,16 +159,12 @@ func resampleRows(dst, src *Image, offset int, k *kernel, lo, hi int) {
 		// Planes padded to the kernel's full-stride reads (the padding
 		// meets zero weights).
 		pw := max(sw, k.span)
-		planes := make([]int32, 3*pw+3*dst.Width)
-		r, g, b, sums := planes[:pw], planes[pw:2*pw], planes[2*pw:3*pw], planes[3*pw:]
+		planes := make([]int32, 3*pw)
+		r, g, b := planes[:pw], planes[pw:2*pw], planes[2*pw:]
 		for y := lo; y < hi; y++ {
 			split(y, r[:sw], g[:sw], b[:sw])
-			if !horiz(sums, r, g, b, k) {
+			if !horiz(dst.Pix[y*dw:(y+1)*dw], r, g, b, k) {
 				break
-			}
-			drow := dst.Pix[y*dw : (y+1)*dw]
-			for i, s := range sums {
-				drow[i] = clip8(s + half)
 			}
 			lo = y + 1
 		}

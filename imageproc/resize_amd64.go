@@ -12,7 +12,7 @@ var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasAVX
 func vertAccAVX2(acc *int32, src *uint8, n int, w int32)
 
 //go:noescape
-func horizAVX2(out *int32, pr, pg, pb *int32, first *int32, w *int32, taps int, nout int)
+func horizAVX2(dst *uint8, pr, pg, pb *int32, first *int32, w *int32, taps int, nout int)
 
 // vertAcc adds src[i]*w to acc[i] for all i, returning how many leading
 // elements it handled (a multiple of 8); the caller does the rest.
@@ -25,10 +25,10 @@ func vertAcc(acc []int32, src []uint8, w int32) int {
 	return n
 }
 
-// horiz computes the raw sums of one row of the horizontal pass into out
-// (3 per output pixel) and reports whether it did. The planes must extend
+// horiz computes one row of the horizontal pass into dst (3 bytes per
+// output pixel) and reports whether it did. The planes must extend
 // k.size entries past the last pixel any output reads.
-func horiz(out []int32, r, g, b []int32, k *kernel) bool {
+func horiz(dst []uint8, r, g, b []int32, k *kernel) bool {
 	nout := len(k.first32)
 	if !useAVX2 || nout == 0 || k.size%8 != 0 {
 		return false
@@ -38,8 +38,8 @@ func horiz(out []int32, r, g, b []int32, k *kernel) bool {
 	_ = r[k.span-1]
 	_ = g[k.span-1]
 	_ = b[k.span-1]
-	_ = out[3*nout-1]
+	_ = dst[3*nout-1]
 	_ = k.w[nout*k.size-1]
-	horizAVX2(&out[0], &r[0], &g[0], &b[0], &k.first32[0], &k.w[0], k.size, nout)
+	horizAVX2(&dst[0], &r[0], &g[0], &b[0], &k.first32[0], &k.w[0], k.size, nout)
 	return true
 }

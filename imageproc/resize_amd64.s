@@ -39,12 +39,13 @@ done:
 	VZEROUPPER
 	RET
 
-// func horizAVX2(out *int32, pr, pg, pb *int32, first *int32, w *int32, taps int, nout int)
-// For each output x < nout: out[3x+c] = sum over t < taps of
-// plane_c[first[x]+t] * w[x*taps+t], with int32 wrap-around like the
-// reference's int accumulators. taps is a multiple of 8.
+// func horizAVX2(dst *uint8, pr, pg, pb *int32, first *int32, w *int32, taps int, nout int)
+// For each output x < nout and channel c: the sum over t < taps of
+// plane_c[first[x]+t] * w[x*taps+t] in wrapping int32 arithmetic (like the
+// reference's int accumulators), plus 2^21, shifted right by 22 and
+// clamped to 0..255, is stored at dst[3x+c]. taps is a multiple of 8.
 TEXT ·horizAVX2(SB), NOSPLIT, $0-64
-	MOVQ out+0(FP), DI
+	MOVQ dst+0(FP), DI
 	MOVQ pr+8(FP), R8
 	MOVQ pg+16(FP), R9
 	MOVQ pb+24(FP), R10
@@ -52,6 +53,9 @@ TEXT ·horizAVX2(SB), NOSPLIT, $0-64
 	MOVQ w+40(FP), SI
 	MOVQ taps+48(FP), R12
 	MOVQ nout+56(FP), R13
+	MOVL $0x200000, AX
+	VMOVD AX, X7
+	VPBROADCASTD X7, X7
 	TESTQ R13, R13
 	JEQ   hdone
 
@@ -81,23 +85,31 @@ tloop:
 	SUBQ    $8, R14
 	JNE     tloop
 
-	// Horizontal sums of the three accumulators.
+	// Horizontal sums of the three accumulators: X0 = r g b b.
 	VEXTRACTI128 $1, Y0, X4
 	VPADDD       X4, X0, X0
 	VEXTRACTI128 $1, Y1, X5
 	VPADDD       X5, X1, X1
 	VEXTRACTI128 $1, Y2, X6
 	VPADDD       X6, X2, X2
-	VPHADDD      X1, X0, X0 // r01 r23 g01 g23
-	VPHADDD      X2, X2, X2 // b01 b23 b01 b23
-	VPHADDD      X2, X0, X0 // r g b b
-	VMOVD        X0, (DI)
-	VPEXTRD      $1, X0, 4(DI)
-	VPEXTRD      $2, X0, 8(DI)
-	ADDQ         $12, DI
-	ADDQ         $4, R11
-	DECQ         R13
-	JNE          hloop
+	VPHADDD      X1, X0, X0
+	VPHADDD      X2, X2, X2
+	VPHADDD      X2, X0, X0
+
+	// Round, scale and clamp: the saturating packs clamp to 0..255
+	// because the shifted sums lie well inside int16.
+	VPADDD    X7, X0, X0
+	VPSRAD    $22, X0, X0
+	VPACKSSDW X0, X0, X0
+	VPACKUSWB X0, X0, X0
+	VMOVD     X0, AX
+	MOVW      AX, (DI)
+	SHRL      $16, AX
+	MOVB      AX, 2(DI)
+	ADDQ      $3, DI
+	ADDQ      $4, R11
+	DECQ      R13
+	JNE       hloop
 
 hdone:
 	VZEROUPPER

@@ -6,4 +6,4 @@ var useAVX2 = false
 
 func vertAcc(acc []int32, src []uint8, w int32) int { return 0 }
 
-func horiz(out []int32, r, g, b []int32, k *kernel) bool { return false }
+func horiz(dst []uint8, r, g, b []int32, k *kernel) bool { return false }

@@ -225,7 +225,7 @@ func TestServeRefusesBadRequests(t *testing.T) {
 		{"bad dimensions", `{"input": "a", "dimensions": 65}`, 400, "dimensions 65"},
 		{"zero dimensions", `{"input": "a", "dimensions": 0}`, 400, "positive"},
 		{"dimensions as string", `{"input": "a", "dimensions": "16"}`, 400, "must be an integer"},
-		{"too long", `{"input": "` + strings.Repeat("word ", 200) + `"}`, 400, "longer than the model's context"},
+		{"too long", `{"input": "` + strings.Repeat("word ", 200) + `"}`, 400, "over the limit of 120 tokens"},
 		{"invalid utf8", "{\"input\": \"bad \xc3\x28 text\"}", 400, "UTF-8"},
 		{"vision token", `{"input": "look <|vision_start|> here"}`, 400, "vision special token"},
 		{"max_pixels above the model", `{"input": [{"image": "` + b64(img) + `"}], "max_pixels": 99999999}`, 400, "max_pixels"},

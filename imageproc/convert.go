@@ -54,16 +54,6 @@ func toRGB(m image.Image) *Image {
 		rows = func(lo, hi int) { ycbcrRows(out, src, lo, hi) }
 	case *image.NYCbCrA:
 		rows = func(lo, hi int) { ycbcrRows(out, &src.YCbCr, lo, hi) }
-	case *image.CMYK:
-		rows = func(lo, hi int) {
-			for y := lo; y < hi; y++ {
-				s := src.Pix[y*src.Stride : y*src.Stride+4*w]
-				d := out.Pix[y*w*3 : (y+1)*w*3]
-				for x := 0; x < w; x++ {
-					d[3*x], d[3*x+1], d[3*x+2] = cmykToRGB(s[4*x], s[4*x+1], s[4*x+2], s[4*x+3])
-				}
-			}
-		}
 	default:
 		rows = func(lo, hi int) {
 			for y := lo; y < hi; y++ {
@@ -140,15 +130,4 @@ func ycbcrRows(out *Image, src *image.YCbCr, lo, hi int) {
 			d[3*x], d[3*x+1], d[3*x+2] = color.YCbCrToRGB(src.Y[yi+x], src.Cb[ci], src.Cr[ci])
 		}
 	}
-}
-
-// cmykToRGB is Pillow's cmyk2rgb: each channel is (255-k) scaled by the
-// complement of the ink, with Pillow's exact divide-by-255 rounding.
-func cmykToRGB(c, m, y, k uint8) (uint8, uint8, uint8) {
-	nk := 255 - int(k)
-	f := func(v uint8) uint8 {
-		t := int(v)*nk + 128
-		return uint8(nk - ((t>>8)+t)>>8)
-	}
-	return f(c), f(m), f(y)
 }

@@ -404,7 +404,7 @@ func (e *Engine) plan(i int, in Input, o options, firstImage int) (job, []imageR
 		return j, nil, err
 	}
 	if n := len(prompt.IDs); n > e.info.ContextLength {
-		return j, nil, invalid(j.param, CodeTooLong, "input is %d tokens, over the limit of %d tokens (the context length; truncation is not supported)", n, e.info.ContextLength)
+		return j, nil, invalid(j.param, CodeTooLong, "input is %d tokens, over the limit of %d tokens (truncation is not supported)", n, e.info.ContextLength)
 	}
 	if len(prompt.Images) != len(refs) {
 		return j, nil, fmt.Errorf("engine: prompt has %d image spans for %d images", len(prompt.Images), len(refs))

@@ -24,7 +24,7 @@ import "sync"
 // symbol in the low half.
 type merge uint64
 
-// noMerge marks the absence of a rule in bytePairs; ranks are below 2^31.
+// noMerge marks the absence of a rule; ranks are below 2^31.
 const noMerge = ^merge(0)
 
 func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
@@ -126,7 +126,7 @@ func (t *Tokenizer) bpe(dst []int32, word string) []int32 {
 	}
 	s.rank[n-1] = -1
 	for i := range int32(n - 1) {
-		s.setPair(i, t.bytePairs[uint16(word[i])<<8|uint16(word[i+1])])
+		s.setPair(i, t.lookup(s, i, i+1))
 	}
 	for len(s.heap) > 0 {
 		e := s.pop()

@@ -71,10 +71,6 @@ type Tokenizer struct {
 	extra    []string
 	extraIDs map[string]int32 // only while building
 	byteSym  [256]int32
-	// bytePairs holds the merge of every pair of byte symbols (noMerge if
-	// none): a word's first round of lookups, in a dense table whose
-	// common entries stay in cache.
-	bytePairs []merge
 	merges    *pairTable
 
 	specials []special // longest first
@@ -158,14 +154,6 @@ func New(v Vocab, opts Options) (*Tokenizer, error) {
 			res = t.intern(l + r)
 		}
 		t.merges.add(pairKey(t.intern(l), t.intern(r)), merge(uint64(rank)<<32|uint64(uint32(res))))
-	}
-	t.bytePairs = make([]merge, 1<<16)
-	for p := range t.bytePairs {
-		m, ok := t.merges.get(pairKey(t.byteSym[p>>8], t.byteSym[p&0xFF]))
-		if !ok {
-			m = noMerge
-		}
-		t.bytePairs[p] = m
 	}
 	for i, s := range v.Tokens {
 		switch t.types[i] {

@@ -71,7 +71,7 @@ type Tokenizer struct {
 	extra    []string
 	extraIDs map[string]int32 // only while building
 	byteSym  [256]int32
-	merges    *pairTable
+	merges   *pairTable
 
 	specials []special // longest first
 	vision   map[int32]bool

@@ -517,3 +517,21 @@ func FuzzEmbed(f *testing.F) {
 		}
 	})
 }
+
+// TestTrainedDimensions covers the jina-v4 width without loading a 3B model:
+// only the trained Matryoshka sizes pass.
+func TestTrainedDimensions(t *testing.T) {
+	e := &Engine{info: Info{Hidden: 2048, Dimensions: jinaDims}}
+	for _, d := range []int{128, 256, 512, 1024, 2048} {
+		if err := e.checkDims(d); err != nil {
+			t.Errorf("%d refused: %v", d, err)
+		}
+	}
+	for _, d := range []int{-1, 1, 64, 768, 2049} {
+		if err := e.checkDims(d); err == nil {
+			t.Errorf("%d accepted", d)
+		} else if ie, _ := AsInputError(err); ie == nil || ie.Param != "dimensions" {
+			t.Errorf("%d: %v", d, err)
+		}
+	}
+}

@@ -219,7 +219,7 @@ func (t *Tokenizer) appendEncode(dst []int32, text string, parseSpecial, noVisio
 		case f.id < 0:
 			dst = t.appendText(dst, text[f.start:f.end])
 		case noVision && t.vision[f.id]:
-			return dst, fmt.Errorf("tokenizer: %w: %s at byte %d (images are passed as image parts, not as markup)", ErrVisionToken, t.tokens[f.id], f.start)
+			return dst, fmt.Errorf("tokenizer: %w: %s (images are passed as image parts, not as markup)", ErrVisionToken, t.tokens[f.id])
 		default:
 			dst = append(dst, f.id)
 		}

@@ -292,3 +292,23 @@ func TestOrient(t *testing.T) {
 		}
 	}
 }
+
+// TestEXIFOrientationPNG reads the orientation from a PNG eXIf chunk.
+func TestEXIFOrientationPNG(t *testing.T) {
+	m := image.NewGray(image.Rect(0, 0, 3, 1))
+	m.Pix = []uint8{10, 20, 30}
+	b := encodePNG(t, m)
+	exif := withEXIFOrientation([]byte{0xFF, 0xD8}, 3)[2+4+6:] // the TIFF structure
+	chunk := binary.BigEndian.AppendUint32(nil, uint32(len(exif)))
+	chunk = append(chunk, "eXIf"...)
+	chunk = append(chunk, exif...)
+	chunk = binary.BigEndian.AppendUint32(chunk, crc32.ChecksumIEEE(chunk[4:]))
+	ihdrEnd := 8 + 25
+	b = append(append(append([]byte{}, b[:ihdrEnd]...), chunk...), b[ihdrEnd:]...)
+	img, err := Decode(b, DecodeOptions{ApplyEXIFOrientation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPixels(t, img, [3]uint8{30, 30, 30}, [3]uint8{20, 20, 20}, [3]uint8{10, 10, 10})
+	wantPixels(t, mustDecode(t, b), [3]uint8{10, 10, 10}, [3]uint8{20, 20, 20}, [3]uint8{30, 30, 30})
+}

@@ -56,15 +56,21 @@ func Format(data []byte) string { return sniff(data).String() }
 
 // DecodeConfig returns the format and dimensions from the header alone.
 func DecodeConfig(data []byte) (formatName string, width, height int, err error) {
-	f := sniff(data)
+	f, w, h, err := probe(data)
+	return f.String(), w, h, err
+}
+
+// probe sniffs the format and reads the dimensions from the header.
+func probe(data []byte) (f format, w, h int, err error) {
+	f = sniff(data)
 	if f == formatUnknown {
-		return "", 0, 0, fmt.Errorf("imageproc: %w: unrecognised content", ErrUnsupported)
+		return f, 0, 0, fmt.Errorf("imageproc: %w: unrecognised content (PNG, JPEG, GIF, WebP, BMP and TIFF are supported)", ErrUnsupported)
 	}
-	w, h, err := decodeConfig(f, data)
+	w, h, err = decodeConfig(f, data)
 	if err != nil {
-		return f.String(), 0, 0, fmt.Errorf("imageproc: %s header: %w", f, err)
+		return f, 0, 0, fmt.Errorf("imageproc: %s header: %w", f, err)
 	}
-	return f.String(), w, h, nil
+	return f, w, h, nil
 }
 
 func decodeConfig(f format, data []byte) (w, h int, err error) {
@@ -105,13 +111,9 @@ func Decode(data []byte, opts DecodeOptions) (*Image, error) {
 	if err := lim.checkBytes(len(data)); err != nil {
 		return nil, fmt.Errorf("imageproc: %w", err)
 	}
-	f := sniff(data)
-	if f == formatUnknown {
-		return nil, fmt.Errorf("imageproc: %w: unrecognised content (PNG, JPEG, GIF, WebP, BMP and TIFF are supported)", ErrUnsupported)
-	}
-	w, h, err := decodeConfig(f, data)
+	f, w, h, err := probe(data)
 	if err != nil {
-		return nil, fmt.Errorf("imageproc: %s header: %w", f, err)
+		return nil, err
 	}
 	if err := lim.checkSize(w, h); err != nil {
 		return nil, fmt.Errorf("imageproc: %s: %w", f, err)

@@ -105,8 +105,14 @@ func clip8(acc int32) uint8 {
 // ResizeBicubic resizes src to width x height with Pillow's
 // Image.resize(size, Image.BICUBIC) semantics, bit for bit. Like Pillow it
 // skips the pass of an axis whose size does not change (and copies the image
-// when neither does). Large images are processed on all cores.
+// when neither does). Large images are processed on all cores. Sizes that
+// are not positive give a black image of the requested (non-negative) size.
 func ResizeBicubic(src *Image, width, height int) *Image {
+	if width <= 0 || height <= 0 || src.Width <= 0 || src.Height <= 0 {
+		// Nothing to resample (Pillow refuses these sizes); an image of
+		// the requested size, black, keeps callers from indexing past it.
+		return NewImage(max(width, 0), max(height, 0))
+	}
 	needH := width != src.Width
 	needV := height != src.Height
 	if !needH && !needV {
@@ -141,12 +147,11 @@ func ResizeBicubic(src *Image, width, height int) *Image {
 }
 
 // resampleRows runs the horizontal pass for output rows [lo, hi), reading
-// source row y+offset for output row y. Source rows are split into int32
-// planes, two rows at a time, so that each weight is loaded once for six
-// multiply-adds and the inner loop is free of bounds checks.
+// source row y+offset for output row y. Source rows are first split into
+// int32 planes; the portable loop then works on two rows at a time, so that
+// each weight is loaded once for six multiply-adds with no bounds checks.
 func resampleRows(dst, src *Image, offset int, k *kernel, lo, hi int) {
 	sw, dw := src.Width, dst.Width*3
-	planes := make([]int32, 6*sw)
 	split := func(y int, r, g, b []int32) {
 		srow := src.Pix[(y+offset)*sw*3 : (y+offset+1)*sw*3]
 		for x := range r {
@@ -154,21 +159,21 @@ func resampleRows(dst, src *Image, offset int, k *kernel, lo, hi int) {
 			r[x], g[x], b[x] = int32(p[0]), int32(p[1]), int32(p[2])
 		}
 	}
-	const half = int32(1 << (precisionBits - 1))
 	if useAVX2 {
 		// Planes padded to the kernel's full-stride reads (the padding
 		// meets zero weights).
 		pw := max(sw, k.span)
 		planes := make([]int32, 3*pw)
 		r, g, b := planes[:pw], planes[pw:2*pw], planes[2*pw:]
-		for y := lo; y < hi; y++ {
-			split(y, r[:sw], g[:sw], b[:sw])
-			if !horiz(dst.Pix[y*dw:(y+1)*dw], r, g, b, k) {
+		for ; lo < hi; lo++ {
+			split(lo, r[:sw], g[:sw], b[:sw])
+			if !horiz(dst.Pix[lo*dw:(lo+1)*dw], r, g, b, k) {
 				break
 			}
-			lo = y + 1
 		}
 	}
+	const half = int32(1 << (precisionBits - 1))
+	planes := make([]int32, 6*sw)
 	r0, g0, b0 := planes[:sw], planes[sw:2*sw], planes[2*sw:3*sw]
 	r1, g1, b1 := planes[3*sw:4*sw], planes[4*sw:5*sw], planes[5*sw:]
 	y := lo

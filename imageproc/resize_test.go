@@ -165,3 +165,16 @@ func ExampleResizeBicubic() {
 	fmt.Println(out.Width, out.Height, out.Pix)
 	// Output: 2 1 [78 88 98 132 142 152]
 }
+
+func TestResizeDegenerateSizes(t *testing.T) {
+	src := randomImage(4, 4, 1)
+	for _, s := range [][2]int{{0, 3}, {3, 0}, {-1, 2}} {
+		out := ResizeBicubic(src, s[0], s[1])
+		if len(out.Pix) != 3*out.Width*out.Height || out.Width < 0 || out.Height < 0 {
+			t.Errorf("%v: %dx%d with %d bytes", s, out.Width, out.Height, len(out.Pix))
+		}
+	}
+	if out := ResizeBicubic(&Image{}, 5, 5); len(out.Pix) != 75 {
+		t.Errorf("empty source: %d bytes", len(out.Pix))
+	}
+}

@@ -139,3 +139,44 @@ func dequantizes(typ gguf.Type) bool {
 	src := make([]byte, typ.TypeSize())
 	return gguf.Dequantize(typ, src, make([]float32, bs)) == nil
 }
+
+// TestMatMulConcurrent runs products from several goroutines at once, as a
+// server does: each must get its own scratch buffers and results.
+func TestMatMulConcurrent(t *testing.T) {
+	eachTier(t, func(t *testing.T) {
+		if Active() == TierReference {
+			t.Skip("the reference is single-threaded")
+		}
+		rng := rand.New(rand.NewPCG(17, 18))
+		w := randMatrix(t, gguf.TypeQ8_0, 200, 256, rng)
+		const callers = 4
+		xs := make([][]float32, callers)
+		want := make([][]float32, callers)
+		for c := range xs {
+			xs[c] = randVec(37*256, rng)
+			want[c] = make([]float32, 37*200)
+			MatMul(want[c], xs[c], 37, w, nil)
+		}
+		errs := make(chan error, callers)
+		for c := 0; c < callers; c++ {
+			go func() {
+				got := make([]float32, 37*200)
+				for rep := 0; rep < 5; rep++ {
+					MatMul(got, xs[c], 37, w, nil)
+					for i := range got {
+						if got[i] != want[c][i] {
+							errs <- fmt.Errorf("caller %d: dst[%d] = %v, want %v", c, i, got[i], want[c][i])
+							return
+						}
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for c := 0; c < callers; c++ {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}

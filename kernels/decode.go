@@ -322,16 +322,20 @@ func decodeIQ4NL(src []byte, n int, dst []float32, stride int) {
 	}
 }
 
+// iq4xsScale returns the factor d·(ls−32) of sub-block ib of an IQ4_XS block.
+func iq4xsScale(blk []byte, ib int, d float32) float32 {
+	sh := binary.LittleEndian.Uint16(blk[2:])
+	ls := int(blk[4+ib/2]>>(4*(ib%2))&15) | int(sh>>(2*ib)&3)<<4
+	return d * float32(ls-32)
+}
+
 func decodeIQ4XS(src []byte, n int, dst []float32, stride int) {
 	for b := 0; b < n/256; b++ {
 		blk := src[136*b : 136*b+136]
-		d := f16(blk)
-		sh := binary.LittleEndian.Uint16(blk[2:])
-		sl, qs := blk[4:8], blk[8:136]
+		d, qs := f16(blk), blk[8:136]
 		o := dst[256*b*stride:]
 		for ib := 0; ib < 8; ib++ {
-			ls := int(sl[ib/2]>>(4*(ib%2))&15) | int(sh>>(2*ib)&3)<<4
-			dl := d * float32(ls-32)
+			dl := iq4xsScale(blk, ib, d)
 			q := qs[16*ib : 16*ib+16]
 			oc := o[32*ib*stride:]
 			for j := 0; j < 16; j++ {

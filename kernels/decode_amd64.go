@@ -1,6 +1,8 @@
 package kernels
 
 import (
+	"unsafe"
+
 	"github.com/vembed/vembed/gguf"
 )
 
@@ -12,6 +14,39 @@ func decodeQ4KAVX2(qs *byte, f *float32, dst *float32)
 
 //go:noescape
 func decodeQ6KAVX2(blk *byte, f *float32, dst *float32)
+
+//go:noescape
+func decodeNib4AVX2(qs *byte, stride int, tab *byte, f *float32, nb int, dst *float32)
+
+// q4Codes maps a Q4_0 nibble to its signed value, so that Q4_0 shares the
+// table-driven decoder of the IQ4 types.
+var q4Codes = func() (t [16]int8) {
+	for i := range t {
+		t[i] = int8(i - 8)
+	}
+	return
+}()
+
+// iq4Codes is iq4nlValues as the bytes the table lookup reads.
+var iq4Codes = iq4nlValues
+
+// nib4Blocks decodes nb 32-value blocks of 18 bytes (f16 scale, 16 code
+// bytes), the layout of Q4_0 and IQ4_NL.
+func nib4Blocks(src []byte, n int, dst []float32, tab *[16]int8) {
+	nb := n / 32
+	if nb == 0 {
+		return
+	}
+	_, _ = src[18*nb-1], dst[32*nb-1]
+	var f [gemmKC / 32]float32
+	for lo := 0; lo < nb; lo += len(f) {
+		cnt := min(len(f), nb-lo)
+		for i := range cnt {
+			f[i] = f16(src[18*(lo+i):])
+		}
+		decodeNib4AVX2(&src[18*lo+2], 18, (*byte)(unsafe.Pointer(&tab[0])), &f[0], cnt, &dst[32*lo])
+	}
+}
 
 // rowDecodersAVX2 decode n values of a row into contiguous float32, bit for
 // bit like the portable decoders (the tests compare them with
@@ -36,6 +71,20 @@ var rowDecodersAVX2 = map[gguf.Type]func(src []byte, n int, dst []float32){
 			}
 			out := dst[256*b : 256*b+256]
 			decodeQ4KAVX2(&blk[16], &f[0], &out[0])
+		}
+	},
+	gguf.TypeQ4_0:   func(src []byte, n int, dst []float32) { nib4Blocks(src, n, dst, &q4Codes) },
+	gguf.TypeIQ4_NL: func(src []byte, n int, dst []float32) { nib4Blocks(src, n, dst, &iq4Codes) },
+	gguf.TypeIQ4_XS: func(src []byte, n int, dst []float32) {
+		var f [8]float32
+		for b := 0; b < n/256; b++ {
+			blk := src[136*b : 136*b+136]
+			d := f16(blk)
+			for ib := range f {
+				f[ib] = iq4xsScale(blk, ib, d)
+			}
+			out := dst[256*b : 256*b+256]
+			decodeNib4AVX2(&blk[8], 16, (*byte)(unsafe.Pointer(&iq4Codes[0])), &f[0], 8, &out[0])
 		}
 	},
 	gguf.TypeQ6_K: func(src []byte, n int, dst []float32) {

@@ -159,3 +159,54 @@ half:
 	JNZ  half
 	VZEROUPPER
 	RET
+
+DATA nib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL nib<>(SB), RODATA|NOPTR, $16
+
+// Eight int8 codes in the low half of X register xs to float32, times the
+// factor in Y3, stored at off(DI).
+#define CODES8(xs, off) \
+	VPMOVSXBD xs, Y4 \
+	VCVTDQ2PS Y4, Y4 \
+	VMULPS Y3, Y4, Y4 \
+	VMOVUPS Y4, off(DI)
+
+// func decodeNib4AVX2(qs *byte, stride int, tab *byte, f *float32, nb int, dst *float32)
+// nb 32-value blocks of 4-bit codes (16 bytes each, stride bytes apart;
+// byte j holds value j in its low nibble and value j+16 in its high one),
+// mapped through the 16-entry int8 table tab and multiplied by f[block]:
+// the layout of Q4_0 (table −8..7), IQ4_NL and IQ4_XS.
+TEXT ·decodeNib4AVX2(SB), NOSPLIT, $0-48
+	MOVQ qs+0(FP), SI
+	MOVQ stride+8(FP), BX
+	MOVQ tab+16(FP), AX
+	MOVQ f+24(FP), DX
+	MOVQ nb+32(FP), CX
+	MOVQ dst+40(FP), DI
+	VMOVDQU (AX), X14
+	VMOVDQU nib<>(SB), X15
+	TESTQ CX, CX
+	JZ   done
+loop:
+	VMOVDQU (SI), X0
+	VPAND X15, X0, X1
+	VPSRLW $4, X0, X2
+	VPAND X15, X2, X2
+	VPSHUFB X1, X14, X1
+	VPSHUFB X2, X14, X2
+	VBROADCASTSS (DX), Y3
+	CODES8(X1, 0)
+	VPSRLDQ $8, X1, X1
+	CODES8(X1, 32)
+	CODES8(X2, 64)
+	VPSRLDQ $8, X2, X2
+	CODES8(X2, 96)
+	ADDQ BX, SI
+	ADDQ $4, DX
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET

@@ -79,11 +79,12 @@ func DecodeConfig(data []byte) (Info, error) {
 	return d.info(), nil
 }
 
-// Decode decodes a JPEG file to RGB. maxPixels bounds Width*Height; it is
-// checked before any allocation that depends on the image size (the
-// decoder then needs at most about 3 bytes per pixel for the output plus
-// one byte per pixel and component, or three for multi-scan files, of
-// working memory).
+// Decode decodes a JPEG file to RGB. maxPixels bounds Width*Height and is
+// checked before any allocation that depends on the image size. Working
+// memory is then at most one byte per sample of each component's plane
+// (padded to whole MCUs, at most 32 samples more per side) plus two bytes
+// per sample for progressive or multi-scan files, besides the 3 bytes per
+// pixel of the result. Decode is safe for concurrent use.
 func Decode(data []byte, maxPixels int64) (*Image, error) {
 	d := &decoder{data: data}
 	if err := d.readHeaders(); err != nil {

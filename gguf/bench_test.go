@@ -1,6 +1,8 @@
 package gguf
 
 import (
+	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -47,5 +49,31 @@ func BenchmarkQuantize(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkParseVocabulary parses a file with a vocabulary of the real
+// Qwen2 size: 151936 tokens and as many merges.
+func BenchmarkParseVocabulary(b *testing.B) {
+	tokens := make([]string, 151936)
+	types := make([]int32, len(tokens))
+	for i := range tokens {
+		tokens[i] = fmt.Sprintf("tok%d", i)
+		types[i] = 1
+	}
+	w := NewWriter()
+	w.Add("tokenizer.ggml.tokens", tokens)
+	w.Add("tokenizer.ggml.token_type", types)
+	w.Add("tokenizer.ggml.merges", tokens)
+	var buf bytes.Buffer
+	if _, err := w.WriteTo(&buf); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(buf.Len()))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(buf.Bytes()); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

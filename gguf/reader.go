@@ -166,13 +166,43 @@ func (p *parser) count(what string, minSize int) (int, error) {
 	return int(n), nil
 }
 
-func (p *parser) str(what string) (string, error) {
-	n, err := p.count(what+" length", 1)
+// strBytes reads a string's length and returns its bytes, still in the file.
+func (p *parser) strBytes(what string) ([]byte, error) {
+	at := p.pos
+	n, err := p.u64(what)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	b, _ := p.bytes(n, what)
-	return string(b), nil
+	if n > uint64(p.remaining()) {
+		return nil, fmt.Errorf("%s length %d at offset %d exceeds the %d bytes left in the file", what, n, at, p.remaining())
+	}
+	return p.bytes(int(n), what)
+}
+
+func (p *parser) str(what string) (string, error) {
+	b, err := p.strBytes(what)
+	return string(b), err
+}
+
+// strs reads n strings. They are validated first and then copied out of the
+// file in one piece, so a vocabulary of 150k tokens costs one allocation
+// instead of 150k.
+func (p *parser) strs(n int) ([]string, error) {
+	start := p.pos
+	for i := range n {
+		if _, err := p.strBytes("string"); err != nil {
+			return nil, fmt.Errorf("element %d: %w", i, err)
+		}
+	}
+	blob := string(p.data[start:p.pos])
+	out := make([]string, n)
+	off := 0
+	for i := range out {
+		l := int(binary.LittleEndian.Uint64(p.data[start+off:]))
+		out[i] = blob[off+8 : off+8+l]
+		off += 8 + l
+	}
+	return out, nil
 }
 
 func (p *parser) file() (*File, error) {
@@ -325,11 +355,8 @@ func (p *parser) array(depth int) (Value, error) {
 	v := Value{typ: ValueArray, elem: elem}
 	switch elem {
 	case ValueString:
-		v.strs = make([]string, n)
-		for i := range v.strs {
-			if v.strs[i], err = p.str("string"); err != nil {
-				return Value{}, fmt.Errorf("element %d: %w", i, err)
-			}
+		if v.strs, err = p.strs(n); err != nil {
+			return Value{}, err
 		}
 	case ValueArray:
 		v.arrs = make([]Value, n)

@@ -399,3 +399,53 @@ func TestTokenizerData(t *testing.T) {
 		t.Error("token_type length mismatch accepted")
 	}
 }
+
+func TestValueOf(t *testing.T) {
+	for _, bad := range []any{nil, map[string]int{}, struct{}{}, []any{1}, []func(){nil}, complex(1, 2), Value{typ: 99}} {
+		if _, err := ValueOf(bad); err == nil {
+			t.Errorf("ValueOf(%#v) accepted", bad)
+		}
+	}
+	deep := any([]int8{1})
+	for range maxDepth {
+		deep = []any{deep}
+	}
+	if _, err := ValueOf(deep); err == nil {
+		t.Error("nesting beyond the limit accepted")
+	}
+	v, err := ValueOf([]any{[]string{"a"}, []float64{1.5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Len() != 2 || v.ElemType() != ValueArray || v.Index(0).ElemType() != ValueString {
+		t.Errorf("mixed nested array: %v", v)
+	}
+	if s := v.String(); s != `[["a"], [1.5]]` {
+		t.Errorf("String() = %s", s)
+	}
+	// int and uint map to the 64-bit types.
+	if v, _ := ValueOf(3); v.Type() != ValueInt64 {
+		t.Errorf("int is %s", v.Type())
+	}
+	if v, _ := ValueOf([]uint{3}); v.ElemType() != ValueUint64 {
+		t.Errorf("[]uint is %s", v.ElemType())
+	}
+	if b, err := mustValue(t, []bool{true, false}).AsBools(); err != nil || !b[0] || b[1] {
+		t.Errorf("AsBools = %v, %v", b, err)
+	}
+	if _, err := mustValue(t, []int64{-1}).AsInts(); err != nil {
+		t.Error(err)
+	}
+	if _, err := mustValue(t, []uint64{math.MaxUint64}).AsInts(); err == nil {
+		t.Error("MaxUint64 widened to int64")
+	}
+}
+
+func mustValue(t *testing.T, x any) Value {
+	t.Helper()
+	v, err := ValueOf(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}

@@ -115,6 +115,11 @@ func TestFixtureCases(t *testing.T) {
 			want = c.IDsAfterNFC
 		}
 		check(c, "HF, NFC on", on.Encode(s, true), want)
+		if c.Text != nil {
+			if got, err := off.Decode(c.IDs); err != nil || got != s {
+				t.Errorf("%s: decode of the ids = %q, %v; want the text", c.ID, got, err)
+			}
+		}
 		if c.IDsNoParseSpecial != nil && !c.NFCChangesText {
 			check(c, "HF, NFC on, no special parsing", on.Encode(s, false), c.IDsNoParseSpecial)
 		}

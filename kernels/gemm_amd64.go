@@ -25,9 +25,10 @@ func microKernelAVX2(kc int, a []float32, lda int, b []float32, c []float32, ldc
 	kernel6x16AVX2(kc, &a[0], lda, &b[0], &c[0], ldc, ac)
 }
 
-// hasAVX2 reports whether the CPU and OS support the AVX2 tier: AVX2 and
-// FMA instructions with the YMM state saved by the OS.
-var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasAVX
+// hasAVX2 reports whether the CPU and OS support the AVX2 tier: AVX2, FMA
+// and F16C instructions with the YMM state saved by the OS (x/sys/cpu
+// reports AVX only when the OS saves it).
+var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasAVX && cpu.X86.HasF16C
 
 // archTiers lists the tiers specific to amd64, best first.
 func archTiers() []*impl {

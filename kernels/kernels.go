@@ -63,7 +63,7 @@ type Mask struct {
 // MatMul computes dst[i][n] = Σ_k x[i][k]·W[n][k] + bias[n] for i < m.
 // x is m×w.Cols, dst is m×w.Rows; bias may be nil.
 func MatMul(dst, x []float32, m int, w *Matrix, bias []float32) {
-	active.matMul(dst, x, m, w, bias)
+	active.Load().matMul(dst, x, m, w, bias)
 }
 
 // Attention computes, for every token t and query head h,
@@ -71,38 +71,38 @@ func MatMul(dst, x []float32, m int, w *Matrix, bias []float32) {
 // mask allows, where g = h / (nHead/nKV) is the shared key/value head (GQA).
 // q and out are nTok×(nHead·headDim); k and v are nTok×(nKV·headDim).
 func Attention(out, q, k, v []float32, nTok, nHead, nKV, headDim int, scale float32, mask Mask) {
-	active.attention(out, q, k, v, nTok, nHead, nKV, headDim, scale, mask)
+	active.Load().attention(out, q, k, v, nTok, nHead, nKV, headDim, scale, mask)
 }
 
 // RMSNorm normalizes each row of dim values: dst = x/sqrt(mean(x²)+eps)·w.
 // dst may alias x.
-func RMSNorm(dst, x, w []float32, dim int, eps float32) { active.rmsNorm(dst, x, w, dim, eps) }
+func RMSNorm(dst, x, w []float32, dim int, eps float32) { active.Load().rmsNorm(dst, x, w, dim, eps) }
 
 // LayerNorm normalizes each row of dim values to zero mean and unit variance,
 // then scales by w and adds b (b may be nil). dst may alias x.
 func LayerNorm(dst, x, w, b []float32, dim int, eps float32) {
-	active.layerNorm(dst, x, w, b, dim, eps)
+	active.Load().layerNorm(dst, x, w, b, dim, eps)
 }
 
 // RoPE rotates, in place, the pairs (d, d+headDim/2) of every head of every
 // token (the NeoX / rotate-half convention) by the angles given per token:
 // cos and sin are nTok×(headDim/2). x is nTok×(nHead·headDim).
 func RoPE(x []float32, nTok, nHead, headDim int, cos, sin []float32) {
-	active.rope(x, nTok, nHead, headDim, cos, sin)
+	active.Load().rope(x, nTok, nHead, headDim, cos, sin)
 }
 
 // Add computes dst[i] = a[i] + b[i]. dst may alias a or b.
-func Add(dst, a, b []float32) { active.add(dst, a, b) }
+func Add(dst, a, b []float32) { active.Load().add(dst, a, b) }
 
 // SwiGLU computes dst[i] = silu(gate[i])·up[i]. dst may alias gate or up.
-func SwiGLU(dst, gate, up []float32) { active.swiGLU(dst, gate, up) }
+func SwiGLU(dst, gate, up []float32) { active.Load().swiGLU(dst, gate, up) }
 
 // GELU applies the exact (erf) GELU in place.
-func GELU(x []float32) { active.gelu(x) }
+func GELU(x []float32) { active.Load().gelu(x) }
 
 // QuickGELU applies x·σ(1.702x) in place.
-func QuickGELU(x []float32) { active.quickGELU(x) }
+func QuickGELU(x []float32) { active.Load().quickGELU(x) }
 
 // Prepare lets the active tier repack w for faster products. It is called
 // once when a model is loaded; MatMul works without it.
-func Prepare(w *Matrix) { active.prepare(w) }
+func Prepare(w *Matrix) { active.Load().prepare(w) }

@@ -3,18 +3,25 @@ package kernels
 import (
 	"fmt"
 	"os"
+	"sync/atomic"
 )
 
 // Tier names a set of kernel implementations.
 type Tier string
 
-// The tiers. TierReference runs the single-threaded reference code; the
-// others are chosen from CPU features at start-up, or forced with the
-// VEMBED_CPU environment variable.
+// The tiers. The best one the CPU supports is active at start-up; the
+// VEMBED_CPU environment variable (a tier name) forces another, and Use
+// switches at run time. All compute float32 products with float32
+// accumulation (the reference accumulates in float64), so they agree with
+// the reference within float32 summation-order error.
 const (
+	// TierReference runs the single-threaded reference code of ref.go.
 	TierReference Tier = "reference"
-	TierGeneric   Tier = "generic"
-	TierAVX2      Tier = "avx2"
+	// TierGeneric is portable Go: blocked, packed and parallel.
+	TierGeneric Tier = "generic"
+	// TierAVX2 adds AVX2+FMA assembly: a 6×16 GEMM microkernel, vectorized
+	// weight decoding and exp. Needs AVX2, FMA and F16C.
+	TierAVX2 Tier = "avx2"
 )
 
 // impl is the table of functions behind the exported API.
@@ -67,7 +74,9 @@ var generic = &impl{
 // tiers holds every tier this build and CPU can run, best first.
 var tiers = append(archTiers(), generic, reference)
 
-var active = reference
+// active is the tier in use; an atomic pointer so that Use may run while
+// other goroutines compute.
+var active atomic.Pointer[impl]
 
 func init() {
 	if name := os.Getenv("VEMBED_CPU"); name != "" {
@@ -77,14 +86,14 @@ func init() {
 		}
 		return
 	}
-	active = tiers[0]
+	active.Store(tiers[0])
 }
 
 // Use makes t the active tier. It fails if the CPU or build lacks it.
 func Use(t Tier) error {
 	for _, im := range tiers {
 		if im.tier == t {
-			active = im
+			active.Store(im)
 			return nil
 		}
 	}
@@ -92,7 +101,7 @@ func Use(t Tier) error {
 }
 
 // Active returns the tier in use.
-func Active() Tier { return active.tier }
+func Active() Tier { return active.Load().tier }
 
 // Available lists the tiers this CPU and build support, best first.
 func Available() []Tier {

@@ -31,7 +31,7 @@ type benchReport struct {
 	Threads   int                `json:"threads"`
 	Peak      map[string]float64 `json:"peak_gflops"` // by thread count
 	GEMM      []gemmFigure       `json:"gemm"`
-	Attention []attnFigure       `json:"attention"`
+	Attention []attnFigure       `json:"attention,omitempty"`
 	Model     []modelFigure      `json:"model,omitempty"`
 }
 

@@ -153,6 +153,16 @@ func decodePixels(f format, data []byte, maxPixels int64) (img *Image, err error
 		m, err = bmp.Decode(r)
 	case formatTIFF:
 		m, err = tiff.Decode(r)
+		if err == nil && tiffFaxBlackIsZero(data) {
+			// golang.org/x/image/tiff renders CCITT-coded white as 255
+			// whatever the photometric interpretation; Pillow (libtiff)
+			// honours BlackIsZero, where coded white is 0.
+			img := toRGB(m)
+			for i, v := range img.Pix {
+				img.Pix[i] = 255 - v
+			}
+			return img, nil
+		}
 	default:
 		return nil, ErrUnsupported
 	}
@@ -215,4 +225,12 @@ func gray16Clipped(m image.Image) *Image {
 	out := NewImage(src.Rect.Dx(), src.Rect.Dy())
 	parallelRows(out.Height, 4*out.Width, func(lo, hi int) { gray16Rows(out, src.Pix, src.Stride, 8, lo, hi) })
 	return out
+}
+
+// tiffFaxBlackIsZero reports a CCITT Group 3 or 4 TIFF whose photometric
+// interpretation is BlackIsZero.
+func tiffFaxBlackIsZero(data []byte) bool {
+	c, _ := tiffShort(data, 259)
+	p, _ := tiffShort(data, 262)
+	return (c == 3 || c == 4) && p == 1
 }

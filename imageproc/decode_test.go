@@ -312,3 +312,44 @@ func TestEXIFOrientationPNG(t *testing.T) {
 	wantPixels(t, img, [3]uint8{30, 30, 30}, [3]uint8{20, 20, 20}, [3]uint8{10, 10, 10})
 	wantPixels(t, mustDecode(t, b), [3]uint8{10, 10, 10}, [3]uint8{20, 20, 20}, [3]uint8{30, 30, 30})
 }
+
+// faxTIFF is an 8x2 CCITT Group 4 TIFF whose two rows are each coded as
+// "same as the (all-white) reference line": every pixel is coded white.
+func faxTIFF(photometric uint16) []byte {
+	entries := [][3]uint32{{256, 3, 8}, {257, 3, 2}, {258, 3, 1}, {259, 3, 4}, {262, 3, uint32(photometric)},
+		{273, 4, 0}, {278, 3, 2}, {279, 4, 1}}
+	dataOff := uint32(8 + 2 + 12*len(entries) + 4)
+	b := []byte("II*\x00\x08\x00\x00\x00")
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(entries)))
+	for _, e := range entries {
+		if e[0] == 273 {
+			e[2] = dataOff
+		}
+		b = binary.LittleEndian.AppendUint16(b, uint16(e[0]))
+		b = binary.LittleEndian.AppendUint16(b, uint16(e[1]))
+		b = binary.LittleEndian.AppendUint32(b, 1)
+		b = binary.LittleEndian.AppendUint32(b, e[2]) // a SHORT sits in the low half
+	}
+	b = append(b, 0, 0, 0, 0)
+	return append(b, 0b11000000) // two V0 codes
+}
+
+// TestDecodeFaxTIFF checks the photometric interpretation of CCITT data
+// against Pillow 9.4: coded white is 255 for WhiteIsZero and 0 for
+// BlackIsZero.
+func TestDecodeFaxTIFF(t *testing.T) {
+	for _, c := range []struct {
+		photometric uint16
+		want        uint8
+	}{{0, 255}, {1, 0}} {
+		img := mustDecode(t, faxTIFF(c.photometric))
+		if img.Width != 8 || img.Height != 2 {
+			t.Fatalf("%dx%d", img.Width, img.Height)
+		}
+		for i, v := range img.Pix {
+			if v != c.want {
+				t.Fatalf("photometric %d: byte %d is %d, want %d", c.photometric, i, v, c.want)
+			}
+		}
+	}
+}

@@ -13,6 +13,9 @@ func decodeQ8_0AVX2(src *byte, nb int, dst *float32)
 func decodeQ4KAVX2(qs *byte, f *float32, dst *float32)
 
 //go:noescape
+func decodeQ5KAVX2(blk *byte, f *float32, dst *float32)
+
+//go:noescape
 func decodeQ6KAVX2(blk *byte, f *float32, dst *float32)
 
 //go:noescape
@@ -48,6 +51,21 @@ func nib4Blocks(src []byte, n int, dst []float32, tab *[16]int8) {
 	}
 }
 
+// kBlocks decodes the super-blocks of a Q4_K or Q5_K row: the scale and
+// min unpacking in Go, the values by asm called with the block at byte off.
+func kBlocks(src []byte, n int, dst []float32, size, off int, asm func(blk *byte, f *float32, dst *float32)) {
+	var f [16]float32
+	for b := 0; b < n/256; b++ {
+		blk := src[size*b : size*b+size]
+		d, dmin := f16(blk), f16(blk[2:])
+		for j := 0; j < 8; j++ {
+			f[2*j], f[2*j+1] = scaleMinK4f(blk[4:16], j, d, dmin)
+		}
+		out := dst[256*b : 256*b+256]
+		asm(&blk[off], &f[0], &out[0])
+	}
+}
+
 // rowDecodersAVX2 decode n values of a row into contiguous float32, bit for
 // bit like the portable decoders (the tests compare them with
 // gguf.Dequantize). The per-block scale unpacking of the K types stays in
@@ -61,18 +79,8 @@ var rowDecodersAVX2 = map[gguf.Type]func(src []byte, n int, dst []float32){
 		_, _ = src[34*nb-1], dst[32*nb-1]
 		decodeQ8_0AVX2(&src[0], nb, &dst[0])
 	},
-	gguf.TypeQ4_K: func(src []byte, n int, dst []float32) {
-		var f [16]float32
-		for b := 0; b < n/256; b++ {
-			blk := src[144*b : 144*b+144]
-			d, dmin := f16(blk), f16(blk[2:])
-			for j := 0; j < 8; j++ {
-				f[2*j], f[2*j+1] = scaleMinK4f(blk[4:16], j, d, dmin)
-			}
-			out := dst[256*b : 256*b+256]
-			decodeQ4KAVX2(&blk[16], &f[0], &out[0])
-		}
-	},
+	gguf.TypeQ4_K:   func(src []byte, n int, dst []float32) { kBlocks(src, n, dst, 144, 16, decodeQ4KAVX2) },
+	gguf.TypeQ5_K:   func(src []byte, n int, dst []float32) { kBlocks(src, n, dst, 176, 0, decodeQ5KAVX2) },
 	gguf.TypeQ4_0:   func(src []byte, n int, dst []float32) { nib4Blocks(src, n, dst, &q4Codes) },
 	gguf.TypeIQ4_NL: func(src []byte, n int, dst []float32) { nib4Blocks(src, n, dst, &iq4Codes) },
 	gguf.TypeIQ4_XS: func(src []byte, n int, dst []float32) {

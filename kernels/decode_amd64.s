@@ -210,3 +210,62 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+DATA dq5<>+0(SB)/4, $1
+DATA dq5<>+4(SB)/4, $2
+GLOBL dq5<>(SB), RODATA|NOPTR, $8
+
+// Q5 step: like NIB, with the fifth bits from the qh bytes at off(BX),
+// shifted right by X8 (2c): bit 0 goes to the low value, bit 1 to the high.
+#define NIB5(off, lo, hi) \
+	VPMOVZXBD off(SI), Y1 \
+	VPMOVZXBD off(BX), Y5 \
+	VPSRLD X8, Y5, Y5 \
+	VPAND Y15, Y1, Y2 \
+	VPSRLD $4, Y1, Y1 \
+	VPAND Y10, Y5, Y6 \
+	VPSLLD $4, Y6, Y6 \
+	VPOR Y6, Y2, Y2 \
+	VPAND Y9, Y5, Y6 \
+	VPSLLD $3, Y6, Y6 \
+	VPOR Y6, Y1, Y1 \
+	VCVTDQ2PS Y2, Y2 \
+	VCVTDQ2PS Y1, Y1 \
+	VMULPS Y11, Y2, Y2 \
+	VSUBPS Y12, Y2, Y2 \
+	VMULPS Y13, Y1, Y1 \
+	VSUBPS Y14, Y1, Y1 \
+	VMOVUPS Y2, lo(DI) \
+	VMOVUPS Y1, hi(DI)
+
+// func decodeQ5KAVX2(blk *byte, f *float32, dst *float32)
+// One Q5_K super-block; f as for decodeQ4KAVX2.
+TEXT ·decodeQ5KAVX2(SB), NOSPLIT, $0-24
+	MOVQ blk+0(FP), SI
+	MOVQ f+8(FP), DX
+	MOVQ dst+16(FP), DI
+	LEAQ 16(SI), BX
+	ADDQ $48, SI
+	VPBROADCASTD dq<>+0(SB), Y15
+	VPBROADCASTD dq5<>+0(SB), Y10
+	VPBROADCASTD dq5<>+4(SB), Y9
+	XORQ AX, AX
+	MOVQ $4, CX
+chunk:
+	MOVQ AX, X8
+	VBROADCASTSS 0(DX), Y11
+	VBROADCASTSS 4(DX), Y12
+	VBROADCASTSS 8(DX), Y13
+	VBROADCASTSS 12(DX), Y14
+	NIB5(0, 0, 128)
+	NIB5(8, 32, 160)
+	NIB5(16, 64, 192)
+	NIB5(24, 96, 224)
+	ADDQ $2, AX
+	ADDQ $32, SI
+	ADDQ $16, DX
+	ADDQ $256, DI
+	DECQ CX
+	JNZ  chunk
+	VZEROUPPER
+	RET

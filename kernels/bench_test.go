@@ -128,3 +128,42 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkElementwise reports ns per value of the elementwise operations
+// on a 1024×2048 activation, to set against the GEMMs around them (a
+// 2048-wide projection costs 4096 flops per value of its output).
+func BenchmarkElementwise(b *testing.B) {
+	saved := Active()
+	defer Use(saved)
+	rng := rand.New(rand.NewPCG(3, 3))
+	const rows, dim = 1024, 2048
+	x, y, w := randVec(rows*dim, rng), randVec(rows*dim, rng), randVec(dim, rng)
+	dst := make([]float32, rows*dim)
+	cs, sn := randVec(rows*64, rng), randVec(rows*64, rng)
+	ops := []struct {
+		name string
+		fn   func()
+	}{
+		{"RMSNorm", func() { RMSNorm(dst, x, w, dim, 1e-6) }},
+		{"LayerNorm", func() { LayerNorm(dst, x, w, w, dim, 1e-6) }},
+		{"RoPE", func() { RoPE(dst, rows, dim/128, 128, cs, sn) }},
+		{"Add", func() { Add(dst, x, y) }},
+		{"SwiGLU", func() { SwiGLU(dst, x, y) }},
+		{"GELU", func() { copy(dst, x); GELU(dst) }},
+		{"QuickGELU", func() { copy(dst, x); QuickGELU(dst) }},
+	}
+	for _, tier := range Available() {
+		if tier == TierReference {
+			continue
+		}
+		Use(tier)
+		for _, op := range ops {
+			b.Run(fmt.Sprintf("%s/%s", tier, op.name), func(b *testing.B) {
+				for b.Loop() {
+					op.fn()
+				}
+				b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(b.N)/(rows*dim), "ns/value")
+			})
+		}
+	}
+}

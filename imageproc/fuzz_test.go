@@ -25,7 +25,7 @@ func FuzzDecode(f *testing.F) {
 		encodePNG(f, small), encodePNG(f, gray16), encodePNG(f, pal),
 		jpg, withEXIFOrientation(jpg, 8), gifWithTransparentColour(f),
 		bb.Bytes(), tb.Bytes(), pngHeaderOnly(3, 3),
-		[]byte("RIFF\x20\x00\x00\x00WEBPVP8L\x10\x00\x00\x00\x2f\x00\x00\x00\x00"),
+		riffWebP(riffChunk("VP8L", vp8lPixel(1, 2, 3, 4))), animatedWebP(2), faxTIFF(1),
 		[]byte("GIF89a\x01\x00\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x02\x00\x02\x00\x40\x02\x02\x44\x01\x00;"),
 	} {
 		f.Add(seed, false)

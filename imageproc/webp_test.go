@@ -2,6 +2,8 @@ package imageproc
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
 	"image"
 	"math/rand/v2"
 	"testing"
@@ -92,5 +94,91 @@ func TestWebPYUVToRGB(t *testing.T) {
 		if int(r) != c.r || int(g) != c.g || int(b) != c.b {
 			t.Errorf("yuv %d %d %d: rgb %d %d %d, want %d %d %d", c.y, c.u, c.v, r, g, b, c.r, c.g, c.b)
 		}
+	}
+}
+
+// vp8lPixel is a lossless WebP bitstream of a single pixel: no transforms,
+// no colour cache, and five one-symbol prefix codes, so the pixel itself
+// takes no bits.
+func vp8lPixel(r, g, b, a uint8) []byte {
+	var out []byte
+	var acc uint64
+	n := 0
+	put := func(v uint64, bits int) {
+		acc |= v << n
+		n += bits
+		for n >= 8 {
+			out = append(out, byte(acc))
+			acc >>= 8
+			n -= 8
+		}
+	}
+	put(0x2f, 8)                              // signature
+	put(0, 14)                                // width - 1
+	put(0, 14)                                // height - 1
+	put(1, 1)                                 // alpha used
+	put(0, 3)                                 // version
+	put(0, 1)                                 // no transform
+	put(0, 1)                                 // no colour cache
+	put(0, 1)                                 // no meta prefix codes
+	for _, sym := range []uint8{g, r, b, a} { // green, red, blue, alpha
+		put(1, 1) // simple code
+		put(0, 1) // one symbol
+		put(1, 1) // 8-bit symbol
+		put(uint64(sym), 8)
+	}
+	put(1, 1) // distance: simple code
+	put(0, 1) // one symbol
+	put(0, 1) // 1-bit symbol
+	put(0, 1) // symbol 0
+	put(0, 7) // flush
+	return out
+}
+
+func riffChunk(fourcc string, payload []byte) []byte {
+	b := append([]byte(fourcc), 0, 0, 0, 0)
+	binary.LittleEndian.PutUint32(b[4:], uint32(len(payload)))
+	b = append(b, payload...)
+	if len(payload)%2 == 1 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+func riffWebP(chunks ...[]byte) []byte {
+	b := []byte("RIFF\x00\x00\x00\x00WEBP")
+	for _, c := range chunks {
+		b = append(b, c...)
+	}
+	binary.LittleEndian.PutUint32(b[4:], uint32(len(b)-8))
+	return b
+}
+
+// animatedWebP is a 3x2 canvas whose first frame is one pixel at (x, 0).
+func animatedWebP(x int) []byte {
+	vp8x := []byte{1<<1 | 1<<4, 0, 0, 0, 2, 0, 0, 1, 0, 0} // animation, alpha; 3x2
+	anmf := []byte{byte(x / 2), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 100, 0, 0, 0}
+	anmf = append(anmf, riffChunk("VP8L", vp8lPixel(200, 100, 50, 7))...)
+	return riffWebP(riffChunk("VP8X", vp8x), riffChunk("ANIM", make([]byte, 6)), riffChunk("ANMF", anmf),
+		riffChunk("ANMF", anmf))
+}
+
+func TestDecodeWebPLossless(t *testing.T) {
+	img := mustDecode(t, riffWebP(riffChunk("VP8L", vp8lPixel(200, 100, 50, 7))))
+	wantPixels(t, img, [3]uint8{200, 100, 50})
+}
+
+// TestDecodeWebPAnimated checks the first frame rendered as libwebp's
+// animation decoder does: transparent black canvas (black once alpha is
+// dropped) with the frame at its offset.
+func TestDecodeWebPAnimated(t *testing.T) {
+	img := mustDecode(t, animatedWebP(2))
+	if img.Width != 3 || img.Height != 2 {
+		t.Fatalf("%dx%d, want the 3x2 canvas", img.Width, img.Height)
+	}
+	black := [3]uint8{}
+	wantPixels(t, img, black, black, [3]uint8{200, 100, 50}, black, black, black)
+	if _, err := Decode(animatedWebP(4), DecodeOptions{}); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("frame outside the canvas: %v, want ErrCorrupt", err)
 	}
 }

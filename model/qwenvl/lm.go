@@ -41,9 +41,6 @@ func loadText(f *gguf.File) (*textModel, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.Arch != "qwen2vl" {
-		return nil, fmt.Errorf("architecture %q is not a Qwen2-VL language model (want qwen2vl)", c.Arch)
-	}
 	lm := &textModel{
 		arch: c.Arch, hidden: c.EmbeddingLength, nHead: c.HeadCount, nKV: c.HeadCountKV,
 		headDim: c.KeyLength, ffn: c.FeedForwardLength, ctx: c.ContextLength,
@@ -197,6 +194,7 @@ func (m *Model) ForwardBatch(seqs []Sequence) ([][]float32, error) {
 // merged grid.
 type placedImage struct {
 	ImageEmbedding
+	index      int // in the caller's list
 	lt, lh, lw int
 }
 
@@ -212,7 +210,7 @@ func (m *Model) placeImages(ids []int32, images []ImageEmbedding) ([]placedImage
 			im.GridT > len(ids) || im.GridH > ms*len(ids) || im.GridW > ms*len(ids) {
 			return nil, fmt.Errorf("image %d: bad grid %dx%dx%d", i, im.GridT, im.GridH, im.GridW)
 		}
-		p := placedImage{ImageEmbedding: im, lt: im.GridT, lh: im.GridH / ms, lw: im.GridW / ms}
+		p := placedImage{ImageEmbedding: im, index: i, lt: im.GridT, lh: im.GridH / ms, lw: im.GridW / ms}
 		nt := p.tokens()
 		if len(im.Rows) != nt*m.lm.hidden {
 			return nil, fmt.Errorf("image %d: %d values, want %d rows of %d", i, len(im.Rows), nt, m.lm.hidden)
@@ -224,29 +222,28 @@ func (m *Model) placeImages(ids []int32, images []ImageEmbedding) ([]placedImage
 	}
 	sort.SliceStable(out, func(a, b int) bool { return out[a].First < out[b].First })
 	next := 0
-	for i, p := range out {
+	for _, p := range out {
 		if p.First < next {
 			return nil, fmt.Errorf("images overlap at token %d", p.First)
 		}
-		if m.imagePad >= 0 {
-			for j := next; j < p.First; j++ {
-				if ids[j] == m.imagePad {
-					return nil, fmt.Errorf("token %d is <|image_pad|> but no image covers it", j)
-				}
-			}
-			for j := p.First; j < p.First+p.tokens(); j++ {
-				if ids[j] != m.imagePad {
-					return nil, fmt.Errorf("image %d covers token %d (id %d), which is not <|image_pad|>", i, j, ids[j])
-				}
-			}
-		}
 		next = p.First + p.tokens()
 	}
-	if m.imagePad >= 0 {
-		for j := next; j < len(ids); j++ {
-			if ids[j] == m.imagePad {
-				return nil, fmt.Errorf("token %d is <|image_pad|> but no image covers it", j)
-			}
+	if m.imagePad < 0 {
+		return out, nil
+	}
+	// Placeholders and image rows must coincide exactly, as the reference's
+	// masked scatter requires.
+	k := 0
+	for j, id := range ids {
+		for k < len(out) && j >= out[k].First+out[k].tokens() {
+			k++
+		}
+		inImage := k < len(out) && j >= out[k].First
+		switch {
+		case inImage && id != m.imagePad:
+			return nil, fmt.Errorf("image %d covers token %d (id %d), which is not <|image_pad|>", out[k].index, j, id)
+		case !inImage && id == m.imagePad:
+			return nil, fmt.Errorf("token %d is <|image_pad|> but no image covers it", j)
 		}
 	}
 	return out, nil

@@ -193,7 +193,7 @@ func TestLoadErrors(t *testing.T) {
 		{"LM missing tensor", rewriteGGUF(t, lm, nil, drop("blk.1.ffn_up.weight")), "", `"blk.1.ffn_up.weight" is missing`},
 		{"vision shape", lm, rewriteGGUF(t, mm, nil, reshape("v.blk.2.ffn_down.weight", 64, 16)), `"v.blk.2.ffn_down.weight" has shape`},
 		{"vision missing", lm, rewriteGGUF(t, mm, nil, drop("v.patch_embd.weight.1")), `"v.patch_embd.weight.1" is missing`},
-		{"no window pattern", lm, rewriteGGUF(t, mm, map[string]any{"clip.vision.n_wa_pattern": nil}, nil), "n_wa_pattern"},
+		{"zero window pattern", lm, rewriteGGUF(t, mm, map[string]any{"clip.vision.n_wa_pattern": uint32(0)}, nil), "n_wa_pattern"},
 		{"projector", lm, rewriteGGUF(t, mm, map[string]any{"clip.projector_type": "mlp"}, nil), "projector"},
 	}
 	for _, c := range cases {
@@ -205,6 +205,22 @@ func TestLoadErrors(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err = %v, want it to mention %s", c.name, err, c.want)
+		}
+	}
+}
+
+// TestDefaultWindowPattern loads an mmproj written before n_wa_pattern
+// existed: Qwen2.5-VL's period of 8 applies.
+func TestDefaultWindowPattern(t *testing.T) {
+	lm, mm := synthFiles(t, "tiny", nil)
+	m, err := Load(lm, rewriteGGUF(t, mm, map[string]any{"clip.vision.n_wa_pattern": nil}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for i, b := range m.vis.blocks {
+		if b.fullAttn != ((i+1)%8 == 0) {
+			t.Errorf("block %d: full attention %v", i, b.fullAttn)
 		}
 	}
 }

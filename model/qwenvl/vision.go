@@ -1,7 +1,9 @@
 package qwenvl
 
 import (
+	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 
 	"github.com/vembed/vembed/gguf"
@@ -12,6 +14,9 @@ import (
 const (
 	visionRopeTheta = 10000 // 2-D rotary base
 	windowPixels    = 112   // Qwen2.5-VL attention window side, in pixels
+	// defaultWAPattern places full attention in every 8th block (7, 15, 23,
+	// 31) when an mmproj does not record n_wa_pattern.
+	defaultWAPattern = 8
 )
 
 // visionModel is the ViT of an mmproj GGUF with its patch merger.
@@ -85,8 +90,14 @@ func loadVision(f *gguf.File) (*visionModel, error) {
 	}
 	if vm.windowed {
 		unit := vm.patchSize * vm.mergeSize
+		if _, err := f.Uint("clip.vision.n_wa_pattern"); errors.Is(err, gguf.ErrKeyNotFound) {
+			// Converters before the key existed: every Qwen2.5-VL size has
+			// full attention in blocks 7, 15, 23, 31.
+			c.WAPattern = defaultWAPattern
+			slog.Warn("mmproj lacks clip.vision.n_wa_pattern; assuming Qwen2.5-VL's full attention every 8 blocks")
+		}
 		if c.WAPattern <= 0 {
-			return nil, fmt.Errorf("metadata: clip.vision.n_wa_pattern is missing; Qwen2.5-VL needs it to place its full-attention blocks")
+			return nil, fmt.Errorf("metadata: clip.vision.n_wa_pattern = %d; Qwen2.5-VL needs a positive block period for its full-attention blocks", c.WAPattern)
 		}
 		if windowPixels%unit != 0 {
 			return nil, fmt.Errorf("metadata: the %d px attention window is not a whole number of %d px merge units", windowPixels, unit)

@@ -118,14 +118,18 @@ func SmallVocab(nMerges, size int) (*Vocab, error) {
 		tokens = append(tokens, fmt.Sprintf("[PAD%d]", id))
 		types[id] = TokenUnused
 	}
-	return &Vocab{
+	v := &Vocab{
 		Tokens: tokens,
 		Types:  types,
 		Merges: merges,
 		BOS:    uint32(first),
 		EOS:    uint32(first + 2),
 		PAD:    uint32(first),
-	}, nil
+	}
+	if err := v.Check(); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // trained caches learnMerges on the sample text by merge count: training

@@ -58,9 +58,12 @@ func (m *Model) encode(imgs []ImageInput, tr *Trace) ([][]float32, error) {
 	n, W, u2 := lay.n, vm.width, vm.mergeSize*vm.mergeSize
 
 	// Patch embedding: one product over every image's patch rows.
-	p := make([]float32, 0, n*vm.patchVals)
-	for _, im := range imgs {
-		p = append(p, im.Patches...)
+	p := imgs[0].Patches
+	if len(imgs) > 1 {
+		p = make([]float32, 0, n*vm.patchVals)
+		for _, im := range imgs {
+			p = append(p, im.Patches...)
+		}
 	}
 	emb := make([]float32, n*W)
 	kernels.MatMul(emb, p, n, vm.patch, nil)
@@ -111,7 +114,8 @@ type visionLayout struct {
 func (l *visionLayout) split(rows []float32, rowLen int) [][]float32 {
 	out := make([][]float32, len(l.first)-1)
 	for i := range out {
-		out[i] = rows[l.first[i]*rowLen : l.first[i+1]*rowLen]
+		lo, hi := l.first[i]*rowLen, l.first[i+1]*rowLen
+		out[i] = rows[lo:hi:hi]
 	}
 	return out
 }

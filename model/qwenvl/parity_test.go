@@ -123,3 +123,50 @@ func checkPositions(t *testing.T, m *Model, c *fixtureCase) {
 		}
 	}
 }
+
+// TestFixtureParityPacked runs every case in one ForwardBatch pass, with
+// all their images in one EncodeImages pass, as a busy engine would: each
+// case's hidden states must still match the reference.
+func TestFixtureParityPacked(t *testing.T) {
+	dir, ix := modelFixtures(t)
+	m, err := Load(filepath.Join(dir, ix.LM), filepath.Join(dir, ix.MMProj))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var cases []*fixtureCase
+	var inputs []ImageInput
+	for _, ic := range ix.Cases {
+		c := &fixtureCase{}
+		cdir := filepath.Join(dir, ic.Dir)
+		readJSON(t, filepath.Join(cdir, "case.json"), c)
+		for _, im := range c.Images {
+			inputs = append(inputs, ImageInput{Patches: readF32(t, cdir, im.Patches), GridT: im.GridTHW[0], GridH: im.GridTHW[1], GridW: im.GridTHW[2]})
+		}
+		cases = append(cases, c)
+	}
+	rows, err := m.EncodeImages(inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []Sequence
+	next := 0
+	for _, c := range cases {
+		sq := Sequence{IDs: c.TokenIDs}
+		for k, im := range c.Images {
+			sq.Images = append(sq.Images, ImageEmbedding{Rows: rows[next], First: c.ImageTokenRanges[k][0], GridT: im.GridTHW[0], GridH: im.GridTHW[1], GridW: im.GridTHW[2]})
+			next++
+		}
+		seqs = append(seqs, sq)
+	}
+	hidden, err := m.ForwardBatch(seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cases {
+		want := readF32(t, filepath.Join(dir, ix.Cases[i].Dir), c.Hidden)
+		if hc, hr := rowStats(t, hidden[i], want, m.Info().Hidden); hc < rowCosTol || hr > rowRelTol {
+			t.Errorf("%s packed: hidden worst row cos %.9f rel %.3g", c.ID, hc, hr)
+		}
+	}
+}

@@ -29,27 +29,38 @@ func init() {
 // end-to-end figures when a model benchmark ran.
 type benchReport struct {
 	Threads   int                `json:"threads"`
-	Peak      map[string]float64 `json:"peak_gflops"` // by thread count
+	Peak      map[string]float64 `json:"peak_gflops"` // wall clock, by thread count
+	CorePeak  float64            `json:"core_peak_gflops_per_cpu_second"`
 	GEMM      []gemmFigure       `json:"gemm"`
 	Attention []attnFigure       `json:"attention,omitempty"`
 	Model     []modelFigure      `json:"model,omitempty"`
 }
 
+// figures are the measured values of one benchmark: wall-clock GFLOPS over
+// all threads, and the percentages of peak explained at measurer.
+type figures struct {
+	GFLOPS      float64 `json:"gflops"`
+	PctPeakCPU  float64 `json:"pct_peak_cpu"`
+	PctPeakWall float64 `json:"pct_peak_wall"`
+}
+
+func toFigures(f benchFigure) figures {
+	return figures{round1(f.gflops), round1(f.pctPeakCPU), round1(f.pctPeakWall)}
+}
+
 type gemmFigure struct {
-	Tier    string  `json:"tier"`
-	Type    string  `json:"type"`
-	M       int     `json:"m"`
-	K       int     `json:"k"`
-	N       int     `json:"n"`
-	GFLOPS  float64 `json:"gflops"`
-	PctPeak float64 `json:"pct_peak"`
+	Tier string `json:"tier"`
+	Type string `json:"type"`
+	M    int    `json:"m"`
+	K    int    `json:"k"`
+	N    int    `json:"n"`
+	figures
 }
 
 type attnFigure struct {
-	Tier    string  `json:"tier"`
-	Case    string  `json:"case"`
-	GFLOPS  float64 `json:"gflops"`
-	PctPeak float64 `json:"pct_peak"`
+	Tier string `json:"tier"`
+	Case string `json:"case"`
+	figures
 }
 
 // modelFigure is one end-to-end measurement: a throughput or a latency of
@@ -106,6 +117,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		rep.Peak[strconv.Itoa(th)] = round1(p)
 	}
 	m := measurer{threads: threads, dur: *dur, rounds: *rounds}
+	m.measureCorePeak()
+	rep.CorePeak = round1(m.corePeak)
 
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, tier := range tiers {
@@ -121,8 +134,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 				x := randFloats(rows**k, rng)
 				dst := make([]float32, rows**n)
 				flops := 2 * float64(rows) * float64(*k) * float64(*n)
-				g, pct := m.measure(flops, func() { kernels.MatMul(dst, x, rows, w, nil) })
-				rep.GEMM = append(rep.GEMM, gemmFigure{string(tier), typ.String(), rows, *k, *n, round1(g), round1(pct)})
+				f := m.measure(flops, func() { kernels.MatMul(dst, x, rows, w, nil) })
+				rep.GEMM = append(rep.GEMM, gemmFigure{string(tier), typ.String(), rows, *k, *n, toFigures(f)})
 			}
 		}
 		for _, c := range attnCases(*attnTok) {
@@ -131,10 +144,10 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			v := randFloats(c.nTok*c.nKV*c.hd, rng)
 			out := make([]float32, len(q))
 			flops := 4 * float64(c.hd*c.nHead) * c.pairs()
-			g, pct := m.measure(flops, func() {
+			f := m.measure(flops, func() {
 				kernels.Attention(out, q, kk, v, c.nTok, c.nHead, c.nKV, c.hd, 0.1, c.mask)
 			})
-			rep.Attention = append(rep.Attention, attnFigure{string(tier), c.name, round1(g), round1(pct)})
+			rep.Attention = append(rep.Attention, attnFigure{string(tier), c.name, toFigures(f)})
 		}
 	}
 	if *withModel {
@@ -158,36 +171,68 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
-// measurer times a workload in rounds, each bracketed by FMA peak probes on
-// the same threads, and reports medians. The machine may be shared: the
-// ratio of a round to the probes around it is far steadier than either
-// figure alone.
+// measurer times a workload in rounds and reports medians. The machine may
+// be shared, so two percentages of peak are kept. The wall-clock one divides
+// a round's GFLOPS by the mean of FMA peak probes run on the same threads
+// just before and after it. The CPU-time one divides flops by the CPU time
+// the process got during the round and compares that with the per-core
+// peak measured the same way: it is the efficiency of the code while it
+// runs, unaffected by other processes taking turns on the cores (but blind
+// to time a worker spends waiting for the others).
 type measurer struct {
 	threads, rounds int
 	dur             time.Duration
+	corePeak        float64 // GFLOPS per CPU-second of one FMA probe thread; 0 if unknown
 }
 
-// measure returns the median GFLOPS of fn (flops per call) and the median
-// percentage of the bracketing peak (0 when there is no probe).
-func (m measurer) measure(flops float64, fn func()) (gflops, pct float64) {
+// measureCorePeak sets corePeak from a few single-thread probes.
+func (m *measurer) measureCorePeak() {
+	for r := 0; r < 3; r++ {
+		c0, ok := processCPU()
+		t0 := time.Now()
+		g, probed := kernels.FMAPeak(1, m.dur/2)
+		wall := time.Since(t0).Seconds()
+		c1, _ := processCPU()
+		if !ok || !probed || c1 <= c0 {
+			return
+		}
+		m.corePeak = max(m.corePeak, g*wall/(c1-c0).Seconds())
+	}
+}
+
+// benchFigure is what measure returns: medians over the rounds.
+type benchFigure struct {
+	gflops      float64 // wall clock, all threads
+	pctPeakCPU  float64 // per CPU-second against corePeak
+	pctPeakWall float64 // against the bracketing probes
+}
+
+// measure times fn, which performs flops floating-point operations a call.
+func (m measurer) measure(flops float64, fn func()) benchFigure {
 	fn() // warm caches and scratch buffers
-	var gs, ps []float64
+	var gs, pc, pw []float64
 	for r := 0; r < m.rounds; r++ {
 		before, ok := kernels.FMAPeak(m.threads, m.dur/4)
+		c0, cpuOK := processCPU()
 		start := time.Now()
 		calls := 0
 		for calls == 0 || time.Since(start) < m.dur {
 			fn()
 			calls++
 		}
-		g := flops * float64(calls) / time.Since(start).Seconds() / 1e9
+		wall := time.Since(start).Seconds()
+		c1, _ := processCPU()
 		after, _ := kernels.FMAPeak(m.threads, m.dur/4)
+		g := flops * float64(calls) / wall / 1e9
 		gs = append(gs, g)
 		if ok {
-			ps = append(ps, 100*g/((before+after)/2))
+			pw = append(pw, 100*g/((before+after)/2))
+		}
+		if cpuOK && m.corePeak > 0 && c1 > c0 {
+			pc = append(pc, 100*flops*float64(calls)/(c1-c0).Seconds()/1e9/m.corePeak)
 		}
 	}
-	return median(gs), median(ps)
+	return benchFigure{median(gs), median(pc), median(pw)}
 }
 
 func median(v []float64) float64 {
@@ -323,18 +368,20 @@ func printBenchTables(w io.Writer, rep *benchReport) {
 	for _, th := range slices.Sorted(maps.Keys(rep.Peak)) {
 		fmt.Fprintf(w, " %s thread(s) %.1f;", th, rep.Peak[th])
 	}
-	fmt.Fprintf(w, " kernels use %d thread(s)\n\n", rep.Threads)
+	fmt.Fprintf(w, " per CPU-second of one core %.1f; kernels use %d thread(s)\n", rep.CorePeak, rep.Threads)
+	fmt.Fprintln(w, "% peak (cpu): GFLOPS per CPU-second used over the per-core peak; % peak (wall): wall GFLOPS over the peak probes around it")
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "tier\ttype\tM\tK\tN\tGFLOPS\t% peak\t")
+	fmt.Fprintln(tw, "tier\ttype\tM\tK\tN\tGFLOPS\t% peak (cpu)\t% peak (wall)\t")
 	for _, g := range rep.GEMM {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.1f\t%.1f\t\n", g.Tier, g.Type, g.M, g.K, g.N, g.GFLOPS, g.PctPeak)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t\n", g.Tier, g.Type, g.M, g.K, g.N, g.GFLOPS, g.PctPeakCPU, g.PctPeakWall)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "tier\tattention\tGFLOPS\t% peak\t")
+	fmt.Fprintln(tw, "tier\tattention\tGFLOPS\t% peak (cpu)\t% peak (wall)\t")
 	for _, a := range rep.Attention {
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t\n", a.Tier, a.Case, a.GFLOPS, a.PctPeak)
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%.1f\t\n", a.Tier, a.Case, a.GFLOPS, a.PctPeakCPU, a.PctPeakWall)
 	}
 	tw.Flush()
 	if len(rep.Model) > 0 {

@@ -21,6 +21,12 @@ var (
 	clipStd  = [3]float32{0.26862954, 0.26130258, 0.27577711}
 )
 
+// MaxPixelsLimit is the largest pixel budget a Config may ask for: Qwen2-VL's
+// own largest max_pixels (3584^2, about 12.8 MP), which already means 77
+// million float32 values of patches. It keeps a request-supplied budget from
+// sizing an allocation.
+const MaxPixelsLimit = 3584 * 3584
+
 // JinaV4Config is jina-embeddings-v4's preprocessing: 14-pixel patches,
 // 2x2 merge, 2 frames per patch, CLIP mean/std, 3136..602112 pixels.
 func JinaV4Config() Config {
@@ -42,6 +48,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("imageproc: config: patch %d, merge %d, temporal %d out of range", c.PatchSize, c.MergeSize, c.TemporalPatchSize)
 	case c.MaxPixels <= 0 || c.MinPixels < 0 || c.MinPixels > c.MaxPixels:
 		return fmt.Errorf("imageproc: config: pixel range [%d, %d] invalid", c.MinPixels, c.MaxPixels)
+	case c.MaxPixels > MaxPixelsLimit:
+		return fmt.Errorf("imageproc: config: max pixels %d exceeds %d", c.MaxPixels, MaxPixelsLimit)
 	}
 	for i, s := range c.Std {
 		if s == 0 {

@@ -71,6 +71,7 @@ func TestConfigValidation(t *testing.T) {
 		func(c *Config) { c.MaxPixels = 0 },
 		func(c *Config) { c.MinPixels = c.MaxPixels + 1 },
 		func(c *Config) { c.Std[1] = 0 },
+		func(c *Config) { c.MaxPixels = MaxPixelsLimit + 1 },
 	}
 	img := NewImage(56, 56)
 	for i, f := range bad {

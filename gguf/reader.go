@@ -63,6 +63,9 @@ func (t *Tensor) Dim(i int) int64 {
 
 // Float32s returns a dequantized copy of the tensor's values in memory order.
 func (t *Tensor) Float32s() ([]float32, error) {
+	if !CanDequantize(t.Type) {
+		return nil, fmt.Errorf("gguf: tensor %q: dequantize: type %s not supported", t.Name, t.Type)
+	}
 	n := t.NumElements()
 	if n > math.MaxInt/4 {
 		return nil, fmt.Errorf("gguf: tensor %q: %d elements do not fit in memory", t.Name, n)

@@ -165,3 +165,87 @@ func idctIslow(in *[64]int16, q *[64]int32, dst []uint8, stride int) {
 		out[4] = idctClamp[int((tmp13-t0+rnd)>>sh)&1023]
 	}
 }
+
+// low4x4 marks the natural positions outside the top-left 4x4 corner.
+const low4x4 uint64 = ^uint64(0x0F0F0F0F)
+
+// idctIslowLow4 is idctIslow for blocks whose non-zero coefficients all lie
+// in the top-left 4x4 corner (mask&low4x4 == 0), common after
+// quantization. It is the same integer arithmetic with the terms that are
+// zero left out, so its results are identical.
+func idctIslowLow4(in *[64]int16, q *[64]int32, dst []uint8, stride int) {
+	var ws [32]int32 // columns 0..3 of the workspace; columns 4..7 are zero
+	for c := 0; c < 4; c++ {
+		if in[8+c] == 0 && in[16+c] == 0 && in[24+c] == 0 {
+			dc := int32(in[c]) * q[c] << pass1Bits
+			for r := 0; r < 8; r++ {
+				ws[r*4+c] = dc
+			}
+			continue
+		}
+		z2 := int(int32(in[16+c]) * q[16+c])
+		z1 := z2 * fix0541196100
+		tmp2 := z1
+		tmp3 := z1 + z2*fix0765366865
+		tmp0 := int(int32(in[c])*q[c]) << constBits
+		tmp10, tmp13 := tmp0+tmp3, tmp0-tmp3
+		tmp11, tmp12 := tmp0+tmp2, tmp0-tmp2
+		t2 := int(int32(in[24+c]) * q[24+c])
+		t3 := int(int32(in[8+c]) * q[8+c])
+		z5 := (t2 + t3) * fix1175875602
+		z3 := t2*-fix1961570560 + z5
+		z4 := t3*-fix0390180644 + z5
+		z1 = t3 * -fix0899976223
+		z2 = t2 * -fix2562915447
+		o0 := z1 + z3
+		o1 := z2 + z4
+		o2 := t2*fix3072711026 + z2 + z3
+		o3 := t3*fix1501321110 + z1 + z4
+		const sh = constBits - pass1Bits
+		const rnd = 1 << (sh - 1)
+		ws[0*4+c] = int32((tmp10 + o3 + rnd) >> sh)
+		ws[7*4+c] = int32((tmp10 - o3 + rnd) >> sh)
+		ws[1*4+c] = int32((tmp11 + o2 + rnd) >> sh)
+		ws[6*4+c] = int32((tmp11 - o2 + rnd) >> sh)
+		ws[2*4+c] = int32((tmp12 + o1 + rnd) >> sh)
+		ws[5*4+c] = int32((tmp12 - o1 + rnd) >> sh)
+		ws[3*4+c] = int32((tmp13 + o0 + rnd) >> sh)
+		ws[4*4+c] = int32((tmp13 - o0 + rnd) >> sh)
+	}
+	for r := 0; r < 8; r++ {
+		w := ws[r*4 : r*4+4 : r*4+4]
+		out := dst[r*stride : r*stride+8 : r*stride+8]
+		if w[1] == 0 && w[2] == 0 && w[3] == 0 {
+			v := idctClamp[int((int(w[0])+(1<<(pass1Bits+2)))>>(pass1Bits+3))&1023]
+			out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7] = v, v, v, v, v, v, v, v
+			continue
+		}
+		z2 := int(w[2])
+		z1 := z2 * fix0541196100
+		tmp2 := z1
+		tmp3 := z1 + z2*fix0765366865
+		tmp0 := int(w[0]) << constBits
+		tmp10, tmp13 := tmp0+tmp3, tmp0-tmp3
+		tmp11, tmp12 := tmp0+tmp2, tmp0-tmp2
+		t2, t3 := int(w[3]), int(w[1])
+		z5 := (t2 + t3) * fix1175875602
+		z3 := t2*-fix1961570560 + z5
+		z4 := t3*-fix0390180644 + z5
+		z1 = t3 * -fix0899976223
+		z2 = t2 * -fix2562915447
+		o0 := z1 + z3
+		o1 := z2 + z4
+		o2 := t2*fix3072711026 + z2 + z3
+		o3 := t3*fix1501321110 + z1 + z4
+		const sh = constBits + pass1Bits + 3
+		const rnd = 1 << (sh - 1)
+		out[0] = idctClamp[int((tmp10+o3+rnd)>>sh)&1023]
+		out[7] = idctClamp[int((tmp10-o3+rnd)>>sh)&1023]
+		out[1] = idctClamp[int((tmp11+o2+rnd)>>sh)&1023]
+		out[6] = idctClamp[int((tmp11-o2+rnd)>>sh)&1023]
+		out[2] = idctClamp[int((tmp12+o1+rnd)>>sh)&1023]
+		out[5] = idctClamp[int((tmp12-o1+rnd)>>sh)&1023]
+		out[3] = idctClamp[int((tmp13+o0+rnd)>>sh)&1023]
+		out[4] = idctClamp[int((tmp13-o0+rnd)>>sh)&1023]
+	}
+}

@@ -163,3 +163,33 @@ func TestFancyUpsampleAgainstFloat(t *testing.T) {
 		}
 	}
 }
+
+// TestIDCTLow4: the 4x4-corner kernel equals the full one bit for bit on
+// blocks whose coefficients lie in the corner, including extreme values.
+func TestIDCTLow4(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var blk [64]int16
+	var q [64]int32
+	full := make([]uint8, 64)
+	low := make([]uint8, 64)
+	for n := 0; n < 20000; n++ {
+		blk = [64]int16{}
+		scale := []int{4, 64, 1024, 32767}[n%4]
+		for i := range q {
+			q[i] = int32(int16(rng.IntN(65536)))
+			if n%2 == 0 {
+				q[i] = int32(1 + rng.IntN(50))
+			}
+		}
+		for k := 0; k < 1+rng.IntN(10); k++ {
+			blk[(rng.IntN(4))*8+rng.IntN(4)] = int16(rng.IntN(2*scale+1) - scale)
+		}
+		idctIslow(&blk, &q, full, 8)
+		idctIslowLow4(&blk, &q, low, 8)
+		for i := range full {
+			if full[i] != low[i] {
+				t.Fatalf("block %d pixel %d: low4 %d, full %d (%v)", n, i, low[i], full[i], blk)
+			}
+		}
+	}
+}

@@ -194,16 +194,19 @@ func (d *decoder) decodeBlock(r *bitReader, s *scanHeader, sc *scanComp, bx, by 
 	c := sc.compInfo
 	if !d.multiScan {
 		*scratch = [64]int16{}
-		ac, err := decodeSequential(r, scratch, d.dc[sc.td], d.ac[sc.ta], &sc.dcPred)
+		nz, err := decodeSequential(r, scratch, d.dc[sc.td], d.ac[sc.ta], &sc.dcPred)
 		if err != nil {
 			return err
 		}
 		stride := c.bw * 8
 		dst := c.plane[by*8*stride+bx*8:]
-		if ac {
-			idctIslow(scratch, &c.q, dst, stride)
-		} else {
+		switch {
+		case nz == 1:
 			idctDCOnly(scratch[0], c.q[0], dst, stride)
+		case nz&low4x4 == 0:
+			idctIslowLow4(scratch, &c.q, dst, stride)
+		default:
+			idctIslow(scratch, &c.q, dst, stride)
 		}
 		return nil
 	}
@@ -251,22 +254,23 @@ func (d *decoder) restart(r *bitReader, s *scanHeader, n int) error {
 }
 
 // decodeSequential decodes a baseline/extended block (DC difference and
-// AC run-lengths) into blk, which must be zero. It reports whether any AC
-// coefficient was coded.
-func decodeSequential(r *bitReader, blk *[64]int16, dct, act *huffTable, pred *int) (bool, error) {
+// AC run-lengths) into blk, which must be zero. It returns the set of
+// natural positions coded (bit i for position i; AC values are never 0),
+// which lets the caller choose a cheaper exact IDCT.
+func decodeSequential(r *bitReader, blk *[64]int16, dct, act *huffTable, pred *int) (uint64, error) {
 	if r.n < 32 {
 		r.fill()
 	}
 	s, err := r.decode(dct)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	diff := extend(r.bits(s), s)
 	// libjpeg keeps the predictor in a C int and stores it as a 16-bit
 	// coefficient; both wrap on absurd input.
 	*pred = int(int32(*pred + diff))
 	blk[0] = int16(*pred)
-	ac := false
+	nz := uint64(1)
 	for k := 1; k < 64; k++ {
 		if r.n < 32 {
 			r.fill()
@@ -276,18 +280,20 @@ func decodeSequential(r *bitReader, blk *[64]int16, dct, act *huffTable, pred *i
 			n := uint(e & 0xFF)
 			r.acc <<= n
 			r.n -= int(n)
-			blk[unzig[k]] = int16(e >> 16)
-			ac = true
+			z := unzig[k]
+			blk[z] = int16(e >> 16)
+			nz |= 1 << z
 			continue
 		}
 		run, size, err := r.runSize(act)
 		if err != nil {
-			return false, err
+			return 0, err
 		}
 		if size != 0 {
 			k += run
-			blk[unzig[k]] = int16(extend(r.bits(size), size))
-			ac = true
+			z := unzig[k]
+			blk[z] = int16(extend(r.bits(size), size))
+			nz |= 1 << z
 		} else {
 			if run != 15 {
 				break
@@ -295,7 +301,7 @@ func decodeSequential(r *bitReader, blk *[64]int16, dct, act *huffTable, pred *i
 			k += 15
 		}
 	}
-	return ac, nil
+	return nz, nil
 }
 
 // decodeDCFirst is the first DC scan of a progressive frame: a Huffman

@@ -249,3 +249,28 @@ func idctIslowLow4(in *[64]int16, q *[64]int32, dst []uint8, stride int) {
 		out[4] = idctClamp[int((tmp13-o0+rnd)>>sh)&1023]
 	}
 }
+
+// idctAny transforms a block whose non-zero positions are not known,
+// picking the cheapest of the exact kernels from its contents.
+func idctAny(in *[64]int16, q *[64]int32, dst []uint8, stride int) {
+	var outer, corner int16
+	for r := 0; r < 4; r++ {
+		row := in[r*8 : r*8+8 : r*8+8]
+		corner |= row[1] | row[2] | row[3]
+		outer |= row[4] | row[5] | row[6] | row[7]
+		if r > 0 {
+			corner |= row[0]
+		}
+	}
+	for _, v := range in[32:] {
+		outer |= v
+	}
+	switch {
+	case outer != 0:
+		idctIslow(in, q, dst, stride)
+	case corner != 0:
+		idctIslowLow4(in, q, dst, stride)
+	default:
+		idctDCOnly(in[0], q[0], dst, stride)
+	}
+}

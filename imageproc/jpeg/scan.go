@@ -67,7 +67,7 @@ func (d *decoder) decodeScans() error {
 		for by := 0; by < c.nbh; by++ {
 			for bx := 0; bx < c.nbw; bx++ {
 				blk := (*[64]int16)(c.coefs[(by*c.bw+bx)*64:])
-				idctIslow(blk, &c.q, c.plane[by*8*stride+bx*8:], stride)
+				idctAny(blk, &c.q, c.plane[by*8*stride+bx*8:], stride)
 			}
 		}
 	}

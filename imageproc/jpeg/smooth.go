@@ -172,7 +172,7 @@ func (d *decoder) smoothComponent(ci int) {
 				num := q00 * int64(weigh(&smoothDC, &reg))
 				ws[0] = int16(estimate(num, q00, 0))
 			}
-			idctIslow(&ws, &c.q, c.plane[by*8*stride+bx*8:], stride)
+			idctAny(&ws, &c.q, c.plane[by*8*stride+bx*8:], stride)
 			for r := range reg {
 				reg[r][0], reg[r][1], reg[r][2], reg[r][3] = reg[r][1], reg[r][2], reg[r][3], reg[r][4]
 			}

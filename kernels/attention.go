@@ -79,21 +79,78 @@ func (at *attnTier) attention(out, q, k, v []float32, nTok, nHead, nKV, headDim 
 	group := nHead / nKV
 	hd := headDim
 	qs, ks := nHead*hd, nKV*hd
-	kPanels := attnBK / gemmNR
 	hdPad := roundUp(hd, gemmNR)
 	ldS := attnBK
-	size := attnBQ*ldS + attnBK*hd + hdPad*attnBK + attnBQ*hd + 2*attnBQ + edgeScratch(max(hd, attnBK))
 
+	// Every key block is packed once per key/value head, before the query
+	// blocks that share it run: keys as panels of hd×gemmNR (zero beyond
+	// the block), values as hdPad/gemmNR panels of nk×gemmNR.
+	kbSize := func(nk int) int { return roundUp(nk, gemmNR)*hd + hdPad*nk }
+	type keyBlock struct{ j0, nk, off int } // head g's panels at off + g·kbSize(nk)
+	var kbs []keyBlock
+	first := make([]int, len(blocks)) // first key block of each query block's segment
+	total := 0
+	for i, b := range blocks {
+		if i > 0 && b.lo == blocks[i-1].lo && b.hi == blocks[i-1].hi {
+			first[i] = first[i-1]
+			continue
+		}
+		first[i] = len(kbs)
+		for j0 := b.lo; j0 < b.hi; j0 += attnBK {
+			nk := min(attnBK, b.hi-j0)
+			kbs = append(kbs, keyBlock{j0, nk, total})
+			total += nKV * kbSize(nk)
+		}
+	}
+	packp := getScratch(total)
+	defer putScratch(packp)
+	packed := *packp
+	parallelFor(len(kbs)*nKV, func(item int) {
+		kb, g := kbs[item/nKV], item%nKV
+		base := packed[kb.off+g*kbSize(kb.nk) : kb.off+(g+1)*kbSize(kb.nk)]
+		kp, vp := base[:roundUp(kb.nk, gemmNR)*hd], base[roundUp(kb.nk, gemmNR)*hd:]
+		for p := 0; p < len(kp)/(gemmNR*hd); p++ {
+			pan := kp[p*gemmNR*hd : (p+1)*gemmNR*hd]
+			for r := 0; r < gemmNR; r++ {
+				j := p*gemmNR + r
+				if at.transpose8 != nil && r%8 == 0 && j+8 <= kb.nk && hd%8 == 0 {
+					at.transpose8(k[(kb.j0+j)*ks+g*hd:], ks, hd/8, pan[r:])
+					r += 7
+					continue
+				}
+				if j >= kb.nk {
+					for d := 0; d < hd; d++ {
+						pan[d*gemmNR+r] = 0
+					}
+					continue
+				}
+				kr := k[(kb.j0+j)*ks+g*hd : (kb.j0+j)*ks+g*hd+hd]
+				for d, kv := range kr {
+					pan[d*gemmNR+r] = kv
+				}
+			}
+		}
+		for p := 0; p < hdPad/gemmNR; p++ {
+			pan := vp[p*gemmNR*kb.nk : (p+1)*gemmNR*kb.nk]
+			c0 := p * gemmNR
+			w := min(gemmNR, hd-c0)
+			for j := 0; j < kb.nk; j++ {
+				src := v[(kb.j0+j)*ks+g*hd+c0:]
+				copy(pan[j*gemmNR:j*gemmNR+w], src[:w])
+				clear(pan[j*gemmNR+w : (j+1)*gemmNR])
+			}
+		}
+	})
+
+	size := attnBQ*ldS + attnBQ*hd + 2*attnBQ + edgeScratch(max(hd, attnBK))
 	parallelFor(len(blocks)*nHead, func(item int) {
-		b, h := blocks[item/nHead], item%nHead
-		g := h / group
+		bi, h := item/nHead, item%nHead
+		b, g := blocks[bi], h/group
 		bufp := getScratch(size)
 		defer putScratch(bufp)
 		buf := *bufp
 		take := func(n int) []float32 { s := buf[:n:n]; buf = buf[n:]; return s }
 		sc := take(attnBQ * ldS)
-		kp := take(attnBK * hd)
-		vp := take(hdPad * attnBK)
 		o := take(attnBQ * hd)
 		mx, l := take(attnBQ), take(attnBQ)
 		edge := buf
@@ -108,30 +165,11 @@ func (at *attnTier) attention(out, q, k, v []float32, nTok, nHead, nKV, headDim 
 		}
 		qb := q[b.q0*qs+h*hd:]
 		for j0 := b.lo; j0 < kEnd; j0 += attnBK {
-			nk := min(attnBK, kEnd-j0)
-			// Keys as kPanels panels of hd×gemmNR, zero beyond nk.
-			for p := 0; p < kPanels; p++ {
-				pan := kp[p*gemmNR*hd : (p+1)*gemmNR*hd]
-				for r := 0; r < gemmNR; r++ {
-					j := p*gemmNR + r
-					if at.transpose8 != nil && r%8 == 0 && j+8 <= nk && hd%8 == 0 {
-						at.transpose8(k[(j0+j)*ks+g*hd:], ks, hd/8, pan[r:])
-						r += 7
-						continue
-					}
-					if j >= nk {
-						for d := 0; d < hd; d++ {
-							pan[d*gemmNR+r] = 0
-						}
-						continue
-					}
-					kr := k[(j0+j)*ks+g*hd : (j0+j)*ks+g*hd+hd]
-					for d, kv := range kr {
-						pan[d*gemmNR+r] = kv
-					}
-				}
-			}
-			panelProduct(at.kern, sc, ldS, qb, qs, rows, hd, kp, nk, false, edge)
+			kb := kbs[first[bi]+(j0-b.lo)/attnBK]
+			nk := min(kb.nk, kEnd-j0) // the causal limit may cut the block
+			base := packed[kb.off+g*kbSize(kb.nk):]
+			kp, vp := base[:roundUp(kb.nk, gemmNR)*hd], base[roundUp(kb.nk, gemmNR)*hd:kbSize(kb.nk)]
+			panelProductStride(at.kern, sc, ldS, qb, qs, rows, hd, kp, gemmNR*hd, nk, false, edge)
 
 			// Online softmax: fold this block into each row's running
 			// maximum and sum, rescaling what was accumulated so far.
@@ -150,31 +188,23 @@ func (at *attnTier) attention(out, q, k, v []float32, nTok, nHead, nKV, headDim 
 				s := at.expSum(row[:limit], mNew)
 				clear(row[limit:])
 				if j0 > b.lo {
-					alpha := float32(math.Exp(float64(mx[i] - mNew)))
-					l[i] = l[i]*alpha + s
-					if alpha != 1 {
+					// An unchanged maximum (the usual case once a few
+					// blocks are in) needs no rescale.
+					if mNew != mx[i] {
+						alpha := float32(math.Exp(float64(mx[i] - mNew)))
+						l[i] *= alpha
 						for d := range o[i*hd : (i+1)*hd] {
 							o[i*hd+d] *= alpha
 						}
 					}
+					l[i] += s
 				} else {
 					l[i] = s
 				}
 				mx[i] = mNew
 			}
 
-			// Values as panels of nk×gemmNR over the head dimension.
-			for p := 0; p < hdPad/gemmNR; p++ {
-				pan := vp[p*gemmNR*nk : (p+1)*gemmNR*nk]
-				c0 := p * gemmNR
-				w := min(gemmNR, hd-c0)
-				for j := 0; j < nk; j++ {
-					src := v[(j0+j)*ks+g*hd+c0:]
-					copy(pan[j*gemmNR:j*gemmNR+w], src[:w])
-					clear(pan[j*gemmNR+w : (j+1)*gemmNR])
-				}
-			}
-			panelProduct(at.kern, o, hd, sc, ldS, rows, nk, vp, hd, j0 > b.lo, edge)
+			panelProductStride(at.kern, o, hd, sc, ldS, rows, nk, vp, gemmNR*kb.nk, hd, j0 > b.lo, edge)
 		}
 		for i := 0; i < rows; i++ {
 			inv := 1 / l[i]

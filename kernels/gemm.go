@@ -166,6 +166,13 @@ func edgeScratch(kc int) int { return gemmMR*kc + gemmMR*gemmNR }
 // bottom and right borders, which the fixed-size kernel cannot write in
 // place.
 func panelProduct(kern microKernel, c []float32, ldc int, a []float32, lda int, rows, kc int, b []float32, cols int, acc bool, edge []float32) {
+	panelProductStride(kern, c, ldc, a, lda, rows, kc, b, kc*gemmNR, cols, acc, edge)
+}
+
+// panelProductStride is panelProduct with the panels of b ps floats apart
+// (at least kc·gemmNR), so that a product may use the first kc rows of
+// longer panels.
+func panelProductStride(kern microKernel, c []float32, ldc int, a []float32, lda int, rows, kc int, b []float32, ps, cols int, acc bool, edge []float32) {
 	edgeA, tile := edge[:gemmMR*kc], edge[gemmMR*kc:gemmMR*kc+gemmMR*gemmNR]
 	for i0 := 0; i0 < rows; i0 += gemmMR {
 		mr := min(gemmMR, rows-i0)
@@ -181,7 +188,7 @@ func panelProduct(kern microKernel, c []float32, ldc int, a []float32, lda int, 
 		}
 		for j0 := 0; j0 < cols; j0 += gemmNR {
 			nr := min(gemmNR, cols-j0)
-			pan := b[j0*kc : (j0+gemmNR)*kc]
+			pan := b[j0/gemmNR*ps : j0/gemmNR*ps+kc*gemmNR]
 			ci := c[i0*ldc+j0:]
 			if mr == gemmMR && nr == gemmNR {
 				kern(kc, ai, ldai, pan, ci, ldc, acc)

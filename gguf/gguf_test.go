@@ -38,6 +38,12 @@ var sampleValues = []struct {
 
 func writeSample(t testing.TB, align int) []byte {
 	t.Helper()
+	return writeSampleWith(t, align, mustAddTensor)
+}
+
+// writeSampleWith writes the sample file, adding its tensors with add.
+func writeSampleWith(t testing.TB, align int, add func(testing.TB, *Writer, string, Type, []int64, []byte)) []byte {
+	t.Helper()
 	w := NewWriter()
 	if align != 0 {
 		w.SetAlignment(align)
@@ -49,14 +55,14 @@ func writeSample(t testing.TB, align int) []byte {
 	for i := range 6 {
 		putF32(f32[4*i:], float32(i)-2.5)
 	}
-	mustAddTensor(t, w, "a", TypeF32, []int64{3, 2}, f32)
+	add(t, w, "a", TypeF32, []int64{3, 2}, f32)
 	q := make([]byte, 34*2)
 	q[0], q[1] = 0x00, 0x3c // d = 1.0
 	for i := range 32 {
 		q[2+i] = byte(int8(i - 16))
 	}
-	mustAddTensor(t, w, "b.q8", TypeQ8_0, []int64{64}, q)
-	mustAddTensor(t, w, "c.empty", TypeF16, []int64{0, 4}, nil)
+	add(t, w, "b.q8", TypeQ8_0, []int64{64}, q)
+	add(t, w, "c.empty", TypeF16, []int64{0, 4}, nil)
 	var buf bytes.Buffer
 	n, err := w.WriteTo(&buf)
 	if err != nil {

@@ -17,9 +17,19 @@ import (
 type Writer struct {
 	kvs     []KV
 	kvIndex map[string]int
-	tensors []*Tensor
+	tensors []pendingTensor
 	names   map[string]bool
 	err     error // first error from Add, reported by WriteTo
+}
+
+// pendingTensor is a tensor's info and the function that will write its
+// bytes during WriteTo.
+type pendingTensor struct {
+	name string
+	typ  Type
+	dims []int64
+	size int64
+	fill func(dst io.Writer) error
 }
 
 // NewWriter returns an empty Writer.
@@ -68,26 +78,61 @@ func (w *Writer) Add(key string, v any) {
 // hold exactly the tensor's bytes and is not copied, so it must not change
 // before WriteTo.
 func (w *Writer) AddTensor(name string, t Type, dims []int64, data []byte) error {
-	switch {
-	case name == "":
-		return errors.New("gguf: empty tensor name")
-	case len(name) > maxNameLen:
-		return fmt.Errorf("gguf: tensor name %q is longer than %d bytes", name, maxNameLen)
-	case w.names[name]:
-		return fmt.Errorf("gguf: tensor %q added twice", name)
-	case len(dims) > maxDims:
-		return fmt.Errorf("gguf: tensor %q: %d dimensions, at most %d allowed", name, len(dims), maxDims)
-	}
-	nb, err := tensorBytes(t, dims)
+	nb, err := w.checkTensor(name, t, dims)
 	if err != nil {
-		return fmt.Errorf("gguf: tensor %q: %w", name, err)
+		return err
 	}
 	if int64(len(data)) != nb {
 		return fmt.Errorf("gguf: tensor %q: %s %v needs %d bytes, got %d", name, t, dims, nb, len(data))
 	}
-	w.names[name] = true
-	w.tensors = append(w.tensors, &Tensor{Name: name, Type: t, Dims: append([]int64(nil), dims...), Data: data})
+	w.appendTensor(name, t, dims, nb, func(dst io.Writer) error {
+		_, err := dst.Write(data)
+		return err
+	})
 	return nil
+}
+
+// AddTensorFunc appends a tensor whose bytes are produced while the file is
+// written, so a file larger than memory can be streamed: WriteTo writes the
+// header and all tensor infos first, then calls each tensor's fill in the
+// order added. fill must write exactly the tensor's size in bytes (fixed by
+// t and dims); WriteTo fails otherwise. An error from fill aborts WriteTo.
+func (w *Writer) AddTensorFunc(name string, t Type, dims []int64, fill func(dst io.Writer) error) error {
+	nb, err := w.checkTensor(name, t, dims)
+	if err != nil {
+		return err
+	}
+	if fill == nil {
+		return fmt.Errorf("gguf: tensor %q: nil fill function", name)
+	}
+	w.appendTensor(name, t, dims, nb, fill)
+	return nil
+}
+
+// checkTensor validates a new tensor's info and returns its size in bytes.
+func (w *Writer) checkTensor(name string, t Type, dims []int64) (int64, error) {
+	switch {
+	case name == "":
+		return 0, errors.New("gguf: empty tensor name")
+	case len(name) > maxNameLen:
+		return 0, fmt.Errorf("gguf: tensor name %q is longer than %d bytes", name, maxNameLen)
+	case w.names[name]:
+		return 0, fmt.Errorf("gguf: tensor %q added twice", name)
+	case len(dims) > maxDims:
+		return 0, fmt.Errorf("gguf: tensor %q: %d dimensions, at most %d allowed", name, len(dims), maxDims)
+	}
+	nb, err := tensorBytes(t, dims)
+	if err != nil {
+		return 0, fmt.Errorf("gguf: tensor %q: %w", name, err)
+	}
+	return nb, nil
+}
+
+func (w *Writer) appendTensor(name string, t Type, dims []int64, size int64, fill func(io.Writer) error) {
+	w.names[name] = true
+	w.tensors = append(w.tensors, pendingTensor{
+		name: name, typ: t, dims: append([]int64(nil), dims...), size: size, fill: fill,
+	})
 }
 
 func (w *Writer) alignment() (int, error) {
@@ -202,19 +247,23 @@ func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 	}
 	var off int64
 	for _, t := range w.tensors {
-		t.Offset = off
-		e.str(t.Name)
-		e.u32(uint32(len(t.Dims)))
-		for _, d := range t.Dims {
+		e.str(t.name)
+		e.u32(uint32(len(t.dims)))
+		for _, d := range t.dims {
 			e.u64(uint64(d))
 		}
-		e.u32(uint32(t.Type))
+		e.u32(uint32(t.typ))
 		e.u64(uint64(off))
-		off = alignUp(off+int64(len(t.Data)), align)
+		off = alignUp(off+t.size, align)
 	}
 	e.pad(align)
 	for _, t := range w.tensors {
-		e.write(t.Data)
+		if e.err != nil {
+			break
+		}
+		if err := e.tensor(t); err != nil {
+			return e.n, err
+		}
 		e.pad(align)
 	}
 	if e.err == nil {
@@ -226,18 +275,66 @@ func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 	return e.n, nil
 }
 
+// tensor runs t's fill and checks that it wrote exactly t.size bytes. A
+// write past the size is refused, so the next tensor's offset stays right
+// even if fill ignores the error.
+func (e *encoder) tensor(t pendingTensor) error {
+	tw := &tensorWriter{e: e, left: t.size}
+	err := t.fill(tw)
+	switch {
+	case e.err != nil:
+		return fmt.Errorf("gguf: write: tensor %q: %w", t.name, e.err)
+	case tw.over:
+		return fmt.Errorf("gguf: tensor %q: fill wrote more than the %d bytes of %s %v", t.name, t.size, t.typ, t.dims)
+	case err != nil:
+		return fmt.Errorf("gguf: tensor %q: %w", t.name, err)
+	case tw.left != 0:
+		return fmt.Errorf("gguf: tensor %q: fill wrote %d of the %d bytes of %s %v", t.name, t.size-tw.left, t.size, t.typ, t.dims)
+	}
+	return nil
+}
+
+// errTensorFull is returned to a fill function that writes past its tensor.
+var errTensorFull = errors.New("write past the end of the tensor")
+
+// tensorWriter is the io.Writer a fill function writes one tensor through.
+type tensorWriter struct {
+	e    *encoder
+	left int64 // bytes still expected
+	over bool  // a write past the end was refused
+}
+
+func (tw *tensorWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > tw.left {
+		tw.over = true
+		return 0, errTensorFull
+	}
+	n0 := tw.e.n
+	tw.e.write(p)
+	n := int(tw.e.n - n0)
+	tw.left -= int64(n)
+	return n, tw.e.err
+}
+
 // WriteFile writes the file to path, replacing it only once complete.
 func (w *Writer) WriteFile(path string) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("gguf: %w", err)
 	}
-	_, err = w.WriteTo(tmp)
+	// CreateTemp makes the file private; a model is an ordinary file.
+	if err = tmp.Chmod(0o644); err != nil {
+		err = fmt.Errorf("gguf: %w", err)
+	} else {
+		_, err = w.WriteTo(tmp)
+	}
 	if cerr := tmp.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("gguf: %w", cerr)
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), path)
+		if err = os.Rename(tmp.Name(), path); err != nil {
+			err = fmt.Errorf("gguf: %w", err)
+		}
 	}
 	if err != nil {
 		os.Remove(tmp.Name())

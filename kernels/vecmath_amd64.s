@@ -197,7 +197,7 @@ loop:
 	JNZ  loop
 done:
 	HMAX
-	MOVSS X6, ret+24(FP)
+	VMOVSS X6, ret+24(FP)
 	VZEROUPPER
 	RET
 
@@ -220,7 +220,7 @@ loop:
 	JNZ  loop
 done:
 	HSUM
-	MOVSS X6, ret+24(FP)
+	VMOVSS X6, ret+24(FP)
 	VZEROUPPER
 	RET
 

@@ -10,6 +10,13 @@
 // Layout conventions: activations are row-major [rows][cols] float32 slices.
 // A weight Matrix has Rows output features, each a GGUF row of Cols inputs,
 // so MatMul computes x·Wᵀ, the nn.Linear convention.
+//
+// The fast tiers (see Tier) share one design: work is split into tiles run
+// by a pool of GOMAXPROCS goroutines; MatMul decodes weights panel by panel
+// into per-worker float32 buffers reused across a block of activation rows
+// (gemm.go, decode*.go), so weights stay in their stored type; Attention is
+// a tiled online-softmax kernel on the same microkernel (attention.go).
+// Every function may be called from several goroutines at once.
 package kernels
 
 import (
@@ -104,5 +111,6 @@ func GELU(x []float32) { active.Load().gelu(x) }
 func QuickGELU(x []float32) { active.Load().quickGELU(x) }
 
 // Prepare lets the active tier repack w for faster products. It is called
-// once when a model is loaded; MatMul works without it.
+// once when a model is loaded; MatMul works without it. The current tiers
+// decode panels during the product and keep w as stored, so it does nothing.
 func Prepare(w *Matrix) { active.Load().prepare(w) }

@@ -231,17 +231,26 @@ func cmykRow(out []uint8, c0, c1, c2, k []uint8, ycck bool) {
 	}
 }
 
-// toRGB upsamples the component planes and converts them to RGB.
+// toRGB upsamples the component planes and converts them to RGB, over
+// row ranges on the decoder's workers (each row depends only on the
+// planes, which are complete by now).
 func (d *decoder) toRGB() *Image {
 	w, h := d.width, d.height
 	img := &Image{Width: w, Height: h, Pix: make([]uint8, w*h*3)}
+	parallelRange(h, d.workers, func(lo, hi int) { d.convertRows(img, lo, hi) })
+	return img
+}
+
+// convertRows fills output rows [lo, hi) of img.
+func (d *decoder) convertRows(img *Image, lo, hi int) {
+	w := d.width
 	ups := make([]*upsampler, len(d.comps))
 	for i := range d.comps {
 		ups[i] = newUpsampler(&d.comps[i], d.hmax, d.vmax, w)
 	}
 	cs := d.colorSpace()
 	rows := make([][]uint8, len(d.comps))
-	for y := 0; y < h; y++ {
+	for y := lo; y < hi; y++ {
 		for i, u := range ups {
 			rows[i] = u.row(y)
 		}
@@ -262,5 +271,4 @@ func (d *decoder) toRGB() *Image {
 			cmykRow(out, rows[0], rows[1], rows[2], rows[3], cs == csYCCK)
 		}
 	}
-	return img
 }

@@ -250,6 +250,19 @@ func idctIslowLow4(in *[64]int16, q *[64]int32, dst []uint8, stride int) {
 	}
 }
 
+// idctMasked transforms a block whose coded natural positions are the set
+// bits of nz (bit 0, DC, always set), with the cheapest exact kernel.
+func idctMasked(in *[64]int16, nz uint64, q *[64]int32, dst []uint8, stride int) {
+	switch {
+	case nz == 1:
+		idctDCOnly(in[0], q[0], dst, stride)
+	case nz&low4x4 == 0:
+		idctIslowLow4(in, q, dst, stride)
+	default:
+		idctIslow(in, q, dst, stride)
+	}
+}
+
 // idctAny transforms a block whose non-zero positions are not known,
 // picking the cheapest of the exact kernels from its contents.
 func idctAny(in *[64]int16, q *[64]int32, dst []uint8, stride int) {

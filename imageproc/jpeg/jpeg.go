@@ -93,6 +93,7 @@ func Decode(data []byte, maxPixels int64) (*Image, error) {
 	if int64(d.width)*int64(d.height) > maxPixels {
 		return nil, fmt.Errorf("%w: %dx%d exceeds %d pixels", ErrTooLarge, d.width, d.height, maxPixels)
 	}
+	d.workers = workerCount(d.width * d.height)
 	if err := d.decodeScans(); err != nil {
 		return nil, err
 	}

@@ -41,6 +41,12 @@ type component struct {
 	// coefs holds bw*bh blocks of 64 coefficients in natural order for
 	// multi-scan (progressive or non-interleaved) files.
 	coefs []int16
+	// ring holds ringRows block rows of coefficients (bw blocks each) and
+	// ringNZ each block's coded positions, while a single-scan frame is
+	// decoded in parallel; see bandPipe.
+	ring     []int16
+	ringNZ   []uint64
+	ringRows int
 	// plane is the decoded sample plane, stride bw*8, height bh*8.
 	plane []uint8
 }
@@ -82,8 +88,10 @@ type decoder struct {
 
 	// multiScan is set when coefficients are buffered across scans.
 	multiScan bool
-	nScans    int
-	eobrun    int // end-of-band run left in a progressive AC scan
+	// workers is how many goroutines may transform the image.
+	workers int
+	nScans  int
+	eobrun  int // end-of-band run left in a progressive AC scan
 	// coefBits[c][k] is the Al of the last scan that coded zigzag
 	// coefficient k (k < 10) of component c, -1 if none did; it decides
 	// block smoothing.

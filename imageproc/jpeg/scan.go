@@ -27,7 +27,7 @@ func (d *decoder) decodeScans() error {
 		if err := d.latchTables(s); err != nil {
 			return err
 		}
-		if err := d.decodeScan(s); err != nil {
+		if err := d.runScan(s); err != nil {
 			return err
 		}
 		if d.progressive {
@@ -64,14 +64,30 @@ func (d *decoder) decodeScans() error {
 			continue
 		}
 		stride := c.bw * 8
-		for by := 0; by < c.nbh; by++ {
-			for bx := 0; bx < c.nbw; bx++ {
-				blk := (*[64]int16)(c.coefs[(by*c.bw+bx)*64:])
-				idctAny(blk, &c.q, c.plane[by*8*stride+bx*8:], stride)
+		parallelRange(c.nbh, d.workers, func(lo, hi int) {
+			for by := lo; by < hi; by++ {
+				for bx := 0; bx < c.nbw; bx++ {
+					blk := (*[64]int16)(c.coefs[(by*c.bw+bx)*64:])
+					idctAny(blk, &c.q, c.plane[by*8*stride+bx*8:], stride)
+				}
 			}
-		}
+		})
 	}
 	return nil
+}
+
+// runScan decodes one scan; a single-scan frame large enough is
+// transformed by workers while its entropy decoding goes on.
+func (d *decoder) runScan(s *scanHeader) error {
+	if d.multiScan {
+		return d.decodeScan(s, nil)
+	}
+	p := d.startPipe(s)
+	if p == nil {
+		return d.decodeScan(s, nil)
+	}
+	defer p.stop()
+	return d.decodeScan(s, p)
 }
 
 // nextScan reads the markers after a scan up to the next SOS (returned) or
@@ -138,7 +154,9 @@ func (d *decoder) latchTables(s *scanHeader) error {
 }
 
 // decodeScan walks the scan's MCUs in order, handling restart intervals.
-func (d *decoder) decodeScan(s *scanHeader) error {
+// With a pipe, the blocks go to its ring and each finished band to its
+// workers.
+func (d *decoder) decodeScan(s *scanHeader, p *bandPipe) error {
 	r := &bitReader{data: d.data, pos: d.pos}
 	d.eobrun = 0
 	for i := range s.comps {
@@ -152,6 +170,9 @@ func (d *decoder) decodeScan(s *scanHeader) error {
 	var blk [64]int16
 	nextRST, left := 0, d.ri
 	for my := 0; my < ny; my++ {
+		if p != nil {
+			p.beginRow(my)
+		}
 		for mx := 0; mx < nx; mx++ {
 			if d.ri > 0 {
 				if left == 0 {
@@ -183,6 +204,9 @@ func (d *decoder) decodeScan(s *scanHeader) error {
 				return corruptf("scan data truncated or corrupt (ran out of bits at MCU %d,%d)", mx, my)
 			}
 		}
+		if p != nil {
+			p.endRow(my, ny)
+		}
 	}
 	d.pos = r.pos
 	return nil
@@ -192,6 +216,14 @@ func (d *decoder) decodeScan(s *scanHeader) error {
 // straight into the component plane for single-scan frames.
 func (d *decoder) decodeBlock(r *bitReader, s *scanHeader, sc *scanComp, bx, by int, scratch *[64]int16) error {
 	c := sc.compInfo
+	if c.ring != nil {
+		i := (by%c.ringRows)*c.bw + bx
+		blk := (*[64]int16)(c.ring[i*64:])
+		*blk = [64]int16{}
+		nz, err := decodeSequential(r, blk, d.dc[sc.td], d.ac[sc.ta], &sc.dcPred)
+		c.ringNZ[i] = nz
+		return err
+	}
 	if !d.multiScan {
 		*scratch = [64]int16{}
 		nz, err := decodeSequential(r, scratch, d.dc[sc.td], d.ac[sc.ta], &sc.dcPred)
@@ -199,15 +231,7 @@ func (d *decoder) decodeBlock(r *bitReader, s *scanHeader, sc *scanComp, bx, by 
 			return err
 		}
 		stride := c.bw * 8
-		dst := c.plane[by*8*stride+bx*8:]
-		switch {
-		case nz == 1:
-			idctDCOnly(scratch[0], c.q[0], dst, stride)
-		case nz&low4x4 == 0:
-			idctIslowLow4(scratch, &c.q, dst, stride)
-		default:
-			idctIslow(scratch, &c.q, dst, stride)
-		}
+		idctMasked(scratch, nz, &c.q, c.plane[by*8*stride+bx*8:], stride)
 		return nil
 	}
 	blk := (*[64]int16)(c.coefs[(by*c.bw+bx)*64:])

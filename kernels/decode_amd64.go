@@ -21,6 +21,36 @@ func decodeQ6KAVX2(blk *byte, f *float32, dst *float32)
 //go:noescape
 func decodeNib4AVX2(qs *byte, stride int, tab *byte, f *float32, nb int, dst *float32)
 
+//go:noescape
+func decodeLegacyAVX2(qs *byte, qh *byte, stride int, f *float32, off int32, nb int, dst *float32)
+
+// legacyBlocks decodes the 32-value blocks of Q4_1, Q5_0 and Q5_1 (size
+// bytes each): f16 d at 0, f16 m at mOff (or none when mOff < 0), the fifth
+// bits at qhOff (none when < 0), the nibbles at qsOff.
+func legacyBlocks(src []byte, n int, dst []float32, size, mOff, qhOff, qsOff int, off int32) {
+	nb := n / 32
+	if nb == 0 {
+		return
+	}
+	_, _ = src[size*nb-1], dst[32*nb-1]
+	var f [2 * gemmKC / 32]float32
+	for lo := 0; lo < nb; lo += len(f) / 2 {
+		cnt := min(len(f)/2, nb-lo)
+		for i := range cnt {
+			blk := src[size*(lo+i):]
+			f[2*i], f[2*i+1] = f16(blk), 0
+			if mOff >= 0 {
+				f[2*i+1] = -f16(blk[mOff:])
+			}
+		}
+		var qh *byte
+		if qhOff >= 0 {
+			qh = &src[size*lo+qhOff]
+		}
+		decodeLegacyAVX2(&src[size*lo+qsOff], qh, size, &f[0], off, cnt, &dst[32*lo])
+	}
+}
+
 // q4Codes maps a Q4_0 nibble to its signed value, so that Q4_0 shares the
 // table-driven decoder of the IQ4 types.
 var q4Codes = func() (t [16]int8) {
@@ -81,6 +111,9 @@ var rowDecodersAVX2 = map[gguf.Type]func(src []byte, n int, dst []float32){
 	},
 	gguf.TypeQ4_K:   func(src []byte, n int, dst []float32) { kBlocks(src, n, dst, 144, 16, decodeQ4KAVX2) },
 	gguf.TypeQ5_K:   func(src []byte, n int, dst []float32) { kBlocks(src, n, dst, 176, 0, decodeQ5KAVX2) },
+	gguf.TypeQ4_1:   func(src []byte, n int, dst []float32) { legacyBlocks(src, n, dst, 20, 2, -1, 4, 0) },
+	gguf.TypeQ5_0:   func(src []byte, n int, dst []float32) { legacyBlocks(src, n, dst, 22, -1, 2, 6, 16) },
+	gguf.TypeQ5_1:   func(src []byte, n int, dst []float32) { legacyBlocks(src, n, dst, 24, 2, 4, 8, 0) },
 	gguf.TypeQ4_0:   func(src []byte, n int, dst []float32) { nib4Blocks(src, n, dst, &q4Codes) },
 	gguf.TypeIQ4_NL: func(src []byte, n int, dst []float32) { nib4Blocks(src, n, dst, &iq4Codes) },
 	gguf.TypeIQ4_XS: func(src []byte, n int, dst []float32) {

@@ -269,3 +269,112 @@ chunk:
 	JNZ  chunk
 	VZEROUPPER
 	RET
+
+
+// Shift counts 0..31 that move bit e of a 32-bit qh word to bit 0 of lane
+// e mod 8 in vector e/8.
+DATA lsh<>+0(SB)/4, $0
+DATA lsh<>+4(SB)/4, $1
+DATA lsh<>+8(SB)/4, $2
+DATA lsh<>+12(SB)/4, $3
+DATA lsh<>+16(SB)/4, $4
+DATA lsh<>+20(SB)/4, $5
+DATA lsh<>+24(SB)/4, $6
+DATA lsh<>+28(SB)/4, $7
+DATA lsh<>+32(SB)/4, $8
+DATA lsh<>+36(SB)/4, $9
+DATA lsh<>+40(SB)/4, $10
+DATA lsh<>+44(SB)/4, $11
+DATA lsh<>+48(SB)/4, $12
+DATA lsh<>+52(SB)/4, $13
+DATA lsh<>+56(SB)/4, $14
+DATA lsh<>+60(SB)/4, $15
+DATA lsh<>+64(SB)/4, $16
+DATA lsh<>+68(SB)/4, $17
+DATA lsh<>+72(SB)/4, $18
+DATA lsh<>+76(SB)/4, $19
+DATA lsh<>+80(SB)/4, $20
+DATA lsh<>+84(SB)/4, $21
+DATA lsh<>+88(SB)/4, $22
+DATA lsh<>+92(SB)/4, $23
+DATA lsh<>+96(SB)/4, $24
+DATA lsh<>+100(SB)/4, $25
+DATA lsh<>+104(SB)/4, $26
+DATA lsh<>+108(SB)/4, $27
+DATA lsh<>+112(SB)/4, $28
+DATA lsh<>+116(SB)/4, $29
+DATA lsh<>+120(SB)/4, $30
+DATA lsh<>+124(SB)/4, $31
+GLOBL lsh<>(SB), RODATA|NOPTR, $128
+
+// Finish eight 4- or 5-bit values in Y(v) (as int32): minus the offset Y13,
+// to float32, times Y3, minus Y4, stored at off(DI).
+#define LEG8(v, off) \
+	VPSUBD Y13, v, v \
+	VCVTDQ2PS v, v \
+	VMULPS Y3, v, v \
+	VSUBPS Y4, v, v \
+	VMOVUPS v, off(DI)
+
+// OR the fifth bits (Y0 = the qh word in every lane) shifted by Y(s) into
+// Y(v): bit → bit 4.
+#define HB(s, v) \
+	VPSRLVD s, Y0, Y5 \
+	VPAND Y14, Y5, Y5 \
+	VPSLLD $4, Y5, Y5 \
+	VPOR Y5, v, v
+
+// func decodeLegacyAVX2(qs *byte, qh *byte, stride int, f *float32, off int32, nb int, dst *float32)
+// nb 32-value blocks of the legacy types, stride bytes apart: byte j of qs
+// holds values j and j+16 in its nibbles; qh, when not nil, is a 32-bit word
+// of fifth bits (bit e for value e). Value e is
+// float32(f[2b]·(q_e − off)) − f[2b+1]: Q4_1 and Q5_1 pass −m as f[2b+1]
+// (x − (−m) is x + m exactly), Q5_0 passes 0 and off = 16.
+TEXT ·decodeLegacyAVX2(SB), NOSPLIT, $0-56
+	MOVQ qs+0(FP), SI
+	MOVQ qh+8(FP), BX
+	MOVQ stride+16(FP), R8
+	MOVQ f+24(FP), DX
+	MOVL off+32(FP), AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+	MOVQ nb+40(FP), CX
+	MOVQ dst+48(FP), DI
+	VPBROADCASTD dq<>+0(SB), Y15
+	VPBROADCASTD dq5<>+0(SB), Y14
+	VMOVDQU lsh<>+0(SB), Y9
+	VMOVDQU lsh<>+32(SB), Y10
+	VMOVDQU lsh<>+64(SB), Y11
+	VMOVDQU lsh<>+96(SB), Y12
+	TESTQ CX, CX
+	JZ   done
+loop:
+	VPMOVZXBD 0(SI), Y1
+	VPMOVZXBD 8(SI), Y2
+	VPSRLD $4, Y1, Y6
+	VPSRLD $4, Y2, Y7
+	VPAND Y15, Y1, Y1
+	VPAND Y15, Y2, Y2
+	TESTQ BX, BX
+	JZ   nohigh
+	VPBROADCASTD (BX), Y0
+	HB(Y9, Y1)
+	HB(Y10, Y2)
+	HB(Y11, Y6)
+	HB(Y12, Y7)
+	ADDQ R8, BX
+nohigh:
+	VBROADCASTSS 0(DX), Y3
+	VBROADCASTSS 4(DX), Y4
+	LEG8(Y1, 0)
+	LEG8(Y2, 32)
+	LEG8(Y6, 64)
+	LEG8(Y7, 96)
+	ADDQ R8, SI
+	ADDQ $8, DX
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET

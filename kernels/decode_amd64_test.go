@@ -33,3 +33,26 @@ func TestRowDecodersAVX2(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRowDecodersAVX2 reports ns per value of the assembly row
+// decoders, to set against BenchmarkDecode's portable ones.
+func BenchmarkRowDecodersAVX2(b *testing.B) {
+	if !hasAVX2 {
+		b.Skip("no AVX2")
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, typ := range allTypes {
+		dec, ok := rowDecodersAVX2[typ]
+		if !ok {
+			continue
+		}
+		w := randMatrix(b, typ, 1, 2048, rng)
+		dst := make([]float32, 2048)
+		b.Run(typ.String(), func(b *testing.B) {
+			for b.Loop() {
+				dec(w.Data, 2048, dst)
+			}
+			b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(b.N)/2048, "ns/value")
+		})
+	}
+}

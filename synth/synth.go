@@ -77,6 +77,5 @@ func writeSpec(path string, cfg Config, plan func() (*fileSpec, error)) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.write(path, cfg.Workers)
-	return err
+	return f.write(path, cfg.Workers)
 }

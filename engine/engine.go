@@ -112,7 +112,7 @@ func (e *Engine) init() error {
 		return fmt.Errorf("engine: %w", err)
 	}
 	e.lmFile = f
-	if e.tok, err = loadTokenizer(f, cfg.Tokenizer); err != nil {
+	if e.tok, err = tokenizer.FromGGUF(f, cfg.Tokenizer); err != nil {
 		return fmt.Errorf("engine: tokenizer of %s: %w", cfg.Model, err)
 	}
 	switch {
@@ -167,15 +167,6 @@ func (e *Engine) init() error {
 	}
 	e.exec = newExecutor(e.model)
 	return nil
-}
-
-func loadTokenizer(f *gguf.File, opts tokenizer.Options) (*tokenizer.Tokenizer, error) {
-	td, err := f.TokenizerData()
-	if err != nil {
-		return nil, err
-	}
-	return tokenizer.New(tokenizer.Vocab{Model: td.Model, Pre: td.Pre, Tokens: td.Tokens, TokenTypes: td.TokenTypes,
-		Merges: td.Merges, BOS: td.BOS, EOS: td.EOS, PAD: td.PAD, AddBOS: td.AddBOS}, opts)
 }
 
 // imageConfig is the preprocessing the model's metadata describes, with

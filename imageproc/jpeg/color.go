@@ -137,20 +137,29 @@ func h2v2FancyRow(out, near, far []uint8) {
 	n := len(near)
 	out = out[:2*n]
 	far = far[:n]
-	this := 3*int(near[0]) + int(far[0])
-	next := 3*int(near[1]) + int(far[1])
+	col := func(i int) int { return 3*int(near[i]) + int(far[i]) }
+	this, next := col(0), col(1)
 	out[0] = uint8((this*4 + 8) >> 4)
 	out[1] = uint8((this*3 + next + 7) >> 4)
-	last := this
-	this = next
-	for i := 1; i < n-1; i++ {
-		next = 3*int(near[i+1]) + int(far[i+1])
+	i := 1 + h2v2FancyVec(out, near, far)
+	h2v2FancyInterior(out, near, far, i)
+	this, last := col(n-1), col(n-2)
+	out[2*n-2] = uint8((this*3 + last + 8) >> 4)
+	out[2*n-1] = uint8((this*4 + 7) >> 4)
+}
+
+// h2v2FancyInterior computes the outputs of inputs i0..n-2 of
+// h2v2FancyRow, those with a neighbour on each side.
+func h2v2FancyInterior(out, near, far []uint8, i0 int) {
+	n := len(near)
+	col := func(i int) int { return 3*int(near[i]) + int(far[i]) }
+	last, this := col(i0-1), col(i0)
+	for i := i0; i < n-1; i++ {
+		next := col(i + 1)
 		out[2*i] = uint8((this*3 + last + 8) >> 4)
 		out[2*i+1] = uint8((this*3 + next + 7) >> 4)
 		last, this = this, next
 	}
-	out[2*n-2] = uint8((this*3 + last + 8) >> 4)
-	out[2*n-1] = uint8((this*4 + 7) >> 4)
 }
 
 // Fixed-point YCbCr->RGB tables of libjpeg's jdcolor.c: 16 fractional
@@ -191,6 +200,13 @@ var clampTab = func() (t [1024]uint8) {
 
 // yccRow converts one row of YCbCr samples to interleaved RGB.
 func yccRow(out, y, cb, cr []uint8) {
+	n := len(out) / 3
+	i := yccVec(out, y[:n], cb, cr)
+	yccRowGo(out[3*i:3*n], y[i:n], cb[i:n], cr[i:n])
+}
+
+// yccRowGo is the portable conversion.
+func yccRowGo(out, y, cb, cr []uint8) {
 	n := len(out) / 3
 	out = out[:3*n]
 	y, cb, cr = y[:n], cb[:n], cr[:n]

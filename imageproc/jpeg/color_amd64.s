@@ -1,0 +1,200 @@
+#include "textflag.h"
+
+// The kernels below compute exactly the integer expressions of their
+// portable counterparts in color.go; the tests run both on every input
+// they can form.
+
+DATA shufR0<>+0(SB)/8, $0x8002808001808000
+DATA shufR0<>+8(SB)/8, $0x0580800480800380
+GLOBL shufR0<>(SB), RODATA|NOPTR, $16
+DATA shufG0<>+0(SB)/8, $0x0280800180800080
+DATA shufG0<>+8(SB)/8, $0x8080048080038080
+GLOBL shufG0<>(SB), RODATA|NOPTR, $16
+DATA shufB0<>+0(SB)/8, $0x8080018080008080
+DATA shufB0<>+8(SB)/8, $0x8004808003808002
+GLOBL shufB0<>(SB), RODATA|NOPTR, $16
+DATA shufR1<>+0(SB)/8, $0x8080078080068080
+DATA shufR1<>+8(SB)/8, $0x800a808009808008
+GLOBL shufR1<>(SB), RODATA|NOPTR, $16
+DATA shufG1<>+0(SB)/8, $0x8007808006808005
+DATA shufG1<>+8(SB)/8, $0x0a80800980800880
+GLOBL shufG1<>(SB), RODATA|NOPTR, $16
+DATA shufB1<>+0(SB)/8, $0x0780800680800580
+DATA shufB1<>+8(SB)/8, $0x8080098080088080
+GLOBL shufB1<>(SB), RODATA|NOPTR, $16
+DATA shufR2<>+0(SB)/8, $0x0d80800c80800b80
+DATA shufR2<>+8(SB)/8, $0x80800f80800e8080
+GLOBL shufR2<>(SB), RODATA|NOPTR, $16
+DATA shufG2<>+0(SB)/8, $0x80800c80800b8080
+DATA shufG2<>+8(SB)/8, $0x800f80800e80800d
+GLOBL shufG2<>(SB), RODATA|NOPTR, $16
+DATA shufB2<>+0(SB)/8, $0x800c80800b80800a
+DATA shufB2<>+8(SB)/8, $0x0f80800e80800d80
+GLOBL shufB2<>(SB), RODATA|NOPTR, $16
+
+// func yccAVX2(out *uint8, y, cb, cr *uint8, n int)
+// Converts n pixels (a multiple of 16) as yccRow does: libjpeg's
+// fixed-point products computed in 32-bit lanes, then clamped by the
+// saturating packs (every sum lies in [-227, 482], inside int16).
+TEXT ·yccAVX2(SB), NOSPLIT, $0-40
+	MOVQ out+0(FP), DI
+	MOVQ y+8(FP), SI
+	MOVQ cb+16(FP), BX
+	MOVQ cr+24(FP), DX
+	MOVQ n+32(FP), CX
+	MOVL $128, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $91881, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $116130, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL $-22554, AX
+	VMOVD AX, X12
+	VPBROADCASTD X12, Y12
+	MOVL $-46802, AX
+	VMOVD AX, X11
+	VPBROADCASTD X11, Y11
+	MOVL $32768, AX
+	VMOVD AX, X10
+	VPBROADCASTD X10, Y10
+
+ycc16:
+	CMPQ CX, $16
+	JLT  yccdone
+	VPMOVZXBD 0(SI), Y0
+	VPMOVZXBD 0(BX), Y1
+	VPMOVZXBD 0(DX), Y2
+	VPSUBD    Y15, Y1, Y1
+	VPSUBD    Y15, Y2, Y2
+	VPMULLD   Y14, Y2, Y3
+	VPADDD    Y10, Y3, Y3
+	VPSRAD    $16, Y3, Y3
+	VPADDD    Y0, Y3, Y3
+	VPMULLD   Y13, Y1, Y5
+	VPADDD    Y10, Y5, Y5
+	VPSRAD    $16, Y5, Y5
+	VPADDD    Y0, Y5, Y5
+	VPMULLD   Y12, Y1, Y4
+	VPMULLD   Y11, Y2, Y1
+	VPADDD    Y1, Y4, Y4
+	VPADDD    Y10, Y4, Y4
+	VPSRAD    $16, Y4, Y4
+	VPADDD    Y0, Y4, Y4
+	VPMOVZXBD 8(SI), Y0
+	VPMOVZXBD 8(BX), Y1
+	VPMOVZXBD 8(DX), Y2
+	VPSUBD    Y15, Y1, Y1
+	VPSUBD    Y15, Y2, Y2
+	VPMULLD   Y14, Y2, Y6
+	VPADDD    Y10, Y6, Y6
+	VPSRAD    $16, Y6, Y6
+	VPADDD    Y0, Y6, Y6
+	VPMULLD   Y13, Y1, Y8
+	VPADDD    Y10, Y8, Y8
+	VPSRAD    $16, Y8, Y8
+	VPADDD    Y0, Y8, Y8
+	VPMULLD   Y12, Y1, Y7
+	VPMULLD   Y11, Y2, Y1
+	VPADDD    Y1, Y7, Y7
+	VPADDD    Y10, Y7, Y7
+	VPSRAD    $16, Y7, Y7
+	VPADDD    Y0, Y7, Y7
+	VPACKSSDW    Y6, Y3, Y3
+	VPERMQ       $0xD8, Y3, Y3
+	VEXTRACTI128 $1, Y3, X9
+	VPACKUSWB    X9, X3, X3
+	VPACKSSDW    Y7, Y4, Y4
+	VPERMQ       $0xD8, Y4, Y4
+	VEXTRACTI128 $1, Y4, X9
+	VPACKUSWB    X9, X4, X4
+	VPACKSSDW    Y8, Y5, Y5
+	VPERMQ       $0xD8, Y5, Y5
+	VEXTRACTI128 $1, Y5, X9
+	VPACKUSWB    X9, X5, X5
+	VPSHUFB shufR0<>(SB), X3, X0
+	VPSHUFB shufG0<>(SB), X4, X1
+	VPSHUFB shufB0<>(SB), X5, X2
+	VPOR    X1, X0, X0
+	VPOR    X2, X0, X0
+	VMOVDQU X0, (DI)
+	VPSHUFB shufR1<>(SB), X3, X0
+	VPSHUFB shufG1<>(SB), X4, X1
+	VPSHUFB shufB1<>(SB), X5, X2
+	VPOR    X1, X0, X0
+	VPOR    X2, X0, X0
+	VMOVDQU X0, 16(DI)
+	VPSHUFB shufR2<>(SB), X3, X0
+	VPSHUFB shufG2<>(SB), X4, X1
+	VPSHUFB shufB2<>(SB), X5, X2
+	VPOR    X1, X0, X0
+	VPOR    X2, X0, X0
+	VMOVDQU X0, 32(DI)
+	ADDQ $16, SI
+	ADDQ $16, BX
+	ADDQ $16, DX
+	ADDQ $48, DI
+	SUBQ $16, CX
+	JMP  ycc16
+
+yccdone:
+	VZEROUPPER
+	RET
+
+// func h2v2FancyAVX2(out *uint8, near, far *uint8, n int)
+// Computes outputs 2i and 2i+1 of h2v2FancyRow for n inputs i (a multiple
+// of 16) starting at near, reading near[-1] through near[n] (and far
+// likewise). Column sums stay below 1021 and the weighted sums below 4096,
+// so 16-bit lanes are exact.
+TEXT ·h2v2FancyAVX2(SB), NOSPLIT, $0-32
+	MOVQ out+0(FP), DI
+	MOVQ near+8(FP), SI
+	MOVQ far+16(FP), BX
+	MOVQ n+24(FP), CX
+	MOVL $8, AX
+	VMOVD AX, X15
+	VPBROADCASTW X15, Y15
+	MOVL $7, AX
+	VMOVD AX, X14
+	VPBROADCASTW X14, Y14
+
+h2v2loop:
+	CMPQ CX, $16
+	JLT  h2v2done
+	VPMOVZXBW -1(SI), Y0
+	VPMOVZXBW -1(BX), Y1
+	VPSLLW    $1, Y0, Y2
+	VPADDW    Y0, Y2, Y2
+	VPADDW    Y1, Y2, Y2
+	VPMOVZXBW (SI), Y0
+	VPMOVZXBW (BX), Y1
+	VPSLLW    $1, Y0, Y3
+	VPADDW    Y0, Y3, Y3
+	VPADDW    Y1, Y3, Y3
+	VPMOVZXBW 1(SI), Y0
+	VPMOVZXBW 1(BX), Y1
+	VPSLLW    $1, Y0, Y4
+	VPADDW    Y0, Y4, Y4
+	VPADDW    Y1, Y4, Y4
+	VPSLLW    $1, Y3, Y5
+	VPADDW    Y3, Y5, Y5
+	VPADDW    Y5, Y2, Y2
+	VPADDW    Y15, Y2, Y2
+	VPSRLW    $4, Y2, Y2
+	VPADDW    Y5, Y4, Y4
+	VPADDW    Y14, Y4, Y4
+	VPSRLW    $4, Y4, Y4
+	VPSLLW    $8, Y4, Y4
+	VPOR      Y2, Y4, Y4
+	VMOVDQU   Y4, (DI)
+	ADDQ $16, SI
+	ADDQ $16, BX
+	ADDQ $32, DI
+	SUBQ $16, CX
+	JMP  h2v2loop
+
+h2v2done:
+	VZEROUPPER
+	RET

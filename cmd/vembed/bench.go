@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -66,6 +67,7 @@ type attnFigure struct {
 // modelFigure is one end-to-end measurement: a throughput or a latency of
 // a model on this machine.
 type modelFigure struct {
+	Model string  `json:"model,omitempty"` // which model file(s) it ran
 	Name  string  `json:"name"`
 	Value float64 `json:"value"`
 	Unit  string  `json:"unit"`
@@ -75,6 +77,10 @@ type modelFigure struct {
 // each appends its figures. Model packages register theirs from init, so
 // this command needs no change when one is added.
 var modelBenches []func(dur time.Duration, w io.Writer) ([]modelFigure, error)
+
+// benchFlagHooks let the model benchmarks add their own flags to
+// "vembed bench"; each is called on every new flag set.
+var benchFlagHooks []func(fs *flag.FlagSet)
 
 func runBench(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench", "[--types F32,Q8_0,...] [--tiers avx2,...] [--m 512,32] [--k 2048] [--n 2048] [--time 300ms] [--rounds 5] [--attn-tokens 1024] [--model]", stderr)
@@ -87,6 +93,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	rounds := fs.Int("rounds", 5, "measurement rounds; the median is reported")
 	attnTok := fs.Int("attn-tokens", 1024, "tokens of the attention cases (0 skips them)")
 	withModel := fs.Bool("model", false, "also run the registered end-to-end model benchmarks")
+	for _, hook := range benchFlagHooks {
+		hook(fs)
+	}
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -387,9 +396,9 @@ func printBenchTables(w io.Writer, rep *benchReport) {
 	if len(rep.Model) > 0 {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "model\tvalue\tunit\t")
+		fmt.Fprintln(tw, "model\tmeasure\tvalue\tunit\t")
 		for _, f := range rep.Model {
-			fmt.Fprintf(tw, "%s\t%.3g\t%s\t\n", f.Name, f.Value, f.Unit)
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t\n", f.Model, f.Name, f.Value, f.Unit)
 		}
 		tw.Flush()
 	}

@@ -35,7 +35,7 @@ func TestBenchModelOutput(t *testing.T) {
 		"image_112_patches": 64, "image_112_tokens": 16,
 	}
 	positive := []string{"load", "text_3x20_tokens_per_s", "text_3x20_batch",
-		"image_56_total", "image_112_preprocess", "image_112_vision", "image_112_lm", "image_112_total",
+		"image_56_total", "image_56_prompt_tokens", "text_3x20_batch_cpu", "image_112_total_cpu", "image_112_preprocess", "image_112_vision", "image_112_lm", "image_112_total",
 		"peak_rss", "files", "peak_rss_over_files"}
 	for name, want := range exact {
 		if f, ok := got[name]; !ok || f.Value != want {

@@ -37,3 +37,16 @@ func h2v2FancyVec(out, near, far []uint8) int {
 	h2v2FancyAVX2(&out[2], &near[1], &far[1], m)
 	return m
 }
+
+//go:noescape
+func idctIslowAVX2(in *[64]int16, q *[64]int32, dst *uint8, stride int) bool
+
+// idctVec runs the vector IDCT and reports whether it did; it declines
+// blocks whose values could overflow its 32-bit lanes.
+func idctVec(in *[64]int16, q *[64]int32, dst []uint8, stride int) bool {
+	if !useAVX2 {
+		return false
+	}
+	_ = dst[7*stride+7]
+	return idctIslowAVX2(in, q, &dst[0], stride)
+}

@@ -256,6 +256,7 @@ func idctMasked(in *[64]int16, nz uint64, q *[64]int32, dst []uint8, stride int)
 	switch {
 	case nz == 1:
 		idctDCOnly(in[0], q[0], dst, stride)
+	case idctVec(in, q, dst, stride):
 	case nz&low4x4 == 0:
 		idctIslowLow4(in, q, dst, stride)
 	default:

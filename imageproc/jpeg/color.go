@@ -247,14 +247,19 @@ func cmykRow(out []uint8, c0, c1, c2, k []uint8, ycck bool) {
 	}
 }
 
-// toRGB upsamples the component planes and converts them to RGB, over
-// row ranges on the decoder's workers (each row depends only on the
-// planes, which are complete by now).
-func (d *decoder) toRGB() *Image {
-	w, h := d.width, d.height
-	img := &Image{Width: w, Height: h, Pix: make([]uint8, w*h*3)}
-	parallelRange(h, d.workers, func(lo, hi int) { d.convertRows(img, lo, hi) })
-	return img
+// toRGB upsamples the component planes and converts the rows not yet
+// converted to RGB, over row ranges on the decoder's workers (each row
+// depends only on the planes, which are complete by now).
+func (d *decoder) toRGB() {
+	lo, h := d.converted, d.height
+	if lo == h {
+		return
+	}
+	parallelRange(h-lo, d.workers, func(a, b int) { d.convertRows(d.img, lo+a, lo+b) })
+	d.converted = h
+	if d.onRows != nil {
+		d.onRows(d.img.Pix, lo, h)
+	}
 }
 
 // convertRows fills output rows [lo, hi) of img.

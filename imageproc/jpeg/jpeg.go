@@ -86,7 +86,21 @@ func DecodeConfig(data []byte) (Info, error) {
 // per sample for progressive or multi-scan files, besides the 3 bytes per
 // pixel of the result. Decode is safe for concurrent use.
 func Decode(data []byte, maxPixels int64) (*Image, error) {
-	d := &decoder{data: data}
+	return DecodeRows(data, maxPixels, nil)
+}
+
+// RowsFunc receives the pixel buffer of the image being decoded (Width*
+// Height*3 bytes) each time rows [y0, y1) of it are final. The calls come
+// in order, cover every row once, and never overlap; they may run on a
+// goroutine other than the caller's while decoding goes on, so that work
+// on the first rows overlaps decoding of the rest.
+type RowsFunc func(pix []uint8, y0, y1 int)
+
+// DecodeRows is Decode that also hands the finished rows to rows (if not
+// nil) while decoding. After an error, rows may have seen part of the
+// image.
+func DecodeRows(data []byte, maxPixels int64, rows RowsFunc) (*Image, error) {
+	d := &decoder{data: data, onRows: rows}
 	if err := d.readHeaders(); err != nil {
 		return nil, err
 	}
@@ -94,10 +108,12 @@ func Decode(data []byte, maxPixels int64) (*Image, error) {
 		return nil, fmt.Errorf("%w: %dx%d exceeds %d pixels", ErrTooLarge, d.width, d.height, maxPixels)
 	}
 	d.workers = workerCount(d.width * d.height)
+	d.img = &Image{Width: d.width, Height: d.height, Pix: make([]uint8, d.width*d.height*3)}
 	if err := d.decodeScans(); err != nil {
 		return nil, err
 	}
-	return d.toRGB(), nil
+	d.toRGB()
+	return d.img, nil
 }
 
 func (d *decoder) info() Info {

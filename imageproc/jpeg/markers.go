@@ -90,8 +90,13 @@ type decoder struct {
 	multiScan bool
 	// workers is how many goroutines may transform the image.
 	workers int
-	nScans  int
-	eobrun  int // end-of-band run left in a progressive AC scan
+	// img is the output; rows [0, converted) of it are final and have
+	// been handed to onRows.
+	img       *Image
+	converted int
+	onRows    RowsFunc
+	nScans    int
+	eobrun    int // end-of-band run left in a progressive AC scan
 	// coefBits[c][k] is the Al of the last scan that coded zigzag
 	// coefficient k (k < 10) of component c, -1 if none did; it decides
 	// block smoothing.

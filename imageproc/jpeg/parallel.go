@@ -63,7 +63,10 @@ type bandPipe struct {
 	slots int
 	free  []chan struct{} // one token per slot while it may be written
 	jobs  chan int        // bands ready for the IDCT
+	done  chan int        // bands transformed, for the colour conversion
 	wg    sync.WaitGroup
+	fin   sync.WaitGroup
+	bands int // in the scan
 	// per component of the scan: block rows per MCU row and the blocks
 	// coded per row and column (the MCU grid for an interleaved scan,
 	// the component's own for a non-interleaved one)
@@ -78,6 +81,12 @@ func (d *decoder) startPipe(s *scanHeader) *bandPipe {
 	}
 	p := &bandPipe{d: d, rows: bandMCURows, slots: 2*d.workers + 1}
 	p.jobs = make(chan int, p.slots)
+	p.done = make(chan int, p.slots)
+	ny := d.mcusY
+	if len(s.comps) == 1 {
+		ny = s.comps[0].compInfo.nbh
+	}
+	p.bands = (ny + p.rows - 1) / p.rows
 	p.free = make([]chan struct{}, p.slots)
 	for i := range p.free {
 		p.free[i] = make(chan struct{}, 1)
@@ -102,10 +111,60 @@ func (d *decoder) startPipe(s *scanHeader) *bandPipe {
 			for b := range p.jobs {
 				p.transform(b)
 				p.free[b%p.slots] <- struct{}{}
+				p.done <- b
 			}
 		}()
 	}
+	p.fin.Add(1)
+	go p.convert()
 	return p
+}
+
+// convert turns rows into RGB as soon as the bands they need are
+// transformed, in order, and hands them to the decoder's onRows.
+func (p *bandPipe) convert() {
+	defer p.fin.Done()
+	d := p.d
+	finished := make([]bool, p.bands)
+	k := 0 // bands 0..k-1 are transformed
+	for b := range p.done {
+		finished[b] = true
+		for k < p.bands && finished[k] {
+			k++
+		}
+		lo, hi := d.converted, p.readyRows(k)
+		if hi > lo {
+			d.convertRows(d.img, lo, hi)
+			d.converted = hi
+			if d.onRows != nil {
+				d.onRows(d.img.Pix, lo, hi)
+			}
+		}
+	}
+}
+
+// readyRows is how many leading output rows can be converted once the
+// first k bands are transformed: output row y of a component expanded
+// vexp times vertically reads its plane row y/vexp and, with fancy
+// upsampling, the next one (clamped to the last real row).
+func (p *bandPipe) readyRows(k int) int {
+	d := p.d
+	if k == p.bands {
+		return d.height
+	}
+	y := d.height
+	for ci := range d.comps {
+		c := &d.comps[ci]
+		if c.ring == nil {
+			continue
+		}
+		have := min(k*p.rows*p.vrows[ci]*8, c.dh)
+		if have == c.dh {
+			continue
+		}
+		y = min(y, (have-1)*(d.vmax/c.v))
+	}
+	return max(y, 0)
 }
 
 // beginRow is called before MCU row my is decoded; at the start of a
@@ -124,11 +183,13 @@ func (p *bandPipe) endRow(my, ny int) {
 	}
 }
 
-// stop waits for the workers to transform every band handed over and
-// releases the ring.
+// stop waits for the workers to transform every band handed over and for
+// the rows those allow to be converted, and releases the ring.
 func (p *bandPipe) stop() {
 	close(p.jobs)
 	p.wg.Wait()
+	close(p.done)
+	p.fin.Wait()
 	for i := range p.d.comps {
 		c := &p.d.comps[i]
 		c.ring, c.ringNZ = nil, nil

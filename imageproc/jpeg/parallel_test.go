@@ -96,3 +96,44 @@ func TestParallelMatchesSerial(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeRows checks that the row callback sees every row once, in
+// order, already holding its final pixels, on both paths.
+func TestDecodeRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	m := image.NewRGBA(image.Rect(0, 0, 97, 203))
+	for i := range m.Pix {
+		m.Pix[i] = uint8(rng.IntN(256))
+	}
+	var buf bytes.Buffer
+	if err := gojpeg.Encode(&buf, m, &gojpeg.Options{Quality: 80}); err != nil {
+		t.Fatal(err)
+	}
+	for _, parallel := range []bool{false, true} {
+		t.Run(fmt.Sprint("parallel=", parallel), func(t *testing.T) {
+			if parallel {
+				forceParallel(t, 1)
+			}
+			seen := make([]uint8, 97*203*3)
+			next, calls := 0, 0
+			img, err := DecodeRows(buf.Bytes(), 1<<26, func(pix []uint8, y0, y1 int) {
+				calls++
+				if y0 != next || y1 <= y0 {
+					t.Errorf("rows [%d, %d) after %d", y0, y1, next)
+				}
+				next = y1
+				copy(seen[y0*97*3:y1*97*3], pix[y0*97*3:y1*97*3])
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if next != 203 {
+				t.Errorf("rows up to %d delivered, want 203", next)
+			}
+			if !bytes.Equal(seen, img.Pix) {
+				t.Error("rows changed after they were delivered")
+			}
+			t.Logf("%d calls", calls)
+		})
+	}
+}

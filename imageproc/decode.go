@@ -8,6 +8,7 @@ import (
 	"image/png"
 	"io"
 
+	"github.com/vembed/vembed/imageproc/jpeg"
 	"golang.org/x/image/bmp"
 	"golang.org/x/image/tiff"
 	"golang.org/x/image/webp"
@@ -107,6 +108,12 @@ func decodeConfig(f format, data []byte) (w, h int, err error) {
 // on the header's dimensions before pixels are decoded. Errors wrap
 // ErrUnsupported, ErrTooLarge or ErrCorrupt.
 func Decode(data []byte, opts DecodeOptions) (*Image, error) {
+	return decode(data, opts, nil)
+}
+
+// decode is Decode that, for a JPEG, hands finished rows to the function
+// prepare returns for the header's size while decoding goes on.
+func decode(data []byte, opts DecodeOptions, prepare func(w, h int) jpeg.RowsFunc) (*Image, error) {
 	lim := opts.Limits.orDefault()
 	if err := lim.checkBytes(len(data)); err != nil {
 		return nil, fmt.Errorf("imageproc: %w", err)
@@ -118,7 +125,11 @@ func Decode(data []byte, opts DecodeOptions) (*Image, error) {
 	if err := lim.checkSize(w, h); err != nil {
 		return nil, fmt.Errorf("imageproc: %s: %w", f, err)
 	}
-	img, err := decodePixels(f, data, lim.MaxPixels)
+	var rows jpeg.RowsFunc
+	if prepare != nil && f == formatJPEG {
+		rows = prepare(w, h)
+	}
+	img, err := decodePixels(f, data, lim.MaxPixels, rows)
 	if err != nil {
 		return nil, fmt.Errorf("imageproc: %s: %w", f, err)
 	}
@@ -133,7 +144,7 @@ func Decode(data []byte, opts DecodeOptions) (*Image, error) {
 	return img, nil
 }
 
-func decodePixels(f format, data []byte, maxPixels int64) (img *Image, err error) {
+func decodePixels(f format, data []byte, maxPixels int64, rows jpeg.RowsFunc) (img *Image, err error) {
 	defer recoverDecoder(&err)
 	r := bytes.NewReader(data)
 	var m image.Image
@@ -144,7 +155,7 @@ func decodePixels(f format, data []byte, maxPixels int64) (img *Image, err error
 			return gray16Clipped(m), nil
 		}
 	case formatJPEG:
-		return decodeJPEG(data, maxPixels)
+		return decodeJPEG(data, maxPixels, rows)
 	case formatGIF:
 		return decodeGIF(data)
 	case formatWebP:

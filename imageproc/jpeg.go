@@ -31,11 +31,12 @@ func jpegOrientation(data []byte) int {
 
 // decodeJPEG decodes a JPEG to RGB. The pixel limit has already been
 // checked on the header; passing it on keeps the decoder's own guard.
-func decodeJPEG(data []byte, maxPixels int64) (*Image, error) {
+// rows, if not nil, sees the rows as they are finished.
+func decodeJPEG(data []byte, maxPixels int64, rows jpeg.RowsFunc) (*Image, error) {
 	if maxPixels <= 0 {
 		maxPixels = 1<<63 - 1
 	}
-	m, err := jpeg.Decode(data, maxPixels)
+	m, err := jpeg.DecodeRows(data, maxPixels, rows)
 	if err != nil {
 		return nil, jpegError(err)
 	}

@@ -2,6 +2,8 @@ package imageproc
 
 import (
 	"fmt"
+
+	"github.com/vembed/vembed/imageproc/jpeg"
 )
 
 // Config describes a model's image preprocessing: patch geometry, the
@@ -102,13 +104,42 @@ func FromImage(img *Image, cfg Config) (*Patches, error) {
 	return Patchify(ResizeBicubic(img, w, h), cfg)
 }
 
-// Preprocess decodes an encoded image and turns it into patches.
+// Preprocess decodes an encoded image and turns it into patches. For a
+// JPEG whose width changes, the horizontal resampling pass runs on rows as
+// soon as they are decoded, overlapping the decoding of the rest; the
+// result is the same as FromImage on the decoded image.
 func Preprocess(data []byte, cfg Config, opts DecodeOptions) (*Patches, error) {
-	img, err := Decode(data, opts)
+	if opts.ApplyEXIFOrientation {
+		img, err := Decode(data, opts)
+		if err != nil {
+			return nil, err
+		}
+		return FromImage(img, cfg)
+	}
+	var r *rowResizer
+	var sizeErr error
+	img, err := decode(data, opts, func(w, h int) jpeg.RowsFunc {
+		tw, th, err := cfg.TargetSize(w, h)
+		if err != nil || tw == w {
+			sizeErr = err
+			return nil
+		}
+		r = newRowResizer(w, h, tw, th)
+		return r.rows
+	})
 	if err != nil {
+		if r != nil {
+			r.wait()
+		}
 		return nil, err
 	}
-	return FromImage(img, cfg)
+	if sizeErr != nil {
+		return nil, sizeErr
+	}
+	if r == nil {
+		return FromImage(img, cfg)
+	}
+	return Patchify(r.finish(), cfg)
 }
 
 // normTable maps each 8-bit level to its normalized value per channel:

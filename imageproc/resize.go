@@ -8,6 +8,11 @@ package imageproc
 // from fusing a multiply and an add into one FMA, which would round
 // differently from the reference build.
 
+import (
+	"runtime"
+	"sync"
+)
+
 const (
 	precisionBits = 32 - 8 - 2 // Pillow: 8 bits of result, 2 of headroom
 	bicubicA      = -0.5
@@ -120,28 +125,83 @@ func ResizeBicubic(src *Image, width, height int) *Image {
 		copy(out.Pix, src.Pix)
 		return out
 	}
-	kv := newKernel(src.Height, height)
-	cur := src
-	if needH {
-		// Only the source rows the vertical pass will read.
-		first := kv.first[0]
-		last := kv.first[height-1] + kv.n[height-1]
-		kh := newKernel(src.Width, width)
-		tmp := NewImage(width, last-first)
-		parallelRows(tmp.Height, width*kh.size*3, func(lo, hi int) {
-			resampleRows(tmp, src, first, kh, lo, hi)
-		})
-		for i := range kv.first {
-			kv.first[i] -= first
+	if !needH {
+		return verticalPass(src, newKernel(src.Height, height))
+	}
+	r := newRowResizer(src.Width, src.Height, width, height)
+	parallelRows(r.tmp.Height, width*r.kh.size*3, func(lo, hi int) {
+		resampleRows(r.tmp, src, r.first, r.kh, lo, hi)
+	})
+	return r.finish()
+}
+
+// rowResizer is ResizeBicubic with a horizontal pass that takes source rows
+// as they become available (while an image is still being decoded),
+// followed by the vertical pass. It applies only when the width changes.
+type rowResizer struct {
+	sw, sh, height int
+	kh, kv         *kernel
+	// tmp holds the horizontally resampled source rows [first,
+	// first+tmp.Height), the only ones the vertical pass reads.
+	first int
+	tmp   *Image
+	// Row ranges are resampled on their own goroutines, at most slots at
+	// a time, so that the pass uses whatever cores decoding leaves idle.
+	wg    sync.WaitGroup
+	slots chan struct{}
+}
+
+func newRowResizer(sw, sh, width, height int) *rowResizer {
+	r := &rowResizer{sw: sw, sh: sh, height: height, kh: newKernel(sw, width),
+		slots: make(chan struct{}, runtime.GOMAXPROCS(0))}
+	if height != sh {
+		r.kv = newKernel(sh, height)
+		r.first = r.kv.first[0]
+		last := r.kv.first[height-1] + r.kv.n[height-1]
+		for i := range r.kv.first {
+			r.kv.first[i] -= r.first
 		}
-		cur = tmp
+		r.tmp = NewImage(width, last-r.first)
+	} else {
+		r.tmp = NewImage(width, sh)
 	}
-	if !needV {
-		return cur
+	return r
+}
+
+// rows runs the horizontal pass on source rows [y0, y1) of pix, a
+// sw x sh RGB image of which at least those rows are final.
+func (r *rowResizer) rows(pix []uint8, y0, y1 int) {
+	lo, hi := max(y0, r.first), min(y1, r.first+r.tmp.Height)
+	if lo >= hi {
+		return
 	}
-	out := NewImage(cur.Width, height)
-	parallelRows(height, cur.Width*3*kv.size, func(lo, hi int) {
-		resampleCols(out, cur, kv, lo, hi)
+	src := &Image{Width: r.sw, Height: r.sh, Pix: pix}
+	r.slots <- struct{}{}
+	r.wg.Add(1)
+	go func() {
+		defer func() { <-r.slots; r.wg.Done() }()
+		resampleRows(r.tmp, src, r.first, r.kh, lo-r.first, hi-r.first)
+	}()
+}
+
+// wait returns when every row range handed to rows is resampled.
+func (r *rowResizer) wait() { r.wg.Wait() }
+
+// finish runs the vertical pass once every source row has been through
+// rows.
+func (r *rowResizer) finish() *Image {
+	r.wait()
+	if r.kv == nil {
+		return r.tmp
+	}
+	return verticalPass(r.tmp, r.kv)
+}
+
+// verticalPass resamples src's columns with k, on all cores.
+func verticalPass(src *Image, k *kernel) *Image {
+	out := NewImage(src.Width, len(k.first))
+	parallelRows(out.Height, src.Width*3*k.size, func(lo, hi int) {
+		resampleCols(out, src, k, lo, hi)
 	})
 	return out
 }

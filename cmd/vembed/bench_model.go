@@ -191,6 +191,11 @@ func (b *e2eRun) run() error {
 		return err
 	}
 	b.add("warm_up", time.Since(start).Seconds(), "s")
+	if rss, ok := peakRSS(); ok {
+		// Weights paged in, little activation memory yet: the rest of the
+		// peak is what the measured inputs need.
+		b.add("peak_rss_after_warm_up", float64(rss)/(1<<20), "MiB")
+	}
 
 	if c.texts > 0 {
 		if err := b.benchText(); err != nil {

@@ -214,7 +214,7 @@ func resampleRows(dst, src *Image, offset int, k *kernel, lo, hi int) {
 	sw, dw := src.Width, dst.Width*3
 	split := func(y int, r, g, b []int32) {
 		srow := src.Pix[(y+offset)*sw*3 : (y+offset+1)*sw*3]
-		for x := range r {
+		for x := splitVec(srow, r, g, b); x < len(r); x++ {
 			p := srow[3*x : 3*x+3 : 3*x+3]
 			r[x], g[x], b[x] = int32(p[0]), int32(p[1]), int32(p[2])
 		}

@@ -12,6 +12,21 @@ var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasAVX
 func vertAccAVX2(acc *int32, src *uint8, n int, w int32)
 
 //go:noescape
+func splitAVX2(pr, pg, pb *int32, src *uint8, n int)
+
+// splitVec widens the leading pixels of an RGB row into the planes (a
+// multiple of 16 of them) and returns how many it did.
+func splitVec(srow []uint8, r, g, b []int32) int {
+	n := min(len(r), len(srow)/3) &^ 15
+	if !useAVX2 || n == 0 {
+		return 0
+	}
+	_, _ = g[n-1], b[n-1]
+	splitAVX2(&r[0], &g[0], &b[0], &srow[0], n)
+	return n
+}
+
+//go:noescape
 func horizAVX2(dst *uint8, pr, pg, pb *int32, first *int32, w *int32, taps int, nout int)
 
 // vertAcc adds src[i]*w to acc[i] for all i, returning how many leading

@@ -178,3 +178,26 @@ func TestResizeDegenerateSizes(t *testing.T) {
 		t.Errorf("empty source: %d bytes", len(out.Pix))
 	}
 }
+
+// TestSplitVector compares the vector widening of RGB rows into planes with
+// the plain loop, for every row length up to 70 pixels.
+func TestSplitVector(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no vector kernel on this machine")
+	}
+	for n := 1; n <= 70; n++ {
+		src := randomImage(n, 1, uint64(n))
+		planes := make([]int32, 3*n)
+		r, g, b := planes[:n], planes[n:2*n], planes[2*n:]
+		done := splitVec(src.Pix, r, g, b)
+		if done != n&^15 {
+			t.Fatalf("%d pixels: vector part %d", n, done)
+		}
+		for x := range done {
+			p := src.Pix[3*x:]
+			if r[x] != int32(p[0]) || g[x] != int32(p[1]) || b[x] != int32(p[2]) {
+				t.Fatalf("%d pixels: pixel %d is (%d %d %d), want %v", n, x, r[x], g[x], b[x], p[:3])
+			}
+		}
+	}
+}

@@ -49,14 +49,17 @@ func init() {
 		e2e.mmproj = fs.String("mmproj", "", "mmproj `GGUF` of the --model benchmark (required with --lm)")
 		e2e.texts = fs.Int("texts", 32, "texts in the --model text batch")
 		e2e.textTokens = fs.Int("text-tokens", 128, "prompt `tokens` of each text, the task prefix included")
-		e2e.images = fs.String("images", "448,896", "square image `sizes` of the --model benchmark, one request each")
+		e2e.images = fs.String("images", "448,896", "square image `sizes` of the --model benchmark, one request each (empty: none)")
 		e2e.repeat = fs.Int("repeat", 1, "runs of each --model measurement; the median is reported")
 		e2e.imageFormat = fs.String("image-format", "jpeg", "encoding of the synthetic images: jpeg or png")
 	})
 	modelBenches = append(modelBenches, func(_ time.Duration, w io.Writer) ([]modelFigure, error) {
-		sizes, err := parseInts(*e2e.images)
-		if err != nil {
-			return nil, fmt.Errorf("--images: %w", err)
+		var sizes []int
+		if *e2e.images != "" { // empty: text only
+			var err error
+			if sizes, err = parseInts(*e2e.images); err != nil {
+				return nil, fmt.Errorf("--images: %w", err)
+			}
 		}
 		return benchModelE2E(e2eConfig{
 			lm: *e2e.lm, mmproj: *e2e.mmproj,

@@ -110,3 +110,12 @@ func TestBenchModelBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchModelTextOnly checks that an empty --images measures no image.
+func TestBenchModelTextOnly(t *testing.T) {
+	out := runOK(t, "bench", "--types", "F32", "--m", "1", "--k", "32", "--n", "32", "--time", "1ms",
+		"--rounds", "1", "--tiers", "generic", "--attn-tokens", "0", "--model", "--texts", "1", "--text-tokens", "9", "--images", "")
+	if !strings.Contains(out, "text_1x9_tokens_per_s") || strings.Contains(out, "image_") {
+		t.Errorf("want text figures and no image figure:\n%s", out)
+	}
+}

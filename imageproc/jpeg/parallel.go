@@ -196,7 +196,8 @@ func (p *bandPipe) stop() {
 	}
 }
 
-// transform runs the IDCT on every block of band b into the planes.
+// transform runs the IDCT on every block of band b into the planes and
+// clears the blocks for reuse.
 func (p *bandPipe) transform(b int) {
 	for ci := range p.d.comps {
 		c := &p.d.comps[ci]
@@ -212,6 +213,7 @@ func (p *bandPipe) transform(b int) {
 			for bx := 0; bx < p.nbx[ci]; bx++ {
 				blk := (*[64]int16)(c.ring[(r+bx)*64:])
 				idctMasked(blk, c.ringNZ[r+bx], &c.q, dst[bx*8:], stride)
+				*blk = [64]int16{} // ready for the slot's next band
 			}
 		}
 	}

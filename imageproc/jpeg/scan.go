@@ -217,9 +217,10 @@ func (d *decoder) decodeScan(s *scanHeader, p *bandPipe) error {
 func (d *decoder) decodeBlock(r *bitReader, s *scanHeader, sc *scanComp, bx, by int, scratch *[64]int16) error {
 	c := sc.compInfo
 	if c.ring != nil {
+		// The worker that transformed the slot's previous band left the
+		// block zeroed, off this goroutine's critical path.
 		i := (by%c.ringRows)*c.bw + bx
 		blk := (*[64]int16)(c.ring[i*64:])
-		*blk = [64]int16{}
 		nz, err := decodeSequential(r, blk, d.dc[sc.td], d.ac[sc.ta], &sc.dcPred)
 		c.ringNZ[i] = nz
 		return err

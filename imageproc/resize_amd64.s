@@ -143,6 +143,20 @@ DATA splitB2<>+0(SB)/8, $0x8080808080808080
 DATA splitB2<>+8(SB)/8, $0x0f0c090603008080
 GLOBL splitB2<>(SB), RODATA|NOPTR, $16
 
+// SPLIT gathers one channel of the 16 pixels in X0..X2 with the shuffles
+// m0..m2 and stores it widened to int32 at dst.
+#define SPLIT(m0, m1, m2, dst) \
+	VPSHUFB m0, X0, X3; \
+	VPSHUFB m1, X1, X6; \
+	VPOR    X6, X3, X3; \
+	VPSHUFB m2, X2, X6; \
+	VPOR    X6, X3, X3; \
+	VPMOVZXBD X3, Y6; \
+	VMOVDQU Y6, (dst); \
+	VPSRLDQ $8, X3, X3; \
+	VPMOVZXBD X3, Y6; \
+	VMOVDQU Y6, 32(dst)
+
 // func splitAVX2(pr, pg, pb *int32, src *uint8, n int)
 // Widens n interleaved RGB pixels (a multiple of 16) into three int32
 // planes.
@@ -159,36 +173,9 @@ split16:
 	VMOVDQU (SI), X0
 	VMOVDQU 16(SI), X1
 	VMOVDQU 32(SI), X2
-	VPSHUFB splitR0<>(SB), X0, X3
-	VPSHUFB splitR1<>(SB), X1, X6
-	VPOR    X6, X3, X3
-	VPSHUFB splitR2<>(SB), X2, X6
-	VPOR    X6, X3, X3
-	VPMOVZXBD X3, Y6
-	VMOVDQU Y6, (DI)
-	VPSRLDQ $8, X3, X3
-	VPMOVZXBD X3, Y6
-	VMOVDQU Y6, 32(DI)
-	VPSHUFB splitG0<>(SB), X0, X4
-	VPSHUFB splitG1<>(SB), X1, X6
-	VPOR    X6, X4, X4
-	VPSHUFB splitG2<>(SB), X2, X6
-	VPOR    X6, X4, X4
-	VPMOVZXBD X4, Y6
-	VMOVDQU Y6, (BX)
-	VPSRLDQ $8, X4, X4
-	VPMOVZXBD X4, Y6
-	VMOVDQU Y6, 32(BX)
-	VPSHUFB splitB0<>(SB), X0, X5
-	VPSHUFB splitB1<>(SB), X1, X6
-	VPOR    X6, X5, X5
-	VPSHUFB splitB2<>(SB), X2, X6
-	VPOR    X6, X5, X5
-	VPMOVZXBD X5, Y6
-	VMOVDQU Y6, (DX)
-	VPSRLDQ $8, X5, X5
-	VPMOVZXBD X5, Y6
-	VMOVDQU Y6, 32(DX)
+	SPLIT(splitR0<>(SB), splitR1<>(SB), splitR2<>(SB), DI)
+	SPLIT(splitG0<>(SB), splitG1<>(SB), splitG2<>(SB), BX)
+	SPLIT(splitB0<>(SB), splitB1<>(SB), splitB2<>(SB), DX)
 	ADDQ $48, SI
 	ADDQ $64, DI
 	ADDQ $64, BX

@@ -32,6 +32,53 @@ DATA shufB2<>+0(SB)/8, $0x800c80800b80800a
 DATA shufB2<>+8(SB)/8, $0x0f80800e80800d80
 GLOBL shufB2<>(SB), RODATA|NOPTR, $16
 
+// YCC8 converts the 8 pixels at offset off of the Y (SI), Cb (BX) and Cr
+// (DX) rows to int32 R, G and B in r, g and b, with Y10..Y15 holding the
+// constants set up below.
+#define YCC8(off, r, g, b) \
+	VPMOVZXBD off(SI), Y0; \
+	VPMOVZXBD off(BX), Y1; \
+	VPMOVZXBD off(DX), Y2; \
+	VPSUBD    Y15, Y1, Y1; \
+	VPSUBD    Y15, Y2, Y2; \
+	VPMULLD   Y14, Y2, r; \
+	VPADDD    Y10, r, r; \
+	VPSRAD    $16, r, r; \
+	VPADDD    Y0, r, r; \
+	VPMULLD   Y13, Y1, b; \
+	VPADDD    Y10, b, b; \
+	VPSRAD    $16, b, b; \
+	VPADDD    Y0, b, b; \
+	VPMULLD   Y12, Y1, g; \
+	VPMULLD   Y11, Y2, Y1; \
+	VPADDD    Y1, g, g; \
+	VPADDD    Y10, g, g; \
+	VPSRAD    $16, g, g; \
+	VPADDD    Y0, g, g
+
+// PACK16 clamps the 16 int32 values of lo and hi to bytes, in order, in
+// the low lane of lo (lx is lo as X).
+#define PACK16(lo, hi, lx) \
+	VPACKSSDW    hi, lo, lo; \
+	VPERMQ       $0xD8, lo, lo; \
+	VEXTRACTI128 $1, lo, X9; \
+	VPACKUSWB    X9, lx, lx
+
+// STORE16 interleaves bytes k*16/3.. of R (X3), G (X4) and B (X5) into
+// output bytes 16k..16k+15 at off(DI).
+#define STORE16(mr, mg, mb, off) \
+	VPSHUFB mr, X3, X0; \
+	VPSHUFB mg, X4, X1; \
+	VPSHUFB mb, X5, X2; \
+	VPOR    X1, X0, X0; \
+	VPOR    X2, X0, X0; \
+	VMOVDQU X0, off(DI)
+
+#define BROADCAST(v, reg, xreg) \
+	MOVL $v, AX; \
+	VMOVD AX, xreg; \
+	VPBROADCASTD xreg, reg
+
 // func yccAVX2(out *uint8, y, cb, cr *uint8, n int)
 // Converts n pixels (a multiple of 16) as yccRow does: libjpeg's
 // fixed-point products computed in 32-bit lanes, then clamped by the
@@ -42,96 +89,24 @@ TEXT ·yccAVX2(SB), NOSPLIT, $0-40
 	MOVQ cb+16(FP), BX
 	MOVQ cr+24(FP), DX
 	MOVQ n+32(FP), CX
-	MOVL $128, AX
-	VMOVD AX, X15
-	VPBROADCASTD X15, Y15
-	MOVL $91881, AX
-	VMOVD AX, X14
-	VPBROADCASTD X14, Y14
-	MOVL $116130, AX
-	VMOVD AX, X13
-	VPBROADCASTD X13, Y13
-	MOVL $-22554, AX
-	VMOVD AX, X12
-	VPBROADCASTD X12, Y12
-	MOVL $-46802, AX
-	VMOVD AX, X11
-	VPBROADCASTD X11, Y11
-	MOVL $32768, AX
-	VMOVD AX, X10
-	VPBROADCASTD X10, Y10
+	BROADCAST(128, Y15, X15)
+	BROADCAST(91881, Y14, X14)
+	BROADCAST(116130, Y13, X13)
+	BROADCAST(-22554, Y12, X12)
+	BROADCAST(-46802, Y11, X11)
+	BROADCAST(32768, Y10, X10)
 
 ycc16:
 	CMPQ CX, $16
 	JLT  yccdone
-	VPMOVZXBD 0(SI), Y0
-	VPMOVZXBD 0(BX), Y1
-	VPMOVZXBD 0(DX), Y2
-	VPSUBD    Y15, Y1, Y1
-	VPSUBD    Y15, Y2, Y2
-	VPMULLD   Y14, Y2, Y3
-	VPADDD    Y10, Y3, Y3
-	VPSRAD    $16, Y3, Y3
-	VPADDD    Y0, Y3, Y3
-	VPMULLD   Y13, Y1, Y5
-	VPADDD    Y10, Y5, Y5
-	VPSRAD    $16, Y5, Y5
-	VPADDD    Y0, Y5, Y5
-	VPMULLD   Y12, Y1, Y4
-	VPMULLD   Y11, Y2, Y1
-	VPADDD    Y1, Y4, Y4
-	VPADDD    Y10, Y4, Y4
-	VPSRAD    $16, Y4, Y4
-	VPADDD    Y0, Y4, Y4
-	VPMOVZXBD 8(SI), Y0
-	VPMOVZXBD 8(BX), Y1
-	VPMOVZXBD 8(DX), Y2
-	VPSUBD    Y15, Y1, Y1
-	VPSUBD    Y15, Y2, Y2
-	VPMULLD   Y14, Y2, Y6
-	VPADDD    Y10, Y6, Y6
-	VPSRAD    $16, Y6, Y6
-	VPADDD    Y0, Y6, Y6
-	VPMULLD   Y13, Y1, Y8
-	VPADDD    Y10, Y8, Y8
-	VPSRAD    $16, Y8, Y8
-	VPADDD    Y0, Y8, Y8
-	VPMULLD   Y12, Y1, Y7
-	VPMULLD   Y11, Y2, Y1
-	VPADDD    Y1, Y7, Y7
-	VPADDD    Y10, Y7, Y7
-	VPSRAD    $16, Y7, Y7
-	VPADDD    Y0, Y7, Y7
-	VPACKSSDW    Y6, Y3, Y3
-	VPERMQ       $0xD8, Y3, Y3
-	VEXTRACTI128 $1, Y3, X9
-	VPACKUSWB    X9, X3, X3
-	VPACKSSDW    Y7, Y4, Y4
-	VPERMQ       $0xD8, Y4, Y4
-	VEXTRACTI128 $1, Y4, X9
-	VPACKUSWB    X9, X4, X4
-	VPACKSSDW    Y8, Y5, Y5
-	VPERMQ       $0xD8, Y5, Y5
-	VEXTRACTI128 $1, Y5, X9
-	VPACKUSWB    X9, X5, X5
-	VPSHUFB shufR0<>(SB), X3, X0
-	VPSHUFB shufG0<>(SB), X4, X1
-	VPSHUFB shufB0<>(SB), X5, X2
-	VPOR    X1, X0, X0
-	VPOR    X2, X0, X0
-	VMOVDQU X0, (DI)
-	VPSHUFB shufR1<>(SB), X3, X0
-	VPSHUFB shufG1<>(SB), X4, X1
-	VPSHUFB shufB1<>(SB), X5, X2
-	VPOR    X1, X0, X0
-	VPOR    X2, X0, X0
-	VMOVDQU X0, 16(DI)
-	VPSHUFB shufR2<>(SB), X3, X0
-	VPSHUFB shufG2<>(SB), X4, X1
-	VPSHUFB shufB2<>(SB), X5, X2
-	VPOR    X1, X0, X0
-	VPOR    X2, X0, X0
-	VMOVDQU X0, 32(DI)
+	YCC8(0, Y3, Y4, Y5)
+	YCC8(8, Y6, Y7, Y8)
+	PACK16(Y3, Y6, X3)
+	PACK16(Y4, Y7, X4)
+	PACK16(Y5, Y8, X5)
+	STORE16(shufR0<>(SB), shufG0<>(SB), shufB0<>(SB), 0)
+	STORE16(shufR1<>(SB), shufG1<>(SB), shufB1<>(SB), 16)
+	STORE16(shufR2<>(SB), shufG2<>(SB), shufB2<>(SB), 32)
 	ADDQ $16, SI
 	ADDQ $16, BX
 	ADDQ $16, DX
@@ -142,6 +117,15 @@ ycc16:
 yccdone:
 	VZEROUPPER
 	RET
+
+// COLSUM sets the 16 words of dst to 3*near+far for the samples at offset
+// off of near (SI) and far (BX).
+#define COLSUM(off, dst) \
+	VPMOVZXBW off(SI), Y0; \
+	VPMOVZXBW off(BX), Y1; \
+	VPSLLW    $1, Y0, dst; \
+	VPADDW    Y0, dst, dst; \
+	VPADDW    Y1, dst, dst
 
 // func h2v2FancyAVX2(out *uint8, near, far *uint8, n int)
 // Computes outputs 2i and 2i+1 of h2v2FancyRow for n inputs i (a multiple
@@ -163,21 +147,9 @@ TEXT ·h2v2FancyAVX2(SB), NOSPLIT, $0-32
 h2v2loop:
 	CMPQ CX, $16
 	JLT  h2v2done
-	VPMOVZXBW -1(SI), Y0
-	VPMOVZXBW -1(BX), Y1
-	VPSLLW    $1, Y0, Y2
-	VPADDW    Y0, Y2, Y2
-	VPADDW    Y1, Y2, Y2
-	VPMOVZXBW (SI), Y0
-	VPMOVZXBW (BX), Y1
-	VPSLLW    $1, Y0, Y3
-	VPADDW    Y0, Y3, Y3
-	VPADDW    Y1, Y3, Y3
-	VPMOVZXBW 1(SI), Y0
-	VPMOVZXBW 1(BX), Y1
-	VPSLLW    $1, Y0, Y4
-	VPADDW    Y0, Y4, Y4
-	VPADDW    Y1, Y4, Y4
+	COLSUM(-1, Y2)
+	COLSUM(0, Y3)
+	COLSUM(1, Y4)
 	VPSLLW    $1, Y3, Y5
 	VPADDW    Y3, Y5, Y5
 	VPADDW    Y5, Y2, Y2

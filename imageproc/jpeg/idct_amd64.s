@@ -83,6 +83,141 @@ DATA idctPermRows<>+16(SB)/8, $0x0000000600000002
 DATA idctPermRows<>+24(SB)/8, $0x0000000700000003
 GLOBL idctPermRows<>(SB), RODATA|NOPTR, $32
 
+// IDCT_PASS is one 1-D pass of idctIslow on eight vectors i0..i7 (input k
+// in ik, one column or row per lane), using the free registers a, b, z3,
+// z4, z5; rnd is the rounding constant and sh the descaling shift. Outputs
+// 0..7 end in z3, z5, b, a, i0, i1, i6, z4.
+
+#define IDCT_PASS(i0, i1, i2, i3, i4, i5, i6, i7, a, b, z3, z4, z5, rnd, sh) \
+	VPADDD  i6, i2, a; \
+	VPMULLD idctc4433<>(SB), a, a; \
+	VPMULLD idctc15137<>(SB), i6, b; \
+	VPSUBD  b, a, b; \
+	VPMULLD idctc6270<>(SB), i2, i2; \
+	VPADDD  a, i2, i2; \
+	VPADDD  i4, i0, a; \
+	VPSLLD  $13, a, a; \
+	VPSUBD  i4, i0, i4; \
+	VPSLLD  $13, i4, i4; \
+	VPADDD  rnd, a, a; \
+	VPADDD  rnd, i4, i4; \
+	VPADDD  i2, a, i0; \
+	VPSUBD  i2, a, i2; \
+	VPADDD  b, i4, a; \
+	VPSUBD  b, i4, i4; \
+	VPADDD  i1, i7, i6; \
+	VPADDD  i3, i5, b; \
+	VPADDD  i3, i7, z3; \
+	VPADDD  i1, i5, z4; \
+	VPADDD  z4, z3, z5; \
+	VPMULLD idctc9633<>(SB), z5, z5; \
+	VPMULLD idctcm7373<>(SB), i6, i6; \
+	VPMULLD idctcm20995<>(SB), b, b; \
+	VPMULLD idctcm16069<>(SB), z3, z3; \
+	VPADDD  z5, z3, z3; \
+	VPMULLD idctcm3196<>(SB), z4, z4; \
+	VPADDD  z5, z4, z4; \
+	VPMULLD idctc2446<>(SB), i7, i7; \
+	VPADDD  i6, i7, i7; \
+	VPADDD  z3, i7, i7; \
+	VPMULLD idctc16819<>(SB), i5, i5; \
+	VPADDD  b, i5, i5; \
+	VPADDD  z4, i5, i5; \
+	VPMULLD idctc25172<>(SB), i3, i3; \
+	VPADDD  b, i3, i3; \
+	VPADDD  z3, i3, i3; \
+	VPMULLD idctc12299<>(SB), i1, i1; \
+	VPADDD  i6, i1, i1; \
+	VPADDD  z4, i1, i1; \
+	VPADDD  i1, i0, z3; \
+	VPSUBD  i1, i0, z4; \
+	VPADDD  i3, a, z5; \
+	VPSUBD  i3, a, i6; \
+	VPADDD  i5, i4, b; \
+	VPSUBD  i5, i4, i1; \
+	VPADDD  i7, i2, a; \
+	VPSUBD  i7, i2, i0; \
+	VPSRAD  sh, z3, z3; \
+	VPSRAD  sh, z5, z5; \
+	VPSRAD  sh, b, b; \
+	VPSRAD  sh, a, a; \
+	VPSRAD  sh, i0, i0; \
+	VPSRAD  sh, i1, i1; \
+	VPSRAD  sh, i6, i6; \
+	VPSRAD  sh, z4, z4
+
+// GUARD jumps to fallback unless every lane of r0..r7 is below 2^14 in
+// magnitude; acc and t are scratch.
+#define GUARD(r0, r1, r2, r3, r4, r5, r6, r7, acc, t) \
+	VPABSD  r0, acc; \
+	VPABSD  r1, t; \
+	VPMAXUD t, acc, acc; \
+	VPABSD  r2, t; \
+	VPMAXUD t, acc, acc; \
+	VPABSD  r3, t; \
+	VPMAXUD t, acc, acc; \
+	VPABSD  r4, t; \
+	VPMAXUD t, acc, acc; \
+	VPABSD  r5, t; \
+	VPMAXUD t, acc, acc; \
+	VPABSD  r6, t; \
+	VPMAXUD t, acc, acc; \
+	VPABSD  r7, t; \
+	VPMAXUD t, acc, acc; \
+	VPSRLD  $14, acc, acc; \
+	VPTEST  acc, acc; \
+	JNZ     fallback
+
+// TRANSPOSE transposes the 8x8 matrix of 32-bit elements in r0..r7 (row k
+// in rk) into v0..v7 through t0..t7 and u0..u7; the four sets are distinct
+// except that v may reuse t and u may reuse r.
+#define TRANSPOSE(r0, r1, r2, r3, r4, r5, r6, r7, t0, t1, t2, t3, t4, t5, t6, t7, u0, u1, u2, u3, u4, u5, u6, u7, v0, v1, v2, v3, v4, v5, v6, v7) \
+	VPUNPCKLDQ r1, r0, t0; \
+	VPUNPCKHDQ r1, r0, t1; \
+	VPUNPCKLDQ r3, r2, t2; \
+	VPUNPCKHDQ r3, r2, t3; \
+	VPUNPCKLDQ r5, r4, t4; \
+	VPUNPCKHDQ r5, r4, t5; \
+	VPUNPCKLDQ r7, r6, t6; \
+	VPUNPCKHDQ r7, r6, t7; \
+	VPUNPCKLQDQ t2, t0, u0; \
+	VPUNPCKHQDQ t2, t0, u1; \
+	VPUNPCKLQDQ t3, t1, u2; \
+	VPUNPCKHQDQ t3, t1, u3; \
+	VPUNPCKLQDQ t6, t4, u4; \
+	VPUNPCKHQDQ t6, t4, u5; \
+	VPUNPCKLQDQ t7, t5, u6; \
+	VPUNPCKHQDQ t7, t5, u7; \
+	VPERM2I128 $0x20, u4, u0, v0; \
+	VPERM2I128 $0x31, u4, u0, v4; \
+	VPERM2I128 $0x20, u5, u1, v1; \
+	VPERM2I128 $0x31, u5, u1, v5; \
+	VPERM2I128 $0x20, u6, u2, v2; \
+	VPERM2I128 $0x31, u6, u2, v6; \
+	VPERM2I128 $0x20, u7, u3, v3; \
+	VPERM2I128 $0x31, u7, u3, v7
+
+// CLAMP takes a descaled output modulo 1024, sign-extends it from 10 bits
+// as the range-limit table does, and adds 128 (the packs then clamp).
+#define CLAMP(r) \
+	VPSLLD  $22, r, r; \
+	VPSRAD  $22, r, r; \
+	VPADDD  idctc128<>(SB), r, r
+
+// STORE4 packs rows a..d (8 int32 each; ax is a as X) to bytes with
+// saturation and stores them at DI, DI+DX, DI+2*DX and DI+CX; xx is
+// scratch and perm holds idctPermRows.
+#define STORE4(a, b, c, d, ax, xx, perm) \
+	VPACKSSDW b, a, a; \
+	VPACKSSDW d, c, c; \
+	VPACKUSWB c, a, a; \
+	VPERMD    a, perm, a; \
+	VMOVQ     ax, (DI); \
+	VPEXTRQ   $1, ax, (DI)(DX*1); \
+	VEXTRACTI128 $1, a, xx; \
+	VMOVQ     xx, (DI)(DX*2); \
+	VPEXTRQ   $1, xx, (DI)(CX*1)
+
 // func idctIslowAVX2(in *[64]int16, q *[64]int32, dst *uint8, stride int) bool
 // idctIslow with the eight columns (then rows) of a block in the lanes of
 // 32-bit vectors. The products and sums equal the portable 64-bit ones
@@ -111,247 +246,25 @@ TEXT ·idctIslowAVX2(SB), NOSPLIT, $0-33
 	VPMULLD   192(BX), Y6, Y6
 	VPMOVSXWD 112(SI), Y7
 	VPMULLD   224(BX), Y7, Y7
-	VPABSD  Y0, Y8
-	VPABSD  Y1, Y9
-	VPMAXUD Y9, Y8, Y8
-	VPABSD  Y2, Y9
-	VPMAXUD Y9, Y8, Y8
-	VPABSD  Y3, Y9
-	VPMAXUD Y9, Y8, Y8
-	VPABSD  Y4, Y9
-	VPMAXUD Y9, Y8, Y8
-	VPABSD  Y5, Y9
-	VPMAXUD Y9, Y8, Y8
-	VPABSD  Y6, Y9
-	VPMAXUD Y9, Y8, Y8
-	VPABSD  Y7, Y9
-	VPMAXUD Y9, Y8, Y8
-	VPSRLD  $14, Y8, Y8
-	VPTEST  Y8, Y8
-	JNZ     fallback
-	VPADDD  Y6, Y2, Y10
-	VPMULLD idctc4433<>(SB), Y10, Y10
-	VPMULLD idctc15137<>(SB), Y6, Y11
-	VPSUBD  Y11, Y10, Y11
-	VPMULLD idctc6270<>(SB), Y2, Y2
-	VPADDD  Y10, Y2, Y2
-	VPADDD  Y4, Y0, Y10
-	VPSLLD  $13, Y10, Y10
-	VPSUBD  Y4, Y0, Y4
-	VPSLLD  $13, Y4, Y4
-	VPADDD  idctrnd1<>(SB), Y10, Y10
-	VPADDD  idctrnd1<>(SB), Y4, Y4
-	VPADDD  Y2, Y10, Y0
-	VPSUBD  Y2, Y10, Y2
-	VPADDD  Y11, Y4, Y10
-	VPSUBD  Y11, Y4, Y4
-	VPADDD  Y1, Y7, Y6
-	VPADDD  Y3, Y5, Y11
-	VPADDD  Y3, Y7, Y12
-	VPADDD  Y1, Y5, Y13
-	VPADDD  Y13, Y12, Y14
-	VPMULLD idctc9633<>(SB), Y14, Y14
-	VPMULLD idctcm7373<>(SB), Y6, Y6
-	VPMULLD idctcm20995<>(SB), Y11, Y11
-	VPMULLD idctcm16069<>(SB), Y12, Y12
-	VPADDD  Y14, Y12, Y12
-	VPMULLD idctcm3196<>(SB), Y13, Y13
-	VPADDD  Y14, Y13, Y13
-	VPMULLD idctc2446<>(SB), Y7, Y7
-	VPADDD  Y6, Y7, Y7
-	VPADDD  Y12, Y7, Y7
-	VPMULLD idctc16819<>(SB), Y5, Y5
-	VPADDD  Y11, Y5, Y5
-	VPADDD  Y13, Y5, Y5
-	VPMULLD idctc25172<>(SB), Y3, Y3
-	VPADDD  Y11, Y3, Y3
-	VPADDD  Y12, Y3, Y3
-	VPMULLD idctc12299<>(SB), Y1, Y1
-	VPADDD  Y6, Y1, Y1
-	VPADDD  Y13, Y1, Y1
-	VPADDD  Y1, Y0, Y12
-	VPSUBD  Y1, Y0, Y13
-	VPADDD  Y3, Y10, Y14
-	VPSUBD  Y3, Y10, Y6
-	VPADDD  Y5, Y4, Y11
-	VPSUBD  Y5, Y4, Y1
-	VPADDD  Y7, Y2, Y10
-	VPSUBD  Y7, Y2, Y0
-	VPSRAD  $11, Y12, Y12
-	VPSRAD  $11, Y14, Y14
-	VPSRAD  $11, Y11, Y11
-	VPSRAD  $11, Y10, Y10
-	VPSRAD  $11, Y0, Y0
-	VPSRAD  $11, Y1, Y1
-	VPSRAD  $11, Y6, Y6
-	VPSRAD  $11, Y13, Y13
-	VPABSD  Y12, Y15
-	VPABSD  Y14, Y8
-	VPMAXUD Y8, Y15, Y15
-	VPABSD  Y11, Y8
-	VPMAXUD Y8, Y15, Y15
-	VPABSD  Y10, Y8
-	VPMAXUD Y8, Y15, Y15
-	VPABSD  Y0, Y8
-	VPMAXUD Y8, Y15, Y15
-	VPABSD  Y1, Y8
-	VPMAXUD Y8, Y15, Y15
-	VPABSD  Y6, Y8
-	VPMAXUD Y8, Y15, Y15
-	VPABSD  Y13, Y8
-	VPMAXUD Y8, Y15, Y15
-	VPSRLD  $14, Y15, Y15
-	VPTEST  Y15, Y15
-	JNZ     fallback
-	VPUNPCKLDQ Y14, Y12, Y9
-	VPUNPCKHDQ Y14, Y12, Y2
-	VPUNPCKLDQ Y10, Y11, Y3
-	VPUNPCKHDQ Y10, Y11, Y4
-	VPUNPCKLDQ Y1, Y0, Y5
-	VPUNPCKHDQ Y1, Y0, Y7
-	VPUNPCKLDQ Y13, Y6, Y15
-	VPUNPCKHDQ Y13, Y6, Y8
-	VPUNPCKLQDQ Y3, Y9, Y12
-	VPUNPCKHQDQ Y3, Y9, Y14
-	VPUNPCKLQDQ Y4, Y2, Y11
-	VPUNPCKHQDQ Y4, Y2, Y10
-	VPUNPCKLQDQ Y15, Y5, Y0
-	VPUNPCKHQDQ Y15, Y5, Y1
-	VPUNPCKLQDQ Y8, Y7, Y6
-	VPUNPCKHQDQ Y8, Y7, Y13
-	VPERM2I128 $0x20, Y0, Y12, Y9
-	VPERM2I128 $0x31, Y0, Y12, Y5
-	VPERM2I128 $0x20, Y1, Y14, Y2
-	VPERM2I128 $0x31, Y1, Y14, Y7
-	VPERM2I128 $0x20, Y6, Y11, Y3
-	VPERM2I128 $0x31, Y6, Y11, Y15
-	VPERM2I128 $0x20, Y13, Y10, Y4
-	VPERM2I128 $0x31, Y13, Y10, Y8
-	VPADDD  Y15, Y3, Y12
-	VPMULLD idctc4433<>(SB), Y12, Y12
-	VPMULLD idctc15137<>(SB), Y15, Y14
-	VPSUBD  Y14, Y12, Y14
-	VPMULLD idctc6270<>(SB), Y3, Y3
-	VPADDD  Y12, Y3, Y3
-	VPADDD  Y5, Y9, Y12
-	VPSLLD  $13, Y12, Y12
-	VPSUBD  Y5, Y9, Y5
-	VPSLLD  $13, Y5, Y5
-	VPADDD  idctrnd2<>(SB), Y12, Y12
-	VPADDD  idctrnd2<>(SB), Y5, Y5
-	VPADDD  Y3, Y12, Y9
-	VPSUBD  Y3, Y12, Y3
-	VPADDD  Y14, Y5, Y12
-	VPSUBD  Y14, Y5, Y5
-	VPADDD  Y2, Y8, Y15
-	VPADDD  Y4, Y7, Y14
-	VPADDD  Y4, Y8, Y11
-	VPADDD  Y2, Y7, Y10
-	VPADDD  Y10, Y11, Y0
-	VPMULLD idctc9633<>(SB), Y0, Y0
-	VPMULLD idctcm7373<>(SB), Y15, Y15
-	VPMULLD idctcm20995<>(SB), Y14, Y14
-	VPMULLD idctcm16069<>(SB), Y11, Y11
-	VPADDD  Y0, Y11, Y11
-	VPMULLD idctcm3196<>(SB), Y10, Y10
-	VPADDD  Y0, Y10, Y10
-	VPMULLD idctc2446<>(SB), Y8, Y8
-	VPADDD  Y15, Y8, Y8
-	VPADDD  Y11, Y8, Y8
-	VPMULLD idctc16819<>(SB), Y7, Y7
-	VPADDD  Y14, Y7, Y7
-	VPADDD  Y10, Y7, Y7
-	VPMULLD idctc25172<>(SB), Y4, Y4
-	VPADDD  Y14, Y4, Y4
-	VPADDD  Y11, Y4, Y4
-	VPMULLD idctc12299<>(SB), Y2, Y2
-	VPADDD  Y15, Y2, Y2
-	VPADDD  Y10, Y2, Y2
-	VPADDD  Y2, Y9, Y11
-	VPSUBD  Y2, Y9, Y10
-	VPADDD  Y4, Y12, Y0
-	VPSUBD  Y4, Y12, Y15
-	VPADDD  Y7, Y5, Y14
-	VPSUBD  Y7, Y5, Y2
-	VPADDD  Y8, Y3, Y12
-	VPSUBD  Y8, Y3, Y9
-	VPSRAD  $18, Y11, Y11
-	VPSRAD  $18, Y0, Y0
-	VPSRAD  $18, Y14, Y14
-	VPSRAD  $18, Y12, Y12
-	VPSRAD  $18, Y9, Y9
-	VPSRAD  $18, Y2, Y2
-	VPSRAD  $18, Y15, Y15
-	VPSRAD  $18, Y10, Y10
-	VPSLLD  $22, Y11, Y11
-	VPSRAD  $22, Y11, Y11
-	VPADDD  idctc128<>(SB), Y11, Y11
-	VPSLLD  $22, Y0, Y0
-	VPSRAD  $22, Y0, Y0
-	VPADDD  idctc128<>(SB), Y0, Y0
-	VPSLLD  $22, Y14, Y14
-	VPSRAD  $22, Y14, Y14
-	VPADDD  idctc128<>(SB), Y14, Y14
-	VPSLLD  $22, Y12, Y12
-	VPSRAD  $22, Y12, Y12
-	VPADDD  idctc128<>(SB), Y12, Y12
-	VPSLLD  $22, Y9, Y9
-	VPSRAD  $22, Y9, Y9
-	VPADDD  idctc128<>(SB), Y9, Y9
-	VPSLLD  $22, Y2, Y2
-	VPSRAD  $22, Y2, Y2
-	VPADDD  idctc128<>(SB), Y2, Y2
-	VPSLLD  $22, Y15, Y15
-	VPSRAD  $22, Y15, Y15
-	VPADDD  idctc128<>(SB), Y15, Y15
-	VPSLLD  $22, Y10, Y10
-	VPSRAD  $22, Y10, Y10
-	VPADDD  idctc128<>(SB), Y10, Y10
-	VPUNPCKLDQ Y0, Y11, Y1
-	VPUNPCKHDQ Y0, Y11, Y6
-	VPUNPCKLDQ Y12, Y14, Y13
-	VPUNPCKHDQ Y12, Y14, Y3
-	VPUNPCKLDQ Y2, Y9, Y4
-	VPUNPCKHDQ Y2, Y9, Y5
-	VPUNPCKLDQ Y10, Y15, Y7
-	VPUNPCKHDQ Y10, Y15, Y8
-	VPUNPCKLQDQ Y13, Y1, Y11
-	VPUNPCKHQDQ Y13, Y1, Y0
-	VPUNPCKLQDQ Y3, Y6, Y14
-	VPUNPCKHQDQ Y3, Y6, Y12
-	VPUNPCKLQDQ Y7, Y4, Y9
-	VPUNPCKHQDQ Y7, Y4, Y2
-	VPUNPCKLQDQ Y8, Y5, Y15
-	VPUNPCKHQDQ Y8, Y5, Y10
-	VPERM2I128 $0x20, Y9, Y11, Y1
-	VPERM2I128 $0x31, Y9, Y11, Y4
-	VPERM2I128 $0x20, Y2, Y0, Y6
-	VPERM2I128 $0x31, Y2, Y0, Y5
-	VPERM2I128 $0x20, Y15, Y14, Y13
-	VPERM2I128 $0x31, Y15, Y14, Y7
-	VPERM2I128 $0x20, Y10, Y12, Y3
-	VPERM2I128 $0x31, Y10, Y12, Y8
-	VMOVDQU idctPermRows<>(SB), Y11
+	GUARD(Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9)
+	IDCT_PASS(Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, idctrnd1<>(SB), $11)
+	GUARD(Y10, Y12, Y9, Y8, Y0, Y1, Y6, Y11, Y2, Y3)
+	TRANSPOSE(Y10, Y12, Y9, Y8, Y0, Y1, Y6, Y11, Y2, Y3, Y4, Y5, Y7, Y13, Y14, Y15, Y10, Y12, Y9, Y8, Y0, Y1, Y6, Y11, Y2, Y3, Y4, Y5, Y7, Y13, Y14, Y15)
+	IDCT_PASS(Y2, Y3, Y4, Y5, Y7, Y13, Y14, Y15, Y0, Y1, Y6, Y8, Y9, idctrnd2<>(SB), $18)
+	CLAMP(Y6)
+	CLAMP(Y9)
+	CLAMP(Y1)
+	CLAMP(Y0)
+	CLAMP(Y2)
+	CLAMP(Y3)
+	CLAMP(Y14)
+	CLAMP(Y8)
+	TRANSPOSE(Y6, Y9, Y1, Y0, Y2, Y3, Y14, Y8, Y4, Y5, Y7, Y10, Y11, Y12, Y13, Y15, Y6, Y9, Y1, Y0, Y2, Y3, Y14, Y8, Y4, Y5, Y7, Y10, Y11, Y12, Y13, Y15)
+	VMOVDQU idctPermRows<>(SB), Y6
 	LEAQ    (DX)(DX*2), CX
-	VPACKSSDW Y6, Y1, Y1
-	VPACKSSDW Y3, Y13, Y13
-	VPACKUSWB Y13, Y1, Y1
-	VPERMD    Y1, Y11, Y1
-	VMOVQ     X1, (DI)
-	VPEXTRQ   $1, X1, (DI)(DX*1)
-	VEXTRACTI128 $1, Y1, X0
-	VMOVQ     X0, (DI)(DX*2)
-	VPEXTRQ   $1, X0, (DI)(CX*1)
+	STORE4(Y4, Y5, Y7, Y10, X4, X9, Y6)
 	LEAQ    (DI)(DX*4), DI
-	VPACKSSDW Y5, Y4, Y4
-	VPACKSSDW Y8, Y7, Y7
-	VPACKUSWB Y7, Y4, Y4
-	VPERMD    Y4, Y11, Y4
-	VMOVQ     X4, (DI)
-	VPEXTRQ   $1, X4, (DI)(DX*1)
-	VEXTRACTI128 $1, Y4, X0
-	VMOVQ     X0, (DI)(DX*2)
-	VPEXTRQ   $1, X0, (DI)(CX*1)
+	STORE4(Y11, Y12, Y13, Y15, X11, X9, Y6)
 	VZEROUPPER
 	MOVB $1, ret+32(FP)
 	RET

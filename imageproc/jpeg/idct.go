@@ -280,6 +280,7 @@ func idctAny(in *[64]int16, q *[64]int32, dst []uint8, stride int) {
 		outer |= v
 	}
 	switch {
+	case (outer|corner) != 0 && idctVec(in, q, dst, stride):
 	case outer != 0:
 		idctIslow(in, q, dst, stride)
 	case corner != 0:

@@ -115,7 +115,7 @@ func h2FancyRow(out, in []uint8) {
 	out = out[:2*n]
 	out[0] = in[0]
 	out[1] = uint8((3*int(in[0]) + int(in[1]) + 2) >> 2)
-	for i := 1; i < n-1; i++ {
+	for i := 1 + h2FancyVec(out, in); i < n-1; i++ {
 		v := 3 * int(in[i])
 		out[2*i] = uint8((v + int(in[i-1]) + 1) >> 2)
 		out[2*i+1] = uint8((v + int(in[i+1]) + 2) >> 2)

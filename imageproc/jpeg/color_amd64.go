@@ -13,6 +13,9 @@ func yccAVX2(out *uint8, y, cb, cr *uint8, n int)
 //go:noescape
 func h2v2FancyAVX2(out *uint8, near, far *uint8, n int)
 
+//go:noescape
+func h2FancyAVX2(out *uint8, in *uint8, n int)
+
 // yccVec converts the leading pixels of a row that the vector kernel
 // handles (a multiple of 16) and returns how many it did.
 func yccVec(out, y, cb, cr []uint8) int {
@@ -35,6 +38,18 @@ func h2v2FancyVec(out, near, far []uint8) int {
 	}
 	_, _ = out[2*m+1], far[m+1]
 	h2v2FancyAVX2(&out[2], &near[1], &far[1], m)
+	return m
+}
+
+// h2FancyVec computes the outputs of h2FancyRow for interior inputs 1..m
+// (m a multiple of 16, m <= len(in)-2) and returns m.
+func h2FancyVec(out, in []uint8) int {
+	m := (len(in) - 2) &^ 15
+	if !useAVX2 || m <= 0 {
+		return 0
+	}
+	_ = out[2*m+1]
+	h2FancyAVX2(&out[2], &in[1], m)
 	return m
 }
 

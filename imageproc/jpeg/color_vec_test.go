@@ -40,8 +40,8 @@ func TestYCCVectorExhaustive(t *testing.T) {
 }
 
 // TestVectorKernelsOddLengths compares the vector and portable paths of
-// the colour conversion and the 2-D fancy upsampling on random rows of
-// every length up to 100, where the vector part is followed by a
+// the colour conversion and the fancy upsampling (2:1 and 2-D) on random
+// rows of every length up to 100, where the vector part is followed by a
 // portable tail of any size.
 func TestVectorKernelsOddLengths(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
@@ -62,6 +62,13 @@ func TestVectorKernelsOddLengths(t *testing.T) {
 		}
 		if n < 3 {
 			continue
+		}
+		in := row(n)
+		got, want = make([]uint8, 2*n), make([]uint8, 2*n)
+		h2FancyRow(got, in)
+		withPortable(func() { h2FancyRow(want, in) })
+		if i := firstDiff(got, want); i >= 0 {
+			t.Fatalf("h2v1, %d samples: output %d is %d, portable %d", n, i, got[i], want[i])
 		}
 		near, far := row(n), row(n)
 		got, want = make([]uint8, 2*n), make([]uint8, 2*n)

@@ -84,7 +84,10 @@ func DecodeConfig(data []byte) (Info, error) {
 // memory is then at most one byte per sample of each component's plane
 // (padded to whole MCUs, at most 32 samples more per side) plus two bytes
 // per sample for progressive or multi-scan files, besides the 3 bytes per
-// pixel of the result. Decode is safe for concurrent use.
+// pixel of the result. Large single-scan files are transformed on
+// GOMAXPROCS goroutines from a ring of coefficient bands (a few MCU rows
+// per goroutine, never more than two bytes per sample). Decode is safe for
+// concurrent use.
 func Decode(data []byte, maxPixels int64) (*Image, error) {
 	return DecodeRows(data, maxPixels, nil)
 }

@@ -100,7 +100,9 @@ func (d *decoder) startPipe(s *scanHeader) *bandPipe {
 		} else {
 			p.vrows[ci], p.nbx[ci], p.nby[ci] = c.v, c.bw, c.bh
 		}
-		c.ringRows = p.slots * p.rows * p.vrows[ci]
+		// A ring taller than the component holds it whole, without
+		// wrapping: no more than two bytes per sample, however wide.
+		c.ringRows = min(p.slots*p.rows*p.vrows[ci], p.nby[ci])
 		c.ring = make([]int16, c.ringRows*c.bw*64)
 		c.ringNZ = make([]uint64, c.ringRows*c.bw)
 	}

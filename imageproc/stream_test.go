@@ -16,6 +16,10 @@ func TestPreprocessStreamsLikeFromImage(t *testing.T) {
 	for i := range gray.Pix {
 		gray.Pix[i] = uint8(i * 7)
 	}
+	bigGray := image.NewGray(image.Rect(0, 0, 1000, 333))
+	for i := range bigGray.Pix {
+		bigGray.Pix[i] = uint8(i*7 + i/1000)
+	}
 	cases := []struct {
 		name string
 		m    image.Image
@@ -23,6 +27,7 @@ func TestPreprocessStreamsLikeFromImage(t *testing.T) {
 		{"720x1000", photoLike(720, 1000)},
 		{"333x517", photoLike(333, 517)},
 		{"gray301x77", gray},
+		{"gray1000x333", bigGray},
 		{"width kept 280x300", photoLike(280, 300)},
 	}
 	cfg := JinaV4Config()

@@ -27,6 +27,15 @@
 //	WebP animated  first frame on a black canvas at its offset
 //	TIFF CCITT     BlackIsZero honoured (x/image/tiff ignores it)
 //
+// Speed: large baseline JPEGs are decoded with the IDCT and colour
+// conversion on all cores while the (serial) entropy decoding goes on, and
+// Preprocess resamples rows horizontally as soon as they are decoded.
+// BenchmarkPreprocess/all and BenchmarkPillowPreprocess (Pillow's decode
+// plus BICUBIC resize of the same 2000x3000 photo, with VEMBED_JPEG_PYTHON
+// set) give the side-by-side figures; interleaved on a shared two-core
+// machine, vembed took about 0.6-0.75 of Pillow's wall time and 0.6-0.7 of
+// its CPU time.
+//
 // EXIF orientation is not applied unless asked for, as the reference does
 // not apply it. Not supported (ErrUnsupported): TIFF with extra samples
 // (gray+alpha) or CMYK, RLE BMP, 12-bit or arithmetic-coded JPEG.

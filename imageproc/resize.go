@@ -176,12 +176,18 @@ func (r *rowResizer) rows(pix []uint8, y0, y1 int) {
 		return
 	}
 	src := &Image{Width: r.sw, Height: r.sh, Pix: pix}
-	r.slots <- struct{}{}
-	r.wg.Add(1)
-	go func() {
-		defer func() { <-r.slots; r.wg.Done() }()
-		resampleRows(r.tmp, src, r.first, r.kh, lo-r.first, hi-r.first)
-	}()
+	// A large range (the whole image, when the decoder cannot hand rows
+	// over early) is split so that every core gets a share.
+	step := max((hi-lo+cap(r.slots)-1)/cap(r.slots), 16)
+	for a := lo; a < hi; a += step {
+		b := min(a+step, hi)
+		r.slots <- struct{}{}
+		r.wg.Add(1)
+		go func() {
+			defer func() { <-r.slots; r.wg.Done() }()
+			resampleRows(r.tmp, src, r.first, r.kh, a-r.first, b-r.first)
+		}()
+	}
 }
 
 // wait returns when every row range handed to rows is resampled.

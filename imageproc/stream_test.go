@@ -2,6 +2,8 @@ package imageproc
 
 import (
 	"image"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -9,8 +11,8 @@ import (
 // TestPreprocessStreamsLikeFromImage checks that Preprocess, which resizes
 // JPEG rows while they are decoded, gives exactly FromImage's patches on
 // the decoded image: for a file large enough to be decoded in bands on
-// several goroutines, for odd sizes, for grayscale, and for a width that
-// smart resize keeps.
+// several goroutines, for odd sizes, for grayscale, for a width that smart
+// resize keeps, and for progressive and multi-scan files.
 func TestPreprocessStreamsLikeFromImage(t *testing.T) {
 	gray := image.NewGray(image.Rect(0, 0, 301, 77))
 	for i := range gray.Pix {
@@ -30,9 +32,25 @@ func TestPreprocessStreamsLikeFromImage(t *testing.T) {
 		{"gray1000x333", bigGray},
 		{"width kept 280x300", photoLike(280, 300)},
 	}
-	cfg := JinaV4Config()
+	type encoded struct {
+		name string
+		data []byte
+	}
+	var files []encoded
 	for _, tc := range cases {
-		data := encodeJPEG(t, tc.m, 85)
+		files = append(files, encoded{tc.name, encodeJPEG(t, tc.m, 85)})
+	}
+	// Progressive and multi-scan files reach the resizer in one piece.
+	for _, name := range []string{"prog_420", "prog_422_restart", "multiscan_sequential"} {
+		data, err := os.ReadFile(filepath.Join("jpeg", "testdata", name+".jpg"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, encoded{name, data})
+	}
+	cfg := JinaV4Config()
+	for _, tc := range files {
+		data := tc.data
 		img, err := Decode(data, DecodeOptions{})
 		if err != nil {
 			t.Fatal(err)

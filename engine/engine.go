@@ -297,7 +297,8 @@ type job struct {
 }
 
 // Embed computes the embeddings of req. Errors the caller must fix are
-// *InputError; the context is checked between stages and between inputs.
+// *InputError; the context is checked between stages and between packed
+// decoder passes.
 func (e *Engine) Embed(ctx context.Context, req Request) (*Response, error) {
 	o, err := e.options(&req)
 	if err != nil {
@@ -331,15 +332,57 @@ func (e *Engine) Embed(ctx context.Context, req Request) (*Response, error) {
 		return nil, err
 	}
 	resp := &Response{Embeddings: make([]Embedding, len(jobs))}
-	for i := range jobs {
-		emb, err := e.run(ctx, i, &jobs[i], imgs, inputs, rows, o, req.Trace)
+	for lo, hi := range batches(jobs) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		seqs := make([]qwenvl.Sequence, hi-lo)
+		for k := range seqs {
+			if seqs[k], err = sequence(&jobs[lo+k], imgs, inputs, rows); err != nil {
+				return nil, err
+			}
+		}
+		hidden, err := e.exec.forwardBatch(ctx, seqs)
 		if err != nil {
 			return nil, err
 		}
-		resp.Embeddings[i] = emb
-		resp.PromptTokens += emb.Tokens
+		for k, h := range hidden {
+			i := lo + k
+			emb, err := e.pool(i, &jobs[i], h, o, req.Trace)
+			if err != nil {
+				return nil, err
+			}
+			resp.Embeddings[i] = emb
+			resp.PromptTokens += emb.Tokens
+		}
 	}
 	return resp, nil
+}
+
+// batchTokens bounds the tokens of one packed decoder pass. Packing a
+// request's inputs raises the row count of every matrix product, which is
+// what makes them efficient on CPU, while the pass's activations (a few
+// hidden-size rows per token, plus one attention score row per token of
+// the longest sequence) stay around what one context-length input needs.
+// An input longer than the budget runs alone.
+const batchTokens = 8192
+
+// batches splits jobs, in order, into runs [lo, hi) of at most
+// max(longest input, batchTokens) prompt tokens, filled greedily.
+func batches(jobs []job) func(yield func(lo, hi int) bool) {
+	return func(yield func(lo, hi int) bool) {
+		for lo := 0; lo < len(jobs); {
+			hi, n := lo+1, len(jobs[lo].prompt.IDs)
+			for hi < len(jobs) && n+len(jobs[hi].prompt.IDs) <= batchTokens {
+				n += len(jobs[hi].prompt.IDs)
+				hi++
+			}
+			if !yield(lo, hi) {
+				return
+			}
+			lo = hi
+		}
+	}
 }
 
 // imageRef is one image of a request, in request order.
@@ -528,23 +571,29 @@ func (e *Engine) traceVision(tr Tracer, imgs []imageRef) visionTrace {
 	}
 }
 
-// run forwards one input through the language model and pools it.
-func (e *Engine) run(ctx context.Context, i int, j *job, imgs []imageRef, inputs []qwenvl.ImageInput, rows [][]float32, o options, tr Tracer) (Embedding, error) {
+// sequence places an input's image rows at its placeholders.
+func sequence(j *job, imgs []imageRef, inputs []qwenvl.ImageInput, rows [][]float32) (qwenvl.Sequence, error) {
 	p := j.prompt
 	embs := make([]qwenvl.ImageEmbedding, len(j.images))
 	for k, gi := range j.images {
 		span := p.Images[k]
 		in := inputs[gi]
 		if span.End-span.First != imgs[gi].tokens {
-			return Embedding{}, fmt.Errorf("engine: %s: prompt holds %d placeholders for %d image rows", j.param, span.End-span.First, imgs[gi].tokens)
+			return qwenvl.Sequence{}, fmt.Errorf("engine: %s: prompt holds %d placeholders for %d image rows", j.param, span.End-span.First, imgs[gi].tokens)
 		}
 		embs[k] = qwenvl.ImageEmbedding{Rows: rows[gi], First: span.First, GridT: in.GridT, GridH: in.GridH, GridW: in.GridW}
 	}
-	hidden, err := e.exec.forward(ctx, p.IDs, embs)
-	if err != nil {
-		return Embedding{}, err
-	}
+	return qwenvl.Sequence{IDs: p.IDs, Images: embs}, nil
+}
+
+// pool turns input i's hidden states into its embedding.
+func (e *Engine) pool(i int, j *job, hidden []float32, o options, tr Tracer) (Embedding, error) {
+	p := j.prompt
+	var err error
 	n, dim := len(p.IDs), e.info.Hidden
+	if len(hidden) != n*dim {
+		return Embedding{}, fmt.Errorf("engine: %s: %d hidden values for %d tokens of %d", j.param, len(hidden), n, dim)
+	}
 	if tr != nil {
 		if err := tr.Tensor(fmt.Sprintf("input%d.hidden_states", i), hidden, n, dim); err != nil {
 			return Embedding{}, fmt.Errorf("engine: trace: %w", err)

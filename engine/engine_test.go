@@ -17,6 +17,7 @@ import (
 	"github.com/vembed/vembed/imageproc"
 	"github.com/vembed/vembed/model/heads"
 	"github.com/vembed/vembed/synth"
+	"github.com/vembed/vembed/tokenizer"
 )
 
 // testModel is the synthetic tiny model pair (plus projector) shared by the
@@ -240,6 +241,90 @@ func TestRequestBatchingInvariance(t *testing.T) {
 	swapped := embed(t, e, Request{Inputs: []Input{{Parts: []Part{Image(a), Image(c)}}}})
 	if maxDiff(swapped.Embeddings[0].Vector, all.Embeddings[3].Vector) < 1e-4 {
 		t.Errorf("image order within an input has no effect")
+	}
+}
+
+// TestPackedDecoderPass checks that many inputs of different lengths,
+// packed into one decoder pass, embed exactly as they do one per request.
+// Packing only stacks rows: every matrix product computes each row from
+// that row alone in the same order, and attention runs per sequence under
+// its own mask and positions, so the hidden states, and so the vectors,
+// are expected to be bitwise equal.
+func TestPackedDecoderPass(t *testing.T) {
+	e := sharedEngine(t)
+	var inputs []Input
+	for i := range 12 {
+		text := "word"
+		for range i * 3 {
+			text += fmt.Sprintf(" w%d", i)
+		}
+		switch i % 3 {
+		case 0:
+			inputs = append(inputs, TextInput(text))
+		case 1:
+			inputs = append(inputs, ImageInput(testPNG(t, 28+14*i, 56, i)))
+		default:
+			inputs = append(inputs, Input{Parts: []Part{Text(text), Image(testPNG(t, 56, 28+7*i, i)), Text(" end")}})
+		}
+	}
+	for _, multi := range []bool{false, true} {
+		req := Request{Inputs: inputs, PerSpan: true}
+		if multi {
+			req.Multivector = true
+		}
+		all := embed(t, e, req)
+		for i, in := range inputs {
+			one := req
+			one.Inputs = []Input{in}
+			got, want := all.Embeddings[i], embed(t, e, one).Embeddings[0]
+			if got.Tokens != want.Tokens {
+				t.Errorf("multi=%v input %d: tokens %d packed, %d alone", multi, i, got.Tokens, want.Tokens)
+			}
+			if d := maxDiff(got.Vector, want.Vector); d != 0 {
+				t.Errorf("multi=%v input %d: packed vs alone differ by %g", multi, i, d)
+			}
+			if len(got.Spans) != len(want.Spans) || len(got.Multi) != len(want.Multi) {
+				t.Fatalf("multi=%v input %d: %d spans/%d multi rows packed, %d/%d alone", multi, i, len(got.Spans), len(got.Multi), len(want.Spans), len(want.Multi))
+			}
+			for k := range got.Spans {
+				if d := maxDiff(got.Spans[k], want.Spans[k]); d != 0 {
+					t.Errorf("multi=%v input %d span %d: differ by %g", multi, i, k, d)
+				}
+			}
+			for k := range got.Multi {
+				if d := maxDiff(got.Multi[k], want.Multi[k]); d != 0 {
+					t.Errorf("multi=%v input %d row %d: differ by %g", multi, i, k, d)
+				}
+			}
+		}
+	}
+}
+
+func TestBatches(t *testing.T) {
+	jobs := func(lens ...int) []job {
+		js := make([]job, len(lens))
+		for i, n := range lens {
+			js[i].prompt = &tokenizer.Prompt{IDs: make([]int32, n)}
+		}
+		return js
+	}
+	for _, tc := range []struct {
+		lens []int
+		want [][2]int
+	}{
+		{[]int{10}, [][2]int{{0, 1}}},
+		{[]int{10, 20, 30}, [][2]int{{0, 3}}},
+		{[]int{batchTokens - 5, 5, 1}, [][2]int{{0, 2}, {2, 3}}},
+		{[]int{3, batchTokens + 100, 4, 5}, [][2]int{{0, 1}, {1, 2}, {2, 4}}},
+		{[]int{batchTokens, batchTokens}, [][2]int{{0, 1}, {1, 2}}},
+	} {
+		var got [][2]int
+		for lo, hi := range batches(jobs(tc.lens...)) {
+			got = append(got, [2]int{lo, hi})
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("lengths %v: batches %v, want %v", tc.lens, got, tc.want)
+		}
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 // This is where batching plugs in: a scheduler goroutine that owns the
 // model will replace the semaphore, packing the images of several waiting
 // requests into one vision pass and their sequences into one decoder pass,
-// behind the same encode/forward signatures.
+// behind the same encode/forwardBatch signatures.
 type executor struct {
 	model *qwenvl.Model
 	slot  chan struct{}
@@ -63,15 +63,19 @@ func (x *executor) encode(ctx context.Context, imgs []qwenvl.ImageInput, trace v
 	return rows, nil
 }
 
-// forward runs the decoder over one sequence.
-func (x *executor) forward(ctx context.Context, ids []int32, imgs []qwenvl.ImageEmbedding) ([]float32, error) {
+// forwardBatch runs the decoder over several independent sequences in one
+// packed pass and returns each sequence's hidden states.
+func (x *executor) forwardBatch(ctx context.Context, seqs []qwenvl.Sequence) ([][]float32, error) {
 	if err := x.acquire(ctx); err != nil {
 		return nil, err
 	}
 	defer x.release()
-	hidden, err := x.model.Forward(ids, imgs)
+	hidden, err := x.model.ForwardBatch(seqs)
 	if err != nil {
 		return nil, fmt.Errorf("engine: language model: %w", err)
+	}
+	if len(hidden) != len(seqs) {
+		return nil, fmt.Errorf("engine: language model: %d results for %d sequences", len(hidden), len(seqs))
 	}
 	return hidden, nil
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 
 	"github.com/vembed/vembed/imageproc/jpeg"
+	"github.com/vembed/vembed/internal/tiffifd"
 	"golang.org/x/image/bmp"
 	"golang.org/x/image/tiff"
 	"golang.org/x/image/webp"
@@ -241,7 +242,7 @@ func gray16Clipped(m image.Image) *Image {
 // tiffFaxBlackIsZero reports a CCITT Group 3 or 4 TIFF whose photometric
 // interpretation is BlackIsZero.
 func tiffFaxBlackIsZero(data []byte) bool {
-	c, _ := tiffShort(data, 259)
-	p, _ := tiffShort(data, 262)
+	c, _ := tiffifd.Short(data, 259) // Compression
+	p, _ := tiffifd.Short(data, 262) // PhotometricInterpretation
 	return (c == 3 || c == 4) && p == 1
 }

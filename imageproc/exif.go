@@ -3,6 +3,8 @@ package imageproc
 import (
 	"bytes"
 	"encoding/binary"
+
+	"github.com/vembed/vembed/internal/tiffifd"
 )
 
 // exifOrientation returns the EXIF Orientation (1..8) stored in data, or 1
@@ -21,10 +23,7 @@ func exifOrientation(f format, data []byte) int {
 	case formatTIFF:
 		blob = data
 	}
-	if o := tiffOrientation(blob); o >= 1 && o <= 8 {
-		return o
-	}
-	return 1
+	return max(tiffifd.Orientation(blob), 1)
 }
 
 // pngChunk returns the payload of the first chunk of the given type.
@@ -62,45 +61,6 @@ func webpChunk(b []byte, typ string) []byte {
 		pos += 8 + n + n&1
 	}
 	return nil
-}
-
-// tiffOrientation reads the Orientation tag (0x0112) from IFD0 of a TIFF
-// structure, 0 if absent.
-func tiffOrientation(b []byte) int {
-	v, _ := tiffShort(b, 0x0112)
-	return v
-}
-
-// tiffShort returns the value of a SHORT tag with one value in IFD0 of a
-// TIFF structure.
-func tiffShort(b []byte, tag uint16) (int, bool) {
-	if len(b) < 8 {
-		return 0, false
-	}
-	var bo binary.ByteOrder
-	switch string(b[:2]) {
-	case "II":
-		bo = binary.LittleEndian
-	case "MM":
-		bo = binary.BigEndian
-	default:
-		return 0, false
-	}
-	off := int64(bo.Uint32(b[4:]))
-	if off < 8 || off+2 > int64(len(b)) {
-		return 0, false
-	}
-	n := int(bo.Uint16(b[off:]))
-	for i := 0; i < n; i++ {
-		e := off + 2 + int64(i)*12
-		if e+12 > int64(len(b)) {
-			return 0, false
-		}
-		if bo.Uint16(b[e:]) == tag && bo.Uint16(b[e+2:]) == 3 { // SHORT
-			return int(bo.Uint16(b[e+8:])), true
-		}
-	}
-	return 0, false
 }
 
 // orient applies an EXIF orientation the way Pillow's

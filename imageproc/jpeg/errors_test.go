@@ -139,23 +139,6 @@ func TestDecodeConfig(t *testing.T) {
 	}
 }
 
-func TestEXIFOrientation(t *testing.T) {
-	for _, c := range []struct {
-		tiff []byte
-		want int
-	}{
-		{[]byte("MM\x00\x2a\x00\x00\x00\x08\x00\x01\x01\x12\x00\x03\x00\x00\x00\x01\x00\x03\x00\x00"), 3},
-		{[]byte("II\x2a\x00\x08\x00\x00\x00\x01\x00\x12\x01\x03\x00\x01\x00\x00\x00\x08\x00\x00\x00"), 8},
-		{[]byte("II\x2a\x00\x08\x00\x00\x00\x01\x00\x12\x01\x03\x00\x01\x00\x00\x00\x09\x00\x00\x00"), 0},
-		{[]byte("II\x2a\x00\xff\xff\x00\x00"), 0},
-		{[]byte("XX"), 0},
-	} {
-		if got := exifOrientation(c.tiff); got != c.want {
-			t.Errorf("%q: %d, want %d", c.tiff, got, c.want)
-		}
-	}
-}
-
 // stripSegments removes every marker segment of kind m (before the first
 // scan's data).
 func stripSegments(data []byte, m byte) []byte {

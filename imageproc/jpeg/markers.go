@@ -1,6 +1,10 @@
 package jpeg
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/vembed/vembed/internal/tiffifd"
+)
 
 // Marker codes (second byte after 0xFF).
 const (
@@ -431,49 +435,7 @@ func (d *decoder) parseAPP(m int, seg []byte) {
 	case mAPP1:
 		if !d.sawEXIF && len(seg) >= 6 && string(seg[:6]) == "Exif\x00\x00" {
 			d.sawEXIF = true
-			d.orientation = exifOrientation(seg[6:])
+			d.orientation = tiffifd.Orientation(seg[6:])
 		}
 	}
-}
-
-// exifOrientation reads tag 0x0112 from IFD0 of a TIFF structure; 0 when
-// absent or malformed.
-func exifOrientation(t []byte) int {
-	if len(t) < 8 {
-		return 0
-	}
-	var bo binary.ByteOrder
-	switch string(t[:2]) {
-	case "II":
-		bo = binary.LittleEndian
-	case "MM":
-		bo = binary.BigEndian
-	default:
-		return 0
-	}
-	if bo.Uint16(t[2:]) != 42 {
-		return 0
-	}
-	off := int64(bo.Uint32(t[4:]))
-	if off+2 > int64(len(t)) {
-		return 0
-	}
-	n := int(bo.Uint16(t[off:]))
-	p := off + 2
-	for i := 0; i < n && p+12 <= int64(len(t)); i, p = i+1, p+12 {
-		e := t[p : p+12]
-		if bo.Uint16(e) != 0x0112 {
-			continue
-		}
-		typ, cnt := bo.Uint16(e[2:]), bo.Uint32(e[4:])
-		if typ != 3 || cnt < 1 {
-			return 0
-		}
-		v := int(bo.Uint16(e[8:]))
-		if v < 1 || v > 8 {
-			return 0
-		}
-		return v
-	}
-	return 0
 }

@@ -1,0 +1,50 @@
+package tiffifd
+
+import "testing"
+
+func TestOrientation(t *testing.T) {
+	for _, c := range []struct {
+		tiff []byte
+		want int
+	}{
+		{[]byte("MM\x00\x2a\x00\x00\x00\x08\x00\x01\x01\x12\x00\x03\x00\x00\x00\x01\x00\x03\x00\x00"), 3},
+		{[]byte("II\x2a\x00\x08\x00\x00\x00\x01\x00\x12\x01\x03\x00\x01\x00\x00\x00\x08\x00\x00\x00"), 8},
+		{[]byte("II\x2a\x00\x08\x00\x00\x00\x01\x00\x12\x01\x03\x00\x01\x00\x00\x00\x09\x00\x00\x00"), 0}, // out of range
+		{[]byte("II\x2a\x00\x08\x00\x00\x00\x01\x00\x12\x01\x04\x00\x01\x00\x00\x00\x03\x00\x00\x00"), 0}, // LONG, not SHORT
+		{[]byte("II\x2a\x00\x08\x00\x00\x00\x01\x00\x12\x01\x03\x00\x00\x00\x00\x00\x03\x00\x00\x00"), 0}, // no value
+		{[]byte("II\x2b\x00\x08\x00\x00\x00\x01\x00\x12\x01\x03\x00\x01\x00\x00\x00\x03\x00\x00\x00"), 0}, // BigTIFF magic
+		{[]byte("II\x2a\x00\x08\x00\x00\x00\x02\x00\x12\x01\x03\x00\x01\x00\x00\x00\x06\x00"), 0},         // truncated entry list
+		{[]byte("II\x2a\x00\xff\xff\x00\x00"), 0},
+		{[]byte("XX"), 0},
+		{nil, 0},
+	} {
+		if got := Orientation(c.tiff); got != c.want {
+			t.Errorf("%q: %d, want %d", c.tiff, got, c.want)
+		}
+	}
+}
+
+func TestShortOtherTag(t *testing.T) {
+	// Two entries: Compression (259) = 4, PhotometricInterpretation (262) = 1.
+	b := []byte("II\x2a\x00\x08\x00\x00\x00\x02\x00" +
+		"\x03\x01\x03\x00\x01\x00\x00\x00\x04\x00\x00\x00" +
+		"\x06\x01\x03\x00\x01\x00\x00\x00\x01\x00\x00\x00")
+	if v, ok := Short(b, 259); !ok || v != 4 {
+		t.Errorf("compression = %d, %v", v, ok)
+	}
+	if v, ok := Short(b, 262); !ok || v != 1 {
+		t.Errorf("photometric = %d, %v", v, ok)
+	}
+	if _, ok := Short(b, 274); ok {
+		t.Error("absent tag found")
+	}
+}
+
+func FuzzShort(f *testing.F) {
+	f.Add([]byte("MM\x00\x2a\x00\x00\x00\x08\x00\x01\x01\x12\x00\x03\x00\x00\x00\x01\x00\x03\x00\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if o := Orientation(b); o < 0 || o > 8 {
+			t.Fatalf("orientation %d", o)
+		}
+	})
+}

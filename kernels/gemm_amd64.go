@@ -49,7 +49,7 @@ func archTiers() []*impl {
 	t.attention = at.attention
 	t.swiGLU = swiGLUWith(siluMulVec)
 	t.quickGELU = quickGELUWith(quickGELUVec)
-	return []*impl{&t}
+	return []*impl{int8Tier(t), &t}
 }
 
 //go:noescape

@@ -11,9 +11,9 @@ type Tier string
 
 // The tiers. The best one the CPU supports is active at start-up; the
 // VEMBED_CPU environment variable (a tier name) forces another, and Use
-// switches at run time. All compute float32 products with float32
-// accumulation (the reference accumulates in float64), so they agree with
-// the reference within float32 summation-order error.
+// switches at run time. All but avx2-int8 compute float32 products with
+// float32 accumulation (the reference accumulates in float64), so they agree
+// with the reference within float32 summation-order error.
 const (
 	// TierReference runs the single-threaded reference code of ref.go.
 	TierReference Tier = "reference"
@@ -22,6 +22,11 @@ const (
 	// TierAVX2 adds AVX2+FMA assembly: a 6×16 GEMM microkernel, vectorized
 	// weight decoding and exp. Needs AVX2, FMA and F16C.
 	TierAVX2 Tier = "avx2"
+	// TierAVX2Int8 is avx2 with MatMul by quantized weights in integer
+	// arithmetic: activations are quantized to 8 bits per 32 values
+	// (gemm_int8.go), which adds an error of at most half a quantization
+	// step per value; float weights keep the exact float32 path.
+	TierAVX2Int8 Tier = "avx2-int8"
 )
 
 // impl is the table of functions behind the exported API.

@@ -1,0 +1,521 @@
+package kernels
+
+import (
+	"math"
+	"sync"
+
+	"github.com/vembed/vembed/gguf"
+)
+
+// The integer GEMM of the avx2-int8 tier: dst = x·Wᵀ for quantized W, with
+// the products of integers exact and only a per-block epilogue in float32.
+//
+// Activations: each row of x is quantized once per MatMul in blocks of
+// i8Block values, symmetric: d = amax/127, q = round-half-even(x/d) (as
+// x·(1/d)), |q| ≤ 127, kept as int16 (the microkernel multiplies int16
+// pairs). Per block the row also keeps (d, d·Σq), the second for the types
+// whose weights carry an offset. |x − d·q| ≤ d/2 + 2u|x| per value.
+//
+// Weights stay in their stored type. As in the float32 path (gemm.go), a
+// block of gemmNC columns is decoded per gemmKC slice into per-worker
+// panels reused by every row of the row block, here as int16 values with,
+// per column and 32-value block, a float32 factor fd and offset fm such that
+// the weight is fd·q + fm (fm = 0 for the types without a minimum). Types
+// whose sub-block scales are small integers fold them into q (Q6_K, Q3_K,
+// IQ4_XS: |scale·q| ≤ 4096), so every block has one float factor.
+//
+// Microkernel: 6 rows × 16 columns, VPMADDWD of int16 pairs into twelve
+// int32 accumulators over one 32-value block (exact: |Σ| ≤ 32·127·4096 <
+// 2²⁴, so the conversion to float32 is exact too), then per block
+// c += float(Σ)·(dx·fd) + fm·(dx·Σq). The choice of VPMADDWD over u8×s8
+// VPMADDUBSW is measured and explained at BenchmarkInt8Probe.
+//
+// Per-32 activation blocks (rather than llama.cpp's per-256 Q8_K) cost one
+// epilogue per 32 values; they bound the activation error by the largest
+// value of 32 neighbours instead of 256, which matters for the outlier
+// channels of transformer activations, and they let every type (32- or
+// 256-value blocks) share one kernel.
+
+const (
+	i8Block   = 32               // activation and epilogue block
+	i8PanelK  = i8Block * gemmNR // int16 panel values per block: 16 columns
+	i8PanelF  = 2 * gemmNR       // floats per block of a panel: fd, then fm
+	i8FlagAcc = 1                // kernel flag: add into c
+	i8FlagMin = 2                // kernel flag: apply the offsets fm
+	i8MaxQ    = 127              // largest |q| of an activation
+	i8Rows    = gemmMR           // rows per microkernel call
+)
+
+// i8Kernel computes the i8Rows×gemmNR tile c (+)= a·bᵀ over nb blocks of
+// i8Block values. a holds the activations of i8Rows rows interleaved by
+// int16 pairs (pair p of row r at a[(p*i8Rows+r)*2:]), ds per block the
+// rows' (d, d·Σq) pairs (row r of block b at ds[(b*i8Rows+r)*2:]), b a
+// panel of nb·i8PanelK int16 in the (k pair, column, pair half) layout, f
+// its nb·i8PanelF factors, c the output (row r at c[r*ldc]). flags:
+// i8FlagAcc, i8FlagMin.
+type i8Kernel func(nb int, a []int16, ds []float32, b []int16, f []float32, c []float32, ldc int, flags int)
+
+// i8PackFunc moves the int16 pairs of eight decoded rows (kc values each,
+// stride kc apart) into columns 0..7 of a panel: pair p of row r goes to
+// dst[(p*gemmNR+r)*2:].
+type i8PackFunc func(src []int16, kc int, dst []int16)
+
+// i8Decoder turns stored weights into the integer form of the GEMM.
+type i8Decoder struct {
+	blockSize, typeSize int
+	hasMin              bool
+	// row decodes n values (whole blocks of the type) of one weight row
+	// at src into q, and writes for each 32-value block b the factor
+	// fd[b*fs] and, when hasMin, the offset fm[b*fs]: value i of block b
+	// is fd·q[i] + fm.
+	row func(src []byte, n int, q []int16, fd, fm []float32, fs int)
+}
+
+// i8Decoders lists the weight types with an integer kernel. Q2_K is
+// missing: its minimum changes every 16 values, which the per-32 offset
+// term cannot express. The float types keep the float32 path.
+var i8Decoders = map[gguf.Type]i8Decoder{
+	gguf.TypeQ8_0:   {32, 34, false, i8RowQ8_0},
+	gguf.TypeQ4_K:   {256, 144, true, i8RowQ4K},
+	gguf.TypeQ6_K:   {256, 210, false, i8RowQ6K},
+	gguf.TypeQ5_K:   {256, 176, true, i8RowQ5K},
+	gguf.TypeQ4_0:   {32, 18, false, i8RowNib4(&q4Codes)},
+	gguf.TypeQ5_0:   {32, 22, false, i8RowQ5_0},
+	gguf.TypeQ4_1:   {32, 20, true, i8RowQ4_1},
+	gguf.TypeQ5_1:   {32, 24, true, i8RowQ5_1},
+	gguf.TypeIQ4_NL: {32, 18, false, i8RowNib4(&iq4Codes)},
+	gguf.TypeIQ4_XS: {256, 136, false, i8RowIQ4XS},
+	gguf.TypeQ3_K:   {256, 110, false, i8RowQ3K},
+	gguf.TypeQ8_K:   {256, 292, false, i8RowQ8K},
+}
+
+func i8RowQ8_0(src []byte, n int, q []int16, fd, fm []float32, fs int) {
+	for b := 0; b < n/32; b++ {
+		blk := src[34*b : 34*b+34]
+		fd[b*fs] = f16(blk)
+		o := q[32*b : 32*b+32]
+		for j := range o {
+			o[j] = int16(int8(blk[2+j]))
+		}
+	}
+}
+
+func i8RowQ8K(src []byte, n int, q []int16, fd, fm []float32, fs int) {
+	for b := 0; b < n/256; b++ {
+		blk := src[292*b : 292*b+292]
+		d := math.Float32frombits(uint32(blk[0]) | uint32(blk[1])<<8 | uint32(blk[2])<<16 | uint32(blk[3])<<24)
+		o := q[256*b : 256*b+256]
+		for j := range o {
+			o[j] = int16(int8(blk[4+j]))
+		}
+		for s := 0; s < 8; s++ {
+			fd[(8*b+s)*fs] = d
+		}
+	}
+}
+
+// i8RowNib4 decodes the 18-byte blocks of Q4_0 and IQ4_NL (f16 scale, 16
+// bytes of nibbles) through the type's code table.
+func i8RowNib4(tab *[16]int8) func(src []byte, n int, q []int16, fd, fm []float32, fs int) {
+	return func(src []byte, n int, q []int16, fd, fm []float32, fs int) {
+		for b := 0; b < n/32; b++ {
+			blk := src[18*b : 18*b+18]
+			fd[b*fs] = f16(blk)
+			o := q[32*b : 32*b+32]
+			for j := 0; j < 16; j++ {
+				c := blk[2+j]
+				o[j], o[j+16] = int16(tab[c&15]), int16(tab[c>>4])
+			}
+		}
+	}
+}
+
+// i8Row5 decodes the five-bit values of a Q5_0 or Q5_1 block: nibbles at
+// qs, fifth bits in h; bias is subtracted from every value.
+func i8Row5(o []int16, qs []byte, h uint32, bias int16) {
+	for j := 0; j < 16; j++ {
+		c := qs[j]
+		o[j] = int16(c&15|byte(h>>j&1)<<4) - bias
+		o[j+16] = int16(c>>4|byte(h>>(j+16)&1)<<4) - bias
+	}
+}
+
+func le32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+func i8RowQ5_0(src []byte, n int, q []int16, fd, fm []float32, fs int) {
+	for b := 0; b < n/32; b++ {
+		blk := src[22*b : 22*b+22]
+		fd[b*fs] = f16(blk)
+		i8Row5(q[32*b:32*b+32], blk[6:22], le32(blk[2:]), 16)
+	}
+}
+
+func i8RowQ5_1(src []byte, n int, q []int16, fd, fm []float32, fs int) {
+	for b := 0; b < n/32; b++ {
+		blk := src[24*b : 24*b+24]
+		fd[b*fs], fm[b*fs] = f16(blk), f16(blk[2:])
+		i8Row5(q[32*b:32*b+32], blk[8:24], le32(blk[4:]), 0)
+	}
+}
+
+func i8RowQ4_1(src []byte, n int, q []int16, fd, fm []float32, fs int) {
+	for b := 0; b < n/32; b++ {
+		blk := src[20*b : 20*b+20]
+		fd[b*fs], fm[b*fs] = f16(blk), f16(blk[2:])
+		o := q[32*b : 32*b+32]
+		for j := 0; j < 16; j++ {
+			c := blk[4+j]
+			o[j], o[j+16] = int16(c&15), int16(c>>4)
+		}
+	}
+}
+
+// i8RowKMin decodes the Q4_K and Q5_K super-blocks: per 32-value sub-block
+// fd = d·sc and fm = −dmin·m (the products the float decoder rounds the
+// same way), values from the nibbles at qs and, for Q5_K, the bits of qh.
+func i8RowKMin(src []byte, n int, q []int16, fd, fm []float32, fs int, size int, five bool) {
+	for b := 0; b < n/256; b++ {
+		blk := src[size*b : size*b+size]
+		d, dmin := f16(blk), f16(blk[2:])
+		scales := blk[4:16]
+		var qh, qs []byte
+		if five {
+			qh, qs = blk[16:48], blk[48:176]
+		} else {
+			qs = blk[16:144]
+		}
+		for c := 0; c < 4; c++ {
+			for h := 0; h < 2; h++ {
+				s := 8*b + 2*c + h
+				sc, m := scaleMinK4(scales, 2*c+h)
+				fd[s*fs], fm[s*fs] = d*float32(sc), -(dmin * float32(m))
+				o := q[32*s : 32*s+32]
+				for l := 0; l < 32; l++ {
+					v := qs[32*c+l] >> (4 * h) & 15
+					if five {
+						v |= (qh[l] >> (2*c + h) & 1) << 4
+					}
+					o[l] = int16(v)
+				}
+			}
+		}
+	}
+}
+
+func i8RowQ4K(src []byte, n int, q []int16, fd, fm []float32, fs int) {
+	i8RowKMin(src, n, q, fd, fm, fs, 144, false)
+}
+
+func i8RowQ5K(src []byte, n int, q []int16, fd, fm []float32, fs int) {
+	i8RowKMin(src, n, q, fd, fm, fs, 176, true)
+}
+
+// i8RowQ6K folds the signed 8-bit scale of each 16 values into the value:
+// sc·(q−32) is within ±4096.
+func i8RowQ6K(src []byte, n int, q []int16, fd, fm []float32, fs int) {
+	for b := 0; b < n/256; b++ {
+		blk := src[210*b : 210*b+210]
+		d := f16(blk[208:])
+		for half := 0; half < 2; half++ {
+			ql, qh := blk[64*half:64*half+64], blk[128+32*half:128+32*half+32]
+			sc := blk[192+8*half : 192+8*half+8]
+			for j := 0; j < 4; j++ {
+				s := 8*b + 4*half + j
+				fd[s*fs] = d
+				o := q[32*s : 32*s+32]
+				for l := 0; l < 32; l++ {
+					lo := ql[l+32*(j&1)] >> (4 * (j >> 1)) & 15
+					hi := qh[l] >> (2 * j) & 3
+					o[l] = int16(int8(sc[l/16+2*j])) * (int16(lo|hi<<4) - 32)
+				}
+			}
+		}
+	}
+}
+
+// i8RowQ3K folds the signed 6-bit scale of each 16 values into the value.
+func i8RowQ3K(src []byte, n int, q []int16, fd, fm []float32, fs int) {
+	for b := 0; b < n/256; b++ {
+		blk := src[110*b : 110*b+110]
+		hmask, qs := blk[:32], blk[32:96]
+		sc := q3kScales(blk[96:108])
+		d := f16(blk[108:])
+		for half := 0; half < 2; half++ {
+			for j := 0; j < 4; j++ {
+				s := 8*b + 4*half + j
+				fd[s*fs] = d
+				o := q[32*s : 32*s+32]
+				bit := 4*half + j
+				for i := 0; i < 32; i++ {
+					v := int16(qs[32*half+i]>>(2*j)) & 3
+					if hmask[i]>>bit&1 == 0 {
+						v -= 4
+					}
+					o[i] = int16(sc[8*half+2*j+i/16]) * v
+				}
+			}
+		}
+	}
+}
+
+// i8RowIQ4XS folds the 6-bit sub-block scale ls−32 into the codebook value.
+func i8RowIQ4XS(src []byte, n int, q []int16, fd, fm []float32, fs int) {
+	for b := 0; b < n/256; b++ {
+		blk := src[136*b : 136*b+136]
+		d, qs := f16(blk), blk[8:136]
+		sh := uint16(blk[2]) | uint16(blk[3])<<8
+		for ib := 0; ib < 8; ib++ {
+			s := 8*b + ib
+			fd[s*fs] = d
+			ls := (int16(blk[4+ib/2]>>(4*(ib%2))&15) | int16(sh>>(2*ib)&3)<<4) - 32
+			o := q[32*s : 32*s+32]
+			for j := 0; j < 16; j++ {
+				c := qs[16*ib+j]
+				o[j], o[j+16] = ls*int16(iq4nlValues[c&15]), ls*int16(iq4nlValues[c>>4])
+			}
+		}
+	}
+}
+
+// quantizeRowI8 quantizes k values of x (k a multiple of i8Block) into q
+// and the (d, d·Σq) pairs of ds. A block whose largest magnitude is not
+// finite gets q = 0 and d = that magnitude, so the product comes out NaN as
+// the float32 path's would.
+func quantizeRowI8(x []float32, q []int16, ds []float32) {
+	for b := 0; b < len(x)/i8Block; b++ {
+		xs := x[b*i8Block : (b+1)*i8Block]
+		qs := q[b*i8Block : (b+1)*i8Block]
+		var amax float32
+		for _, v := range xs {
+			amax = max(amax, math.Float32frombits(math.Float32bits(v)&^(1<<31)))
+		}
+		d := amax / i8MaxQ
+		if !(amax > 0 && amax <= math.MaxFloat32) {
+			clear(qs)
+			ds[2*b], ds[2*b+1] = d, 0
+			continue
+		}
+		id := 1 / d
+		var sum int32
+		for j, v := range xs {
+			r := int32(math.RoundToEven(float64(v * id)))
+			r = min(max(r, -i8MaxQ), i8MaxQ)
+			qs[j] = int16(r)
+			sum += r
+		}
+		ds[2*b], ds[2*b+1] = d, d*float32(sum)
+	}
+}
+
+// i16Scratch hands out reusable int16 buffers, like getScratch.
+var i16Scratch sync.Pool
+
+func getI16(n int) *[]int16 {
+	if p, ok := i16Scratch.Get().(*[]int16); ok && cap(*p) >= n {
+		*p = (*p)[:n]
+		return p
+	}
+	b := make([]int16, n)
+	return &b
+}
+
+func putI16(p *[]int16) { i16Scratch.Put(p) }
+
+// i8Tier is what a tier plugs into the integer GEMM.
+type i8Tier struct {
+	kern  i8Kernel
+	pack8 i8PackFunc
+}
+
+// gemmInt8 is MatMul through the integer kernels; w's type must be in
+// i8Decoders (every such type has blocks of 32 or 256, so k is a multiple of
+// i8Block).
+func gemmInt8(dst, x []float32, m int, w *Matrix, bias []float32, g *i8Tier) {
+	dec := i8Decoders[w.Type]
+	n, k := w.Rows, w.Cols
+	if m <= 0 || n <= 0 {
+		return
+	}
+	if k == 0 {
+		gemm(dst, x, m, w, bias, &gemmTier{kern: microKernelGo})
+		return
+	}
+	// Activations of each group of i8Rows rows are stored interleaved by
+	// int16 pairs, the order the kernel broadcasts them in (consecutive
+	// addresses instead of rows k apart, whose equal cache sets thrash L1
+	// for power-of-two k); the rows past m in the last group are zero.
+	nbRow := k / i8Block
+	groups := (m + i8Rows - 1) / i8Rows
+	xqp, dsp := getI16(groups*i8Rows*k), getScratch(groups*i8Rows*2*nbRow)
+	defer putI16(xqp)
+	defer putScratch(dsp)
+	xq, ds := *xqp, *dsp
+	parallelFor(groups, func(gi int) {
+		qp, dp := getI16(k), getScratch(2*nbRow)
+		defer putI16(qp)
+		defer putScratch(dp)
+		q, dr := *qp, *dp
+		xg := xq[gi*i8Rows*k : (gi+1)*i8Rows*k]
+		dg := ds[gi*i8Rows*2*nbRow : (gi+1)*i8Rows*2*nbRow]
+		for r := 0; r < i8Rows; r++ {
+			if i := gi*i8Rows + r; i < m {
+				quantizeRowI8(x[i*k:(i+1)*k], q, dr)
+			} else {
+				clear(q)
+				clear(dr)
+			}
+			for p := 0; p < k/2; p++ {
+				o := (p*i8Rows + r) * 2
+				xg[o], xg[o+1] = q[2*p], q[2*p+1]
+			}
+			for b := 0; b < nbRow; b++ {
+				o := (b*i8Rows + r) * 2
+				dg[o], dg[o+1] = dr[2*b], dr[2*b+1]
+			}
+		}
+	})
+
+	rowBytes := w.RowBytes()
+	nBlocks := (n + gemmNC - 1) / gemmNC
+	mc := roundUp(m, i8Rows)
+	if want := 3 * workers(); nBlocks < want {
+		parts := (want + nBlocks - 1) / nBlocks
+		mc = max(roundUp((m+parts-1)/parts, i8Rows), min(mc, 8*i8Rows))
+	}
+	mBlocks := (m + mc - 1) / mc
+	flagMin := 0
+	if dec.hasMin {
+		flagMin = i8FlagMin
+	}
+	const kb = gemmKC / i8Block // blocks per full k slice
+
+	parallelFor(mBlocks*nBlocks, func(item int) {
+		m0 := (item / nBlocks) * mc
+		m1 := min(m0+mc, m)
+		n0 := (item % nBlocks) * gemmNC
+		n1 := min(n0+gemmNC, n)
+		panels := (n1 - n0 + gemmNR - 1) / gemmNR
+
+		np := panels * kb * i8PanelK
+		ip := getI16(np + gemmNR*gemmKC)
+		defer putI16(ip)
+		pan, rowBuf := (*ip)[:np], (*ip)[np:np+gemmNR*gemmKC]
+		nf := panels * kb * i8PanelF
+		fp := getScratch(nf + i8Rows*gemmNR)
+		defer putScratch(fp)
+		fac, tile := (*fp)[:nf], (*fp)[nf:nf+i8Rows*gemmNR]
+
+		for k0 := 0; k0 < k; k0 += gemmKC {
+			kc := min(gemmKC, k-k0)
+			nb := kc / i8Block
+			koff := k0 / dec.blockSize * dec.typeSize
+			for p := 0; p < panels; p++ {
+				pp := pan[p*nb*i8PanelK : (p+1)*nb*i8PanelK]
+				fs := fac[p*nb*i8PanelF : (p+1)*nb*i8PanelF]
+				row0 := n0 + p*gemmNR
+				for r := 0; r < gemmNR; r++ {
+					rb := rowBuf[r*kc : (r+1)*kc]
+					if row := row0 + r; row < n1 {
+						dec.row(w.Data[row*rowBytes+koff:], kc, rb, fs[r:], fs[gemmNR+r:], i8PanelF)
+						continue
+					}
+					clear(rb)
+					for b := 0; b < nb; b++ {
+						fs[b*i8PanelF+r], fs[b*i8PanelF+gemmNR+r] = 0, 0
+					}
+				}
+				g.pack8(rowBuf, kc, pp)
+				g.pack8(rowBuf[8*kc:], kc, pp[2*8:])
+			}
+			flags := flagMin
+			if k0 > 0 {
+				flags |= i8FlagAcc
+			}
+			// Panel by panel: the panel (nb·1 KiB) stays in L1 while the
+			// activation rows of the row block stream by.
+			for p := 0; p < panels; p++ {
+				j0 := p * gemmNR
+				nr := min(gemmNR, n1-n0-j0)
+				pp := pan[p*nb*i8PanelK : (p+1)*nb*i8PanelK]
+				fs := fac[p*nb*i8PanelF : (p+1)*nb*i8PanelF]
+				for i0 := m0; i0 < m1; i0 += i8Rows {
+					// The kernel works on a compact tile: rows of dst
+					// are n apart, and power-of-two strides thrash L1.
+					mr := min(i8Rows, m1-i0)
+					a := xq[i0*k+k0*i8Rows:]
+					dsa := ds[(i0*nbRow+k0/i8Block*i8Rows)*2:]
+					c := dst[i0*n+n0+j0:]
+					if flags&i8FlagAcc != 0 {
+						for r := 0; r < mr; r++ {
+							copy(tile[r*gemmNR:r*gemmNR+nr], c[r*n:])
+						}
+					}
+					g.kern(nb, a, dsa, pp, fs, tile, gemmNR, flags)
+					for r := 0; r < mr; r++ {
+						copy(c[r*n:r*n+nr], tile[r*gemmNR:])
+					}
+				}
+			}
+		}
+		if bias != nil {
+			for i := m0; i < m1; i++ {
+				row := dst[i*n+n0 : i*n+n1]
+				for j, b := range bias[n0:n1] {
+					row[j] += b
+				}
+			}
+		}
+	})
+}
+
+// pack8I16Go is the portable i8PackFunc.
+func pack8I16Go(src []int16, kc int, dst []int16) {
+	for r := 0; r < 8; r++ {
+		row := src[r*kc : (r+1)*kc]
+		for p := 0; p < kc/2; p++ {
+			o := (p*gemmNR + r) * 2
+			dst[o], dst[o+1] = row[2*p], row[2*p+1]
+		}
+	}
+}
+
+// fma32 is a fused multiply-add rounded to float32. The float64 FMA is
+// rounded twice (to float64, then float32), which may differ from a float32
+// FMA by one unit in the last place in rare ties: within the epilogue
+// bounds the tests use.
+func fma32(a, b, c float32) float32 {
+	return float32(math.FMA(float64(a), float64(b), float64(c)))
+}
+
+// kernelI16Go is the portable i8Kernel, the same integer math and epilogue
+// as the assembly.
+func kernelI16Go(nb int, a []int16, ds []float32, b []int16, f []float32, c []float32, ldc int, flags int) {
+	if flags&i8FlagAcc == 0 {
+		for r := 0; r < i8Rows; r++ {
+			clear(c[r*ldc : r*ldc+gemmNR])
+		}
+	}
+	for bb := 0; bb < nb; bb++ {
+		pb := b[bb*i8PanelK : (bb+1)*i8PanelK]
+		fb := f[bb*i8PanelF : (bb+1)*i8PanelF]
+		ab := a[bb*i8Block*i8Rows : (bb+1)*i8Block*i8Rows]
+		for r := 0; r < i8Rows; r++ {
+			dx, dxs := ds[(bb*i8Rows+r)*2], ds[(bb*i8Rows+r)*2+1]
+			cr := c[r*ldc : r*ldc+gemmNR]
+			for col := range cr {
+				var s int32
+				for kk := 0; kk < i8Block; kk++ {
+					o := kk/2*gemmNR*2 + col*2 + kk&1
+					s += int32(ab[(kk/2*i8Rows+r)*2+kk&1]) * int32(pb[o])
+				}
+				v := fma32(float32(s), dx*fb[col], cr[col])
+				if flags&i8FlagMin != 0 {
+					v = fma32(fb[gemmNR+col], dxs, v)
+				}
+				cr[col] = v
+			}
+		}
+	}
+}

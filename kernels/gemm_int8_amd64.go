@@ -1,0 +1,58 @@
+package kernels
+
+import "unsafe"
+
+//go:noescape
+func kernelI16x6x16(nb int, a *int16, ds *float32, b *int16, f *float32, c *float32, ldc int, flags int)
+
+// kernelI16AVX2 is the assembly i8Kernel; the checks keep every access of
+// the assembly inside the slices.
+func kernelI16AVX2(nb int, a []int16, ds []float32, b []int16, f []float32, c []float32, ldc int, flags int) {
+	if nb <= 0 {
+		kernelI16Go(0, a, ds, b, f, c, ldc, flags)
+		return
+	}
+	_ = a[nb*i8Block*i8Rows-1]
+	_ = ds[nb*i8Rows*2-1]
+	_ = b[nb*i8PanelK-1]
+	_ = f[nb*i8PanelF-1]
+	_ = c[(i8Rows-1)*ldc+gemmNR-1]
+	kernelI16x6x16(nb, &a[0], &ds[0], &b[0], &f[0], &c[0], ldc, flags)
+}
+
+// pack8I16AVX2 is pack8I16Go by the float32 panel packer: an int16 pair
+// is moved as one 32-bit value.
+func pack8I16AVX2(src []int16, kc int, dst []int16) {
+	n8 := kc / 16
+	if n8 == 0 {
+		return
+	}
+	_ = src[7*kc+kc-1]
+	_ = dst[((kc/2-1)*gemmNR+7)*2+1]
+	pack8F32((*byte)(unsafe.Pointer(&src[0])), 2*kc, n8, (*float32)(unsafe.Pointer(&dst[0])))
+}
+
+// int8Tier returns the avx2-int8 tier: the avx2 tier t with MatMul by the
+// integer kernels for the weight types in i8Decoders.
+func int8Tier(t impl) *impl {
+	t.tier = TierAVX2Int8
+	f32 := t.matMul
+	g := &i8Tier{kern: kernelI16AVX2, pack8: pack8I16AVX2}
+	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
+		if _, ok := i8Decoders[w.Type]; !ok {
+			f32(dst, x, m, w, bias)
+			return
+		}
+		gemmInt8(dst, x, m, w, bias, g)
+	}
+	return &t
+}
+
+// archI8Kernels lists the assembly integer kernels this CPU runs, for the
+// tests.
+func archI8Kernels() map[string]*i8Tier {
+	if !hasAVX2 {
+		return nil
+	}
+	return map[string]*i8Tier{"avx2": {kern: kernelI16AVX2, pack8: pack8I16AVX2}}
+}

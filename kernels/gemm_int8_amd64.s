@@ -1,0 +1,179 @@
+#include "textflag.h"
+
+// The integer GEMM microkernel of the avx2-int8 tier (see gemm_int8.go):
+// a 6x16 tile, twelve int32 accumulators Y0..Y11 (row r in Y(2r), Y(2r+1)),
+// weights as int16 pairs (k, k+1) per column, activations broadcast as
+// int16 pairs. VPMADDWD multiplies sixteen int16 pairs and adds each pair
+// into an int32 lane: two k steps of eight columns in one instruction.
+
+// One step of two k values: two 16-byte-column vectors at boff(BX), one
+// broadcast pair per row from the interleaved activations at aoff(AX)
+// (row r at aoff+4r).
+#define ISTEP(aoff, boff) \
+	VMOVDQU boff(BX), Y12 \
+	VMOVDQU boff+32(BX), Y13 \
+	VPBROADCASTD aoff(AX), Y14 \
+	VPMADDWD Y12, Y14, Y15 \
+	VPADDD Y15, Y0, Y0 \
+	VPMADDWD Y13, Y14, Y15 \
+	VPADDD Y15, Y1, Y1 \
+	VPBROADCASTD aoff+4(AX), Y14 \
+	VPMADDWD Y12, Y14, Y15 \
+	VPADDD Y15, Y2, Y2 \
+	VPMADDWD Y13, Y14, Y15 \
+	VPADDD Y15, Y3, Y3 \
+	VPBROADCASTD aoff+8(AX), Y14 \
+	VPMADDWD Y12, Y14, Y15 \
+	VPADDD Y15, Y4, Y4 \
+	VPMADDWD Y13, Y14, Y15 \
+	VPADDD Y15, Y5, Y5 \
+	VPBROADCASTD aoff+12(AX), Y14 \
+	VPMADDWD Y12, Y14, Y15 \
+	VPADDD Y15, Y6, Y6 \
+	VPMADDWD Y13, Y14, Y15 \
+	VPADDD Y15, Y7, Y7 \
+	VPBROADCASTD aoff+16(AX), Y14 \
+	VPMADDWD Y12, Y14, Y15 \
+	VPADDD Y15, Y8, Y8 \
+	VPMADDWD Y13, Y14, Y15 \
+	VPADDD Y15, Y9, Y9 \
+	VPBROADCASTD aoff+20(AX), Y14 \
+	VPMADDWD Y12, Y14, Y15 \
+	VPADDD Y15, Y10, Y10 \
+	VPMADDWD Y13, Y14, Y15 \
+	VPADDD Y15, Y11, Y11
+
+#define IZERO12 \
+	VPXOR Y0, Y0, Y0 \
+	VPXOR Y1, Y1, Y1 \
+	VPXOR Y2, Y2, Y2 \
+	VPXOR Y3, Y3, Y3 \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	VPXOR Y6, Y6, Y6 \
+	VPXOR Y7, Y7, Y7 \
+	VPXOR Y8, Y8, Y8 \
+	VPXOR Y9, Y9, Y9 \
+	VPXOR Y10, Y10, Y10 \
+	VPXOR Y11, Y11, Y11
+
+// End of a 32-value block for one row: c += float(isum)·(dx·fd), with the
+// row's activation scale dx at dxa and the sixteen column factors fd at
+// 0(R13). The integer sums are exact, so this is the only rounding.
+#define EPI(ya, yb, dxa, lo, hi) \
+	VCVTDQ2PS ya, ya \
+	VCVTDQ2PS yb, yb \
+	VBROADCASTSS dxa, Y14 \
+	VMULPS 0(R13), Y14, Y12 \
+	VMULPS 32(R13), Y14, Y13 \
+	VFMADD213PS lo, Y12, ya \
+	VFMADD213PS hi, Y13, yb \
+	VMOVUPS ya, lo \
+	VMOVUPS yb, hi
+
+// EPIMIN adds the offset term of the types with a per-block minimum:
+// c += fm·(dx·Σq), the row's dx·Σq at dsa, the column offsets fm at
+// 64(R13).
+#define EPIMIN(ya, yb, dxa, dsa, lo, hi) \
+	VCVTDQ2PS ya, ya \
+	VCVTDQ2PS yb, yb \
+	VBROADCASTSS dxa, Y14 \
+	VMULPS 0(R13), Y14, Y12 \
+	VMULPS 32(R13), Y14, Y13 \
+	VFMADD213PS lo, Y12, ya \
+	VFMADD213PS hi, Y13, yb \
+	VBROADCASTSS dsa, Y14 \
+	VFMADD231PS 64(R13), Y14, ya \
+	VFMADD231PS 96(R13), Y14, yb \
+	VMOVUPS ya, lo \
+	VMOVUPS yb, hi
+
+// func kernelI16x6x16(nb int, a *int16, ds *float32, b *int16, f *float32, c *float32, ldc int, flags int)
+//
+// nb blocks of 32 k values. a: the six rows' activations interleaved by
+// int16 pairs (pair p of row r at a[(6p+r)*2]), 96 pairs per block. ds: per
+// block the (dx, dx·Σq) of rows 0..5. b: the panel, 512 int16 per block.
+// f: 32 floats per block (fd of the sixteen columns, then fm). c: the
+// float32 tile, rows ldc apart. flags bit 0: add into c (else c starts at
+// zero); bit 1: apply fm.
+TEXT ·kernelI16x6x16(SB), NOSPLIT, $0-64
+	MOVQ a+8(FP), AX
+	MOVQ ds+16(FP), R11
+	MOVQ b+24(FP), BX
+	MOVQ f+32(FP), R13
+	MOVQ c+40(FP), DI
+	MOVQ ldc+48(FP), SI
+	SHLQ $2, SI
+	LEAQ (DI)(SI*2), R10
+	ADDQ SI, R10
+	MOVQ nb+0(FP), CX
+
+	TESTQ $1, flags+56(FP)
+	JNZ  blocks
+	// Start from a zero tile, so every block adds into c.
+	VXORPS Y0, Y0, Y0
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y0, 32(DI)
+	VMOVUPS Y0, 0(DI)(SI*1)
+	VMOVUPS Y0, 32(DI)(SI*1)
+	VMOVUPS Y0, 0(DI)(SI*2)
+	VMOVUPS Y0, 32(DI)(SI*2)
+	VMOVUPS Y0, 0(R10)
+	VMOVUPS Y0, 32(R10)
+	VMOVUPS Y0, 0(R10)(SI*1)
+	VMOVUPS Y0, 32(R10)(SI*1)
+	VMOVUPS Y0, 0(R10)(SI*2)
+	VMOVUPS Y0, 32(R10)(SI*2)
+
+blocks:
+	TESTQ CX, CX
+	JZ   done
+
+block:
+	IZERO12
+	ISTEP(0, 0)
+	ISTEP(24, 64)
+	ISTEP(48, 128)
+	ISTEP(72, 192)
+	ISTEP(96, 256)
+	ISTEP(120, 320)
+	ISTEP(144, 384)
+	ISTEP(168, 448)
+	ISTEP(192, 512)
+	ISTEP(216, 576)
+	ISTEP(240, 640)
+	ISTEP(264, 704)
+	ISTEP(288, 768)
+	ISTEP(312, 832)
+	ISTEP(336, 896)
+	ISTEP(360, 960)
+	ADDQ $384, AX
+	ADDQ $1024, BX
+
+	TESTQ $2, flags+56(FP)
+	JNZ  withmin
+	EPI(Y0, Y1, 0(R11), 0(DI), 32(DI))
+	EPI(Y2, Y3, 8(R11), 0(DI)(SI*1), 32(DI)(SI*1))
+	EPI(Y4, Y5, 16(R11), 0(DI)(SI*2), 32(DI)(SI*2))
+	EPI(Y6, Y7, 24(R11), 0(R10), 32(R10))
+	EPI(Y8, Y9, 32(R11), 0(R10)(SI*1), 32(R10)(SI*1))
+	EPI(Y10, Y11, 40(R11), 0(R10)(SI*2), 32(R10)(SI*2))
+	JMP  next
+
+withmin:
+	EPIMIN(Y0, Y1, 0(R11), 4(R11), 0(DI), 32(DI))
+	EPIMIN(Y2, Y3, 8(R11), 12(R11), 0(DI)(SI*1), 32(DI)(SI*1))
+	EPIMIN(Y4, Y5, 16(R11), 20(R11), 0(DI)(SI*2), 32(DI)(SI*2))
+	EPIMIN(Y6, Y7, 24(R11), 28(R11), 0(R10), 32(R10))
+	EPIMIN(Y8, Y9, 32(R11), 36(R11), 0(R10)(SI*1), 32(R10)(SI*1))
+	EPIMIN(Y10, Y11, 40(R11), 44(R11), 0(R10)(SI*2), 32(R10)(SI*2))
+
+next:
+	ADDQ $48, R11
+	ADDQ $128, R13
+	DECQ CX
+	JNZ  block
+
+done:
+	VZEROUPPER
+	RET

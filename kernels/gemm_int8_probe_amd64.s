@@ -1,0 +1,157 @@
+#include "textflag.h"
+
+// Throughput probes of candidate integer inner loops (register blocked,
+// operands from L1), run by BenchmarkInt8Probe. Each takes n iterations.
+
+// func probeMaddwd6x16(n int, a *int16, b *int16)
+// 6 rows x 16 columns x 2 k per iteration = 192 MACs: VPMADDWD on int16
+// pairs, VPADDD into twelve int32 accumulators.
+TEXT ·probeMaddwd6x16(SB), NOSPLIT, $0-24
+	MOVQ n+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ b+16(FP), BX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	VPXOR Y10, Y10, Y10
+	VPXOR Y11, Y11, Y11
+loopA:
+	VMOVDQU 0(BX), Y12
+	VMOVDQU 32(BX), Y13
+	VPBROADCASTD 0(AX), Y14
+	VPMADDWD Y12, Y14, Y15
+	VPADDD Y15, Y0, Y0
+	VPMADDWD Y13, Y14, Y15
+	VPADDD Y15, Y1, Y1
+	VPBROADCASTD 4(AX), Y14
+	VPMADDWD Y12, Y14, Y15
+	VPADDD Y15, Y2, Y2
+	VPMADDWD Y13, Y14, Y15
+	VPADDD Y15, Y3, Y3
+	VPBROADCASTD 8(AX), Y14
+	VPMADDWD Y12, Y14, Y15
+	VPADDD Y15, Y4, Y4
+	VPMADDWD Y13, Y14, Y15
+	VPADDD Y15, Y5, Y5
+	VPBROADCASTD 12(AX), Y14
+	VPMADDWD Y12, Y14, Y15
+	VPADDD Y15, Y6, Y6
+	VPMADDWD Y13, Y14, Y15
+	VPADDD Y15, Y7, Y7
+	VPBROADCASTD 16(AX), Y14
+	VPMADDWD Y12, Y14, Y15
+	VPADDD Y15, Y8, Y8
+	VPMADDWD Y13, Y14, Y15
+	VPADDD Y15, Y9, Y9
+	VPBROADCASTD 20(AX), Y14
+	VPMADDWD Y12, Y14, Y15
+	VPADDD Y15, Y10, Y10
+	VPMADDWD Y13, Y14, Y15
+	VPADDD Y15, Y11, Y11
+	DECQ CX
+	JNZ  loopA
+	VZEROUPPER
+	RET
+
+// One row of the u8 x s8 probes: VPMADDUBSW to int16 pairs, VPMADDWD by
+// ones to int32, VPADDD.
+#define UBROW(aoff, acc0, acc1) \
+	VPBROADCASTD aoff(AX), Y14 \
+	VPMADDUBSW Y14, Y12, Y15 \
+	VPMADDWD Y10, Y15, Y15 \
+	VPADDD Y15, acc0, acc0 \
+	VPMADDUBSW Y14, Y13, Y15 \
+	VPMADDWD Y10, Y15, Y15 \
+	VPADDD Y15, acc1, acc1
+
+// func probeMaddubsw4x16(n int, a *int8, b *uint8)
+// 4 rows x 16 columns x 4 k per iteration = 256 MACs.
+TEXT ·probeMaddubsw4x16(SB), NOSPLIT, $0-24
+	MOVQ n+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ b+16(FP), BX
+	VPCMPEQW Y10, Y10, Y10
+	VPSRLW $15, Y10, Y10
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+loopB:
+	VMOVDQU 0(BX), Y12
+	VMOVDQU 32(BX), Y13
+	UBROW(0, Y0, Y1)
+	UBROW(4, Y2, Y3)
+	UBROW(8, Y4, Y5)
+	UBROW(12, Y6, Y7)
+	DECQ CX
+	JNZ  loopB
+	VZEROUPPER
+	RET
+
+// One k step of the int16-accumulating probe: 4 rows x 8 columns x 4 k.
+#define I16STEP(boff) \
+	VMOVDQU boff(BX), Y12 \
+	VPBROADCASTD 0(AX), Y14 \
+	VPMADDUBSW Y14, Y12, Y15 \
+	VPADDW Y15, Y0, Y0 \
+	VPBROADCASTD 4(AX), Y14 \
+	VPMADDUBSW Y14, Y12, Y15 \
+	VPADDW Y15, Y1, Y1 \
+	VPBROADCASTD 8(AX), Y14 \
+	VPMADDUBSW Y14, Y12, Y15 \
+	VPADDW Y15, Y2, Y2 \
+	VPBROADCASTD 12(AX), Y14 \
+	VPMADDUBSW Y14, Y12, Y15 \
+	VPADDW Y15, Y3, Y3
+
+#define I16FLUSH(acc16, acc32) \
+	VPMADDWD Y10, acc16, Y15 \
+	VPADDD Y15, acc32, acc32 \
+	VPXOR acc16, acc16, acc16
+
+// func probeMaddubswI16(n int, a *int8, b *uint8)
+// 4 rows x 8 columns x 32 k per iteration = 1024 MACs: eight VPMADDUBSW
+// per accumulator summed in int16 (safe for 4-bit weights), then one
+// VPMADDWD by the sub-block scale.
+TEXT ·probeMaddubswI16(SB), NOSPLIT, $0-24
+	MOVQ n+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ b+16(FP), BX
+	VPCMPEQW Y10, Y10, Y10
+	VPSRLW $15, Y10, Y10
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+loopC:
+	I16STEP(0)
+	I16STEP(32)
+	I16STEP(64)
+	I16STEP(96)
+	I16STEP(128)
+	I16STEP(160)
+	I16STEP(192)
+	I16STEP(224)
+	I16FLUSH(Y0, Y4)
+	I16FLUSH(Y1, Y5)
+	I16FLUSH(Y2, Y6)
+	I16FLUSH(Y3, Y7)
+	DECQ CX
+	JNZ  loopC
+	VZEROUPPER
+	RET

@@ -1,0 +1,256 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/vembed/vembed/gguf"
+)
+
+// i8DecodeRow decodes row j of w into its integer form: values q, and per
+// 32-value block the factor fd and offset fm.
+func i8DecodeRow(w *Matrix, j int) (q []int16, fd, fm []float32) {
+	dec := i8Decoders[w.Type]
+	nb := w.Cols / i8Block
+	q, fd, fm = make([]int16, w.Cols), make([]float32, nb), make([]float32, nb)
+	dec.row(w.Data[j*w.RowBytes():], w.Cols, q, fd, fm, 1)
+	return q, fd, fm
+}
+
+// TestI8DecodersMatchDequantize checks that fd·q + fm is the dequantized
+// weight. gguf.Dequantize rounds each value in float32 at most twice from
+// the same float32 factors (e.g. fl(fl(d·sc)·q) for Q6_K, fl(fl(fd·q)−m)
+// for Q4_K), so the exact fd·q + fm is within 2u(|fd·q| + |fm|) (+u² terms,
+// covered by 2.01u) of it.
+func TestI8DecodersMatchDequantize(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for typ := range i8Decoders {
+		t.Run(typ.String(), func(t *testing.T) {
+			w := randMatrix(t, typ, 3, 512, rng)
+			want := make([]float32, w.Cols)
+			for j := 0; j < w.Rows; j++ {
+				if err := gguf.Dequantize(typ, w.Data[j*w.RowBytes():(j+1)*w.RowBytes()], want); err != nil {
+					t.Fatal(err)
+				}
+				q, fd, fm := i8DecodeRow(w, j)
+				for i, v := range want {
+					b := i / i8Block
+					a := float64(fd[b]) * float64(q[i])
+					got := a + float64(fm[b])
+					tol := 2.01 * u * (math.Abs(a) + math.Abs(float64(fm[b])))
+					if !(math.Abs(got-float64(v)) <= tol) {
+						t.Fatalf("row %d value %d: %v·%d + %v = %v, Dequantize %v", j, i, fd[b], q[i], fm[b], got, v)
+					}
+				}
+			}
+		})
+	}
+}
+
+// i8Ref is the reference of the integer math: the same activation
+// quantization, exact integer block dots, combined in float64. mag[i*n+j]
+// is Σ over blocks of |dx·fd·Σq_x·q_w| + |fm·dx·Σq_x| + |bias|, the scale of
+// the terms the float32 epilogue rounds.
+func i8Ref(x []float32, m int, w *Matrix, bias []float32) (ref, mag []float64) {
+	n, k := w.Rows, w.Cols
+	nb := k / i8Block
+	xq, ds := make([]int16, m*k), make([]float32, 2*m*nb)
+	for i := 0; i < m; i++ {
+		quantizeRowI8(x[i*k:(i+1)*k], xq[i*k:(i+1)*k], ds[2*i*nb:2*(i+1)*nb])
+	}
+	ref, mag = make([]float64, m*n), make([]float64, m*n)
+	for j := 0; j < n; j++ {
+		q, fd, fm := i8DecodeRow(w, j)
+		for i := 0; i < m; i++ {
+			var s, a float64
+			for b := 0; b < nb; b++ {
+				var isum int64
+				for kk := b * i8Block; kk < (b+1)*i8Block; kk++ {
+					isum += int64(xq[i*k+kk]) * int64(q[kk])
+				}
+				t1 := float64(ds[2*(i*nb+b)]) * float64(fd[b]) * float64(isum)
+				t2 := float64(fm[b]) * float64(ds[2*(i*nb+b)+1])
+				if !i8Decoders[w.Type].hasMin {
+					t2 = 0
+				}
+				s += t1 + t2
+				a += math.Abs(t1) + math.Abs(t2)
+			}
+			if bias != nil {
+				s += float64(bias[j])
+				a += math.Abs(float64(bias[j]))
+			}
+			ref[i*n+j], mag[i*n+j] = s, a
+		}
+	}
+	return ref, mag
+}
+
+// i8Kernels lists the integer microkernels this build can run.
+func i8Kernels() map[string]*i8Tier {
+	ks := map[string]*i8Tier{"go": {kern: kernelI16Go, pack8: pack8I16Go}}
+	for name, g := range archI8Kernels() {
+		ks[name] = g
+	}
+	return ks
+}
+
+// TestMatMulInt8 checks the integer GEMM against i8Ref on every type with
+// an integer kernel, over tails of rows and columns, several k slices and
+// the worker pool. Per output, the epilogue rounds fl(dx·fd), fl(dx·Σq)
+// and each partial sum of at most 2·nb+1 terms once, so the result is
+// within γ(2·nb+2)·mag (Higham §3.1) of the exact combination; the
+// float64 reference adds u·|ref|.
+func TestMatMulInt8(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for name, g := range i8Kernels() {
+		for typ := range i8Decoders {
+			ks := []int{32, 288, 544}
+			if typ.BlockSize() == 256 {
+				ks = []int{256, 768}
+			}
+			for _, k := range ks {
+				for _, n := range []int{1, 17, 130} {
+					w := randMatrix(t, typ, n, k, rng)
+					for _, m := range []int{1, 5, 6, 13, 64} {
+						t.Run(fmt.Sprintf("%s/%s/k%d/n%d/m%d", name, typ, k, n, m), func(t *testing.T) {
+							x := randVec(m*k, rng)
+							var bias []float32
+							if m%2 == 1 {
+								bias = randVec(n, rng)
+							}
+							got := make([]float32, m*n)
+							for i := range got {
+								got[i] = float32(math.NaN())
+							}
+							gemmInt8(got, x, m, w, bias, g)
+							ref, mag := i8Ref(x, m, w, bias)
+							nb := k / i8Block
+							for i, r := range ref {
+								tol := gamma(2*nb+2)*mag[i] + u*math.Abs(r)
+								if !(math.Abs(float64(got[i])-r) <= tol) {
+									t.Fatalf("dst[%d][%d] = %v, want %v ± %.3g", i/n, i%n, got[i], r, tol)
+								}
+							}
+						})
+					}
+				}
+			}
+		}
+	}
+}
+
+// int8Slack bounds how far the integer product of row x (k values) by
+// weight row j moves from the float32 product by the decoded weights ŵ:
+//   - activations: |x − dx·q| ≤ dx/2 + 2.0001u|x| per value (q rounds
+//     fl(x·fl(1/dx)), each rounding relative u);
+//   - weights: the exact fd·q + fm is within 2.01u·wa of ŵ, wa = |fd·q|+|fm|
+//     (TestI8DecodersMatchDequantize);
+//   - the epilogue: γ(2·nb+2) of its terms (TestMatMulInt8).
+//
+// So |Σx·ŵ − result| ≤ Σ_b dx_b/2·Σ_b wa + 5u·Σ|x|·wa + γ(2nb+2)·mag.
+// It returns 0 when the active tier computes the product in float32.
+func int8Slack(w *Matrix, j int, x []float32) float64 {
+	if _, ok := i8Decoders[w.Type]; !ok || Active() != TierAVX2Int8 {
+		return 0
+	}
+	k := w.Cols
+	nb := k / i8Block
+	q, fd, fm := i8DecodeRow(w, j)
+	xq, ds := make([]int16, k), make([]float32, 2*nb)
+	quantizeRowI8(x, xq, ds)
+	var tol, mag float64
+	for b := 0; b < nb; b++ {
+		var sw, swx float64
+		var isum int64
+		for kk := b * i8Block; kk < (b+1)*i8Block; kk++ {
+			wa := math.Abs(float64(fd[b])*float64(q[kk])) + math.Abs(float64(fm[b]))
+			sw += wa
+			swx += math.Abs(float64(x[kk])) * wa
+			isum += int64(xq[kk]) * int64(q[kk])
+		}
+		tol += float64(ds[2*b])/2*sw + 5*u*swx
+		mag += math.Abs(float64(ds[2*b])*float64(fd[b])*float64(isum)) + math.Abs(float64(fm[b])*float64(ds[2*b+1]))
+	}
+	return tol + gamma(2*nb+2)*mag
+}
+
+// TestMatMulInt8VsExact compares the int8 tier with the float64 product by
+// the decoded weights on activations with outlier channels (a few columns
+// 30× larger, as in transformer hidden states), within int8Slack; it also
+// reports the largest error relative to Σ|x·w|.
+func TestMatMulInt8VsExact(t *testing.T) {
+	if !hasTier(TierAVX2Int8) {
+		t.Skip("no avx2-int8 tier on this CPU")
+	}
+	saved := Active()
+	defer Use(saved)
+	Use(TierAVX2Int8)
+	rng := rand.New(rand.NewPCG(15, 16))
+	const m, k, n = 23, 1024, 70
+	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ5_K, gguf.TypeIQ4_NL} {
+		w := randMatrix(t, typ, n, k, rng)
+		x := randVec(m*k, rng)
+		for i := 0; i < m; i++ {
+			for _, c := range []int{7, 300, 301, 1000} {
+				x[i*k+c] *= 30
+			}
+		}
+		got := make([]float32, m*n)
+		MatMul(got, x, m, w, nil)
+		row := make([]float32, k)
+		var worst float64
+		for j := 0; j < n; j++ {
+			decoders[typ].decode(w.Data[j*w.RowBytes():], k, row, 1)
+			for i := 0; i < m; i++ {
+				xi := x[i*k : (i+1)*k]
+				var s, a float64
+				for kk, v := range row {
+					s += float64(xi[kk]) * float64(v)
+					a += math.Abs(float64(xi[kk]) * float64(v))
+				}
+				tol := int8Slack(w, j, xi) + u*math.Abs(s)
+				e := math.Abs(float64(got[i*n+j]) - s)
+				if !(e <= tol) {
+					t.Fatalf("%s: dst[%d][%d] = %v, want %v ± %.3g", typ, i, j, got[i*n+j], s, tol)
+				}
+				worst = max(worst, e/a)
+			}
+		}
+		t.Logf("%s: max |error| / Σ|x·w| = %.2g", typ, worst)
+	}
+}
+
+func hasTier(t Tier) bool {
+	for _, a := range Available() {
+		if a == t {
+			return true
+		}
+	}
+	return false
+}
+
+// TestQuantizeRowI8 checks the activation quantization on edge values:
+// exact halves round to even, all-zero and non-finite blocks.
+func TestQuantizeRowI8(t *testing.T) {
+	x := make([]float32, 3*i8Block)
+	x[0] = 127 // d = 1: values are their own codes
+	x[1], x[2], x[3] = 2.5, -3.5, 0.5
+	x[i8Block+5] = float32(math.Inf(1))
+	q, ds := make([]int16, len(x)), make([]float32, 6)
+	quantizeRowI8(x, q, ds)
+	if ds[0] != 1 || q[0] != 127 || q[1] != 2 || q[2] != -4 || q[3] != 0 {
+		t.Fatalf("block 0: d=%v q=%v", ds[0], q[:4])
+	}
+	if ds[1] != float32(127+2-4) {
+		t.Fatalf("block 0: d·Σq = %v", ds[1])
+	}
+	if !math.IsInf(float64(ds[2]), 1) || q[i8Block+5] != 0 {
+		t.Fatalf("block with +Inf: d=%v q=%v", ds[2], q[i8Block+5])
+	}
+	if ds[4] != 0 || ds[5] != 0 {
+		t.Fatalf("zero block: d=%v d·Σq=%v", ds[4], ds[5])
+	}
+}

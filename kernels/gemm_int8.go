@@ -51,9 +51,10 @@ const (
 // int16 pairs (pair p of row r at a[(p*i8Rows+r)*2:]), ds per block the
 // rows' (d, d·Σq) pairs (row r of block b at ds[(b*i8Rows+r)*2:]), b a
 // panel of nb·i8PanelK int16 in the (k pair, column, pair half) layout, f
-// its nb·i8PanelF factors, c the output (row r at c[r*ldc]). flags:
-// i8FlagAcc, i8FlagMin.
-type i8Kernel func(nb int, a []int16, ds []float32, b []int16, f []float32, c []float32, ldc int, flags int)
+// its nb·i8PanelF factors. The blocks accumulate in the compact scratch
+// tile t (i8Rows×gemmNR); c (row r at c[r*ldc]) is written, or added to
+// with i8FlagAcc, once at the end. i8FlagMin applies the offsets.
+type i8Kernel func(nb int, a []int16, ds []float32, b []int16, f []float32, t []float32, c []float32, ldc int, flags int)
 
 // i8PackFunc moves the int16 pairs of eight decoded rows (kc values each,
 // stride kc apart) into columns 0..7 of a panel: pair p of row r goes to
@@ -403,9 +404,9 @@ func gemmInt8(dst, x []float32, m int, w *Matrix, bias []float32, g *i8Tier) {
 		defer putI16(ip)
 		pan, rowBuf := (*ip)[:np], (*ip)[np:np+gemmNR*gemmKC]
 		nf := panels * kb * i8PanelF
-		fp := getScratch(nf + i8Rows*gemmNR)
+		fp := getScratch(nf + 2*i8Rows*gemmNR)
 		defer putScratch(fp)
-		fac, tile := (*fp)[:nf], (*fp)[nf:nf+i8Rows*gemmNR]
+		fac, tile, edge := (*fp)[:nf], (*fp)[nf:nf+i8Rows*gemmNR], (*fp)[nf+i8Rows*gemmNR:nf+2*i8Rows*gemmNR]
 
 		for k0 := 0; k0 < k; k0 += gemmKC {
 			kc := min(gemmKC, k-k0)
@@ -441,20 +442,23 @@ func gemmInt8(dst, x []float32, m int, w *Matrix, bias []float32, g *i8Tier) {
 				pp := pan[p*nb*i8PanelK : (p+1)*nb*i8PanelK]
 				fs := fac[p*nb*i8PanelF : (p+1)*nb*i8PanelF]
 				for i0 := m0; i0 < m1; i0 += i8Rows {
-					// The kernel works on a compact tile: rows of dst
-					// are n apart, and power-of-two strides thrash L1.
 					mr := min(i8Rows, m1-i0)
 					a := xq[i0*k+k0*i8Rows:]
 					dsa := ds[(i0*nbRow+k0/i8Block*i8Rows)*2:]
 					c := dst[i0*n+n0+j0:]
+					if mr == i8Rows && nr == gemmNR {
+						g.kern(nb, a, dsa, pp, fs, tile, c, n, flags)
+						continue
+					}
+					// Edge tile: through a full-size copy.
 					if flags&i8FlagAcc != 0 {
 						for r := 0; r < mr; r++ {
-							copy(tile[r*gemmNR:r*gemmNR+nr], c[r*n:])
+							copy(edge[r*gemmNR:r*gemmNR+nr], c[r*n:])
 						}
 					}
-					g.kern(nb, a, dsa, pp, fs, tile, gemmNR, flags)
+					g.kern(nb, a, dsa, pp, fs, tile, edge, gemmNR, flags)
 					for r := 0; r < mr; r++ {
-						copy(c[r*n:r*n+nr], tile[r*gemmNR:])
+						copy(c[r*n:r*n+nr], edge[r*gemmNR:])
 					}
 				}
 			}
@@ -491,19 +495,16 @@ func fma32(a, b, c float32) float32 {
 
 // kernelI16Go is the portable i8Kernel, the same integer math and epilogue
 // as the assembly.
-func kernelI16Go(nb int, a []int16, ds []float32, b []int16, f []float32, c []float32, ldc int, flags int) {
-	if flags&i8FlagAcc == 0 {
-		for r := 0; r < i8Rows; r++ {
-			clear(c[r*ldc : r*ldc+gemmNR])
-		}
-	}
+func kernelI16Go(nb int, a []int16, ds []float32, b []int16, f []float32, t []float32, c []float32, ldc int, flags int) {
+	t = t[:i8Rows*gemmNR]
+	clear(t)
 	for bb := 0; bb < nb; bb++ {
 		pb := b[bb*i8PanelK : (bb+1)*i8PanelK]
 		fb := f[bb*i8PanelF : (bb+1)*i8PanelF]
 		ab := a[bb*i8Block*i8Rows : (bb+1)*i8Block*i8Rows]
 		for r := 0; r < i8Rows; r++ {
 			dx, dxs := ds[(bb*i8Rows+r)*2], ds[(bb*i8Rows+r)*2+1]
-			cr := c[r*ldc : r*ldc+gemmNR]
+			cr := t[r*gemmNR : (r+1)*gemmNR]
 			for col := range cr {
 				var s int32
 				for kk := 0; kk < i8Block; kk++ {
@@ -516,6 +517,16 @@ func kernelI16Go(nb int, a []int16, ds []float32, b []int16, f []float32, c []fl
 				}
 				cr[col] = v
 			}
+		}
+	}
+	for r := 0; r < i8Rows; r++ {
+		cr, tr := c[r*ldc:r*ldc+gemmNR], t[r*gemmNR:(r+1)*gemmNR]
+		if flags&i8FlagAcc != 0 {
+			for j, v := range tr {
+				cr[j] += v
+			}
+		} else {
+			copy(cr, tr)
 		}
 	}
 }

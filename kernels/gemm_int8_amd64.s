@@ -88,46 +88,39 @@
 	VMOVUPS ya, lo \
 	VMOVUPS yb, hi
 
-// func kernelI16x6x16(nb int, a *int16, ds *float32, b *int16, f *float32, c *float32, ldc int, flags int)
+// func kernelI16x6x16(nb int, a *int16, ds *float32, b *int16, f *float32, t *float32, c *float32, ldc int, flags int)
 //
 // nb blocks of 32 k values. a: the six rows' activations interleaved by
 // int16 pairs (pair p of row r at a[(6p+r)*2]), 96 pairs per block. ds: per
 // block the (dx, dx·Σq) of rows 0..5. b: the panel, 512 int16 per block.
-// f: 32 floats per block (fd of the sixteen columns, then fm). c: the
-// float32 tile, rows ldc apart. flags bit 0: add into c (else c starts at
-// zero); bit 1: apply fm.
-TEXT ·kernelI16x6x16(SB), NOSPLIT, $0-64
+// f: 32 floats per block (fd of the sixteen columns, then fm). t: a 6x16
+// float32 scratch tile the blocks accumulate into: rows of c are usually a
+// power of two apart and would share L1 sets with each other. c: the
+// output tile, rows ldc apart, written (or, flags bit 0, added to) once at
+// the end. flags bit 1: apply fm.
+TEXT ·kernelI16x6x16(SB), NOSPLIT, $0-72
 	MOVQ a+8(FP), AX
 	MOVQ ds+16(FP), R11
 	MOVQ b+24(FP), BX
 	MOVQ f+32(FP), R13
-	MOVQ c+40(FP), DI
-	MOVQ ldc+48(FP), SI
-	SHLQ $2, SI
-	LEAQ (DI)(SI*2), R10
-	ADDQ SI, R10
+	MOVQ t+40(FP), DI
 	MOVQ nb+0(FP), CX
 
-	TESTQ $1, flags+56(FP)
-	JNZ  blocks
-	// Start from a zero tile, so every block adds into c.
 	VXORPS Y0, Y0, Y0
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y0, 32(DI)
-	VMOVUPS Y0, 0(DI)(SI*1)
-	VMOVUPS Y0, 32(DI)(SI*1)
-	VMOVUPS Y0, 0(DI)(SI*2)
-	VMOVUPS Y0, 32(DI)(SI*2)
-	VMOVUPS Y0, 0(R10)
-	VMOVUPS Y0, 32(R10)
-	VMOVUPS Y0, 0(R10)(SI*1)
-	VMOVUPS Y0, 32(R10)(SI*1)
-	VMOVUPS Y0, 0(R10)(SI*2)
-	VMOVUPS Y0, 32(R10)(SI*2)
-
-blocks:
+	VMOVUPS Y0, 64(DI)
+	VMOVUPS Y0, 96(DI)
+	VMOVUPS Y0, 128(DI)
+	VMOVUPS Y0, 160(DI)
+	VMOVUPS Y0, 192(DI)
+	VMOVUPS Y0, 224(DI)
+	VMOVUPS Y0, 256(DI)
+	VMOVUPS Y0, 288(DI)
+	VMOVUPS Y0, 320(DI)
+	VMOVUPS Y0, 352(DI)
 	TESTQ CX, CX
-	JZ   done
+	JZ   store
 
 block:
 	IZERO12
@@ -150,23 +143,23 @@ block:
 	ADDQ $384, AX
 	ADDQ $1024, BX
 
-	TESTQ $2, flags+56(FP)
+	TESTQ $2, flags+64(FP)
 	JNZ  withmin
 	EPI(Y0, Y1, 0(R11), 0(DI), 32(DI))
-	EPI(Y2, Y3, 8(R11), 0(DI)(SI*1), 32(DI)(SI*1))
-	EPI(Y4, Y5, 16(R11), 0(DI)(SI*2), 32(DI)(SI*2))
-	EPI(Y6, Y7, 24(R11), 0(R10), 32(R10))
-	EPI(Y8, Y9, 32(R11), 0(R10)(SI*1), 32(R10)(SI*1))
-	EPI(Y10, Y11, 40(R11), 0(R10)(SI*2), 32(R10)(SI*2))
+	EPI(Y2, Y3, 8(R11), 64(DI), 96(DI))
+	EPI(Y4, Y5, 16(R11), 128(DI), 160(DI))
+	EPI(Y6, Y7, 24(R11), 192(DI), 224(DI))
+	EPI(Y8, Y9, 32(R11), 256(DI), 288(DI))
+	EPI(Y10, Y11, 40(R11), 320(DI), 352(DI))
 	JMP  next
 
 withmin:
 	EPIMIN(Y0, Y1, 0(R11), 4(R11), 0(DI), 32(DI))
-	EPIMIN(Y2, Y3, 8(R11), 12(R11), 0(DI)(SI*1), 32(DI)(SI*1))
-	EPIMIN(Y4, Y5, 16(R11), 20(R11), 0(DI)(SI*2), 32(DI)(SI*2))
-	EPIMIN(Y6, Y7, 24(R11), 28(R11), 0(R10), 32(R10))
-	EPIMIN(Y8, Y9, 32(R11), 36(R11), 0(R10)(SI*1), 32(R10)(SI*1))
-	EPIMIN(Y10, Y11, 40(R11), 44(R11), 0(R10)(SI*2), 32(R10)(SI*2))
+	EPIMIN(Y2, Y3, 8(R11), 12(R11), 64(DI), 96(DI))
+	EPIMIN(Y4, Y5, 16(R11), 20(R11), 128(DI), 160(DI))
+	EPIMIN(Y6, Y7, 24(R11), 28(R11), 192(DI), 224(DI))
+	EPIMIN(Y8, Y9, 32(R11), 36(R11), 256(DI), 288(DI))
+	EPIMIN(Y10, Y11, 40(R11), 44(R11), 320(DI), 352(DI))
 
 next:
 	ADDQ $48, R11
@@ -174,6 +167,52 @@ next:
 	DECQ CX
 	JNZ  block
 
-done:
+store:
+	// The tile into c (reloaded: with no blocks, Y0..Y11 were never set).
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	VMOVUPS 320(DI), Y10
+	VMOVUPS 352(DI), Y11
+	MOVQ c+48(FP), DI
+	MOVQ ldc+56(FP), SI
+	SHLQ $2, SI
+	LEAQ (DI)(SI*2), R10
+	ADDQ SI, R10
+	TESTQ $1, flags+64(FP)
+	JZ   write
+	VADDPS 0(DI), Y0, Y0
+	VADDPS 32(DI), Y1, Y1
+	VADDPS 0(DI)(SI*1), Y2, Y2
+	VADDPS 32(DI)(SI*1), Y3, Y3
+	VADDPS 0(DI)(SI*2), Y4, Y4
+	VADDPS 32(DI)(SI*2), Y5, Y5
+	VADDPS 0(R10), Y6, Y6
+	VADDPS 32(R10), Y7, Y7
+	VADDPS 0(R10)(SI*1), Y8, Y8
+	VADDPS 32(R10)(SI*1), Y9, Y9
+	VADDPS 0(R10)(SI*2), Y10, Y10
+	VADDPS 32(R10)(SI*2), Y11, Y11
+
+write:
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 0(DI)(SI*1)
+	VMOVUPS Y3, 32(DI)(SI*1)
+	VMOVUPS Y4, 0(DI)(SI*2)
+	VMOVUPS Y5, 32(DI)(SI*2)
+	VMOVUPS Y6, 0(R10)
+	VMOVUPS Y7, 32(R10)
+	VMOVUPS Y8, 0(R10)(SI*1)
+	VMOVUPS Y9, 32(R10)(SI*1)
+	VMOVUPS Y10, 0(R10)(SI*2)
+	VMOVUPS Y11, 32(R10)(SI*2)
 	VZEROUPPER
 	RET

@@ -63,12 +63,13 @@ func BenchmarkI8Kernel(b *testing.B) {
 	p16 := make([]int16, nb*i8PanelK)
 	f := make([]float32, nb*i8PanelF)
 	c := make([]float32, i8Rows*gemmNR)
+	tile := make([]float32, i8Rows*gemmNR)
 	a32 := make([]float32, gemmMR*kc)
 	p32 := make([]float32, kc*gemmNR)
 	for _, flags := range []int{i8FlagAcc, i8FlagAcc | i8FlagMin} {
 		b.Run(fmt.Sprintf("int16/flags%d", flags), func(b *testing.B) {
 			for b.Loop() {
-				kernelI16AVX2(nb, a16, ds, p16, f, c, gemmNR, flags)
+				kernelI16AVX2(nb, a16, ds, p16, f, tile, c, gemmNR, flags)
 			}
 			b.ReportMetric(float64(i8Rows*gemmNR*kc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMACs")
 		})
@@ -80,7 +81,7 @@ func BenchmarkI8Kernel(b *testing.B) {
 	b.Run("int16/rows512", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			g := i % groups
-			kernelI16AVX2(nb, a16g[g*i8Rows*kc:], dsg[g*i8Rows*2*nb:], p16, f, c, gemmNR, i8FlagAcc)
+			kernelI16AVX2(nb, a16g[g*i8Rows*kc:], dsg[g*i8Rows*2*nb:], p16, f, tile, c, gemmNR, i8FlagAcc)
 		}
 		b.ReportMetric(float64(i8Rows*gemmNR*kc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMACs")
 	})

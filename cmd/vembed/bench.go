@@ -83,7 +83,7 @@ var modelBenches []func(dur time.Duration, w io.Writer) ([]modelFigure, error)
 var benchFlagHooks []func(fs *flag.FlagSet)
 
 func runBench(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench", "[--types F32,Q8_0,...] [--tiers avx2,...] [--m 512,32] [--k 2048] [--n 2048] [--time 300ms] [--rounds 5] [--attn-tokens 1024] [--model [--lm LM.gguf --mmproj MMPROJ.gguf] [--texts 32] [--text-tokens 128] [--images 448,896] [--repeat 1]]", stderr)
+	fs := newFlags("bench", "[--types F32,Q8_0,...] [--tiers avx2,...] [--m 512,32] [--k 2048] [--n 2048] [--time 300ms] [--rounds 5] [--attn-tokens 1024] [--model [--lm LM.gguf --mmproj MMPROJ.gguf] [--texts 32] [--text-tokens 128] [--images 448,896] [--repeat 1] [--cpuprofile FILE] [--memprofile FILE]]", stderr)
 	typesFlag := fs.String("types", "F32,F16,BF16,Q4_0,Q4_1,Q5_0,Q5_1,Q8_0,Q2_K,Q3_K,Q4_K,Q5_K,Q6_K,Q8_K,IQ4_NL,IQ4_XS", "weight `types` to measure")
 	tiersFlag := fs.String("tiers", "", "kernel `tiers` to measure (default: every available tier but the reference)")
 	msFlag := fs.String("m", "512,32", "activation row `counts` (tokens) to measure")
@@ -107,6 +107,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil || *k <= 0 || *n <= 0 || *rounds <= 0 || *dur <= 0 || *attnTok < 0 {
 		fs.Usage()
 		return errUsage
+	}
+	if err := checkProfileFlags(*withModel); err != nil {
+		return err
 	}
 	tiers, err := benchTiers(*tiersFlag)
 	if err != nil {
@@ -160,6 +163,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *withModel {
+		// The kernel measurements leave the last tier they measured (the
+		// portable one) active; the model runs on the tier a user gets.
+		if err := kernels.Use(saved); err != nil {
+			return err
+		}
 		if len(modelBenches) == 0 {
 			fmt.Fprintln(stderr, "vembed bench: no end-to-end model benchmark is built in")
 		}

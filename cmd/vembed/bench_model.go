@@ -22,6 +22,7 @@ import (
 
 	"github.com/vembed/vembed/engine"
 	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/kernels"
 	"github.com/vembed/vembed/synth"
 	"github.com/vembed/vembed/tokenizer"
 )
@@ -184,7 +185,7 @@ func (b *e2eRun) run() error {
 	defer eng.Close()
 	b.eng = eng
 	b.add("load", time.Since(start).Seconds(), "s")
-	fmt.Fprintf(b.w, "vembed bench: %s loaded in %.1fs\n", b.label, time.Since(start).Seconds())
+	fmt.Fprintf(b.w, "vembed bench: %s loaded in %.1fs; kernel tier %s\n", b.label, time.Since(start).Seconds(), kernels.Active())
 
 	// Warm up with the smallest inputs: page in the mapped weights of both
 	// towers and size the scratch buffers, so that the first measured run
@@ -200,15 +201,16 @@ func (b *e2eRun) run() error {
 		b.add("peak_rss_after_warm_up", float64(rss)/(1<<20), "MiB")
 	}
 
-	if c.texts > 0 {
-		if err := b.benchText(); err != nil {
-			return err
-		}
+	prof, err := startProfiles()
+	if err != nil {
+		return err
 	}
-	for _, size := range c.imageSizes {
-		if err := b.benchImage(size); err != nil {
-			return err
-		}
+	if err := b.measure(); err != nil {
+		prof.stop()
+		return err
+	}
+	if err := prof.stop(); err != nil {
+		return err
 	}
 	rss, ok := peakRSS()
 	if ok {
@@ -217,6 +219,21 @@ func (b *e2eRun) run() error {
 	b.add("files", float64(fileBytes)/(1<<20), "MiB")
 	if ok && fileBytes > 0 {
 		b.add("peak_rss_over_files", float64(rss)/float64(fileBytes), "ratio")
+	}
+	return nil
+}
+
+// measure runs the measured text batch and images.
+func (b *e2eRun) measure() error {
+	if b.cfg.texts > 0 {
+		if err := b.benchText(); err != nil {
+			return err
+		}
+	}
+	for _, size := range b.cfg.imageSizes {
+		if err := b.benchImage(size); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package kernels
 import (
 	"math"
 	"sync"
+	"unsafe"
 
 	"github.com/vembed/vembed/gguf"
 )
@@ -286,28 +287,37 @@ func i8RowIQ4XS(src []byte, n int, q []int16, fd, fm []float32, fs int) {
 // the float32 path's would.
 func quantizeRowI8(x []float32, q []int16, ds []float32) {
 	for b := 0; b < len(x)/i8Block; b++ {
-		xs := x[b*i8Block : (b+1)*i8Block]
-		qs := q[b*i8Block : (b+1)*i8Block]
-		var amax float32
+		xs := x[b*i8Block : (b+1)*i8Block : (b+1)*i8Block]
+		qs := q[b*i8Block : (b+1)*i8Block : (b+1)*i8Block]
+		var amax uint32
 		for _, v := range xs {
-			amax = max(amax, math.Float32frombits(math.Float32bits(v)&^(1<<31)))
+			amax = max(amax, math.Float32bits(v)&^(1<<31))
 		}
-		d := amax / i8MaxQ
-		if !(amax > 0 && amax <= math.MaxFloat32) {
+		if amax == 0 || amax >= 0x7f800000 {
+			// Zero, infinite or NaN.
 			clear(qs)
-			ds[2*b], ds[2*b+1] = d, 0
+			ds[2*b], ds[2*b+1] = math.Float32frombits(amax)/i8MaxQ, 0
 			continue
 		}
+		d := math.Float32frombits(amax) / i8MaxQ
 		id := 1 / d
 		var sum int32
 		for j, v := range xs {
-			r := int32(math.RoundToEven(float64(v * id)))
-			r = min(max(r, -i8MaxQ), i8MaxQ)
+			r := roundHalfEven(v * id)
 			qs[j] = int16(r)
 			sum += r
 		}
 		ds[2*b], ds[2*b+1] = d, d*float32(sum)
 	}
+}
+
+// roundHalfEven rounds v, |v| ≤ 2²², to the nearest integer, halves to
+// even: adding and subtracting 1.5·2²³ leaves no fraction bits, and
+// float32 addition rounds half to even. |x·(1/d)| ≤ 127·(1+2u) rounds to
+// at most 127, so no clamp is needed.
+func roundHalfEven(v float32) int32 {
+	const magic = 3 << 22
+	return int32(float32(v+magic) - magic)
 }
 
 // i16Scratch hands out reusable int16 buffers, like getScratch.
@@ -529,4 +539,20 @@ func kernelI16Go(nb int, a []int16, ds []float32, b []int16, f []float32, t []fl
 			copy(cr, tr)
 		}
 	}
+}
+
+// int8s and int32s view a buffer as another integer type of the same
+// memory, so that one pooled buffer serves several layouts.
+func int8s(b []byte) []int8 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int8)(unsafe.Pointer(&b[0])), len(b))
+}
+
+func int32s(b []int16) []int32 {
+	if len(b) < 2 {
+		return nil
+	}
+	return unsafe.Slice((*int32)(unsafe.Pointer(&b[0])), len(b)/2)
 }

@@ -39,21 +39,27 @@ func int8Tier(t impl) *impl {
 	t.tier = TierAVX2Int8
 	f32 := t.matMul
 	g := &i8Tier{kern: kernelI16AVX2, pack8: pack8I16AVX2}
+	gu := &u8Tier{kern: kernelU8AVX2, pack8: pack8U8AVX2}
 	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
-		if _, ok := i8Decoders[w.Type]; !ok {
-			f32(dst, x, m, w, bias)
+		if _, ok := u8Decoders[w.Type]; ok && w.Cols > 0 {
+			gemmU8(dst, x, m, w, bias, gu)
 			return
 		}
-		gemmInt8(dst, x, m, w, bias, g)
+		if _, ok := i8Decoders[w.Type]; ok {
+			gemmInt8(dst, x, m, w, bias, g)
+			return
+		}
+		f32(dst, x, m, w, bias)
 	}
 	return &t
 }
 
-// archI8Kernels lists the assembly integer kernels this CPU runs, for the
-// tests.
-func archI8Kernels() map[string]*i8Tier {
+// archIntKernels lists the assembly integer kernels this CPU runs, for
+// the tests.
+func archIntKernels() (map[string]*i8Tier, map[string]*u8Tier) {
 	if !hasAVX2 {
-		return nil
+		return nil, nil
 	}
-	return map[string]*i8Tier{"avx2": {kern: kernelI16AVX2, pack8: pack8I16AVX2}}
+	return map[string]*i8Tier{"avx2": {kern: kernelI16AVX2, pack8: pack8I16AVX2}},
+		map[string]*u8Tier{"avx2": {kern: kernelU8AVX2, pack8: pack8U8AVX2}}
 }

@@ -2,6 +2,6 @@
 
 package kernels
 
-// archI8Kernels lists the assembly integer kernels of this architecture:
+// archIntKernels lists the assembly integer kernels of this architecture:
 // none.
-func archI8Kernels() map[string]*i8Tier { return nil }
+func archIntKernels() (map[string]*i8Tier, map[string]*u8Tier) { return nil, nil }

@@ -4,19 +4,52 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/vembed/vembed/gguf"
 )
 
-// i8DecodeRow decodes row j of w into its integer form: values q, and per
-// 32-value block the factor fd and offset fm.
-func i8DecodeRow(w *Matrix, j int) (q []int16, fd, fm []float32) {
-	dec := i8Decoders[w.Type]
+// intDecodeRow decodes row j of w into the integer form of whichever
+// integer path takes its type: values v (multiplier times stored value),
+// and per 32-value block the factor fd and offset fm (value = fd·v + fm).
+func intDecodeRow(w *Matrix, j int) (v []int32, fd, fm []float32) {
 	nb := w.Cols / i8Block
-	q, fd, fm = make([]int16, w.Cols), make([]float32, nb), make([]float32, nb)
-	dec.row(w.Data[j*w.RowBytes():], w.Cols, q, fd, fm, 1)
-	return q, fd, fm
+	v, fd, fm = make([]int32, w.Cols), make([]float32, nb), make([]float32, nb)
+	src := w.Data[j*w.RowBytes():]
+	if dec, ok := u8Decoders[w.Type]; ok {
+		q, mul := make([]int8, w.Cols), make([]int16, 2*nb)
+		dec.row(src, w.Cols, q, fd, fm, 1, mul)
+		for i, x := range q {
+			v[i] = int32(mul[i/16]) * int32(x)
+		}
+		return v, fd, fm
+	}
+	q := make([]int16, w.Cols)
+	i8Decoders[w.Type].row(src, w.Cols, q, fd, fm, 1)
+	for i, x := range q {
+		v[i] = int32(x)
+	}
+	return v, fd, fm
+}
+
+// intTypes lists the types with an integer kernel.
+func intTypes() []gguf.Type {
+	var ts []gguf.Type
+	for t := range u8Decoders {
+		ts = append(ts, t)
+	}
+	for t := range i8Decoders {
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+func hasMin(t gguf.Type) bool {
+	if d, ok := u8Decoders[t]; ok {
+		return d.hasMin
+	}
+	return i8Decoders[t].hasMin
 }
 
 // TestI8DecodersMatchDequantize checks that fd·q + fm is the dequantized
@@ -26,7 +59,7 @@ func i8DecodeRow(w *Matrix, j int) (q []int16, fd, fm []float32) {
 // covered by 2.01u) of it.
 func TestI8DecodersMatchDequantize(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	for typ := range i8Decoders {
+	for _, typ := range intTypes() {
 		t.Run(typ.String(), func(t *testing.T) {
 			w := randMatrix(t, typ, 3, 512, rng)
 			want := make([]float32, w.Cols)
@@ -34,7 +67,7 @@ func TestI8DecodersMatchDequantize(t *testing.T) {
 				if err := gguf.Dequantize(typ, w.Data[j*w.RowBytes():(j+1)*w.RowBytes()], want); err != nil {
 					t.Fatal(err)
 				}
-				q, fd, fm := i8DecodeRow(w, j)
+				q, fd, fm := intDecodeRow(w, j)
 				for i, v := range want {
 					b := i / i8Block
 					a := float64(fd[b]) * float64(q[i])
@@ -62,7 +95,7 @@ func i8Ref(x []float32, m int, w *Matrix, bias []float32) (ref, mag []float64) {
 	}
 	ref, mag = make([]float64, m*n), make([]float64, m*n)
 	for j := 0; j < n; j++ {
-		q, fd, fm := i8DecodeRow(w, j)
+		q, fd, fm := intDecodeRow(w, j)
 		for i := 0; i < m; i++ {
 			var s, a float64
 			for b := 0; b < nb; b++ {
@@ -72,7 +105,7 @@ func i8Ref(x []float32, m int, w *Matrix, bias []float32) (ref, mag []float64) {
 				}
 				t1 := float64(ds[2*(i*nb+b)]) * float64(fd[b]) * float64(isum)
 				t2 := float64(fm[b]) * float64(ds[2*(i*nb+b)+1])
-				if !i8Decoders[w.Type].hasMin {
+				if !hasMin(w.Type) {
 					t2 = 0
 				}
 				s += t1 + t2
@@ -88,13 +121,43 @@ func i8Ref(x []float32, m int, w *Matrix, bias []float32) (ref, mag []float64) {
 	return ref, mag
 }
 
-// i8Kernels lists the integer microkernels this build can run.
-func i8Kernels() map[string]*i8Tier {
-	ks := map[string]*i8Tier{"go": {kern: kernelI16Go, pack8: pack8I16Go}}
-	for name, g := range archI8Kernels() {
-		ks[name] = g
+// intGEMM is one integer path and kernel, run on a product.
+type intGEMM struct {
+	name  string
+	types map[gguf.Type]bool
+	run   func(dst, x []float32, m int, w *Matrix, bias []float32)
+}
+
+// intGEMMs lists the integer paths and kernels this build can run.
+func intGEMMs() []intGEMM {
+	i8 := map[string]*i8Tier{"go": {kern: kernelI16Go, pack8: pack8I16Go}}
+	u8 := map[string]*u8Tier{"go": {kern: kernelU8Go, pack8: pack8U8Go}}
+	ai8, au8 := archIntKernels()
+	for name, g := range ai8 {
+		i8[name] = g
 	}
-	return ks
+	for name, g := range au8 {
+		u8[name] = g
+	}
+	var out []intGEMM
+	i8t, u8t := map[gguf.Type]bool{}, map[gguf.Type]bool{}
+	for t := range i8Decoders {
+		i8t[t] = true
+	}
+	for t := range u8Decoders {
+		u8t[t] = true
+	}
+	for name, g := range i8 {
+		out = append(out, intGEMM{"i16-" + name, i8t, func(dst, x []float32, m int, w *Matrix, bias []float32) {
+			gemmInt8(dst, x, m, w, bias, g)
+		}})
+	}
+	for name, g := range u8 {
+		out = append(out, intGEMM{"u8-" + name, u8t, func(dst, x []float32, m int, w *Matrix, bias []float32) {
+			gemmU8(dst, x, m, w, bias, g)
+		}})
+	}
+	return out
 }
 
 // TestMatMulInt8 checks the integer GEMM against i8Ref on every type with
@@ -105,8 +168,8 @@ func i8Kernels() map[string]*i8Tier {
 // float64 reference adds u·|ref|.
 func TestMatMulInt8(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
-	for name, g := range i8Kernels() {
-		for typ := range i8Decoders {
+	for _, path := range intGEMMs() {
+		for typ := range path.types {
 			ks := []int{32, 288, 544}
 			if typ.BlockSize() == 256 {
 				ks = []int{256, 768}
@@ -115,7 +178,7 @@ func TestMatMulInt8(t *testing.T) {
 				for _, n := range []int{1, 17, 130} {
 					w := randMatrix(t, typ, n, k, rng)
 					for _, m := range []int{1, 5, 6, 13, 64} {
-						t.Run(fmt.Sprintf("%s/%s/k%d/n%d/m%d", name, typ, k, n, m), func(t *testing.T) {
+						t.Run(fmt.Sprintf("%s/%s/k%d/n%d/m%d", path.name, typ, k, n, m), func(t *testing.T) {
 							x := randVec(m*k, rng)
 							var bias []float32
 							if m%2 == 1 {
@@ -125,7 +188,7 @@ func TestMatMulInt8(t *testing.T) {
 							for i := range got {
 								got[i] = float32(math.NaN())
 							}
-							gemmInt8(got, x, m, w, bias, g)
+							path.run(got, x, m, w, bias)
 							ref, mag := i8Ref(x, m, w, bias)
 							nb := k / i8Block
 							for i, r := range ref {
@@ -153,12 +216,12 @@ func TestMatMulInt8(t *testing.T) {
 // So |Σx·ŵ − result| ≤ Σ_b dx_b/2·Σ_b wa + 5u·Σ|x|·wa + γ(2nb+2)·mag.
 // It returns 0 when the active tier computes the product in float32.
 func int8Slack(w *Matrix, j int, x []float32) float64 {
-	if _, ok := i8Decoders[w.Type]; !ok || Active() != TierAVX2Int8 {
+	if !slices.Contains(intTypes(), w.Type) || Active() != TierAVX2Int8 {
 		return 0
 	}
 	k := w.Cols
 	nb := k / i8Block
-	q, fd, fm := i8DecodeRow(w, j)
+	q, fd, fm := intDecodeRow(w, j)
 	xq, ds := make([]int16, k), make([]float32, 2*nb)
 	quantizeRowI8(x, xq, ds)
 	var tol, mag float64

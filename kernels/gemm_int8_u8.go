@@ -1,0 +1,445 @@
+package kernels
+
+import (
+	"sync"
+
+	"github.com/vembed/vembed/gguf"
+)
+
+// The u8×s8 path of the integer GEMM, for weight types whose integer
+// values fit in ±64: activations as unsigned bytes q+128, weights as signed
+// bytes, VPMADDUBSW (two products per int16) then VPMADDWD by a per-column
+// int16 multiplier into int32. It issues about 1.4× the MACs per
+// instruction of the int16 path (BenchmarkInt8Probe, BenchmarkI8Kernel).
+//
+// The +128 makes the sums Σ m·w·(q+128); the kernel starts each block's
+// accumulators at −128·Σ m·w, a per-column constant the decoder computes,
+// so the block sums are exactly Σ m·w·q. The multiplier m is 1, or the
+// signed sub-block scale of the types that have one per 16 values (Q6_K,
+// Q3_K), so that every block still has a single float factor fd.
+// Saturation: |VPMADDUBSW pair| ≤ 2·255·64 < 2¹⁵; the int32 sums stay below
+// 32·127·64·128 < 2²⁴, exact in float32.
+
+const (
+	u8Rows  = 4                // rows per microkernel call
+	u8Aux   = 3 * gemmNR       // int32 per block of a panel: start, m(k<16), m(k≥16)
+	u8Panel = i8Block * gemmNR // weight bytes per block of a panel
+)
+
+// u8Kernel computes the u8Rows×gemmNR tile c (+)= a·bᵀ over nb blocks;
+// see kernelU8x4x16 for the layouts. flags as for i8Kernel.
+type u8Kernel func(nb int, a []uint8, ds []float32, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int)
+
+// u8Decoder turns stored weights into the signed bytes of the u8 path.
+type u8Decoder struct {
+	blockSize, typeSize int
+	hasMin              bool
+	// row decodes n values of one weight row at src into q (|q| ≤ 64) and,
+	// per 32-value block b, fd[b*fs], fm[b*fs] (when hasMin) and the
+	// int16 multipliers of its two halves, mul[2b], mul[2b+1]: value i of
+	// block b is fd·m·q[i] + fm.
+	row func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16)
+}
+
+// u8Decoders lists the weight types of the u8 path.
+var u8Decoders = map[gguf.Type]u8Decoder{
+	gguf.TypeQ4_K: {256, 144, true, u8RowQ4K},
+	gguf.TypeQ5_K: {256, 176, true, u8RowQ5K},
+	gguf.TypeQ6_K: {256, 210, false, u8RowQ6K},
+	gguf.TypeQ3_K: {256, 110, false, u8RowQ3K},
+	gguf.TypeQ4_0: {32, 18, false, u8RowQ4_0},
+	gguf.TypeQ4_1: {32, 20, true, u8RowQ4_1},
+	gguf.TypeQ5_0: {32, 22, false, u8RowQ5_0},
+	gguf.TypeQ5_1: {32, 24, true, u8RowQ5_1},
+}
+
+func ones(mul []int16) {
+	for i := range mul {
+		mul[i] = 1
+	}
+}
+
+func u8RowKMin(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, size int, five bool) {
+	ones(mul[:2*(n/32)])
+	for b := 0; b < n/256; b++ {
+		blk := src[size*b : size*b+size]
+		d, dmin := f16(blk), f16(blk[2:])
+		scales := blk[4:16]
+		var qh, qs []byte
+		if five {
+			qh, qs = blk[16:48], blk[48:176]
+		} else {
+			qs = blk[16:144]
+		}
+		for c := 0; c < 4; c++ {
+			s0 := 8*b + 2*c
+			sc0, m0 := scaleMinK4(scales, 2*c)
+			sc1, m1 := scaleMinK4(scales, 2*c+1)
+			fd[s0*fs], fm[s0*fs] = d*float32(sc0), -(dmin * float32(m0))
+			fd[(s0+1)*fs], fm[(s0+1)*fs] = d*float32(sc1), -(dmin * float32(m1))
+			lo, hi := q[32*s0:32*s0+32], q[32*s0+32:32*s0+64]
+			src := qs[32*c : 32*c+32]
+			if five {
+				for l, v := range src {
+					h := qh[l] >> (2 * c)
+					lo[l] = int8(v&15 | (h&1)<<4)
+					hi[l] = int8(v>>4 | (h&2)<<3)
+				}
+				continue
+			}
+			for l, v := range src {
+				lo[l], hi[l] = int8(v&15), int8(v>>4)
+			}
+		}
+	}
+}
+
+func u8RowQ4K(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16) {
+	u8RowKMin(src, n, q, fd, fm, fs, mul, 144, false)
+}
+
+func u8RowQ5K(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16) {
+	u8RowKMin(src, n, q, fd, fm, fs, mul, 176, true)
+}
+
+// u8RowQ6K keeps q−32 as the value and the signed scale of each 16 values
+// as its multiplier.
+func u8RowQ6K(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16) {
+	for b := 0; b < n/256; b++ {
+		blk := src[210*b : 210*b+210]
+		d := f16(blk[208:])
+		for half := 0; half < 2; half++ {
+			ql, qh := blk[64*half:64*half+64], blk[128+32*half:128+32*half+32]
+			sc := blk[192+8*half : 192+8*half+8]
+			for j := 0; j < 4; j++ {
+				s := 8*b + 4*half + j
+				fd[s*fs] = d
+				mul[2*s], mul[2*s+1] = int16(int8(sc[2*j])), int16(int8(sc[2*j+1]))
+				o := q[32*s : 32*s+32]
+				lq, sh := ql[32*(j&1):32*(j&1)+32], 4*(j>>1)
+				for l := range o {
+					o[l] = int8(lq[l]>>sh&15|(qh[l]>>(2*j)&3)<<4) - 32
+				}
+			}
+		}
+	}
+}
+
+// u8RowQ3K keeps the 3-bit value and the signed 6-bit scale of each 16
+// values as its multiplier.
+func u8RowQ3K(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16) {
+	for b := 0; b < n/256; b++ {
+		blk := src[110*b : 110*b+110]
+		hmask, qs := blk[:32], blk[32:96]
+		sc := q3kScales(blk[96:108])
+		d := f16(blk[108:])
+		for half := 0; half < 2; half++ {
+			for j := 0; j < 4; j++ {
+				s := 8*b + 4*half + j
+				fd[s*fs] = d
+				mul[2*s], mul[2*s+1] = int16(sc[8*half+2*j]), int16(sc[8*half+2*j+1])
+				o := q[32*s : 32*s+32]
+				bit := 4*half + j
+				for i := range o {
+					v := int8(qs[32*half+i]>>(2*j)) & 3
+					if hmask[i]>>bit&1 == 0 {
+						v -= 4
+					}
+					o[i] = v
+				}
+			}
+		}
+	}
+}
+
+// u8Row4 decodes 32 four-bit values from 16 bytes, minus bias.
+func u8Row4(o []int8, qs []byte, bias int8) {
+	for j, c := range qs[:16] {
+		o[j], o[j+16] = int8(c&15)-bias, int8(c>>4)-bias
+	}
+}
+
+func u8RowQ4_0(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16) {
+	ones(mul[:2*(n/32)])
+	for b := 0; b < n/32; b++ {
+		blk := src[18*b : 18*b+18]
+		fd[b*fs] = f16(blk)
+		u8Row4(q[32*b:32*b+32], blk[2:18], 8)
+	}
+}
+
+func u8RowQ4_1(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16) {
+	ones(mul[:2*(n/32)])
+	for b := 0; b < n/32; b++ {
+		blk := src[20*b : 20*b+20]
+		fd[b*fs], fm[b*fs] = f16(blk), f16(blk[2:])
+		u8Row4(q[32*b:32*b+32], blk[4:20], 0)
+	}
+}
+
+// u8Row5 decodes 32 five-bit values: nibbles at qs, fifth bits in h.
+func u8Row5(o []int8, qs []byte, h uint32, bias int8) {
+	for j, c := range qs[:16] {
+		o[j] = int8(c&15|byte(h>>j&1)<<4) - bias
+		o[j+16] = int8(c>>4|byte(h>>(j+16)&1)<<4) - bias
+	}
+}
+
+func u8RowQ5_0(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16) {
+	ones(mul[:2*(n/32)])
+	for b := 0; b < n/32; b++ {
+		blk := src[22*b : 22*b+22]
+		fd[b*fs] = f16(blk)
+		u8Row5(q[32*b:32*b+32], blk[6:22], le32(blk[2:]), 16)
+	}
+}
+
+func u8RowQ5_1(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16) {
+	ones(mul[:2*(n/32)])
+	for b := 0; b < n/32; b++ {
+		blk := src[24*b : 24*b+24]
+		fd[b*fs], fm[b*fs] = f16(blk), f16(blk[2:])
+		u8Row5(q[32*b:32*b+32], blk[8:24], le32(blk[4:]), 0)
+	}
+}
+
+// u8Aux writes the kernel's per-block column data for column col of a
+// panel from a decoded row: the starting sum −128·Σ m·q and the two
+// multipliers, duplicated into both int16 halves of an int32 lane (the
+// lane VPMADDWD pairs).
+func u8AuxCol(q []int8, mul []int16, nb int, aux []int32, col int) {
+	for b := 0; b < nb; b++ {
+		var s0, s1 int32
+		for _, v := range q[32*b : 32*b+16] {
+			s0 += int32(v)
+		}
+		for _, v := range q[32*b+16 : 32*b+32] {
+			s1 += int32(v)
+		}
+		m0, m1 := mul[2*b], mul[2*b+1]
+		a := aux[b*u8Aux:]
+		a[col] = -128 * (int32(m0)*s0 + int32(m1)*s1)
+		a[gemmNR+col] = int32(uint16(m0)) | int32(uint16(m0))<<16
+		a[2*gemmNR+col] = int32(uint16(m1)) | int32(uint16(m1))<<16
+	}
+}
+
+// u8Bytes hands out reusable byte buffers, like getScratch.
+var u8Bytes sync.Pool
+
+func getBytes(n int) *[]byte {
+	if p, ok := u8Bytes.Get().(*[]byte); ok && cap(*p) >= n {
+		*p = (*p)[:n]
+		return p
+	}
+	b := make([]byte, n)
+	return &b
+}
+
+func putBytes(p *[]byte) { u8Bytes.Put(p) }
+
+// u8Tier is what a tier plugs into the u8 path.
+type u8Tier struct {
+	kern u8Kernel
+	// pack8 moves the 4-byte groups of eight decoded rows (kc bytes
+	// each, kc apart) into columns 0..7 of a panel: group p of row r to
+	// dst[(p*gemmNR+r)*4:].
+	pack8 func(src []int8, kc int, dst []int8)
+}
+
+// gemmU8 is MatMul through the u8 kernels; w's type must be in u8Decoders.
+func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
+	dec := u8Decoders[w.Type]
+	n, k := w.Rows, w.Cols
+	if m <= 0 || n <= 0 {
+		return
+	}
+	nbRow := k / i8Block
+	groups := (m + u8Rows - 1) / u8Rows
+	xap, dsp := getBytes(groups*u8Rows*k), getScratch(groups*u8Rows*2*nbRow)
+	defer putBytes(xap)
+	defer putScratch(dsp)
+	xa, ds := *xap, *dsp
+	// Activations of a group of rows, interleaved by 4-byte groups in the
+	// order the kernel broadcasts them; rows past m are zero (q = 0 is
+	// the byte 128).
+	parallelFor(groups, func(gi int) {
+		qp, dp := getI16(k), getScratch(2*nbRow)
+		defer putI16(qp)
+		defer putScratch(dp)
+		q, dr := *qp, *dp
+		xg := xa[gi*u8Rows*k : (gi+1)*u8Rows*k]
+		dg := ds[gi*u8Rows*2*nbRow : (gi+1)*u8Rows*2*nbRow]
+		for r := 0; r < u8Rows; r++ {
+			if i := gi*u8Rows + r; i < m {
+				quantizeRowI8(x[i*k:(i+1)*k], q, dr)
+			} else {
+				clear(q)
+				clear(dr)
+			}
+			for p := 0; p < k/4; p++ {
+				o := (p*u8Rows + r) * 4
+				xg[o] = byte(q[4*p] + 128)
+				xg[o+1] = byte(q[4*p+1] + 128)
+				xg[o+2] = byte(q[4*p+2] + 128)
+				xg[o+3] = byte(q[4*p+3] + 128)
+			}
+			for b := 0; b < nbRow; b++ {
+				o := (b*u8Rows + r) * 2
+				dg[o], dg[o+1] = dr[2*b], dr[2*b+1]
+			}
+		}
+	})
+
+	rowBytes := w.RowBytes()
+	nBlocks := (n + gemmNC - 1) / gemmNC
+	mc := roundUp(m, u8Rows)
+	if want := 3 * workers(); nBlocks < want {
+		parts := (want + nBlocks - 1) / nBlocks
+		mc = max(roundUp((m+parts-1)/parts, u8Rows), min(mc, 12*u8Rows))
+	}
+	mBlocks := (m + mc - 1) / mc
+	flagMin := 0
+	if dec.hasMin {
+		flagMin = i8FlagMin
+	}
+	const kb = gemmKC / i8Block
+
+	parallelFor(mBlocks*nBlocks, func(item int) {
+		m0 := (item / nBlocks) * mc
+		m1 := min(m0+mc, m)
+		n0 := (item % nBlocks) * gemmNC
+		n1 := min(n0+gemmNC, n)
+		panels := (n1 - n0 + gemmNR - 1) / gemmNR
+
+		np := panels * kb * u8Panel
+		bp := getBytes(np + gemmNR*gemmKC)
+		defer putBytes(bp)
+		pan := int8s((*bp)[:np])
+		rowBuf := int8s((*bp)[np : np+gemmNR*gemmKC])
+		na := panels * kb * u8Aux
+		ap := getI16(2*na + 2*kb)
+		defer putI16(ap)
+		aux := int32s((*ap)[:2*na])
+		mul := (*ap)[2*na : 2*na+2*kb]
+		nf := panels * kb * i8PanelF
+		fp := getScratch(nf + 2*u8Rows*gemmNR)
+		defer putScratch(fp)
+		fac, tile, edge := (*fp)[:nf], (*fp)[nf:nf+u8Rows*gemmNR], (*fp)[nf+u8Rows*gemmNR:nf+2*u8Rows*gemmNR]
+
+		for k0 := 0; k0 < k; k0 += gemmKC {
+			kc := min(gemmKC, k-k0)
+			nb := kc / i8Block
+			koff := k0 / dec.blockSize * dec.typeSize
+			for p := 0; p < panels; p++ {
+				pp := pan[p*nb*u8Panel : (p+1)*nb*u8Panel]
+				fs := fac[p*nb*i8PanelF : (p+1)*nb*i8PanelF]
+				as := aux[p*nb*u8Aux : (p+1)*nb*u8Aux]
+				row0 := n0 + p*gemmNR
+				for r := 0; r < gemmNR; r++ {
+					rb := rowBuf[r*kc : (r+1)*kc]
+					if row := row0 + r; row < n1 {
+						dec.row(w.Data[row*rowBytes+koff:], kc, rb, fs[r:], fs[gemmNR+r:], i8PanelF, mul)
+					} else {
+						clear(rb)
+						clear(mul)
+						for b := 0; b < nb; b++ {
+							fs[b*i8PanelF+r], fs[b*i8PanelF+gemmNR+r] = 0, 0
+						}
+					}
+					u8AuxCol(rb, mul, nb, as, r)
+				}
+				g.pack8(rowBuf, kc, pp)
+				g.pack8(rowBuf[8*kc:], kc, pp[4*8:])
+			}
+			flags := flagMin
+			if k0 > 0 {
+				flags |= i8FlagAcc
+			}
+			for p := 0; p < panels; p++ {
+				j0 := p * gemmNR
+				nr := min(gemmNR, n1-n0-j0)
+				pp := pan[p*nb*u8Panel : (p+1)*nb*u8Panel]
+				fs := fac[p*nb*i8PanelF : (p+1)*nb*i8PanelF]
+				as := aux[p*nb*u8Aux : (p+1)*nb*u8Aux]
+				for i0 := m0; i0 < m1; i0 += u8Rows {
+					mr := min(u8Rows, m1-i0)
+					a := xa[i0*k+k0*u8Rows:]
+					dsa := ds[(i0*nbRow+k0/i8Block*u8Rows)*2:]
+					c := dst[i0*n+n0+j0:]
+					if mr == u8Rows && nr == gemmNR {
+						g.kern(nb, a, dsa, pp, as, fs, tile, c, n, flags)
+						continue
+					}
+					if flags&i8FlagAcc != 0 {
+						for r := 0; r < mr; r++ {
+							copy(edge[r*gemmNR:r*gemmNR+nr], c[r*n:])
+						}
+					}
+					g.kern(nb, a, dsa, pp, as, fs, tile, edge, gemmNR, flags)
+					for r := 0; r < mr; r++ {
+						copy(c[r*n:r*n+nr], edge[r*gemmNR:])
+					}
+				}
+			}
+		}
+		if bias != nil {
+			for i := m0; i < m1; i++ {
+				row := dst[i*n+n0 : i*n+n1]
+				for j, b := range bias[n0:n1] {
+					row[j] += b
+				}
+			}
+		}
+	})
+}
+
+// pack8U8Go is the portable u8Tier.pack8.
+func pack8U8Go(src []int8, kc int, dst []int8) {
+	for r := 0; r < 8; r++ {
+		row := src[r*kc : (r+1)*kc]
+		for p := 0; p < kc/4; p++ {
+			copy(dst[(p*gemmNR+r)*4:(p*gemmNR+r)*4+4], row[4*p:4*p+4])
+		}
+	}
+}
+
+// kernelU8Go is the portable u8Kernel: the same integer sums (without
+// the +128 detour, which cancels exactly) and epilogue as the assembly.
+func kernelU8Go(nb int, a []uint8, ds []float32, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int) {
+	t = t[:u8Rows*gemmNR]
+	clear(t)
+	for bb := 0; bb < nb; bb++ {
+		pb := b[bb*u8Panel : (bb+1)*u8Panel]
+		ab := aux[bb*u8Aux : (bb+1)*u8Aux]
+		fb := f[bb*i8PanelF : (bb+1)*i8PanelF]
+		xb := a[bb*i8Block*u8Rows : (bb+1)*i8Block*u8Rows]
+		for r := 0; r < u8Rows; r++ {
+			dx, dxs := ds[(bb*u8Rows+r)*2], ds[(bb*u8Rows+r)*2+1]
+			tr := t[r*gemmNR : (r+1)*gemmNR]
+			for col := range tr {
+				s := ab[col]
+				for kk := 0; kk < i8Block; kk++ {
+					mq := int32(int16(ab[gemmNR*(1+kk/16)+col]))
+					xv := int32(xb[(kk/4*u8Rows+r)*4+kk%4])
+					s += mq * int32(pb[(kk/4*gemmNR+col)*4+kk%4]) * xv
+				}
+				v := fma32(float32(s), dx*fb[col], tr[col])
+				if flags&i8FlagMin != 0 {
+					v = fma32(fb[gemmNR+col], dxs, v)
+				}
+				tr[col] = v
+			}
+		}
+	}
+	for r := 0; r < u8Rows; r++ {
+		cr, tr := c[r*ldc:r*ldc+gemmNR], t[r*gemmNR:(r+1)*gemmNR]
+		if flags&i8FlagAcc != 0 {
+			for j, v := range tr {
+				cr[j] += v
+			}
+		} else {
+			copy(cr, tr)
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package qwenvl
+
+import (
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/vembed/vembed/internal/fixtures"
+	"github.com/vembed/vembed/kernels"
+	"github.com/vembed/vembed/model/heads"
+	"github.com/vembed/vembed/synth"
+)
+
+// int8MinCos is the cosine the avx2-int8 tier's embeddings must keep to
+// the float32 path's (the figure the tier was specified with). Quantizing a
+// product's activations per 32 values perturbs it by about
+// RMS(x−d·q)/RMS(x) = (d/√12)/σ ≈ 2.5/(127·√12) ≈ 0.6% (d = amax/127,
+// amax ≈ 2.5σ over 32 Gaussian values). The M products on a token's path
+// add such errors in quadrature; pooling T tokens divides them by √T if
+// they are uncorrelated across tokens, not at all if attention makes them
+// agree: 1−cos ≈ (0.006²·M/T)/2 to (0.006²·M)/2, 1.6e-5 to 2.7e-4 for the
+// 2-layer fixture model (M = 15, T ≈ 17). Measured: 1.4e-5 to 4.9e-5,
+// closer to the fixture's reference than llama.cpp's per-256 Q8_K
+// activations in every case (TestInt8Fixtures logs both).
+const int8MinCos = 0.9999
+
+// needInt8 skips a test on CPUs without the avx2-int8 tier and otherwise
+// returns a function that restores the active tier.
+func needInt8(t *testing.T) func() {
+	t.Helper()
+	if !slices.Contains(kernels.Available(), kernels.TierAVX2Int8) {
+		t.Skip("no avx2-int8 tier on this CPU")
+	}
+	saved := kernels.Active()
+	return func() { kernels.Use(saved) }
+}
+
+// embedText returns the mean-pooled, normalized embedding of ids on tier.
+func embedText(t *testing.T, m *Model, tier kernels.Tier, ids []int32) []float32 {
+	t.Helper()
+	if err := kernels.Use(tier); err != nil {
+		t.Fatal(err)
+	}
+	h, err := m.Forward(ids, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := heads.MeanPool(h, m.Info().Hidden, 0, len(ids))
+	heads.Normalize(e)
+	return e
+}
+
+// TestInt8Fixtures runs the llama.cpp-quantized Q8_0, Q4_K and Q6_K
+// fixture models on the int8 tier and on the float32 path.
+func TestInt8Fixtures(t *testing.T) {
+	defer needInt8(t)()
+	dir := fixtures.Dir(t, "quant")
+	for _, typ := range []string{"Q8_0", "Q4_K", "Q6_K"} {
+		var ref struct {
+			Cases []struct {
+				IDs       []int32   `json:"ids"`
+				Reference []float32 `json:"embedding_reference"`
+				LlamaCpp  []float32 `json:"embedding_llamacpp"`
+			} `json:"cases"`
+		}
+		readJSON(t, filepath.Join(dir, "q256-"+typ+".embeddings.json"), &ref)
+		m, err := Load(filepath.Join(dir, "q256-"+typ+".gguf"), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range ref.Cases {
+			f32 := embedText(t, m, kernels.TierAVX2, c.IDs)
+			i8 := embedText(t, m, kernels.TierAVX2Int8, c.IDs)
+			cos := cosine(i8, f32)
+			t.Logf("%s case %d: cos(int8, f32) %.7f; vs reference: int8 %.7f f32 %.7f; llama.cpp vs reference %.7f",
+				typ, i, cos, cosine(i8, c.Reference), cosine(f32, c.Reference), cosine(c.LlamaCpp, c.Reference))
+			if cos < int8MinCos {
+				t.Errorf("%s case %d: cos(int8, f32) = %.7f < %v", typ, i, cos, int8MinCos)
+			}
+		}
+		m.Close()
+	}
+}
+
+// TestInt8Synthetic runs synthetic models with 256-wide matrices, so the
+// K types apply, through the vision tower and an interleaved LM pass on
+// both tiers.
+func TestInt8Synthetic(t *testing.T) {
+	defer needInt8(t)()
+	for _, typ := range []string{"Q8_0", "Q4_K", "Q6_K"} {
+		m := loadSynth(t, "tiny", typ, typ, func(c *synth.Config) { quantConfig(c) })
+		r := rand.New(rand.NewPCG(21, 22))
+		img := randomImage(r, m, 1, 8, 12)
+		ids := sequence(r, m, 40, []ImageEmbedding{{First: 5, GridT: 1, GridH: 8, GridW: 12}})
+		run := func(tier kernels.Tier) []float32 {
+			if err := kernels.Use(tier); err != nil {
+				t.Fatal(err)
+			}
+			rows, err := m.EncodeImages([]ImageInput{img})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := m.Forward(ids, []ImageEmbedding{{Rows: rows[0], First: 5, GridT: 1, GridH: 8, GridW: 12}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := heads.MeanPool(h, m.Info().Hidden, 0, len(ids))
+			heads.Normalize(e)
+			return e
+		}
+		cos := cosine(run(kernels.TierAVX2Int8), run(kernels.TierAVX2))
+		t.Logf("%s: cos(int8, f32) %.7f", typ, cos)
+		if cos < int8MinCos {
+			t.Errorf("%s: cos(int8, f32) = %.7f < %v", typ, cos, int8MinCos)
+		}
+	}
+}

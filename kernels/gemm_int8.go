@@ -73,21 +73,14 @@ type i8Decoder struct {
 	row func(src []byte, n int, q []int16, fd, fm []float32, fs int)
 }
 
-// i8Decoders lists the weight types with an integer kernel. Q2_K is
-// missing: its minimum changes every 16 values, which the per-32 offset
+// i8Decoders lists the weight types of the int16 path: those whose
+// integer values do not fit the u8 path's ±64 (gemm_int8_u8.go). Q2_K has
+// neither: its minimum changes every 16 values, which the per-32 offset
 // term cannot express. The float types keep the float32 path.
 var i8Decoders = map[gguf.Type]i8Decoder{
 	gguf.TypeQ8_0:   {32, 34, false, i8RowQ8_0},
-	gguf.TypeQ4_K:   {256, 144, true, i8RowQ4K},
-	gguf.TypeQ6_K:   {256, 210, false, i8RowQ6K},
-	gguf.TypeQ5_K:   {256, 176, true, i8RowQ5K},
-	gguf.TypeQ4_0:   {32, 18, false, i8RowNib4(&q4Codes)},
-	gguf.TypeQ5_0:   {32, 22, false, i8RowQ5_0},
-	gguf.TypeQ4_1:   {32, 20, true, i8RowQ4_1},
-	gguf.TypeQ5_1:   {32, 24, true, i8RowQ5_1},
-	gguf.TypeIQ4_NL: {32, 18, false, i8RowNib4(&iq4Codes)},
+	gguf.TypeIQ4_NL: {32, 18, false, i8RowIQ4NL},
 	gguf.TypeIQ4_XS: {256, 136, false, i8RowIQ4XS},
-	gguf.TypeQ3_K:   {256, 110, false, i8RowQ3K},
 	gguf.TypeQ8_K:   {256, 292, false, i8RowQ8K},
 }
 
@@ -105,7 +98,7 @@ func i8RowQ8_0(src []byte, n int, q []int16, fd, fm []float32, fs int) {
 func i8RowQ8K(src []byte, n int, q []int16, fd, fm []float32, fs int) {
 	for b := 0; b < n/256; b++ {
 		blk := src[292*b : 292*b+292]
-		d := math.Float32frombits(uint32(blk[0]) | uint32(blk[1])<<8 | uint32(blk[2])<<16 | uint32(blk[3])<<24)
+		d := math.Float32frombits(le32(blk))
 		o := q[256*b : 256*b+256]
 		for j := range o {
 			o[j] = int16(int8(blk[4+j]))
@@ -116,148 +109,14 @@ func i8RowQ8K(src []byte, n int, q []int16, fd, fm []float32, fs int) {
 	}
 }
 
-// i8RowNib4 decodes the 18-byte blocks of Q4_0 and IQ4_NL (f16 scale, 16
-// bytes of nibbles) through the type's code table.
-func i8RowNib4(tab *[16]int8) func(src []byte, n int, q []int16, fd, fm []float32, fs int) {
-	return func(src []byte, n int, q []int16, fd, fm []float32, fs int) {
-		for b := 0; b < n/32; b++ {
-			blk := src[18*b : 18*b+18]
-			fd[b*fs] = f16(blk)
-			o := q[32*b : 32*b+32]
-			for j := 0; j < 16; j++ {
-				c := blk[2+j]
-				o[j], o[j+16] = int16(tab[c&15]), int16(tab[c>>4])
-			}
-		}
-	}
-}
-
-// i8Row5 decodes the five-bit values of a Q5_0 or Q5_1 block: nibbles at
-// qs, fifth bits in h; bias is subtracted from every value.
-func i8Row5(o []int16, qs []byte, h uint32, bias int16) {
-	for j := 0; j < 16; j++ {
-		c := qs[j]
-		o[j] = int16(c&15|byte(h>>j&1)<<4) - bias
-		o[j+16] = int16(c>>4|byte(h>>(j+16)&1)<<4) - bias
-	}
-}
-
-func le32(b []byte) uint32 {
-	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
-}
-
-func i8RowQ5_0(src []byte, n int, q []int16, fd, fm []float32, fs int) {
+func i8RowIQ4NL(src []byte, n int, q []int16, fd, fm []float32, fs int) {
 	for b := 0; b < n/32; b++ {
-		blk := src[22*b : 22*b+22]
+		blk := src[18*b : 18*b+18]
 		fd[b*fs] = f16(blk)
-		i8Row5(q[32*b:32*b+32], blk[6:22], le32(blk[2:]), 16)
-	}
-}
-
-func i8RowQ5_1(src []byte, n int, q []int16, fd, fm []float32, fs int) {
-	for b := 0; b < n/32; b++ {
-		blk := src[24*b : 24*b+24]
-		fd[b*fs], fm[b*fs] = f16(blk), f16(blk[2:])
-		i8Row5(q[32*b:32*b+32], blk[8:24], le32(blk[4:]), 0)
-	}
-}
-
-func i8RowQ4_1(src []byte, n int, q []int16, fd, fm []float32, fs int) {
-	for b := 0; b < n/32; b++ {
-		blk := src[20*b : 20*b+20]
-		fd[b*fs], fm[b*fs] = f16(blk), f16(blk[2:])
 		o := q[32*b : 32*b+32]
 		for j := 0; j < 16; j++ {
-			c := blk[4+j]
-			o[j], o[j+16] = int16(c&15), int16(c>>4)
-		}
-	}
-}
-
-// i8RowKMin decodes the Q4_K and Q5_K super-blocks: per 32-value sub-block
-// fd = d·sc and fm = −dmin·m (the products the float decoder rounds the
-// same way), values from the nibbles at qs and, for Q5_K, the bits of qh.
-func i8RowKMin(src []byte, n int, q []int16, fd, fm []float32, fs int, size int, five bool) {
-	for b := 0; b < n/256; b++ {
-		blk := src[size*b : size*b+size]
-		d, dmin := f16(blk), f16(blk[2:])
-		scales := blk[4:16]
-		var qh, qs []byte
-		if five {
-			qh, qs = blk[16:48], blk[48:176]
-		} else {
-			qs = blk[16:144]
-		}
-		for c := 0; c < 4; c++ {
-			for h := 0; h < 2; h++ {
-				s := 8*b + 2*c + h
-				sc, m := scaleMinK4(scales, 2*c+h)
-				fd[s*fs], fm[s*fs] = d*float32(sc), -(dmin * float32(m))
-				o := q[32*s : 32*s+32]
-				for l := 0; l < 32; l++ {
-					v := qs[32*c+l] >> (4 * h) & 15
-					if five {
-						v |= (qh[l] >> (2*c + h) & 1) << 4
-					}
-					o[l] = int16(v)
-				}
-			}
-		}
-	}
-}
-
-func i8RowQ4K(src []byte, n int, q []int16, fd, fm []float32, fs int) {
-	i8RowKMin(src, n, q, fd, fm, fs, 144, false)
-}
-
-func i8RowQ5K(src []byte, n int, q []int16, fd, fm []float32, fs int) {
-	i8RowKMin(src, n, q, fd, fm, fs, 176, true)
-}
-
-// i8RowQ6K folds the signed 8-bit scale of each 16 values into the value:
-// sc·(q−32) is within ±4096.
-func i8RowQ6K(src []byte, n int, q []int16, fd, fm []float32, fs int) {
-	for b := 0; b < n/256; b++ {
-		blk := src[210*b : 210*b+210]
-		d := f16(blk[208:])
-		for half := 0; half < 2; half++ {
-			ql, qh := blk[64*half:64*half+64], blk[128+32*half:128+32*half+32]
-			sc := blk[192+8*half : 192+8*half+8]
-			for j := 0; j < 4; j++ {
-				s := 8*b + 4*half + j
-				fd[s*fs] = d
-				o := q[32*s : 32*s+32]
-				for l := 0; l < 32; l++ {
-					lo := ql[l+32*(j&1)] >> (4 * (j >> 1)) & 15
-					hi := qh[l] >> (2 * j) & 3
-					o[l] = int16(int8(sc[l/16+2*j])) * (int16(lo|hi<<4) - 32)
-				}
-			}
-		}
-	}
-}
-
-// i8RowQ3K folds the signed 6-bit scale of each 16 values into the value.
-func i8RowQ3K(src []byte, n int, q []int16, fd, fm []float32, fs int) {
-	for b := 0; b < n/256; b++ {
-		blk := src[110*b : 110*b+110]
-		hmask, qs := blk[:32], blk[32:96]
-		sc := q3kScales(blk[96:108])
-		d := f16(blk[108:])
-		for half := 0; half < 2; half++ {
-			for j := 0; j < 4; j++ {
-				s := 8*b + 4*half + j
-				fd[s*fs] = d
-				o := q[32*s : 32*s+32]
-				bit := 4*half + j
-				for i := 0; i < 32; i++ {
-					v := int16(qs[32*half+i]>>(2*j)) & 3
-					if hmask[i]>>bit&1 == 0 {
-						v -= 4
-					}
-					o[i] = int16(sc[8*half+2*j+i/16]) * v
-				}
-			}
+			c := blk[2+j]
+			o[j], o[j+16] = int16(iq4nlValues[c&15]), int16(iq4nlValues[c>>4])
 		}
 	}
 }

@@ -18,10 +18,15 @@ func intDecodeRow(w *Matrix, j int) (v []int32, fd, fm []float32) {
 	v, fd, fm = make([]int32, w.Cols), make([]float32, nb), make([]float32, nb)
 	src := w.Data[j*w.RowBytes():]
 	if dec, ok := u8Decoders[w.Type]; ok {
-		q, mul := make([]int8, w.Cols), make([]int16, 2*nb)
-		dec.row(src, w.Cols, q, fd, fm, 1, mul)
+		q, mul, sum := make([]int8, w.Cols), make([]int16, 2*nb), make([]int32, 2*nb)
+		dec.row(src, w.Cols, q, fd, fm, 1, mul, sum)
+		got := make([]int32, 2*nb)
 		for i, x := range q {
 			v[i] = int32(mul[i/16]) * int32(x)
+			got[i/16] += int32(x)
+		}
+		if !slices.Equal(got, sum) {
+			panic(fmt.Sprintf("%s row %d: decoder half sums %v, values sum to %v", w.Type, j, sum, got))
 		}
 		return v, fd, fm
 	}

@@ -1,7 +1,9 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"sync"
+	"unsafe"
 
 	"github.com/vembed/vembed/gguf"
 )
@@ -35,10 +37,11 @@ type u8Decoder struct {
 	blockSize, typeSize int
 	hasMin              bool
 	// row decodes n values of one weight row at src into q (|q| ≤ 64) and,
-	// per 32-value block b, fd[b*fs], fm[b*fs] (when hasMin) and the
-	// int16 multipliers of its two halves, mul[2b], mul[2b+1]: value i of
-	// block b is fd·m·q[i] + fm.
-	row func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16)
+	// per 32-value block b, fd[b*fs], fm[b*fs] (when hasMin), the int16
+	// multipliers of its two halves, mul[2b], mul[2b+1], and the sums of q
+	// over the halves, sum[2b], sum[2b+1]: value i of block b is
+	// fd·m·q[i] + fm.
+	row func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32)
 }
 
 // u8Decoders lists the weight types of the u8 path.
@@ -59,8 +62,9 @@ func ones(mul []int16) {
 	}
 }
 
-func u8RowKMin(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, size int, five bool) {
+func u8RowKMin(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32, size int, five bool) {
 	ones(mul[:2*(n/32)])
+	clear(sum[:2*(n/32)])
 	for b := 0; b < n/256; b++ {
 		blk := src[size*b : size*b+size]
 		d, dmin := f16(blk), f16(blk[2:])
@@ -77,34 +81,37 @@ func u8RowKMin(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int1
 			sc1, m1 := scaleMinK4(scales, 2*c+1)
 			fd[s0*fs], fm[s0*fs] = d*float32(sc0), -(dmin * float32(m0))
 			fd[(s0+1)*fs], fm[(s0+1)*fs] = d*float32(sc1), -(dmin * float32(m1))
-			lo, hi := q[32*s0:32*s0+32], q[32*s0+32:32*s0+64]
-			src := qs[32*c : 32*c+32]
-			if five {
-				for l, v := range src {
-					h := qh[l] >> (2 * c)
-					lo[l] = int8(v&15 | (h&1)<<4)
-					hi[l] = int8(v>>4 | (h&2)<<3)
+			lo, hi := bytesOf(q[32*s0:32*s0+32]), bytesOf(q[32*s0+32:32*s0+64])
+			// Eight values at a time in a uint64 (nibbles split by masks,
+			// the fifth bits moved into place by shifts).
+			for i := 0; i < 32; i += 8 {
+				v := le64(qs[32*c+i:])
+				l, h := v&lo4, v>>4&lo4
+				if five {
+					bits := le64(qh[i:]) >> (2 * c)
+					l |= (bits & lo1) << 4
+					h |= (bits >> 1 & lo1) << 4
 				}
-				continue
-			}
-			for l, v := range src {
-				lo[l], hi[l] = int8(v&15), int8(v>>4)
+				put64(lo[i:], l)
+				put64(hi[i:], h)
+				sum[2*s0+i/16] += byteSum(l)
+				sum[2*s0+2+i/16] += byteSum(h)
 			}
 		}
 	}
 }
 
-func u8RowQ4K(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16) {
-	u8RowKMin(src, n, q, fd, fm, fs, mul, 144, false)
+func u8RowQ4K(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
+	u8RowKMin(src, n, q, fd, fm, fs, mul, sum, 144, false)
 }
 
-func u8RowQ5K(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16) {
-	u8RowKMin(src, n, q, fd, fm, fs, mul, 176, true)
+func u8RowQ5K(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
+	u8RowKMin(src, n, q, fd, fm, fs, mul, sum, 176, true)
 }
 
 // u8RowQ6K keeps q−32 as the value and the signed scale of each 16 values
 // as its multiplier.
-func u8RowQ6K(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16) {
+func u8RowQ6K(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
 	for b := 0; b < n/256; b++ {
 		blk := src[210*b : 210*b+210]
 		d := f16(blk[208:])
@@ -115,10 +122,16 @@ func u8RowQ6K(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16
 				s := 8*b + 4*half + j
 				fd[s*fs] = d
 				mul[2*s], mul[2*s+1] = int16(int8(sc[2*j])), int16(int8(sc[2*j+1]))
-				o := q[32*s : 32*s+32]
+				o := bytesOf(q[32*s : 32*s+32])
 				lq, sh := ql[32*(j&1):32*(j&1)+32], 4*(j>>1)
-				for l := range o {
-					o[l] = int8(lq[l]>>sh&15|(qh[l]>>(2*j)&3)<<4) - 32
+				sum[2*s], sum[2*s+1] = -32*16, -32*16
+				for i := 0; i < 32; i += 8 {
+					u := le64(lq[i:])>>sh&lo4 | (le64(qh[i:])>>(2*j)&lo2)<<4
+					sum[2*s+i/16] += int32(byteSum16(u))
+					// u−32 per byte for u in 0..63: flip bit 5, and set
+					// bits 6 and 7 (the sign) where bit 5 was clear.
+					neg := ^u & bit5
+					put64(o[i:], u^bit5|neg<<1|neg<<2)
 				}
 			}
 		}
@@ -127,7 +140,7 @@ func u8RowQ6K(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16
 
 // u8RowQ3K keeps the 3-bit value and the signed 6-bit scale of each 16
 // values as its multiplier.
-func u8RowQ3K(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16) {
+func u8RowQ3K(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
 	for b := 0; b < n/256; b++ {
 		blk := src[110*b : 110*b+110]
 		hmask, qs := blk[:32], blk[32:96]
@@ -140,88 +153,123 @@ func u8RowQ3K(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16
 				mul[2*s], mul[2*s+1] = int16(sc[8*half+2*j]), int16(sc[8*half+2*j+1])
 				o := q[32*s : 32*s+32]
 				bit := 4*half + j
+				sum[2*s], sum[2*s+1] = 0, 0
 				for i := range o {
 					v := int8(qs[32*half+i]>>(2*j)) & 3
 					if hmask[i]>>bit&1 == 0 {
 						v -= 4
 					}
 					o[i] = v
+					sum[2*s+i/16] += int32(v)
 				}
 			}
 		}
 	}
 }
 
-// u8Row4 decodes 32 four-bit values from 16 bytes, minus bias.
-func u8Row4(o []int8, qs []byte, bias int8) {
+// u8Row4 decodes 32 four-bit values from 16 bytes, minus bias, and
+// their sums over the two halves.
+func u8Row4(o []int8, qs []byte, bias int8, sum []int32) {
+	var s0, s1 int32
 	for j, c := range qs[:16] {
 		o[j], o[j+16] = int8(c&15)-bias, int8(c>>4)-bias
+		s0 += int32(o[j])
+		s1 += int32(o[j+16])
 	}
+	sum[0], sum[1] = s0, s1
 }
 
-func u8RowQ4_0(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16) {
+func u8RowQ4_0(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
 	ones(mul[:2*(n/32)])
 	for b := 0; b < n/32; b++ {
 		blk := src[18*b : 18*b+18]
 		fd[b*fs] = f16(blk)
-		u8Row4(q[32*b:32*b+32], blk[2:18], 8)
+		u8Row4(q[32*b:32*b+32], blk[2:18], 8, sum[2*b:])
 	}
 }
 
-func u8RowQ4_1(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16) {
+func u8RowQ4_1(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
 	ones(mul[:2*(n/32)])
 	for b := 0; b < n/32; b++ {
 		blk := src[20*b : 20*b+20]
 		fd[b*fs], fm[b*fs] = f16(blk), f16(blk[2:])
-		u8Row4(q[32*b:32*b+32], blk[4:20], 0)
+		u8Row4(q[32*b:32*b+32], blk[4:20], 0, sum[2*b:])
 	}
 }
 
-// u8Row5 decodes 32 five-bit values: nibbles at qs, fifth bits in h.
-func u8Row5(o []int8, qs []byte, h uint32, bias int8) {
+// u8Row5 decodes 32 five-bit values: nibbles at qs, fifth bits in h, and
+// their sums over the two halves.
+func u8Row5(o []int8, qs []byte, h uint32, bias int8, sum []int32) {
+	var s0, s1 int32
 	for j, c := range qs[:16] {
 		o[j] = int8(c&15|byte(h>>j&1)<<4) - bias
 		o[j+16] = int8(c>>4|byte(h>>(j+16)&1)<<4) - bias
+		s0 += int32(o[j])
+		s1 += int32(o[j+16])
 	}
+	sum[0], sum[1] = s0, s1
 }
 
-func u8RowQ5_0(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16) {
+func u8RowQ5_0(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
 	ones(mul[:2*(n/32)])
 	for b := 0; b < n/32; b++ {
 		blk := src[22*b : 22*b+22]
 		fd[b*fs] = f16(blk)
-		u8Row5(q[32*b:32*b+32], blk[6:22], le32(blk[2:]), 16)
+		u8Row5(q[32*b:32*b+32], blk[6:22], le32(blk[2:]), 16, sum[2*b:])
 	}
 }
 
-func u8RowQ5_1(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16) {
+func u8RowQ5_1(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
 	ones(mul[:2*(n/32)])
 	for b := 0; b < n/32; b++ {
 		blk := src[24*b : 24*b+24]
 		fd[b*fs], fm[b*fs] = f16(blk), f16(blk[2:])
-		u8Row5(q[32*b:32*b+32], blk[8:24], le32(blk[4:]), 0)
+		u8Row5(q[32*b:32*b+32], blk[8:24], le32(blk[4:]), 0, sum[2*b:])
 	}
 }
 
-// u8Aux writes the kernel's per-block column data for column col of a
-// panel from a decoded row: the starting sum −128·Σ m·q and the two
-// multipliers, duplicated into both int16 halves of an int32 lane (the
-// lane VPMADDWD pairs).
-func u8AuxCol(q []int8, mul []int16, nb int, aux []int32, col int) {
+// u8AuxCol writes the kernel's per-block data of column col of a panel
+// from a decoded row's multipliers and half sums: the starting sum
+// −128·Σ m·q and the two multipliers, duplicated into both int16 halves of
+// an int32 lane (the lane VPMADDWD pairs).
+func u8AuxCol(mul []int16, sum []int32, nb int, aux []int32, col int) {
 	for b := 0; b < nb; b++ {
-		var s0, s1 int32
-		for _, v := range q[32*b : 32*b+16] {
-			s0 += int32(v)
-		}
-		for _, v := range q[32*b+16 : 32*b+32] {
-			s1 += int32(v)
-		}
 		m0, m1 := mul[2*b], mul[2*b+1]
-		a := aux[b*u8Aux:]
-		a[col] = -128 * (int32(m0)*s0 + int32(m1)*s1)
+		a := aux[b*u8Aux : (b+1)*u8Aux]
+		a[col] = -128 * (int32(m0)*sum[2*b] + int32(m1)*sum[2*b+1])
 		a[gemmNR+col] = int32(uint16(m0)) | int32(uint16(m0))<<16
 		a[2*gemmNR+col] = int32(uint16(m1)) | int32(uint16(m1))<<16
 	}
+}
+
+// SWAR helpers: eight bytes in a uint64.
+const (
+	lo4  = 0x0f0f0f0f0f0f0f0f
+	lo2  = 0x0303030303030303
+	lo1  = 0x0101010101010101
+	bit5 = 0x2020202020202020
+)
+
+func le64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
+
+func put64(b []byte, v uint64) { binary.LittleEndian.PutUint64(b, v) }
+
+// byteSum adds the eight bytes of v; the total must be below 256.
+func byteSum(v uint64) int32 { return int32(v * lo1 >> 56) }
+
+// byteSum16 adds the eight bytes of v through 16-bit lanes (any bytes).
+func byteSum16(v uint64) uint64 {
+	const lo8 = 0x00ff00ff00ff00ff
+	w := v&lo8 + v>>8&lo8
+	return w * 0x0001000100010001 >> 48
+}
+
+// bytesOf views signed bytes as bytes.
+func bytesOf(q []int8) []byte {
+	if len(q) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&q[0])), len(q))
 }
 
 // u8Bytes hands out reusable byte buffers, like getScratch.
@@ -318,10 +366,11 @@ func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 		pan := int8s((*bp)[:np])
 		rowBuf := int8s((*bp)[np : np+gemmNR*gemmKC])
 		na := panels * kb * u8Aux
-		ap := getI16(2*na + 2*kb)
+		ap := getI16(2*na + 2*kb + 4*kb)
 		defer putI16(ap)
 		aux := int32s((*ap)[:2*na])
 		mul := (*ap)[2*na : 2*na+2*kb]
+		sum := int32s((*ap)[2*na+2*kb : 2*na+2*kb+4*kb])
 		nf := panels * kb * i8PanelF
 		fp := getScratch(nf + 2*u8Rows*gemmNR)
 		defer putScratch(fp)
@@ -339,15 +388,16 @@ func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 				for r := 0; r < gemmNR; r++ {
 					rb := rowBuf[r*kc : (r+1)*kc]
 					if row := row0 + r; row < n1 {
-						dec.row(w.Data[row*rowBytes+koff:], kc, rb, fs[r:], fs[gemmNR+r:], i8PanelF, mul)
+						dec.row(w.Data[row*rowBytes+koff:], kc, rb, fs[r:], fs[gemmNR+r:], i8PanelF, mul, sum)
 					} else {
 						clear(rb)
 						clear(mul)
+						clear(sum)
 						for b := 0; b < nb; b++ {
 							fs[b*i8PanelF+r], fs[b*i8PanelF+gemmNR+r] = 0, 0
 						}
 					}
-					u8AuxCol(rb, mul, nb, as, r)
+					u8AuxCol(mul, sum, nb, as, r)
 				}
 				g.pack8(rowBuf, kc, pp)
 				g.pack8(rowBuf[8*kc:], kc, pp[4*8:])
@@ -442,4 +492,8 @@ func kernelU8Go(nb int, a []uint8, ds []float32, b []int8, aux []int32, f []floa
 			copy(cr, tr)
 		}
 	}
+}
+
+func le32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }

@@ -3,6 +3,7 @@ package kernels
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/vembed/vembed/gguf"
@@ -46,6 +47,31 @@ const (
 	i8MaxQ    = 127              // largest |q| of an activation
 	i8Rows    = gemmMR           // rows per microkernel call
 )
+
+// int8Types are the weight types the avx2-int8 tier multiplies in integer
+// arithmetic: those whose integer product measured faster than the float32
+// one at M=512, K=N=2048 (BenchmarkInt8Ratio, 1.1-1.4×), all on the u8
+// path. The int16 path (Q8_0, IQ4_NL, IQ4_XS, Q8_K) measured 0.86-1.01×,
+// so those types keep the float32 path; it stays, tested, as the integer
+// reference for them and the base for a faster kernel.
+var int8Types = map[gguf.Type]bool{
+	gguf.TypeQ4_K: true, gguf.TypeQ5_K: true, gguf.TypeQ6_K: true, gguf.TypeQ3_K: true,
+	gguf.TypeQ4_0: true, gguf.TypeQ4_1: true, gguf.TypeQ5_0: true, gguf.TypeQ5_1: true,
+}
+
+// int8MinRows is the threshold SetInt8MinRows sets.
+var int8MinRows atomic.Int64
+
+func init() { int8MinRows.Store(192) }
+
+// SetInt8MinRows sets the number of activation rows from which the
+// avx2-int8 tier multiplies in integer arithmetic and returns the previous
+// value. Below it the tier takes the float32 path: quantizing activations
+// and decoding weights to bytes is paid per product, and with few rows it
+// outweighs the faster kernel (measured crossover on Zen 3 between 128 and
+// 192 rows, default 192). Tests set 0 to run the integer kernels on small
+// inputs.
+func SetInt8MinRows(n int) int { return int(int8MinRows.Swap(int64(n))) }
 
 // i8Kernel computes the i8Rows×gemmNR tile c (+)= a·bᵀ over nb blocks of
 // i8Block values. a holds the activations of i8Rows rows interleaved by

@@ -34,22 +34,22 @@ func pack8I16AVX2(src []int16, kc int, dst []int16) {
 }
 
 // int8Tier returns the avx2-int8 tier: the avx2 tier t with MatMul by the
-// integer kernels for the weight types in i8Decoders.
+// integer kernels for the weight types of int8Types, when the product has
+// at least Int8MinRows rows.
 func int8Tier(t impl) *impl {
 	t.tier = TierAVX2Int8
 	f32 := t.matMul
 	g := &i8Tier{kern: kernelI16AVX2, pack8: pack8I16AVX2}
 	gu := &u8Tier{kern: kernelU8AVX2, pack8: pack8U8AVX2}
 	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
-		if _, ok := u8Decoders[w.Type]; ok && w.Cols > 0 {
+		switch {
+		case !int8Types[w.Type] || w.Cols == 0 || m < int(int8MinRows.Load()):
+			f32(dst, x, m, w, bias)
+		case u8Decoders[w.Type].row != nil:
 			gemmU8(dst, x, m, w, bias, gu)
-			return
-		}
-		if _, ok := i8Decoders[w.Type]; ok {
+		default:
 			gemmInt8(dst, x, m, w, bias, g)
-			return
 		}
-		f32(dst, x, m, w, bias)
 	}
 	return &t
 }

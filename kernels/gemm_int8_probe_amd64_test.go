@@ -2,8 +2,11 @@ package kernels
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/vembed/vembed/gguf"
 )
 
 // BenchmarkInt8Probe times candidate integer inner loops against the FMA
@@ -91,4 +94,48 @@ func BenchmarkI8Kernel(b *testing.B) {
 		}
 		b.ReportMetric(float64(gemmMR*gemmNR*kc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMACs")
 	})
+}
+
+// BenchmarkInt8Ratio reports, per weight type and height, how much faster
+// the integer product is than the avx2 tier's float32 product of the same
+// inputs, in one run: the two alternate and each keeps its fastest time
+// (the machine is shared, so the minimum is the least disturbed figure).
+// M=512, K=N=2048 and M=32; the integer path is called directly, past the
+// tier's row threshold.
+func BenchmarkInt8Ratio(b *testing.B) {
+	if !hasAVX2 {
+		b.Skip("needs AVX2")
+	}
+	saved := Active()
+	defer Use(saved)
+	Use(TierAVX2)
+	_, au8 := archIntKernels()
+	ai8, _ := archIntKernels()
+	rng := rand.New(rand.NewPCG(9, 9))
+	const k, n = 2048, 2048
+	for _, typ := range []gguf.Type{gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ5_K, gguf.TypeQ3_K, gguf.TypeQ4_0,
+		gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ8_0, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeQ8_K} {
+		w := randMatrix(b, typ, n, k, rng)
+		for _, m := range []int{512, 32} {
+			x := randVec(m*k, rng)
+			dst := make([]float32, m*n)
+			b.Run(fmt.Sprintf("%s/M%d", typ, m), func(b *testing.B) {
+				bestF, bestI := time.Duration(1<<62), time.Duration(1<<62)
+				for b.Loop() {
+					t0 := time.Now()
+					MatMul(dst, x, m, w, nil)
+					t1 := time.Now()
+					if _, ok := u8Decoders[typ]; ok {
+						gemmU8(dst, x, m, w, nil, au8["avx2"])
+					} else {
+						gemmInt8(dst, x, m, w, nil, ai8["avx2"])
+					}
+					t2 := time.Now()
+					bestF, bestI = min(bestF, t1.Sub(t0)), min(bestI, t2.Sub(t1))
+				}
+				b.ReportMetric(float64(bestF)/float64(bestI), "int8/f32")
+				b.ReportMetric(2*float64(m)*k*n/bestI.Seconds()/1e9, "int8-GFLOPS")
+			})
+		}
+	}
 }

@@ -1,14 +1,28 @@
 package kernels
 
 import (
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"testing"
 
 	"github.com/vembed/vembed/gguf"
 )
+
+// TestMain runs the package's tests with the int8 tier's row threshold at
+// zero, so that the tier's integer kernels meet the small products of the
+// tests (TestMatMul, the concurrency tests); benchmarks keep the threshold
+// the product uses.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if flag.Lookup("test.bench").Value.String() == "" {
+		SetInt8MinRows(0)
+	}
+	os.Exit(m.Run())
+}
 
 // intDecodeRow decodes row j of w into the integer form of whichever
 // integer path takes its type: values v (multiplier times stored value),
@@ -210,7 +224,16 @@ func TestMatMulInt8(t *testing.T) {
 	}
 }
 
-// int8Slack bounds how far the integer product of row x (k values) by
+// int8Slack is int8Bound when the active tier multiplies w in integers,
+// else 0.
+func int8Slack(w *Matrix, j int, x []float32) float64 {
+	if !int8Types[w.Type] || Active() != TierAVX2Int8 {
+		return 0
+	}
+	return int8Bound(w, j, x)
+}
+
+// int8Bound bounds how far the integer product of row x (k values) by
 // weight row j moves from the float32 product by the decoded weights ŵ:
 //   - activations: |x − dx·q| ≤ dx/2 + 2.0001u|x| per value (q rounds
 //     fl(x·fl(1/dx)), each rounding relative u);
@@ -219,11 +242,7 @@ func TestMatMulInt8(t *testing.T) {
 //   - the epilogue: γ(2·nb+2) of its terms (TestMatMulInt8).
 //
 // So |Σx·ŵ − result| ≤ Σ_b dx_b/2·Σ_b wa + 5u·Σ|x|·wa + γ(2nb+2)·mag.
-// It returns 0 when the active tier computes the product in float32.
-func int8Slack(w *Matrix, j int, x []float32) float64 {
-	if !slices.Contains(intTypes(), w.Type) || Active() != TierAVX2Int8 {
-		return 0
-	}
+func int8Bound(w *Matrix, j int, x []float32) float64 {
 	k := w.Cols
 	nb := k / i8Block
 	q, fd, fm := intDecodeRow(w, j)
@@ -245,49 +264,45 @@ func int8Slack(w *Matrix, j int, x []float32) float64 {
 	return tol + gamma(2*nb+2)*mag
 }
 
-// TestMatMulInt8VsExact compares the int8 tier with the float64 product by
-// the decoded weights on activations with outlier channels (a few columns
-// 30× larger, as in transformer hidden states), within int8Slack; it also
-// reports the largest error relative to Σ|x·w|.
+// TestMatMulInt8VsExact compares every integer path and kernel with the
+// float64 product by the decoded weights on activations with outlier
+// channels (a few columns 30× larger, as in transformer hidden states),
+// within int8Bound; it also reports the largest error relative to Σ|x·w|.
 func TestMatMulInt8VsExact(t *testing.T) {
-	if !hasTier(TierAVX2Int8) {
-		t.Skip("no avx2-int8 tier on this CPU")
-	}
-	saved := Active()
-	defer Use(saved)
-	Use(TierAVX2Int8)
 	rng := rand.New(rand.NewPCG(15, 16))
 	const m, k, n = 23, 1024, 70
-	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ5_K, gguf.TypeIQ4_NL} {
-		w := randMatrix(t, typ, n, k, rng)
-		x := randVec(m*k, rng)
-		for i := 0; i < m; i++ {
-			for _, c := range []int{7, 300, 301, 1000} {
-				x[i*k+c] *= 30
-			}
-		}
-		got := make([]float32, m*n)
-		MatMul(got, x, m, w, nil)
-		row := make([]float32, k)
-		var worst float64
-		for j := 0; j < n; j++ {
-			decoders[typ].decode(w.Data[j*w.RowBytes():], k, row, 1)
+	for _, path := range intGEMMs() {
+		for typ := range path.types {
+			w := randMatrix(t, typ, n, k, rng)
+			x := randVec(m*k, rng)
 			for i := 0; i < m; i++ {
-				xi := x[i*k : (i+1)*k]
-				var s, a float64
-				for kk, v := range row {
-					s += float64(xi[kk]) * float64(v)
-					a += math.Abs(float64(xi[kk]) * float64(v))
+				for _, c := range []int{7, 300, 301, 1000} {
+					x[i*k+c] *= 30
 				}
-				tol := int8Slack(w, j, xi) + u*math.Abs(s)
-				e := math.Abs(float64(got[i*n+j]) - s)
-				if !(e <= tol) {
-					t.Fatalf("%s: dst[%d][%d] = %v, want %v ± %.3g", typ, i, j, got[i*n+j], s, tol)
-				}
-				worst = max(worst, e/a)
 			}
+			got := make([]float32, m*n)
+			path.run(got, x, m, w, nil)
+			row := make([]float32, k)
+			var worst float64
+			for j := 0; j < n; j++ {
+				decoders[typ].decode(w.Data[j*w.RowBytes():], k, row, 1)
+				for i := 0; i < m; i++ {
+					xi := x[i*k : (i+1)*k]
+					var s, a float64
+					for kk, v := range row {
+						s += float64(xi[kk]) * float64(v)
+						a += math.Abs(float64(xi[kk]) * float64(v))
+					}
+					tol := int8Bound(w, j, xi) + u*math.Abs(s)
+					e := math.Abs(float64(got[i*n+j]) - s)
+					if !(e <= tol) {
+						t.Fatalf("%s %s: dst[%d][%d] = %v, want %v ± %.3g", path.name, typ, i, j, got[i*n+j], s, tol)
+					}
+					worst = max(worst, e/a)
+				}
+			}
+			t.Logf("%s %s: max |error| / Σ|x·w| = %.2g", path.name, typ, worst)
 		}
-		t.Logf("%s: max |error| / Σ|x·w| = %.2g", typ, worst)
 	}
 }
 

@@ -26,14 +26,20 @@ import (
 const int8MinCos = 0.9999
 
 // needInt8 skips a test on CPUs without the avx2-int8 tier and otherwise
-// returns a function that restores the active tier.
+// lets the tier multiply products of any height in integers (the small
+// inputs here are below its default row threshold); it returns a function
+// that restores the active tier and the threshold.
 func needInt8(t *testing.T) func() {
 	t.Helper()
 	if !slices.Contains(kernels.Available(), kernels.TierAVX2Int8) {
 		t.Skip("no avx2-int8 tier on this CPU")
 	}
 	saved := kernels.Active()
-	return func() { kernels.Use(saved) }
+	rows := kernels.SetInt8MinRows(0)
+	return func() {
+		kernels.Use(saved)
+		kernels.SetInt8MinRows(rows)
+	}
 }
 
 // embedText returns the mean-pooled, normalized embedding of ids on tier.

@@ -100,7 +100,7 @@ type i8Decoder struct {
 }
 
 // i8Decoders lists the weight types of the int16 path: those whose
-// integer values do not fit the u8 path's ±64 (gemm_int8_u8.go). Q2_K has
+// integer values do not fit the u8 path's ±32 (gemm_int8_u8.go). Q2_K has
 // neither: its minimum changes every 16 values, which the per-32 offset
 // term cannot express. The float types keep the float32 path.
 var i8Decoders = map[gguf.Type]i8Decoder{

@@ -9,34 +9,43 @@ import (
 )
 
 // The u8×s8 path of the integer GEMM, for weight types whose integer
-// values fit in ±64: activations as unsigned bytes q+128, weights as signed
-// bytes, VPMADDUBSW (two products per int16) then VPMADDWD by a per-column
-// int16 multiplier into int32. It issues about 1.4× the MACs per
-// instruction of the int16 path (BenchmarkInt8Probe, BenchmarkI8Kernel).
+// values fit in ±32: activations as unsigned bytes q+128, weights as signed
+// bytes, VPMADDUBSW (two products per int16), int16 sums over two or four k
+// steps, then VPMADDWD by a per-column int16 multiplier into int32
+// (kernelU8x3x16). Per MAC it issues fewer instructions than the int16
+// path, and fewer still on the multiply pipes (BenchmarkInt8Probe,
+// BenchmarkI8Kernel).
 //
 // The +128 makes the sums Σ m·w·(q+128); the kernel starts each block's
 // accumulators at −128·Σ m·w, a per-column constant the decoder computes,
 // so the block sums are exactly Σ m·w·q. The multiplier m is 1, or the
 // signed sub-block scale of the types that have one per 16 values (Q6_K,
 // Q3_K), so that every block still has a single float factor fd.
-// Saturation: |VPMADDUBSW pair| ≤ 2·255·64 < 2¹⁵; the int32 sums stay below
-// 32·127·64·128 < 2²⁴, exact in float32.
+// Saturation: a group's int16 sum is at most steps·2·255·max|w| < 2¹⁵
+// (steps 4 for |w| ≤ 16, else 2 for |w| ≤ 32); the int32 block sums stay
+// below 32·127·32·128 < 2²⁴, exact in float32.
 
 const (
-	u8Rows  = 4                // rows per microkernel call
+	u8Rows  = 3                // rows per microkernel call
 	u8Aux   = 3 * gemmNR       // int32 per block of a panel: start, m(k<16), m(k≥16)
 	u8Panel = i8Block * gemmNR // weight bytes per block of a panel
+
+	u8FlagSteps4 = 4 // kernel flag: sum four k steps in int16
 )
 
 // u8Kernel computes the u8Rows×gemmNR tile c (+)= a·bᵀ over nb blocks;
-// see kernelU8x4x16 for the layouts. flags as for i8Kernel.
+// see kernelU8x3x16 for the layouts. flags as for i8Kernel, and
+// u8FlagSteps4.
 type u8Kernel func(nb int, a []uint8, ds []float32, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int)
 
 // u8Decoder turns stored weights into the signed bytes of the u8 path.
 type u8Decoder struct {
 	blockSize, typeSize int
 	hasMin              bool
-	// row decodes n values of one weight row at src into q (|q| ≤ 64) and,
+	// steps4 is set when |q| ≤ 16, so that the kernel may sum four k
+	// steps in int16 (else two, for |q| ≤ 32).
+	steps4 bool
+	// row decodes n values of one weight row at src into q (|q| ≤ 32) and,
 	// per 32-value block b, fd[b*fs], fm[b*fs] (when hasMin), the int16
 	// multipliers of its two halves, mul[2b], mul[2b+1], and the sums of q
 	// over the halves, sum[2b], sum[2b+1]: value i of block b is
@@ -46,14 +55,14 @@ type u8Decoder struct {
 
 // u8Decoders lists the weight types of the u8 path.
 var u8Decoders = map[gguf.Type]u8Decoder{
-	gguf.TypeQ4_K: {256, 144, true, u8RowQ4K},
-	gguf.TypeQ5_K: {256, 176, true, u8RowQ5K},
-	gguf.TypeQ6_K: {256, 210, false, u8RowQ6K},
-	gguf.TypeQ3_K: {256, 110, false, u8RowQ3K},
-	gguf.TypeQ4_0: {32, 18, false, u8RowQ4_0},
-	gguf.TypeQ4_1: {32, 20, true, u8RowQ4_1},
-	gguf.TypeQ5_0: {32, 22, false, u8RowQ5_0},
-	gguf.TypeQ5_1: {32, 24, true, u8RowQ5_1},
+	gguf.TypeQ4_K: {256, 144, true, true, u8RowQ4K},
+	gguf.TypeQ5_K: {256, 176, true, false, u8RowQ5K},
+	gguf.TypeQ6_K: {256, 210, false, false, u8RowQ6K},
+	gguf.TypeQ3_K: {256, 110, false, true, u8RowQ3K},
+	gguf.TypeQ4_0: {32, 18, false, true, u8RowQ4_0},
+	gguf.TypeQ4_1: {32, 20, true, true, u8RowQ4_1},
+	gguf.TypeQ5_0: {32, 22, false, false, u8RowQ5_0},
+	gguf.TypeQ5_1: {32, 24, true, false, u8RowQ5_1},
 }
 
 func ones(mul []int16) {
@@ -344,12 +353,15 @@ func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 	mc := roundUp(m, u8Rows)
 	if want := 3 * workers(); nBlocks < want {
 		parts := (want + nBlocks - 1) / nBlocks
-		mc = max(roundUp((m+parts-1)/parts, u8Rows), min(mc, 12*u8Rows))
+		mc = max(roundUp((m+parts-1)/parts, u8Rows), min(mc, 16*u8Rows))
 	}
 	mBlocks := (m + mc - 1) / mc
 	flagMin := 0
 	if dec.hasMin {
 		flagMin = i8FlagMin
+	}
+	if dec.steps4 {
+		flagMin |= u8FlagSteps4
 	}
 	const kb = gemmKC / i8Block
 

@@ -3,7 +3,7 @@ package kernels
 import "unsafe"
 
 //go:noescape
-func kernelU8x4x16(nb int, a *uint8, ds *float32, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
+func kernelU8x3x16(nb int, a *uint8, ds *float32, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
 
 // kernelU8AVX2 is the assembly u8Kernel; the checks keep every access of
 // the assembly inside the slices.
@@ -19,7 +19,7 @@ func kernelU8AVX2(nb int, a []uint8, ds []float32, b []int8, aux []int32, f []fl
 	_ = f[nb*i8PanelF-1]
 	_ = t[u8Rows*gemmNR-1]
 	_ = c[(u8Rows-1)*ldc+gemmNR-1]
-	kernelU8x4x16(nb, &a[0], &ds[0], &b[0], &aux[0], &f[0], &t[0], &c[0], ldc, flags)
+	kernelU8x3x16(nb, &a[0], &ds[0], &b[0], &aux[0], &f[0], &t[0], &c[0], ldc, flags)
 }
 
 // pack8U8AVX2 is pack8U8Go by the float32 panel packer: a group of four

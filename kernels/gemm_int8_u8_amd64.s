@@ -1,31 +1,65 @@
 #include "textflag.h"
 
-// The u8×s8 microkernel of the avx2-int8 tier (see gemm_int8_u8.go): a 4x16
-// tile, eight int32 accumulators Y0..Y7 (row r in Y(2r), Y(2r+1)). Weights
-// are signed bytes in groups of four k per column, activations unsigned
-// bytes (q+128) broadcast four at a time. VPMADDUBSW multiplies 32 byte
-// pairs and adds neighbours into int16 (|w| ≤ 64 keeps 2·255·64 below
-// 2¹⁵), VPMADDWD by the columns' int16 multipliers Y13/Y14 (1, or a
-// sub-block scale) adds those into int32.
+// The u8×s8 microkernel of the avx2-int8 tier (see gemm_int8_u8.go): a 3x16
+// tile. Weights are signed bytes in groups of four k per column,
+// activations unsigned bytes (q+128) broadcast four at a time. VPMADDUBSW
+// multiplies 32 byte pairs and adds neighbours into int16; the int16
+// results of two or four k steps are summed in int16 (Y6..Y11, row r in
+// Y(6+2r), Y(7+2r)) before VPMADDWD by the columns' int16 multipliers (1,
+// or a sub-block scale) adds them into the int32 accumulators Y0..Y5. The
+// int16 sums are exact while steps·2·255·max|w| < 2¹⁵: four steps for
+// |w| ≤ 16, two for |w| ≤ 32 (flags bit 2 selects four). Summing in int16
+// with VPADDW, which any vector pipe runs, leaves the two multiply pipes
+// 1.6× fewer instructions per MAC than one VPMADDWD per step.
 
-// One step of four k values for one row: activations at aoff(AX).
-#define UROW(aoff, acc0, acc1) \
-	VPBROADCASTD aoff(AX), Y10 \
-	VPMADDUBSW Y8, Y10, Y11 \
-	VPMADDWD Y13, Y11, Y11 \
-	VPADDD Y11, acc0, acc0 \
-	VPMADDUBSW Y9, Y10, Y12 \
-	VPMADDWD Y14, Y12, Y12 \
-	VPADDD Y12, acc1, acc1
+// The first k step of a group writes the int16 sums.
+#define UFIRST(aoff, boff) \
+	VMOVDQU boff(BX), Y12 \
+	VMOVDQU boff+32(BX), Y13 \
+	VPBROADCASTD aoff(AX), Y14 \
+	VPMADDUBSW Y12, Y14, Y6 \
+	VPMADDUBSW Y13, Y14, Y7 \
+	VPBROADCASTD aoff+4(AX), Y14 \
+	VPMADDUBSW Y12, Y14, Y8 \
+	VPMADDUBSW Y13, Y14, Y9 \
+	VPBROADCASTD aoff+8(AX), Y14 \
+	VPMADDUBSW Y12, Y14, Y10 \
+	VPMADDUBSW Y13, Y14, Y11
 
-// One step of four k values: sixteen columns at boff(BX), four rows.
-#define USTEP(aoff, boff) \
-	VMOVDQU boff(BX), Y8 \
-	VMOVDQU boff+32(BX), Y9 \
-	UROW(aoff, Y0, Y1) \
-	UROW(aoff+4, Y2, Y3) \
-	UROW(aoff+8, Y4, Y5) \
-	UROW(aoff+12, Y6, Y7)
+#define UNEXT(aoff, boff) \
+	VMOVDQU boff(BX), Y12 \
+	VMOVDQU boff+32(BX), Y13 \
+	VPBROADCASTD aoff(AX), Y14 \
+	VPMADDUBSW Y12, Y14, Y15 \
+	VPADDW Y15, Y6, Y6 \
+	VPMADDUBSW Y13, Y14, Y15 \
+	VPADDW Y15, Y7, Y7 \
+	VPBROADCASTD aoff+4(AX), Y14 \
+	VPMADDUBSW Y12, Y14, Y15 \
+	VPADDW Y15, Y8, Y8 \
+	VPMADDUBSW Y13, Y14, Y15 \
+	VPADDW Y15, Y9, Y9 \
+	VPBROADCASTD aoff+8(AX), Y14 \
+	VPMADDUBSW Y12, Y14, Y15 \
+	VPADDW Y15, Y10, Y10 \
+	VPMADDUBSW Y13, Y14, Y15 \
+	VPADDW Y15, Y11, Y11
+
+// End of a group: int16 sums times the multipliers at moff(R12) into the
+// int32 accumulators.
+#define UFLUSH(moff) \
+	VPMADDWD moff(R12), Y6, Y15 \
+	VPADDD Y15, Y0, Y0 \
+	VPMADDWD moff+32(R12), Y7, Y15 \
+	VPADDD Y15, Y1, Y1 \
+	VPMADDWD moff(R12), Y8, Y15 \
+	VPADDD Y15, Y2, Y2 \
+	VPMADDWD moff+32(R12), Y9, Y15 \
+	VPADDD Y15, Y3, Y3 \
+	VPMADDWD moff(R12), Y10, Y15 \
+	VPADDD Y15, Y4, Y4 \
+	VPMADDWD moff+32(R12), Y11, Y15 \
+	VPADDD Y15, Y5, Y5
 
 // End of a block for one row, as EPI of gemm_int8_amd64.s: c += float(isum)·
 // (dx·fd) (+ fm·(dx·Σq) in UEPIMIN), fd at 0(R13), fm at 64(R13).
@@ -54,18 +88,18 @@
 	VMOVUPS ya, lo \
 	VMOVUPS yb, hi
 
-// func kernelU8x4x16(nb int, a *uint8, ds *float32, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
+// func kernelU8x3x16(nb int, a *uint8, ds *float32, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
 //
-// nb blocks of 32 k values. a: the four rows' activations (q+128)
-// interleaved by groups of four (group p of row r at a[(4p+r)*4]), 128
-// bytes per block. ds: per block the (dx, dx·Σq) of rows 0..3. b: the
+// nb blocks of 32 k values. a: the three rows' activations (q+128)
+// interleaved by groups of four (group p of row r at a[(3p+r)*4]), 96
+// bytes per block. ds: per block the (dx, dx·Σq) of rows 0..2. b: the
 // weights, 512 bytes per block (step s, column j at s*64+j*4). aux: per
 // block 48 int32: the sixteen columns' starting sums −128·Σ m·w, which
 // remove the +128 of the activations, then the int16 multiplier pairs m of
-// k 0..15 and of k 16..31. f: 32 floats per block (fd, fm). t: 4x16 float32
-// scratch tile. c: the output, rows ldc apart, written (flags bit 0: added
-// to) at the end. flags bit 1: apply fm.
-TEXT ·kernelU8x4x16(SB), NOSPLIT, $0-80
+// k 0..15 and of k 16..31. f: 32 floats per block (fd, fm). t: 3x16
+// float32 scratch tile. c: the output, rows ldc apart, written (flags bit
+// 0: added to) at the end. flags bit 1: apply fm; bit 2: four-step groups.
+TEXT ·kernelU8x3x16(SB), NOSPLIT, $0-80
 	MOVQ a+8(FP), AX
 	MOVQ ds+16(FP), R11
 	MOVQ b+24(FP), BX
@@ -81,8 +115,6 @@ TEXT ·kernelU8x4x16(SB), NOSPLIT, $0-80
 	VMOVUPS Y0, 96(DI)
 	VMOVUPS Y0, 128(DI)
 	VMOVUPS Y0, 160(DI)
-	VMOVUPS Y0, 192(DI)
-	VMOVUPS Y0, 224(DI)
 	TESTQ CX, CX
 	JZ   store
 
@@ -93,21 +125,36 @@ block:
 	VMOVDQA Y1, Y3
 	VMOVDQA Y0, Y4
 	VMOVDQA Y1, Y5
-	VMOVDQA Y0, Y6
-	VMOVDQA Y1, Y7
-	VMOVDQU 64(R12), Y13
-	VMOVDQU 96(R12), Y14
-	USTEP(0, 0)
-	USTEP(16, 64)
-	USTEP(32, 128)
-	USTEP(48, 192)
-	VMOVDQU 128(R12), Y13
-	VMOVDQU 160(R12), Y14
-	USTEP(64, 256)
-	USTEP(80, 320)
-	USTEP(96, 384)
-	USTEP(112, 448)
-	ADDQ $128, AX
+	TESTQ $4, flags+72(FP)
+	JZ   pairs
+	UFIRST(0, 0)
+	UNEXT(12, 64)
+	UNEXT(24, 128)
+	UNEXT(36, 192)
+	UFLUSH(64)
+	UFIRST(48, 256)
+	UNEXT(60, 320)
+	UNEXT(72, 384)
+	UNEXT(84, 448)
+	UFLUSH(128)
+	JMP  summed
+
+pairs:
+	UFIRST(0, 0)
+	UNEXT(12, 64)
+	UFLUSH(64)
+	UFIRST(24, 128)
+	UNEXT(36, 192)
+	UFLUSH(64)
+	UFIRST(48, 256)
+	UNEXT(60, 320)
+	UFLUSH(128)
+	UFIRST(72, 384)
+	UNEXT(84, 448)
+	UFLUSH(128)
+
+summed:
+	ADDQ $96, AX
 	ADDQ $512, BX
 	ADDQ $192, R12
 
@@ -116,17 +163,15 @@ block:
 	UEPI(Y0, Y1, 0(R11), 0(DI), 32(DI))
 	UEPI(Y2, Y3, 8(R11), 64(DI), 96(DI))
 	UEPI(Y4, Y5, 16(R11), 128(DI), 160(DI))
-	UEPI(Y6, Y7, 24(R11), 192(DI), 224(DI))
 	JMP  next
 
 withmin:
 	UEPIMIN(Y0, Y1, 0(R11), 4(R11), 0(DI), 32(DI))
 	UEPIMIN(Y2, Y3, 8(R11), 12(R11), 64(DI), 96(DI))
 	UEPIMIN(Y4, Y5, 16(R11), 20(R11), 128(DI), 160(DI))
-	UEPIMIN(Y6, Y7, 24(R11), 28(R11), 192(DI), 224(DI))
 
 next:
-	ADDQ $32, R11
+	ADDQ $24, R11
 	ADDQ $128, R13
 	DECQ CX
 	JNZ  block
@@ -138,31 +183,24 @@ store:
 	VMOVUPS 96(DI), Y3
 	VMOVUPS 128(DI), Y4
 	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
 	MOVQ c+56(FP), DI
 	MOVQ ldc+64(FP), SI
 	SHLQ $2, SI
-	LEAQ (DI)(SI*2), R10
 	TESTQ $1, flags+72(FP)
 	JZ   write
 	VADDPS 0(DI), Y0, Y0
 	VADDPS 32(DI), Y1, Y1
 	VADDPS 0(DI)(SI*1), Y2, Y2
 	VADDPS 32(DI)(SI*1), Y3, Y3
-	VADDPS 0(R10), Y4, Y4
-	VADDPS 32(R10), Y5, Y5
-	VADDPS 0(R10)(SI*1), Y6, Y6
-	VADDPS 32(R10)(SI*1), Y7, Y7
+	VADDPS 0(DI)(SI*2), Y4, Y4
+	VADDPS 32(DI)(SI*2), Y5, Y5
 
 write:
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
 	VMOVUPS Y2, 0(DI)(SI*1)
 	VMOVUPS Y3, 32(DI)(SI*1)
-	VMOVUPS Y4, 0(R10)
-	VMOVUPS Y5, 32(R10)
-	VMOVUPS Y6, 0(R10)(SI*1)
-	VMOVUPS Y7, 32(R10)(SI*1)
+	VMOVUPS Y4, 0(DI)(SI*2)
+	VMOVUPS Y5, 32(DI)(SI*2)
 	VZEROUPPER
 	RET

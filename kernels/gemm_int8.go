@@ -167,9 +167,11 @@ func i8RowIQ4XS(src []byte, n int, q []int16, fd, fm []float32, fs int) {
 }
 
 // quantizeRowI8 quantizes k values of x (k a multiple of i8Block) into q
-// and the (d, d·Σq) pairs of ds. A block whose largest magnitude is not
-// finite gets q = 0 and d = that magnitude, so the product comes out NaN as
-// the float32 path's would.
+// and the (d, d·Σq) pairs of ds. A block whose largest magnitude is below
+// 2⁻¹⁰⁰ (where 1/d could overflow; such values add nothing a float32
+// product could keep) gets q = 0 and d = 0; one whose largest magnitude is
+// not finite gets q = 0 and d = that magnitude, so the product comes out
+// NaN as the float32 path's would.
 func quantizeRowI8(x []float32, q []int16, ds []float32) {
 	for b := 0; b < len(x)/i8Block; b++ {
 		xs := x[b*i8Block : (b+1)*i8Block : (b+1)*i8Block]
@@ -178,10 +180,12 @@ func quantizeRowI8(x []float32, q []int16, ds []float32) {
 		for _, v := range xs {
 			amax = max(amax, math.Float32bits(v)&^(1<<31))
 		}
-		if amax == 0 || amax >= 0x7f800000 {
-			// Zero, infinite or NaN.
+		if amax < i8TinyBits || amax >= 0x7f800000 {
 			clear(qs)
-			ds[2*b], ds[2*b+1] = math.Float32frombits(amax)/i8MaxQ, 0
+			ds[2*b], ds[2*b+1] = 0, 0
+			if amax >= 0x7f800000 {
+				ds[2*b] = math.Float32frombits(amax)
+			}
 			continue
 		}
 		d := math.Float32frombits(amax) / i8MaxQ
@@ -195,6 +199,9 @@ func quantizeRowI8(x []float32, q []int16, ds []float32) {
 		ds[2*b], ds[2*b+1] = d, d*float32(sum)
 	}
 }
+
+// i8TinyBits is the float32 bit pattern of 2⁻¹⁰⁰.
+const i8TinyBits = (127 - 100) << 23
 
 // roundHalfEven rounds v, |v| ≤ 2²², to the nearest integer, halves to
 // even: adding and subtracting 1.5·2²³ leaves no fraction bits, and

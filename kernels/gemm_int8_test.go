@@ -150,7 +150,7 @@ type intGEMM struct {
 // intGEMMs lists the integer paths and kernels this build can run.
 func intGEMMs() []intGEMM {
 	i8 := map[string]*i8Tier{"go": {kern: kernelI16Go, pack8: pack8I16Go}}
-	u8 := map[string]*u8Tier{"go": {kern: kernelU8Go, pack8: pack8U8Go}}
+	u8 := map[string]*u8Tier{"go": {kern: kernelU8Go, pack8: pack8U8Go, quant: quantizeRowU8}}
 	ai8, au8 := archIntKernels()
 	for name, g := range ai8 {
 		i8[name] = g
@@ -330,10 +330,50 @@ func TestQuantizeRowI8(t *testing.T) {
 	if ds[1] != float32(127+2-4) {
 		t.Fatalf("block 0: d·Σq = %v", ds[1])
 	}
-	if !math.IsInf(float64(ds[2]), 1) || q[i8Block+5] != 0 {
+	if !math.IsInf(float64(ds[2]), 1) || q[i8Block+5] != 0 || ds[3] != 0 {
 		t.Fatalf("block with +Inf: d=%v q=%v", ds[2], q[i8Block+5])
 	}
 	if ds[4] != 0 || ds[5] != 0 {
 		t.Fatalf("zero block: d=%v d·Σq=%v", ds[4], ds[5])
+	}
+}
+
+// TestQuantizeRowU8 checks the tiers' activation quantizers against
+// quantizeRowU8 bit for bit, on random rows with outliers and on blocks of
+// zeros, infinities, NaNs, exact halves and the extremes of float32.
+func TestQuantizeRowU8(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	const nb = 40
+	x := randVec(nb*i8Block, rng)
+	x[5] *= 1000
+	for i := i8Block; i < 2*i8Block; i++ {
+		x[i] = 0
+	}
+	x[2*i8Block+3] = float32(math.Inf(-1))
+	x[3*i8Block+9] = float32(math.NaN())
+	x[4*i8Block] = 127
+	for i := 1; i < i8Block; i++ {
+		x[4*i8Block+i] = float32(i) - 15.5
+	}
+	x[5*i8Block] = math.MaxFloat32
+	x[6*i8Block] = math.SmallestNonzeroFloat32
+	for i := 0; i < i8Block; i++ {
+		x[7*i8Block+i] = float32(i) * 1e-31 // amax above 2⁻¹⁰⁰
+		x[8*i8Block+i] = float32(i) * 1e-40 // subnormal: below
+	}
+	want, wantDS := make([]uint8, len(x)), make([]float32, 2*nb)
+	quantizeRowU8(x, want, wantDS)
+	_, au8 := archIntKernels()
+	for name, g := range au8 {
+		got, gotDS := make([]uint8, len(x)), make([]float32, 2*nb)
+		g.quant(x, got, gotDS)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: q differs", name)
+		}
+		for i := range wantDS {
+			if math.Float32bits(gotDS[i]) != math.Float32bits(wantDS[i]) {
+				t.Errorf("%s: ds[%d] = %v, want %v", name, i, gotDS[i], wantDS[i])
+			}
+		}
 	}
 }

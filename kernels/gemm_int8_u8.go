@@ -302,6 +302,8 @@ type u8Tier struct {
 	// each, kc apart) into columns 0..7 of a panel: group p of row r to
 	// dst[(p*gemmNR+r)*4:].
 	pack8 func(src []int8, kc int, dst []int8)
+	// quant is quantizeRowU8 or a faster equal.
+	quant func(x []float32, q []uint8, ds []float32)
 }
 
 // gemmU8 is MatMul through the u8 kernels; w's type must be in u8Decoders.
@@ -321,25 +323,24 @@ func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 	// order the kernel broadcasts them; rows past m are zero (q = 0 is
 	// the byte 128).
 	parallelFor(groups, func(gi int) {
-		qp, dp := getI16(k), getScratch(2*nbRow)
-		defer putI16(qp)
+		qp, dp := getBytes(k), getScratch(2*nbRow)
+		defer putBytes(qp)
 		defer putScratch(dp)
 		q, dr := *qp, *dp
 		xg := xa[gi*u8Rows*k : (gi+1)*u8Rows*k]
 		dg := ds[gi*u8Rows*2*nbRow : (gi+1)*u8Rows*2*nbRow]
 		for r := 0; r < u8Rows; r++ {
 			if i := gi*u8Rows + r; i < m {
-				quantizeRowI8(x[i*k:(i+1)*k], q, dr)
+				g.quant(x[i*k:(i+1)*k], q, dr)
 			} else {
-				clear(q)
+				for j := range q {
+					q[j] = 128
+				}
 				clear(dr)
 			}
 			for p := 0; p < k/4; p++ {
 				o := (p*u8Rows + r) * 4
-				xg[o] = byte(q[4*p] + 128)
-				xg[o+1] = byte(q[4*p+1] + 128)
-				xg[o+2] = byte(q[4*p+2] + 128)
-				xg[o+3] = byte(q[4*p+3] + 128)
+				binary.LittleEndian.PutUint32(xg[o:], binary.LittleEndian.Uint32(q[4*p:]))
 			}
 			for b := 0; b < nbRow; b++ {
 				o := (b*u8Rows + r) * 2
@@ -508,4 +509,15 @@ func kernelU8Go(nb int, a []uint8, ds []float32, b []int8, aux []int32, f []floa
 
 func le32(b []byte) uint32 {
 	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+// quantizeRowU8 is quantizeRowI8 for the u8 path: q is stored as q+128.
+func quantizeRowU8(x []float32, q []uint8, ds []float32) {
+	var buf [i8Block]int16
+	for b := 0; b < len(x)/i8Block; b++ {
+		quantizeRowI8(x[b*i8Block:(b+1)*i8Block], buf[:], ds[2*b:2*b+2])
+		for j, v := range buf {
+			q[b*i8Block+j] = uint8(v + 128)
+		}
+	}
 }

@@ -33,3 +33,16 @@ func pack8U8AVX2(src []int8, kc int, dst []int8) {
 	_ = dst[((kc/4-1)*gemmNR+7)*4+3]
 	pack8F32((*byte)(unsafe.Pointer(&src[0])), kc, n8, (*float32)(unsafe.Pointer(&dst[0])))
 }
+
+//go:noescape
+func quantizeU8AVX2(x *float32, nb int, q *uint8, ds *float32)
+
+// quantizeRowU8AVX2 is quantizeRowU8 in assembly.
+func quantizeRowU8AVX2(x []float32, q []uint8, ds []float32) {
+	nb := len(x) / i8Block
+	if nb == 0 {
+		return
+	}
+	_, _ = q[nb*i8Block-1], ds[2*nb-1]
+	quantizeU8AVX2(&x[0], nb, &q[0], &ds[0])
+}

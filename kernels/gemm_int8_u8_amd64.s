@@ -204,3 +204,113 @@ write:
 	VMOVUPS Y5, 32(DI)(SI*2)
 	VZEROUPPER
 	RET
+
+DATA u8quant<>+0(SB)/4, $0x7fffffff
+DATA u8quant<>+4(SB)/4, $127.0
+DATA u8quant<>+8(SB)/4, $1.0
+DATA u8quant<>+12(SB)/4, $0x80808080
+DATA u8quant<>+16(SB)/4, $0
+DATA u8quant<>+20(SB)/4, $4
+DATA u8quant<>+24(SB)/4, $1
+DATA u8quant<>+28(SB)/4, $5
+DATA u8quant<>+32(SB)/4, $2
+DATA u8quant<>+36(SB)/4, $6
+DATA u8quant<>+40(SB)/4, $3
+DATA u8quant<>+44(SB)/4, $7
+GLOBL u8quant<>(SB), RODATA|NOPTR, $48
+
+// func quantizeU8AVX2(x *float32, nb int, q *uint8, ds *float32)
+//
+// quantizeRowI8 for the u8 path, bit for bit: per block of 32 values the
+// largest magnitude (as integer bits, so NaN > Inf as in the Go code),
+// d = amax/127, q = round-half-even(x·(1/d)) by VCVTPS2DQ (the default
+// rounding mode), stored as q+128; ds gets (d, d·Σq). Blocks whose amax is
+// below 2⁻¹⁰⁰ get q = 0 and (0, 0), those whose amax is not finite q = 0
+// and (amax, 0).
+TEXT ·quantizeU8AVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ ds+24(FP), DX
+	VPBROADCASTD u8quant<>+0(SB), Y15
+	VPBROADCASTD u8quant<>+12(SB), Y14
+	VMOVDQU u8quant<>+16(SB), Y13
+	VMOVSS u8quant<>+4(SB), X12
+	VMOVSS u8quant<>+8(SB), X11
+	VPXOR Y10, Y10, Y10
+	TESTQ CX, CX
+	JZ   qdone
+
+qblock:
+	VMOVUPS 0(SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VPAND Y15, Y0, Y4
+	VPAND Y15, Y1, Y5
+	VPAND Y15, Y2, Y6
+	VPAND Y15, Y3, Y7
+	VPMAXUD Y5, Y4, Y4
+	VPMAXUD Y7, Y6, Y6
+	VPMAXUD Y6, Y4, Y4
+	VEXTRACTI128 $1, Y4, X5
+	VPMAXUD X5, X4, X4
+	VPSHUFD $0x4E, X4, X5
+	VPMAXUD X5, X4, X4
+	VPSHUFD $0xB1, X4, X5
+	VPMAXUD X5, X4, X4
+	VMOVD X4, AX
+	CMPL AX, $0x0d800000
+	JB   tiny
+	CMPL AX, $0x7f800000
+	JAE  special
+	VDIVSS X12, X4, X8
+
+	VDIVSS X8, X11, X9
+	VBROADCASTSS X9, Y9
+	VMULPS Y9, Y0, Y0
+	VMULPS Y9, Y1, Y1
+	VMULPS Y9, Y2, Y2
+	VMULPS Y9, Y3, Y3
+	VCVTPS2DQ Y0, Y0
+	VCVTPS2DQ Y1, Y1
+	VCVTPS2DQ Y2, Y2
+	VCVTPS2DQ Y3, Y3
+	VPACKSSDW Y1, Y0, Y0
+	VPACKSSDW Y3, Y2, Y2
+	VPACKSSWB Y2, Y0, Y0
+	VPERMD Y0, Y13, Y0
+	VPXOR Y14, Y0, Y0
+	VMOVDQU Y0, 0(DI)
+	// Σ(q+128) by VPSADBW against zero: four 64-bit partial sums.
+	VPSADBW Y10, Y0, Y1
+	VEXTRACTI128 $1, Y1, X2
+	VPADDQ X2, X1, X1
+	VPSHUFD $0x4E, X1, X2
+	VPADDQ X2, X1, X1
+	VMOVQ X1, AX
+	SUBQ $4096, AX
+	VCVTSI2SSQ AX, X9, X9
+	VMULSS X8, X9, X9
+	VMOVSS X8, 0(DX)
+	VMOVSS X9, 4(DX)
+	JMP  qnext
+
+tiny:
+	XORL AX, AX
+
+special:
+	VMOVDQU Y14, 0(DI)
+	MOVL AX, 0(DX)
+	MOVL $0, 4(DX)
+
+qnext:
+	ADDQ $128, SI
+	ADDQ $32, DI
+	ADDQ $8, DX
+	DECQ CX
+	JNZ  qblock
+
+qdone:
+	VZEROUPPER
+	RET

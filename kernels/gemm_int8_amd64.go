@@ -40,7 +40,7 @@ func int8Tier(t impl) *impl {
 	t.tier = TierAVX2Int8
 	f32 := t.matMul
 	g := &i8Tier{kern: kernelI16AVX2, pack8: pack8I16AVX2}
-	gu := &u8Tier{kern: kernelU8AVX2, pack8: pack8U8AVX2, quant: quantizeRowU8AVX2}
+	gu := &u8Tier{kern: kernelU8AVX2, pack8: pack8U8AVX2, quant: quantizeRowU8AVX2, rows: u8RowsAVX2}
 	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
 		switch {
 		case !int8Types[w.Type] || w.Cols == 0 || m < int(int8MinRows.Load()):
@@ -61,5 +61,5 @@ func archIntKernels() (map[string]*i8Tier, map[string]*u8Tier) {
 		return nil, nil
 	}
 	return map[string]*i8Tier{"avx2": {kern: kernelI16AVX2, pack8: pack8I16AVX2}},
-		map[string]*u8Tier{"avx2": {kern: kernelU8AVX2, pack8: pack8U8AVX2, quant: quantizeRowU8AVX2}}
+		map[string]*u8Tier{"avx2": {kern: kernelU8AVX2, pack8: pack8U8AVX2, quant: quantizeRowU8AVX2, rows: u8RowsAVX2}}
 }

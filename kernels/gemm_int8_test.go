@@ -377,3 +377,32 @@ func TestQuantizeRowU8(t *testing.T) {
 		}
 	}
 }
+
+// TestU8RowsMatch checks the tiers' faster u8 decoders against the
+// portable ones, every output bit for bit, over several super-blocks.
+func TestU8RowsMatch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(33, 34))
+	_, au8 := archIntKernels()
+	for name, g := range au8 {
+		for typ, row := range g.rows {
+			const n = 768
+			w := randMatrix(t, typ, 1, n, rng)
+			type out struct {
+				q      []int8
+				fd, fm []float32
+				mul    []int16
+				sum    []int32
+			}
+			run := func(f func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32)) out {
+				o := out{make([]int8, n), make([]float32, 2*n/32), make([]float32, 2*n/32), make([]int16, n/16), make([]int32, n/16)}
+				f(w.Data, n, o.q, o.fd, o.fm[1:], 2, o.mul, o.sum)
+				return o
+			}
+			want, got := run(u8Decoders[typ].row), run(row)
+			if !slices.Equal(got.q, want.q) || !slices.Equal(got.fd, want.fd) || !slices.Equal(got.fm, want.fm) ||
+				!slices.Equal(got.mul, want.mul) || !slices.Equal(got.sum, want.sum) {
+				t.Errorf("%s %s: decoder differs from the portable one", name, typ)
+			}
+		}
+	}
+}

@@ -304,11 +304,17 @@ type u8Tier struct {
 	pack8 func(src []int8, kc int, dst []int8)
 	// quant is quantizeRowU8 or a faster equal.
 	quant func(x []float32, q []uint8, ds []float32)
+	// rows, optional by type, replace u8Decoders' row with a faster
+	// equal.
+	rows map[gguf.Type]func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32)
 }
 
 // gemmU8 is MatMul through the u8 kernels; w's type must be in u8Decoders.
 func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 	dec := u8Decoders[w.Type]
+	if row := g.rows[w.Type]; row != nil {
+		dec.row = row
+	}
 	n, k := w.Rows, w.Cols
 	if m <= 0 || n <= 0 {
 		return

@@ -1,6 +1,10 @@
 package kernels
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/vembed/vembed/gguf"
+)
 
 //go:noescape
 func kernelU8x3x16(nb int, a *uint8, ds *float32, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
@@ -45,4 +49,55 @@ func quantizeRowU8AVX2(x []float32, q []uint8, ds []float32) {
 	}
 	_, _ = q[nb*i8Block-1], ds[2*nb-1]
 	quantizeU8AVX2(&x[0], nb, &q[0], &ds[0])
+}
+
+//go:noescape
+func decodeQ4KU8AVX2(qs *byte, nsb int, q *int8, sum *int32)
+
+//go:noescape
+func decodeQ6KU8AVX2(blk *byte, nsb int, q *int8, sum *int32)
+
+// u8RowsAVX2 are u8 path decoders with the per-value work in assembly,
+// equal to the u8Decoders rows of their types (tested).
+var u8RowsAVX2 = map[gguf.Type]func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32){
+	gguf.TypeQ4_K: func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
+		nsb := n / 256
+		if nsb == 0 {
+			return
+		}
+		_, _, _ = src[144*nsb-1], q[256*nsb-1], sum[16*nsb-1]
+		ones(mul[:16*nsb])
+		for b := 0; b < nsb; b++ {
+			blk := src[144*b : 144*b+16]
+			d, dmin := f16(blk), f16(blk[2:])
+			for j := 0; j < 8; j++ {
+				sc, m := scaleMinK4(blk[4:16], j)
+				fd[(8*b+j)*fs], fm[(8*b+j)*fs] = d*float32(sc), -(dmin * float32(m))
+			}
+		}
+		decodeQ4KU8AVX2(&src[16], nsb, &q[0], &sum[0])
+	},
+	gguf.TypeQ6_K: func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
+		nsb := n / 256
+		if nsb == 0 {
+			return
+		}
+		_, _, _ = src[210*nsb-1], q[256*nsb-1], sum[16*nsb-1]
+		for b := 0; b < nsb; b++ {
+			blk := src[210*b : 210*b+210]
+			d := f16(blk[208:])
+			for s := 0; s < 8; s++ {
+				fd[(8*b+s)*fs] = d
+			}
+			for i, c := range blk[192:208] {
+				// Sub-block s = 4·half + j takes scales 8·half + 2j and
+				// 8·half + 2j + 1, which is scale index 2s, 2s+1.
+				mul[16*b+i] = int16(int8(c))
+			}
+		}
+		decodeQ6KU8AVX2(&src[0], nsb, &q[0], &sum[0])
+		for i := range sum[:16*nsb] {
+			sum[i] -= 32 * 16
+		}
+	},
 }

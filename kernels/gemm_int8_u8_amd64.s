@@ -314,3 +314,120 @@ qnext:
 qdone:
 	VZEROUPPER
 	RET
+
+DATA u8nib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA u8nib<>+8(SB)/8, $0x0303030303030303
+DATA u8nib<>+16(SB)/8, $0x2020202020202020
+GLOBL u8nib<>(SB), RODATA|NOPTR, $24
+
+// Half sums of 32 bytes in Y(v): VPSADBW against zero (Y15) gives four
+// 64-bit sums of eight; the first two and the last two make the sums of
+// the halves, stored as int32 at off(DX) and off+4(DX).
+#define HALFSUMS(v, off) \
+	VPSADBW Y15, v, Y10 \
+	VEXTRACTI128 $1, Y10, X11 \
+	VPSHUFD $0x4E, X10, X12 \
+	VPADDQ X12, X10, X10 \
+	VPSHUFD $0x4E, X11, X12 \
+	VPADDQ X12, X11, X11 \
+	VMOVD X10, off(DX) \
+	VMOVD X11, off+4(DX)
+
+// func decodeQ4KU8AVX2(qs *byte, nsb int, q *int8, sum *int32)
+//
+// The values of nsb Q4_K super-blocks, qs pointing at the first one's
+// nibbles (super-blocks 144 bytes apart): for each 32-byte group c the low
+// nibbles are sub-block 2c and the high ones 2c+1, stored as bytes, with
+// the sums of each sub-block's halves.
+TEXT ·decodeQ4KU8AVX2(SB), NOSPLIT, $0-32
+	MOVQ qs+0(FP), SI
+	MOVQ nsb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ sum+24(FP), DX
+	VPBROADCASTQ u8nib<>+0(SB), Y14
+	VPXOR Y15, Y15, Y15
+	TESTQ CX, CX
+	JZ   q4done
+
+q4sb:
+	MOVQ $4, R8
+	MOVQ SI, R9
+
+q4c:
+	VMOVDQU (R9), Y0
+	VPAND Y14, Y0, Y1
+	VPSRLW $4, Y0, Y2
+	VPAND Y14, Y2, Y2
+	VMOVDQU Y1, 0(DI)
+	VMOVDQU Y2, 32(DI)
+	HALFSUMS(Y1, 0)
+	HALFSUMS(Y2, 8)
+	ADDQ $32, R9
+	ADDQ $64, DI
+	ADDQ $16, DX
+	DECQ R8
+	JNZ  q4c
+	ADDQ $144, SI
+	DECQ CX
+	JNZ  q4sb
+
+q4done:
+	VZEROUPPER
+	RET
+
+// One 32-value sub-block j of a Q6_K half: low nibbles of Y(lq) shifted
+// right by sh, the two bits of Y4 (qh) at 2j, as q−32.
+#define Q6SUB(lq, sh, hsh, qoff, soff) \
+	VPSRLW $sh, lq, Y5 \
+	VPAND Y14, Y5, Y5 \
+	VPSRLW $hsh, Y4, Y6 \
+	VPAND Y13, Y6, Y6 \
+	VPSLLW $4, Y6, Y6 \
+	VPOR Y6, Y5, Y5 \
+	HALFSUMS(Y5, soff) \
+	VPSUBB Y9, Y5, Y5 \
+	VMOVDQU Y5, qoff(DI)
+
+// func decodeQ6KU8AVX2(blk *byte, nsb int, q *int8, sum *int32)
+//
+// The values q−32 of nsb Q6_K super-blocks (210 bytes apart) in order, with
+// the sums of the unsigned q over each 16 values (the caller subtracts
+// 32·16).
+TEXT ·decodeQ6KU8AVX2(SB), NOSPLIT, $0-32
+	MOVQ blk+0(FP), SI
+	MOVQ nsb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ sum+24(FP), DX
+	VPBROADCASTQ u8nib<>+0(SB), Y14
+	VPBROADCASTQ u8nib<>+8(SB), Y13
+	VPBROADCASTQ u8nib<>+16(SB), Y9
+	VPXOR Y15, Y15, Y15
+	TESTQ CX, CX
+	JZ   q6done
+
+q6sb:
+	MOVQ SI, R9
+	LEAQ 128(SI), R10
+	MOVQ $2, R8
+
+q6half:
+	VMOVDQU 0(R9), Y0
+	VMOVDQU 32(R9), Y1
+	VMOVDQU 0(R10), Y4
+	Q6SUB(Y0, 0, 0, 0, 0)
+	Q6SUB(Y1, 0, 2, 32, 8)
+	Q6SUB(Y0, 4, 4, 64, 16)
+	Q6SUB(Y1, 4, 6, 96, 24)
+	ADDQ $64, R9
+	ADDQ $32, R10
+	ADDQ $128, DI
+	ADDQ $32, DX
+	DECQ R8
+	JNZ  q6half
+	ADDQ $210, SI
+	DECQ CX
+	JNZ  q6sb
+
+q6done:
+	VZEROUPPER
+	RET

@@ -62,15 +62,17 @@ var int8Types = map[gguf.Type]bool{
 // int8MinRows is the threshold SetInt8MinRows sets.
 var int8MinRows atomic.Int64
 
-func init() { int8MinRows.Store(192) }
+func init() { int8MinRows.Store(16) }
 
 // SetInt8MinRows sets the number of activation rows from which the
 // avx2-int8 tier multiplies in integer arithmetic and returns the previous
 // value. Below it the tier takes the float32 path: quantizing activations
 // and decoding weights to bytes is paid per product, and with few rows it
-// outweighs the faster kernel (measured crossover on Zen 3 between 128 and
-// 192 rows, default 192). Tests set 0 to run the integer kernels on small
-// inputs.
+// outweighs the faster kernel. The threshold applies to the types with
+// vectorized byte decoders (Q4_K, Q6_K: measured crossover between 6 and 16
+// rows on Zen 3, default 16); the others, decoded by portable Go, start at
+// eight times it (their crossover measured between 64 and 192). Tests set 0
+// to run the integer kernels on small inputs.
 func SetInt8MinRows(n int) int { return int(int8MinRows.Swap(int64(n))) }
 
 // i8Kernel computes the i8Rows×gemmNR tile c (+)= a·bᵀ over nb blocks of

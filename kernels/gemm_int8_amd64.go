@@ -35,15 +35,19 @@ func pack8I16AVX2(src []int16, kc int, dst []int16) {
 
 // int8Tier returns the avx2-int8 tier: the avx2 tier t with MatMul by the
 // integer kernels for the weight types of int8Types, when the product has
-// at least Int8MinRows rows.
+// enough rows (SetInt8MinRows).
 func int8Tier(t impl) *impl {
 	t.tier = TierAVX2Int8
 	f32 := t.matMul
 	g := &i8Tier{kern: kernelI16AVX2, pack8: pack8I16AVX2}
 	gu := &u8Tier{kern: kernelU8AVX2, pack8: pack8U8AVX2, quant: quantizeRowU8AVX2, rows: u8RowsAVX2}
 	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
+		minRows := int(int8MinRows.Load())
+		if gu.rows[w.Type] == nil {
+			minRows *= 8
+		}
 		switch {
-		case !int8Types[w.Type] || w.Cols == 0 || m < int(int8MinRows.Load()):
+		case !int8Types[w.Type] || w.Cols == 0 || m < minRows:
 			f32(dst, x, m, w, bias)
 		case u8Decoders[w.Type].row != nil:
 			gemmU8(dst, x, m, w, bias, gu)

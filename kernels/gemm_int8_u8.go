@@ -33,10 +33,11 @@ const (
 	u8FlagSteps4 = 4 // kernel flag: sum four k steps in int16
 )
 
-// u8Kernel computes the u8Rows×gemmNR tile c (+)= a·bᵀ over nb blocks;
-// see kernelU8x3x16 for the layouts. flags as for i8Kernel, and
-// u8FlagSteps4.
-type u8Kernel func(nb int, a []uint8, ds []float32, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int)
+// u8Kernel computes, for ng row groups, the u8Rows×gemmNR tiles
+// c (+)= a·bᵀ over nb blocks: group g's activations start at a[g*as], its
+// scales at ds[g*dss], its output at c[g*u8Rows*ldc]; see kernelU8x3x16
+// for the layouts. flags as for i8Kernel, and u8FlagSteps4.
+type u8Kernel func(ng, nb int, a []uint8, as int, ds []float32, dss int, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int)
 
 // u8Decoder turns stored weights into the signed bytes of the u8 path.
 type u8Decoder struct {
@@ -430,22 +431,28 @@ func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 				nr := min(gemmNR, n1-n0-j0)
 				pp := pan[p*nb*u8Panel : (p+1)*nb*u8Panel]
 				fs := fac[p*nb*i8PanelF : (p+1)*nb*i8PanelF]
-				as := aux[p*nb*u8Aux : (p+1)*nb*u8Aux]
-				for i0 := m0; i0 < m1; i0 += u8Rows {
+				as8 := aux[p*nb*u8Aux : (p+1)*nb*u8Aux]
+				// Whole groups of full-width tiles in one call, the rest
+				// (bottom rows, right columns) through the edge tile.
+				full := (m1 - m0) / u8Rows
+				if nr < gemmNR {
+					full = 0
+				}
+				as, dss := u8Rows*k, u8Rows*2*nbRow
+				a := xa[m0*k+k0*u8Rows:]
+				dsa := ds[(m0*nbRow+k0/i8Block*u8Rows)*2:]
+				g.kern(full, nb, a, as, dsa, dss, pp, as8, fs, tile, dst[m0*n+n0+j0:], n, flags)
+				for i0 := m0 + full*u8Rows; i0 < m1; i0 += u8Rows {
 					mr := min(u8Rows, m1-i0)
 					a := xa[i0*k+k0*u8Rows:]
 					dsa := ds[(i0*nbRow+k0/i8Block*u8Rows)*2:]
 					c := dst[i0*n+n0+j0:]
-					if mr == u8Rows && nr == gemmNR {
-						g.kern(nb, a, dsa, pp, as, fs, tile, c, n, flags)
-						continue
-					}
 					if flags&i8FlagAcc != 0 {
 						for r := 0; r < mr; r++ {
 							copy(edge[r*gemmNR:r*gemmNR+nr], c[r*n:])
 						}
 					}
-					g.kern(nb, a, dsa, pp, as, fs, tile, edge, gemmNR, flags)
+					g.kern(1, nb, a, as, dsa, dss, pp, as8, fs, tile, edge, gemmNR, flags)
 					for r := 0; r < mr; r++ {
 						copy(c[r*n:r*n+nr], edge[r*gemmNR:])
 					}
@@ -475,7 +482,14 @@ func pack8U8Go(src []int8, kc int, dst []int8) {
 
 // kernelU8Go is the portable u8Kernel: the same integer sums (without
 // the +128 detour, which cancels exactly) and epilogue as the assembly.
-func kernelU8Go(nb int, a []uint8, ds []float32, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int) {
+func kernelU8Go(ng, nb int, a []uint8, as int, ds []float32, dss int, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int) {
+	for g := 0; g < ng; g++ {
+		kernelU8Group(nb, a[g*as:], ds[g*dss:], b, aux, f, t, c[g*u8Rows*ldc:], ldc, flags)
+	}
+}
+
+// kernelU8Group is kernelU8Go for one row group.
+func kernelU8Group(nb int, a []uint8, ds []float32, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int) {
 	t = t[:u8Rows*gemmNR]
 	clear(t)
 	for bb := 0; bb < nb; bb++ {

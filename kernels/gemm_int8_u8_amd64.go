@@ -7,23 +7,26 @@ import (
 )
 
 //go:noescape
-func kernelU8x3x16(nb int, a *uint8, ds *float32, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
+func kernelU8x3x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
 
 // kernelU8AVX2 is the assembly u8Kernel; the checks keep every access of
 // the assembly inside the slices.
-func kernelU8AVX2(nb int, a []uint8, ds []float32, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int) {
-	if nb <= 0 {
-		kernelU8Go(0, a, ds, b, aux, f, t, c, ldc, flags)
+func kernelU8AVX2(ng, nb int, a []uint8, as int, ds []float32, dss int, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int) {
+	if ng <= 0 {
 		return
 	}
-	_ = a[nb*i8Block*u8Rows-1]
-	_ = ds[nb*u8Rows*2-1]
+	if nb <= 0 {
+		kernelU8Go(ng, 0, a, as, ds, dss, b, aux, f, t, c, ldc, flags)
+		return
+	}
+	_ = a[(ng-1)*as+nb*i8Block*u8Rows-1]
+	_ = ds[(ng-1)*dss+nb*u8Rows*2-1]
 	_ = b[nb*u8Panel-1]
 	_ = aux[nb*u8Aux-1]
 	_ = f[nb*i8PanelF-1]
 	_ = t[u8Rows*gemmNR-1]
-	_ = c[(u8Rows-1)*ldc+gemmNR-1]
-	kernelU8x3x16(nb, &a[0], &ds[0], &b[0], &aux[0], &f[0], &t[0], &c[0], ldc, flags)
+	_ = c[((ng-1)*u8Rows+u8Rows-1)*ldc+gemmNR-1]
+	kernelU8x3x16(ng, nb, &a[0], as, &ds[0], dss, &b[0], &aux[0], &f[0], &t[0], &c[0], ldc, flags)
 }
 
 // pack8U8AVX2 is pack8U8Go by the float32 panel packer: a group of four

@@ -88,9 +88,11 @@
 	VMOVUPS ya, lo \
 	VMOVUPS yb, hi
 
-// func kernelU8x3x16(nb int, a *uint8, ds *float32, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
+// func kernelU8x3x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
 //
-// nb blocks of 32 k values. a: the three rows' activations (q+128)
+// ng row groups, each of three rows: group g's activations at a+g·as
+// bytes, its scales at ds+g·dss floats, its output at c+3g·ldc floats. Per
+// group, nb blocks of 32 k values. a: the three rows' activations (q+128)
 // interleaved by groups of four (group p of row r at a[(3p+r)*4]), 96
 // bytes per block. ds: per block the (dx, dx·Σq) of rows 0..2. b: the
 // weights, 512 bytes per block (step s, column j at s*64+j*4). aux: per
@@ -99,14 +101,22 @@
 // k 0..15 and of k 16..31. f: 32 floats per block (fd, fm). t: 3x16
 // float32 scratch tile. c: the output, rows ldc apart, written (flags bit
 // 0: added to) at the end. flags bit 1: apply fm; bit 2: four-step groups.
-TEXT ·kernelU8x3x16(SB), NOSPLIT, $0-80
-	MOVQ a+8(FP), AX
-	MOVQ ds+16(FP), R11
-	MOVQ b+24(FP), BX
-	MOVQ aux+32(FP), R12
-	MOVQ f+40(FP), R13
-	MOVQ t+48(FP), DI
-	MOVQ nb+0(FP), CX
+TEXT ·kernelU8x3x16(SB), NOSPLIT, $0-104
+	MOVQ a+16(FP), R9
+	MOVQ ds+32(FP), R10
+	MOVQ c+80(FP), DX
+	MOVQ t+72(FP), DI
+	MOVQ ng+0(FP), R8
+	TESTQ R8, R8
+	JZ   done
+
+group:
+	MOVQ R9, AX
+	MOVQ R10, R11
+	MOVQ b+48(FP), BX
+	MOVQ aux+56(FP), R12
+	MOVQ f+64(FP), R13
+	MOVQ nb+8(FP), CX
 
 	VXORPS Y0, Y0, Y0
 	VMOVUPS Y0, 0(DI)
@@ -125,7 +135,7 @@ block:
 	VMOVDQA Y1, Y3
 	VMOVDQA Y0, Y4
 	VMOVDQA Y1, Y5
-	TESTQ $4, flags+72(FP)
+	TESTQ $4, flags+96(FP)
 	JZ   pairs
 	UFIRST(0, 0)
 	UNEXT(12, 64)
@@ -158,7 +168,7 @@ summed:
 	ADDQ $512, BX
 	ADDQ $192, R12
 
-	TESTQ $2, flags+72(FP)
+	TESTQ $2, flags+96(FP)
 	JNZ  withmin
 	UEPI(Y0, Y1, 0(R11), 0(DI), 32(DI))
 	UEPI(Y2, Y3, 8(R11), 64(DI), 96(DI))
@@ -183,25 +193,35 @@ store:
 	VMOVUPS 96(DI), Y3
 	VMOVUPS 128(DI), Y4
 	VMOVUPS 160(DI), Y5
-	MOVQ c+56(FP), DI
-	MOVQ ldc+64(FP), SI
+	MOVQ ldc+88(FP), SI
 	SHLQ $2, SI
-	TESTQ $1, flags+72(FP)
+	TESTQ $1, flags+96(FP)
 	JZ   write
-	VADDPS 0(DI), Y0, Y0
-	VADDPS 32(DI), Y1, Y1
-	VADDPS 0(DI)(SI*1), Y2, Y2
-	VADDPS 32(DI)(SI*1), Y3, Y3
-	VADDPS 0(DI)(SI*2), Y4, Y4
-	VADDPS 32(DI)(SI*2), Y5, Y5
+	VADDPS 0(DX), Y0, Y0
+	VADDPS 32(DX), Y1, Y1
+	VADDPS 0(DX)(SI*1), Y2, Y2
+	VADDPS 32(DX)(SI*1), Y3, Y3
+	VADDPS 0(DX)(SI*2), Y4, Y4
+	VADDPS 32(DX)(SI*2), Y5, Y5
 
 write:
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 0(DI)(SI*1)
-	VMOVUPS Y3, 32(DI)(SI*1)
-	VMOVUPS Y4, 0(DI)(SI*2)
-	VMOVUPS Y5, 32(DI)(SI*2)
+	VMOVUPS Y0, 0(DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 0(DX)(SI*1)
+	VMOVUPS Y3, 32(DX)(SI*1)
+	VMOVUPS Y4, 0(DX)(SI*2)
+	VMOVUPS Y5, 32(DX)(SI*2)
+
+	// Next group: activations, scales and three rows of c further.
+	ADDQ as+24(FP), R9
+	MOVQ dss+40(FP), CX
+	LEAQ (R10)(CX*4), R10
+	LEAQ (DX)(SI*2), DX
+	ADDQ SI, DX
+	DECQ R8
+	JNZ  group
+
+done:
 	VZEROUPPER
 	RET
 

@@ -75,15 +75,17 @@ func init() { int8MinRows.Store(16) }
 // to run the integer kernels on small inputs.
 func SetInt8MinRows(n int) int { return int(int8MinRows.Swap(int64(n))) }
 
-// i8Kernel computes the i8Rows×gemmNR tile c (+)= a·bᵀ over nb blocks of
-// i8Block values. a holds the activations of i8Rows rows interleaved by
-// int16 pairs (pair p of row r at a[(p*i8Rows+r)*2:]), ds per block the
-// rows' (d, d·Σq) pairs (row r of block b at ds[(b*i8Rows+r)*2:]), b a
-// panel of nb·i8PanelK int16 in the (k pair, column, pair half) layout, f
-// its nb·i8PanelF factors. The blocks accumulate in the compact scratch
+// i8Kernel computes, for ng row groups, the i8Rows×gemmNR tiles
+// c (+)= a·bᵀ over nb blocks of i8Block values; group g's activations
+// start at a[g*as], its scales at ds[g*dss], its output at
+// c[g*i8Rows*ldc]. A group's activations interleave its i8Rows rows by
+// int16 pairs (pair p of row r at a[(p*i8Rows+r)*2:]), ds holds per block
+// the rows' (d, d·Σq) pairs (row r of block b at ds[(b*i8Rows+r)*2:]), b is
+// a panel of nb·i8PanelK int16 in the (k pair, column, pair half) layout,
+// f its nb·i8PanelF factors. The blocks accumulate in the compact scratch
 // tile t (i8Rows×gemmNR); c (row r at c[r*ldc]) is written, or added to
-// with i8FlagAcc, once at the end. i8FlagMin applies the offsets.
-type i8Kernel func(nb int, a []int16, ds []float32, b []int16, f []float32, t []float32, c []float32, ldc int, flags int)
+// with i8FlagAcc, once per group. i8FlagMin applies the offsets.
+type i8Kernel func(ng, nb int, a []int16, as int, ds []float32, dss int, b []int16, f []float32, t []float32, c []float32, ldc int, flags int)
 
 // i8PackFunc moves the int16 pairs of eight decoded rows (kc values each,
 // stride kc apart) into columns 0..7 of a panel: pair p of row r goes to
@@ -345,22 +347,27 @@ func gemmInt8(dst, x []float32, m int, w *Matrix, bias []float32, g *i8Tier) {
 				nr := min(gemmNR, n1-n0-j0)
 				pp := pan[p*nb*i8PanelK : (p+1)*nb*i8PanelK]
 				fs := fac[p*nb*i8PanelF : (p+1)*nb*i8PanelF]
-				for i0 := m0; i0 < m1; i0 += i8Rows {
+				// Whole groups of full-width tiles in one call, the rest
+				// (bottom rows, right columns) through the edge tile.
+				full := (m1 - m0) / i8Rows
+				if nr < gemmNR {
+					full = 0
+				}
+				as, dss := i8Rows*k, i8Rows*2*nbRow
+				a := xq[m0*k+k0*i8Rows:]
+				dsa := ds[(m0*nbRow+k0/i8Block*i8Rows)*2:]
+				g.kern(full, nb, a, as, dsa, dss, pp, fs, tile, dst[m0*n+n0+j0:], n, flags)
+				for i0 := m0 + full*i8Rows; i0 < m1; i0 += i8Rows {
 					mr := min(i8Rows, m1-i0)
 					a := xq[i0*k+k0*i8Rows:]
 					dsa := ds[(i0*nbRow+k0/i8Block*i8Rows)*2:]
 					c := dst[i0*n+n0+j0:]
-					if mr == i8Rows && nr == gemmNR {
-						g.kern(nb, a, dsa, pp, fs, tile, c, n, flags)
-						continue
-					}
-					// Edge tile: through a full-size copy.
 					if flags&i8FlagAcc != 0 {
 						for r := 0; r < mr; r++ {
 							copy(edge[r*gemmNR:r*gemmNR+nr], c[r*n:])
 						}
 					}
-					g.kern(nb, a, dsa, pp, fs, tile, edge, gemmNR, flags)
+					g.kern(1, nb, a, as, dsa, dss, pp, fs, tile, edge, gemmNR, flags)
 					for r := 0; r < mr; r++ {
 						copy(c[r*n:r*n+nr], edge[r*gemmNR:])
 					}
@@ -399,7 +406,14 @@ func fma32(a, b, c float32) float32 {
 
 // kernelI16Go is the portable i8Kernel, the same integer math and epilogue
 // as the assembly.
-func kernelI16Go(nb int, a []int16, ds []float32, b []int16, f []float32, t []float32, c []float32, ldc int, flags int) {
+func kernelI16Go(ng, nb int, a []int16, as int, ds []float32, dss int, b []int16, f []float32, t []float32, c []float32, ldc int, flags int) {
+	for g := 0; g < ng; g++ {
+		kernelI16Group(nb, a[g*as:], ds[g*dss:], b, f, t, c[g*i8Rows*ldc:], ldc, flags)
+	}
+}
+
+// kernelI16Group is kernelI16Go for one row group.
+func kernelI16Group(nb int, a []int16, ds []float32, b []int16, f []float32, t []float32, c []float32, ldc int, flags int) {
 	t = t[:i8Rows*gemmNR]
 	clear(t)
 	for bb := 0; bb < nb; bb++ {

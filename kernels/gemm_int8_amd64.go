@@ -3,22 +3,25 @@ package kernels
 import "unsafe"
 
 //go:noescape
-func kernelI16x6x16(nb int, a *int16, ds *float32, b *int16, f *float32, t *float32, c *float32, ldc int, flags int)
+func kernelI16x6x16(ng int, nb int, a *int16, as int, ds *float32, dss int, b *int16, f *float32, t *float32, c *float32, ldc int, flags int)
 
 // kernelI16AVX2 is the assembly i8Kernel; the checks keep every access of
 // the assembly inside the slices.
-func kernelI16AVX2(nb int, a []int16, ds []float32, b []int16, f []float32, t []float32, c []float32, ldc int, flags int) {
-	if nb <= 0 {
-		kernelI16Go(0, a, ds, b, f, t, c, ldc, flags)
+func kernelI16AVX2(ng, nb int, a []int16, as int, ds []float32, dss int, b []int16, f []float32, t []float32, c []float32, ldc int, flags int) {
+	if ng <= 0 {
 		return
 	}
-	_ = a[nb*i8Block*i8Rows-1]
-	_ = ds[nb*i8Rows*2-1]
+	if nb <= 0 {
+		kernelI16Go(ng, 0, a, as, ds, dss, b, f, t, c, ldc, flags)
+		return
+	}
+	_ = a[(ng-1)*as+nb*i8Block*i8Rows-1]
+	_ = ds[(ng-1)*dss+nb*i8Rows*2-1]
 	_ = b[nb*i8PanelK-1]
 	_ = f[nb*i8PanelF-1]
 	_ = t[i8Rows*gemmNR-1]
-	_ = c[(i8Rows-1)*ldc+gemmNR-1]
-	kernelI16x6x16(nb, &a[0], &ds[0], &b[0], &f[0], &t[0], &c[0], ldc, flags)
+	_ = c[((ng-1)*i8Rows+i8Rows-1)*ldc+gemmNR-1]
+	kernelI16x6x16(ng, nb, &a[0], as, &ds[0], dss, &b[0], &f[0], &t[0], &c[0], ldc, flags)
 }
 
 // pack8I16AVX2 is pack8I16Go by the float32 panel packer: an int16 pair

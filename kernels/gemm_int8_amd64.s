@@ -88,23 +88,33 @@
 	VMOVUPS ya, lo \
 	VMOVUPS yb, hi
 
-// func kernelI16x6x16(nb int, a *int16, ds *float32, b *int16, f *float32, t *float32, c *float32, ldc int, flags int)
+// func kernelI16x6x16(ng int, nb int, a *int16, as int, ds *float32, dss int, b *int16, f *float32, t *float32, c *float32, ldc int, flags int)
 //
-// nb blocks of 32 k values. a: the six rows' activations interleaved by
-// int16 pairs (pair p of row r at a[(6p+r)*2]), 96 pairs per block. ds: per
+// ng row groups of six rows: group g's activations at a+g·as int16, its
+// scales at ds+g·dss floats, its output at c+6g·ldc floats. Per group, nb
+// blocks of 32 k values. a: the six rows' activations interleaved by int16
+// pairs (pair p of row r at a[(6p+r)*2]), 96 pairs per block. ds: per
 // block the (dx, dx·Σq) of rows 0..5. b: the panel, 512 int16 per block.
 // f: 32 floats per block (fd of the sixteen columns, then fm). t: a 6x16
 // float32 scratch tile the blocks accumulate into: rows of c are usually a
 // power of two apart and would share L1 sets with each other. c: the
 // output tile, rows ldc apart, written (or, flags bit 0, added to) once at
-// the end. flags bit 1: apply fm.
-TEXT ·kernelI16x6x16(SB), NOSPLIT, $0-72
-	MOVQ a+8(FP), AX
-	MOVQ ds+16(FP), R11
-	MOVQ b+24(FP), BX
-	MOVQ f+32(FP), R13
-	MOVQ t+40(FP), DI
-	MOVQ nb+0(FP), CX
+// the end of a group. flags bit 1: apply fm.
+TEXT ·kernelI16x6x16(SB), NOSPLIT, $0-96
+	MOVQ a+16(FP), R9
+	MOVQ ds+32(FP), R10
+	MOVQ c+72(FP), DX
+	MOVQ t+64(FP), DI
+	MOVQ ng+0(FP), R8
+	TESTQ R8, R8
+	JZ   done
+
+group:
+	MOVQ R9, AX
+	MOVQ R10, R11
+	MOVQ b+48(FP), BX
+	MOVQ f+56(FP), R13
+	MOVQ nb+8(FP), CX
 
 	VXORPS Y0, Y0, Y0
 	VMOVUPS Y0, 0(DI)
@@ -143,7 +153,7 @@ block:
 	ADDQ $384, AX
 	ADDQ $1024, BX
 
-	TESTQ $2, flags+64(FP)
+	TESTQ $2, flags+88(FP)
 	JNZ  withmin
 	EPI(Y0, Y1, 0(R11), 0(DI), 32(DI))
 	EPI(Y2, Y3, 8(R11), 64(DI), 96(DI))
@@ -181,38 +191,49 @@ store:
 	VMOVUPS 288(DI), Y9
 	VMOVUPS 320(DI), Y10
 	VMOVUPS 352(DI), Y11
-	MOVQ c+48(FP), DI
-	MOVQ ldc+56(FP), SI
+	MOVQ ldc+80(FP), SI
 	SHLQ $2, SI
-	LEAQ (DI)(SI*2), R10
-	ADDQ SI, R10
-	TESTQ $1, flags+64(FP)
+	LEAQ (DX)(SI*2), R12
+	ADDQ SI, R12
+	TESTQ $1, flags+88(FP)
 	JZ   write
-	VADDPS 0(DI), Y0, Y0
-	VADDPS 32(DI), Y1, Y1
-	VADDPS 0(DI)(SI*1), Y2, Y2
-	VADDPS 32(DI)(SI*1), Y3, Y3
-	VADDPS 0(DI)(SI*2), Y4, Y4
-	VADDPS 32(DI)(SI*2), Y5, Y5
-	VADDPS 0(R10), Y6, Y6
-	VADDPS 32(R10), Y7, Y7
-	VADDPS 0(R10)(SI*1), Y8, Y8
-	VADDPS 32(R10)(SI*1), Y9, Y9
-	VADDPS 0(R10)(SI*2), Y10, Y10
-	VADDPS 32(R10)(SI*2), Y11, Y11
+	VADDPS 0(DX), Y0, Y0
+	VADDPS 32(DX), Y1, Y1
+	VADDPS 0(DX)(SI*1), Y2, Y2
+	VADDPS 32(DX)(SI*1), Y3, Y3
+	VADDPS 0(DX)(SI*2), Y4, Y4
+	VADDPS 32(DX)(SI*2), Y5, Y5
+	VADDPS 0(R12), Y6, Y6
+	VADDPS 32(R12), Y7, Y7
+	VADDPS 0(R12)(SI*1), Y8, Y8
+	VADDPS 32(R12)(SI*1), Y9, Y9
+	VADDPS 0(R12)(SI*2), Y10, Y10
+	VADDPS 32(R12)(SI*2), Y11, Y11
 
 write:
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 0(DI)(SI*1)
-	VMOVUPS Y3, 32(DI)(SI*1)
-	VMOVUPS Y4, 0(DI)(SI*2)
-	VMOVUPS Y5, 32(DI)(SI*2)
-	VMOVUPS Y6, 0(R10)
-	VMOVUPS Y7, 32(R10)
-	VMOVUPS Y8, 0(R10)(SI*1)
-	VMOVUPS Y9, 32(R10)(SI*1)
-	VMOVUPS Y10, 0(R10)(SI*2)
-	VMOVUPS Y11, 32(R10)(SI*2)
+	VMOVUPS Y0, 0(DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 0(DX)(SI*1)
+	VMOVUPS Y3, 32(DX)(SI*1)
+	VMOVUPS Y4, 0(DX)(SI*2)
+	VMOVUPS Y5, 32(DX)(SI*2)
+	VMOVUPS Y6, 0(R12)
+	VMOVUPS Y7, 32(R12)
+	VMOVUPS Y8, 0(R12)(SI*1)
+	VMOVUPS Y9, 32(R12)(SI*1)
+	VMOVUPS Y10, 0(R12)(SI*2)
+	VMOVUPS Y11, 32(R12)(SI*2)
+
+	// Next group: activations (int16), scales and six rows of c further.
+	MOVQ as+24(FP), CX
+	LEAQ (R9)(CX*2), R9
+	MOVQ dss+40(FP), CX
+	LEAQ (R10)(CX*4), R10
+	LEAQ (R12)(SI*2), DX
+	ADDQ SI, DX
+	DECQ R8
+	JNZ  group
+
+done:
 	VZEROUPPER
 	RET

@@ -55,47 +55,51 @@ func BenchmarkInt8Probe(b *testing.B) {
 	}
 }
 
-// BenchmarkI8Kernel times the integer and the float32 microkernels alone
-// on one L1-resident 256-deep slice, in GMACs: their ratio is the most
-// the integer tier can gain over the float32 one.
+// BenchmarkI8Kernel times the integer microkernels and the float32 one
+// alone on 256-deep slices of one L1-resident panel by 384 rows, in GMACs:
+// their ratio is the most the integer tier can gain over the float32 one.
 func BenchmarkI8Kernel(b *testing.B) {
 	if !hasAVX2 {
 		b.Skip("needs AVX2")
 	}
-	const kc = gemmKC
+	const kc, rows = gemmKC, 384
 	nb := kc / i8Block
-	a16 := make([]int16, i8Rows*kc)
-	ds := make([]float32, i8Rows*2*nb)
-	p16 := make([]int16, nb*i8PanelK)
 	f := make([]float32, nb*i8PanelF)
-	c := make([]float32, i8Rows*gemmNR)
 	tile := make([]float32, i8Rows*gemmNR)
-	a32 := make([]float32, gemmMR*kc)
-	p32 := make([]float32, kc*gemmNR)
-	for _, flags := range []int{i8FlagAcc, i8FlagAcc | i8FlagMin} {
-		b.Run(fmt.Sprintf("int16/flags%d", flags), func(b *testing.B) {
+	c := make([]float32, rows*gemmNR)
+	macs := float64(rows * gemmNR * kc)
+	report := func(b *testing.B) {
+		b.ReportMetric(macs*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMACs")
+	}
+	a16 := make([]int16, rows*kc)
+	ds := make([]float32, rows*2*nb)
+	p16 := make([]int16, nb*i8PanelK)
+	b.Run("int16", func(b *testing.B) {
+		for b.Loop() {
+			kernelI16AVX2(rows/i8Rows, nb, a16, i8Rows*kc, ds, i8Rows*2*nb, p16, f, tile, c, gemmNR, i8FlagAcc|i8FlagMin)
+		}
+		report(b)
+	})
+	a8 := make([]uint8, rows*kc)
+	p8 := make([]int8, nb*u8Panel)
+	aux := make([]int32, nb*u8Aux)
+	for _, flags := range []int{i8FlagAcc | i8FlagMin | u8FlagSteps4, i8FlagAcc} {
+		b.Run(fmt.Sprintf("u8/flags%d", flags), func(b *testing.B) {
 			for b.Loop() {
-				kernelI16AVX2(nb, a16, ds, p16, f, tile, c, gemmNR, flags)
+				kernelU8AVX2(rows/u8Rows, nb, a8, u8Rows*kc, ds, u8Rows*2*nb, p8, aux, f, tile, c, gemmNR, flags)
 			}
-			b.ReportMetric(float64(i8Rows*gemmNR*kc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMACs")
+			report(b)
 		})
 	}
-	// The same panel by 86 row groups in turn (512 rows), as in a product.
-	const groups = 86
-	a16g := make([]int16, groups*i8Rows*kc)
-	dsg := make([]float32, groups*i8Rows*2*nb)
-	b.Run("int16/rows512", func(b *testing.B) {
-		for i := 0; b.Loop(); i++ {
-			g := i % groups
-			kernelI16AVX2(nb, a16g[g*i8Rows*kc:], dsg[g*i8Rows*2*nb:], p16, f, tile, c, gemmNR, i8FlagAcc)
-		}
-		b.ReportMetric(float64(i8Rows*gemmNR*kc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMACs")
-	})
+	a32 := make([]float32, rows*kc)
+	p32 := make([]float32, kc*gemmNR)
 	b.Run("f32", func(b *testing.B) {
 		for b.Loop() {
-			microKernelAVX2(kc, a32, kc, p32, c, gemmNR, true)
+			for i := 0; i < rows; i += gemmMR {
+				microKernelAVX2(kc, a32[i*kc:], kc, p32, c[i*gemmNR:], gemmNR, true)
+			}
 		}
-		b.ReportMetric(float64(gemmMR*gemmNR*kc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMACs")
+		report(b)
 	})
 }
 

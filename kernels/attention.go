@@ -15,8 +15,8 @@ import (
 // pairs, go to the worker pool.
 
 const (
-	attnBQ = 96 // queries per block (a multiple of gemmMR)
-	attnBK = 64 // keys per block (a multiple of gemmNR)
+	attnBQ = 96  // queries per block (a multiple of gemmMR)
+	attnBK = 128 // keys per block (a multiple of gemmNR)
 )
 
 // attnTier is what a tier plugs into the fused attention.
@@ -136,13 +136,19 @@ func (at *attnTier) attention(out, q, k, v []float32, nTok, nHead, nKV, headDim 
 			w := min(gemmNR, hd-c0)
 			for j := 0; j < kb.nk; j++ {
 				src := v[(kb.j0+j)*ks+g*hd+c0:]
+				if w == gemmNR {
+					// A whole panel row: one fixed-size move rather than
+					// a call to the general copy per 16 values.
+					*(*[gemmNR]float32)(pan[j*gemmNR:]) = *(*[gemmNR]float32)(src)
+					continue
+				}
 				copy(pan[j*gemmNR:j*gemmNR+w], src[:w])
 				clear(pan[j*gemmNR+w : (j+1)*gemmNR])
 			}
 		}
 	})
 
-	size := attnBQ*ldS + attnBQ*hd + 2*attnBQ + edgeScratch(max(hd, attnBK))
+	size := attnBQ*ldS + 2*attnBQ + edgeScratch(max(hd, attnBK))
 	parallelFor(len(blocks)*nHead, func(item int) {
 		bi, h := item/nHead, item%nHead
 		b, g := blocks[bi], h/group
@@ -151,7 +157,6 @@ func (at *attnTier) attention(out, q, k, v []float32, nTok, nHead, nKV, headDim 
 		buf := *bufp
 		take := func(n int) []float32 { s := buf[:n:n]; buf = buf[n:]; return s }
 		sc := take(attnBQ * ldS)
-		o := take(attnBQ * hd)
 		mx, l := take(attnBQ), take(attnBQ)
 		edge := buf
 
@@ -164,6 +169,9 @@ func (at *attnTier) attention(out, q, k, v []float32, nTok, nHead, nKV, headDim 
 			kEnd = b.q1
 		}
 		qb := q[b.q0*qs+h*hd:]
+		// The weighted values accumulate in place in out (row stride qs):
+		// no block-sized buffer and no copy at the end.
+		o := out[b.q0*qs+h*hd:]
 		for j0 := b.lo; j0 < kEnd; j0 += attnBK {
 			kb := kbs[first[bi]+(j0-b.lo)/attnBK]
 			nk := min(kb.nk, kEnd-j0) // the causal limit may cut the block
@@ -193,9 +201,7 @@ func (at *attnTier) attention(out, q, k, v []float32, nTok, nHead, nKV, headDim 
 					if mNew != mx[i] {
 						alpha := float32(math.Exp(float64(mx[i] - mNew)))
 						l[i] *= alpha
-						for d := range o[i*hd : (i+1)*hd] {
-							o[i*hd+d] *= alpha
-						}
+						at.scaleMax(o[i*qs:i*qs+hd], alpha)
 					}
 					l[i] += s
 				} else {
@@ -204,14 +210,10 @@ func (at *attnTier) attention(out, q, k, v []float32, nTok, nHead, nKV, headDim 
 				mx[i] = mNew
 			}
 
-			panelProductStride(at.kern, o, hd, sc, ldS, rows, nk, vp, gemmNR*kb.nk, hd, j0 > b.lo, edge)
+			panelProductStride(at.kern, o, qs, sc, ldS, rows, nk, vp, gemmNR*kb.nk, hd, j0 > b.lo, edge)
 		}
 		for i := 0; i < rows; i++ {
-			inv := 1 / l[i]
-			dst := out[(b.q0+i)*qs+h*hd : (b.q0+i)*qs+h*hd+hd]
-			for d, ov := range o[i*hd : (i+1)*hd] {
-				dst[d] = ov * inv
-			}
+			at.scaleMax(o[i*qs:i*qs+hd], 1/l[i]) // the maximum is not needed
 		}
 	})
 }

@@ -26,11 +26,14 @@ import (
 // whose sub-block scales are small integers fold them into q (Q6_K, Q3_K,
 // IQ4_XS: |scale·q| ≤ 4096), so every block has one float factor.
 //
-// Microkernel: 6 rows × 16 columns, VPMADDWD of int16 pairs into twelve
-// int32 accumulators over one 32-value block (exact: |Σ| ≤ 32·127·4096 <
-// 2²⁴, so the conversion to float32 is exact too), then per block
-// c += float(Σ)·(dx·fd) + fm·(dx·Σq). The choice of VPMADDWD over u8×s8
-// VPMADDUBSW is measured and explained at BenchmarkInt8Probe.
+// Two integer paths share this design. The u8 path (gemm_int8_u8.go), for
+// the types whose integer values fit in ±32 (K-quants, Q4/Q5), multiplies
+// bytes with VPMADDUBSW. The int16 path here, for the others (Q8_0, IQ4,
+// Q8_K), multiplies int16 pairs with VPMADDWD on 6×16 tiles, twelve int32
+// accumulators over one 32-value block (exact: |Σ| ≤ 32·127·4096 < 2²⁴,
+// so the conversion to float32 is exact too). Both then do per block
+// c += float(Σ)·(dx·fd) + fm·(dx·Σq). BenchmarkInt8Probe measures the
+// candidate inner loops.
 //
 // Per-32 activation blocks (rather than llama.cpp's per-256 Q8_K) cost one
 // epilogue per 32 values; they bound the activation error by the largest
@@ -50,10 +53,11 @@ const (
 
 // int8Types are the weight types the avx2-int8 tier multiplies in integer
 // arithmetic: those whose integer product measured faster than the float32
-// one at M=512, K=N=2048 (BenchmarkInt8Ratio, 1.1-1.4×), all on the u8
-// path. The int16 path (Q8_0, IQ4_NL, IQ4_XS, Q8_K) measured 0.86-1.01×,
-// so those types keep the float32 path; it stays, tested, as the integer
-// reference for them and the base for a faster kernel.
+// one at M=512, K=N=2048 (BenchmarkInt8Ratio), all on the u8 path. The
+// int16 path (Q8_0, IQ4_NL, IQ4_XS, Q8_K) measured 0.9-1.05× for the first
+// three, within the machine's noise of the float32 path, so they keep it;
+// the path stays, tested, as their integer reference and the base for a
+// faster kernel (Q8_K weights do not occur in models).
 var int8Types = map[gguf.Type]bool{
 	gguf.TypeQ4_K: true, gguf.TypeQ5_K: true, gguf.TypeQ6_K: true, gguf.TypeQ3_K: true,
 	gguf.TypeQ4_0: true, gguf.TypeQ4_1: true, gguf.TypeQ5_0: true, gguf.TypeQ5_1: true,

@@ -15,16 +15,18 @@ import (
 // BenchmarkInt8Probe times candidate integer inner loops against the FMA
 // peak of the same run, in MACs per FMA-MAC (an FMA is 8 MACs): above 1 an
 // integer loop multiplies faster than the f32 microkernel can at best.
+// (a) maddwd6x16: int16 pairs, VPMADDWD + VPADDD per k pair, 6x16 tile;
+// (b) maddubsw4x16: u8×s8 VPMADDUBSW, VPMADDWD by ones, VPADDD per four k;
+// (c) maddubswI16: eight VPMADDUBSW summed in int16 before one VPMADDWD.
 //
-// Measured on the 2-core Zen 3 (one thread, shared and noisy machine,
-// 40000 iterations, two runs): maddwd6x16 1.7-2.2, maddubsw4x16 2.4-2.7,
-// maddubswI16 2.6-3.0 times the FMA MAC rate. The loops are bound by
-// instructions issued per cycle more than by the multiply pipes, so MACs
-// per instruction decide: (a) 5.6, (b) 8.5, (c) 12. The tier's kernel is
-// (a): it is exact for every weight type with no offsets or saturation
-// (u8×s8 VPMADDUBSW saturates for 8-bit weights and needs offset
-// corrections for signed ones); (b) and (c) remain the way to go further
-// for the ≤6-bit types.
+// Measured on the 2-core Zen 3 (one thread; least time of 2000 runs, the
+// machine being shared): (a) 1.42, (b) 1.73, (c) 2.06 times the FMA MAC
+// rate. The loops are bound by the two vector multiply pipes and by
+// instructions issued, so MACs per multiply instruction and per
+// instruction decide. The tier uses (c)'s idea on a 3x16 tile (int16 sums
+// over four k steps for weights within ±16, two within ±32:
+// kernelU8x3x16), and (a) for the 8-bit and codebook types, whose values
+// would saturate VPMADDUBSW.
 func BenchmarkInt8Probe(b *testing.B) {
 	if !hasAVX2 {
 		b.Skip("needs AVX2")

@@ -468,3 +468,10 @@ func int32s(b []int16) []int32 {
 	}
 	return unsafe.Slice((*int32)(unsafe.Pointer(&b[0])), len(b)/2)
 }
+
+// QuantizesActivations reports whether the active tier multiplies weights
+// of type t by activations quantized to 8 bits (for products of enough
+// rows, SetInt8MinRows), so that results carry that quantization's error.
+func QuantizesActivations(t gguf.Type) bool {
+	return Active() == TierAVX2Int8 && int8Types[t]
+}

@@ -1,11 +1,13 @@
 package qwenvl
 
 import (
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/internal/fixtures"
 	"github.com/vembed/vembed/kernels"
 	"github.com/vembed/vembed/model/heads"
@@ -121,4 +123,31 @@ func TestInt8Synthetic(t *testing.T) {
 			t.Errorf("%s: cos(int8, f32) = %.7f < %v", typ, cos, int8MinCos)
 		}
 	}
+}
+
+// int8ActError bounds the relative RMS error that quantizing activations
+// adds to each product when the active tier does so for a weight type of
+// the given files (else 0). Per block of 32 values the step is
+// d = amax/127 and the rounding error is uniform in ±d/2, RMS d/√12; since
+// amax ≤ √32·RMS of the block, the relative RMS error is at most
+// √32/(127·√12) ≈ 0.0129, whatever the activations.
+func int8ActError(t *testing.T, paths ...string) float64 {
+	t.Helper()
+	for _, p := range paths {
+		f, err := gguf.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		quantized := false
+		for _, tr := range f.Tensors {
+			if len(tr.Dims) >= 2 && kernels.QuantizesActivations(tr.Type) {
+				quantized = true
+			}
+		}
+		f.Close()
+		if quantized {
+			return math.Sqrt(32) / (127 * math.Sqrt(12))
+		}
+	}
+	return 0
 }

@@ -406,3 +406,46 @@ func TestU8RowsMatch(t *testing.T) {
 		}
 	}
 }
+
+// TestMatMulInt8Concurrent runs integer products from several goroutines
+// at once on the int8 tier: each must get its own scratch (activation,
+// panel and tile buffers) and the same result as when alone.
+func TestMatMulInt8Concurrent(t *testing.T) {
+	if !hasTier(TierAVX2Int8) {
+		t.Skip("no avx2-int8 tier on this CPU")
+	}
+	saved := Active()
+	defer Use(saved)
+	Use(TierAVX2Int8)
+	rng := rand.New(rand.NewPCG(19, 20))
+	const callers, m, k, n = 4, 41, 512, 150
+	for _, typ := range []gguf.Type{gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ5_0} {
+		w := randMatrix(t, typ, n, k, rng)
+		xs := make([][]float32, callers)
+		want := make([][]float32, callers)
+		for c := range xs {
+			xs[c] = randVec(m*k, rng)
+			want[c] = make([]float32, m*n)
+			MatMul(want[c], xs[c], m, w, nil)
+		}
+		errs := make(chan error, callers)
+		for c := 0; c < callers; c++ {
+			go func() {
+				got := make([]float32, m*n)
+				for rep := 0; rep < 5; rep++ {
+					MatMul(got, xs[c], m, w, nil)
+					if !slices.Equal(got, want[c]) {
+						errs <- fmt.Errorf("%s caller %d: result differs from the one computed alone", typ, c)
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for c := 0; c < callers; c++ {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}

@@ -60,6 +60,24 @@ func decodeQ4KU8AVX2(qs *byte, nsb int, q *int8, sum *int32)
 //go:noescape
 func decodeQ6KU8AVX2(blk *byte, nsb int, q *int8, sum *int32)
 
+//go:noescape
+func decodeQ5KU8AVX2(blk *byte, nsb int, q *int8, sum *int32)
+
+// kMinScales writes the factors d·sc and offsets −dmin·m of the eight
+// sub-blocks of each of nsb Q4_K or Q5_K super-blocks (size bytes apart)
+// and sets their multipliers to 1.
+func kMinScales(src []byte, nsb, size int, fd, fm []float32, fs int, mul []int16) {
+	ones(mul[:16*nsb])
+	for b := 0; b < nsb; b++ {
+		blk := src[size*b : size*b+16]
+		d, dmin := f16(blk), f16(blk[2:])
+		for j := 0; j < 8; j++ {
+			sc, m := scaleMinK4(blk[4:16], j)
+			fd[(8*b+j)*fs], fm[(8*b+j)*fs] = d*float32(sc), -(dmin * float32(m))
+		}
+	}
+}
+
 // u8RowsAVX2 are u8 path decoders with the per-value work in assembly,
 // equal to the u8Decoders rows of their types (tested).
 var u8RowsAVX2 = map[gguf.Type]func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32){
@@ -69,16 +87,17 @@ var u8RowsAVX2 = map[gguf.Type]func(src []byte, n int, q []int8, fd, fm []float3
 			return
 		}
 		_, _, _ = src[144*nsb-1], q[256*nsb-1], sum[16*nsb-1]
-		ones(mul[:16*nsb])
-		for b := 0; b < nsb; b++ {
-			blk := src[144*b : 144*b+16]
-			d, dmin := f16(blk), f16(blk[2:])
-			for j := 0; j < 8; j++ {
-				sc, m := scaleMinK4(blk[4:16], j)
-				fd[(8*b+j)*fs], fm[(8*b+j)*fs] = d*float32(sc), -(dmin * float32(m))
-			}
-		}
+		kMinScales(src, nsb, 144, fd, fm, fs, mul)
 		decodeQ4KU8AVX2(&src[16], nsb, &q[0], &sum[0])
+	},
+	gguf.TypeQ5_K: func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
+		nsb := n / 256
+		if nsb == 0 {
+			return
+		}
+		_, _, _ = src[176*nsb-1], q[256*nsb-1], sum[16*nsb-1]
+		kMinScales(src, nsb, 176, fd, fm, fs, mul)
+		decodeQ5KU8AVX2(&src[0], nsb, &q[0], &sum[0])
 	},
 	gguf.TypeQ6_K: func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
 		nsb := n / 256

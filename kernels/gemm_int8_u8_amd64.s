@@ -451,3 +451,59 @@ q6half:
 q6done:
 	VZEROUPPER
 	RET
+
+DATA u8one<>+0(SB)/8, $0x0101010101010101
+GLOBL u8one<>(SB), RODATA|NOPTR, $8
+
+// One 32-byte nibble group c of a Q5_K super-block: low nibbles with bit
+// 2c of the qh bytes (Y3) as sub-block 2c, high nibbles with bit 2c+1 as
+// sub-block 2c+1.
+#define Q5C(lsh, hsh, qoff, ooff, soff) \
+	VMOVDQU qoff(R9), Y0 \
+	VPAND Y14, Y0, Y1 \
+	VPSRLW $4, Y0, Y2 \
+	VPAND Y14, Y2, Y2 \
+	VPSRLW $lsh, Y3, Y4 \
+	VPAND Y13, Y4, Y4 \
+	VPSLLW $4, Y4, Y4 \
+	VPOR Y4, Y1, Y1 \
+	VPSRLW $hsh, Y3, Y4 \
+	VPAND Y13, Y4, Y4 \
+	VPSLLW $4, Y4, Y4 \
+	VPOR Y4, Y2, Y2 \
+	VMOVDQU Y1, ooff(DI) \
+	VMOVDQU Y2, ooff+32(DI) \
+	HALFSUMS(Y1, soff) \
+	HALFSUMS(Y2, soff+8)
+
+// func decodeQ5KU8AVX2(blk *byte, nsb int, q *int8, sum *int32)
+//
+// The values of nsb Q5_K super-blocks (176 bytes apart) as bytes, in
+// order, with the sums of each sub-block's halves.
+TEXT ·decodeQ5KU8AVX2(SB), NOSPLIT, $0-32
+	MOVQ blk+0(FP), SI
+	MOVQ nsb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ sum+24(FP), DX
+	VPBROADCASTQ u8nib<>+0(SB), Y14
+	VPBROADCASTQ u8one<>+0(SB), Y13
+	VPXOR Y15, Y15, Y15
+	TESTQ CX, CX
+	JZ   q5done
+
+q5sb:
+	VMOVDQU 16(SI), Y3
+	LEAQ 48(SI), R9
+	Q5C(0, 1, 0, 0, 0)
+	Q5C(2, 3, 32, 64, 16)
+	Q5C(4, 5, 64, 128, 32)
+	Q5C(6, 7, 96, 192, 48)
+	ADDQ $256, DI
+	ADDQ $64, DX
+	ADDQ $176, SI
+	DECQ CX
+	JNZ  q5sb
+
+q5done:
+	VZEROUPPER
+	RET

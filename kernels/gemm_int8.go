@@ -238,6 +238,12 @@ func putI16(p *[]int16) { i16Scratch.Put(p) }
 type i8Tier struct {
 	kern  i8Kernel
 	pack8 i8PackFunc
+	// quant is quantizeRowU8 or a faster equal: the activations arrive
+	// as q+128 and are widened while being interleaved.
+	quant func(x []float32, q []uint8, ds []float32)
+	// rows, optional by type, replace i8Decoders' row with a faster
+	// equal.
+	rows map[gguf.Type]func(src []byte, n int, q []int16, fd, fm []float32, fs int)
 }
 
 // gemmInt8 is MatMul through the integer kernels; w's type must be in
@@ -245,6 +251,9 @@ type i8Tier struct {
 // i8Block).
 func gemmInt8(dst, x []float32, m int, w *Matrix, bias []float32, g *i8Tier) {
 	dec := i8Decoders[w.Type]
+	if row := g.rows[w.Type]; row != nil {
+		dec.row = row
+	}
 	n, k := w.Rows, w.Cols
 	if m <= 0 || n <= 0 {
 		return
@@ -264,22 +273,24 @@ func gemmInt8(dst, x []float32, m int, w *Matrix, bias []float32, g *i8Tier) {
 	defer putScratch(dsp)
 	xq, ds := *xqp, *dsp
 	parallelFor(groups, func(gi int) {
-		qp, dp := getI16(k), getScratch(2*nbRow)
-		defer putI16(qp)
+		qp, dp := getBytes(k), getScratch(2*nbRow)
+		defer putBytes(qp)
 		defer putScratch(dp)
 		q, dr := *qp, *dp
 		xg := xq[gi*i8Rows*k : (gi+1)*i8Rows*k]
 		dg := ds[gi*i8Rows*2*nbRow : (gi+1)*i8Rows*2*nbRow]
 		for r := 0; r < i8Rows; r++ {
 			if i := gi*i8Rows + r; i < m {
-				quantizeRowI8(x[i*k:(i+1)*k], q, dr)
+				g.quant(x[i*k:(i+1)*k], q, dr)
 			} else {
-				clear(q)
+				for j := range q {
+					q[j] = 128
+				}
 				clear(dr)
 			}
 			for p := 0; p < k/2; p++ {
 				o := (p*i8Rows + r) * 2
-				xg[o], xg[o+1] = q[2*p], q[2*p+1]
+				xg[o], xg[o+1] = int16(q[2*p])-128, int16(q[2*p+1])-128
 			}
 			for b := 0; b < nbRow; b++ {
 				o := (b*i8Rows + r) * 2

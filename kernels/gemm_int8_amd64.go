@@ -1,6 +1,10 @@
 package kernels
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/vembed/vembed/gguf"
+)
 
 //go:noescape
 func kernelI16x6x16(ng int, nb int, a *int16, as int, ds *float32, dss int, b *int16, f *float32, t *float32, c *float32, ldc int, flags int)
@@ -42,7 +46,7 @@ func pack8I16AVX2(src []int16, kc int, dst []int16) {
 func int8Tier(t impl) *impl {
 	t.tier = TierAVX2Int8
 	f32 := t.matMul
-	g := &i8Tier{kern: kernelI16AVX2, pack8: pack8I16AVX2}
+	g := &i8Tier{kern: kernelI16AVX2, pack8: pack8I16AVX2, quant: quantizeRowU8AVX2, rows: i8RowsAVX2}
 	gu := &u8Tier{kern: kernelU8AVX2, pack8: pack8U8AVX2, quant: quantizeRowU8AVX2, rows: u8RowsAVX2}
 	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
 		minRows := int(int8MinRows.Load())
@@ -67,6 +71,25 @@ func archIntKernels() (map[string]*i8Tier, map[string]*u8Tier) {
 	if !hasAVX2 {
 		return nil, nil
 	}
-	return map[string]*i8Tier{"avx2": {kern: kernelI16AVX2, pack8: pack8I16AVX2}},
+	return map[string]*i8Tier{"avx2": {kern: kernelI16AVX2, pack8: pack8I16AVX2, quant: quantizeRowU8AVX2, rows: i8RowsAVX2}},
 		map[string]*u8Tier{"avx2": {kern: kernelU8AVX2, pack8: pack8U8AVX2, quant: quantizeRowU8AVX2, rows: u8RowsAVX2}}
+}
+
+//go:noescape
+func decodeQ8_0I16AVX2(src *byte, nb int, q *int16)
+
+// i8RowsAVX2 are int16 path decoders with the per-value work in assembly,
+// equal to the i8Decoders rows of their types (tested).
+var i8RowsAVX2 = map[gguf.Type]func(src []byte, n int, q []int16, fd, fm []float32, fs int){
+	gguf.TypeQ8_0: func(src []byte, n int, q []int16, fd, fm []float32, fs int) {
+		nb := n / 32
+		if nb == 0 {
+			return
+		}
+		_, _ = src[34*nb-1], q[32*nb-1]
+		for b := 0; b < nb; b++ {
+			fd[b*fs] = f16(src[34*b:])
+		}
+		decodeQ8_0I16AVX2(&src[0], nb, &q[0])
+	},
 }

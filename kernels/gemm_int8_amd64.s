@@ -237,3 +237,27 @@ write:
 done:
 	VZEROUPPER
 	RET
+
+// func decodeQ8_0I16AVX2(src *byte, nb int, q *int16)
+// The 32 signed bytes of each of nb Q8_0 blocks (34 bytes apart, after the
+// 2-byte scale) widened to int16.
+TEXT ·decodeQ8_0I16AVX2(SB), NOSPLIT, $0-24
+	MOVQ src+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	TESTQ CX, CX
+	JZ   q8done
+
+q8block:
+	VPMOVSXBW 2(SI), Y0
+	VPMOVSXBW 18(SI), Y1
+	VMOVDQU Y0, 0(DI)
+	VMOVDQU Y1, 32(DI)
+	ADDQ $34, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  q8block
+
+q8done:
+	VZEROUPPER
+	RET

@@ -149,7 +149,7 @@ type intGEMM struct {
 
 // intGEMMs lists the integer paths and kernels this build can run.
 func intGEMMs() []intGEMM {
-	i8 := map[string]*i8Tier{"go": {kern: kernelI16Go, pack8: pack8I16Go}}
+	i8 := map[string]*i8Tier{"go": {kern: kernelI16Go, pack8: pack8I16Go, quant: quantizeRowU8}}
 	u8 := map[string]*u8Tier{"go": {kern: kernelU8Go, pack8: pack8U8Go, quant: quantizeRowU8}}
 	ai8, au8 := archIntKernels()
 	for name, g := range ai8 {
@@ -378,11 +378,27 @@ func TestQuantizeRowU8(t *testing.T) {
 	}
 }
 
-// TestU8RowsMatch checks the tiers' faster u8 decoders against the
-// portable ones, every output bit for bit, over several super-blocks.
+// TestU8RowsMatch checks the tiers' faster decoders against the portable
+// ones, every output bit for bit, over several super-blocks.
 func TestU8RowsMatch(t *testing.T) {
 	rng := rand.New(rand.NewPCG(33, 34))
-	_, au8 := archIntKernels()
+	ai8, au8 := archIntKernels()
+	for name, g := range ai8 {
+		for typ, row := range g.rows {
+			const n = 768
+			w := randMatrix(t, typ, 1, n, rng)
+			run := func(f func(src []byte, n int, q []int16, fd, fm []float32, fs int)) ([]int16, []float32) {
+				q, fd := make([]int16, n), make([]float32, 2*n/32)
+				f(w.Data, n, q, fd, make([]float32, 2*n/32), 2)
+				return q, fd
+			}
+			wq, wfd := run(i8Decoders[typ].row)
+			gq, gfd := run(row)
+			if !slices.Equal(gq, wq) || !slices.Equal(gfd, wfd) {
+				t.Errorf("%s %s: decoder differs from the portable one", name, typ)
+			}
+		}
+	}
 	for name, g := range au8 {
 		for typ, row := range g.rows {
 			const n = 768

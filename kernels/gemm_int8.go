@@ -220,19 +220,102 @@ func roundHalfEven(v float32) int32 {
 	return int32(float32(v+magic) - magic)
 }
 
-// i16Scratch hands out reusable int16 buffers, like getScratch.
-var i16Scratch sync.Pool
+// scratchPool hands out reusable buffers of T, as getScratch does for
+// float32: a product's buffers survive to the next call without living per
+// goroutine.
+type scratchPool[T any] struct{ p sync.Pool }
 
-func getI16(n int) *[]int16 {
-	if p, ok := i16Scratch.Get().(*[]int16); ok && cap(*p) >= n {
+// get returns a buffer of at least n values; its contents are arbitrary.
+func (s *scratchPool[T]) get(n int) *[]T {
+	if p, ok := s.p.Get().(*[]T); ok && cap(*p) >= n {
 		*p = (*p)[:n]
 		return p
 	}
-	b := make([]int16, n)
+	b := make([]T, n)
 	return &b
 }
 
-func putI16(p *[]int16) { i16Scratch.Put(p) }
+func (s *scratchPool[T]) put(b *[]T) { s.p.Put(b) }
+
+var (
+	i16Scratch  scratchPool[int16]
+	byteScratch scratchPool[byte]
+)
+
+// quantizeGroups quantizes the m rows of x (k values each) with quant,
+// in parallel by groups of rows rows, and hands each row's bytes (q+128) to
+// put(group, row in the group, q) to store in a kernel's layout; the rows'
+// (d, d·Σq) pairs go to ds in the layout [group][block][row][2]. The rows
+// past m in the last group quantize as zeros.
+func quantizeGroups(x []float32, m, k, rows int, ds []float32, quant func(x []float32, q []uint8, ds []float32), put func(gi, r int, q []uint8)) {
+	nb := k / i8Block
+	parallelFor((m+rows-1)/rows, func(gi int) {
+		qp, dp := byteScratch.get(k), getScratch(2*nb)
+		defer byteScratch.put(qp)
+		defer putScratch(dp)
+		q, dr := *qp, *dp
+		dg := ds[gi*rows*2*nb : (gi+1)*rows*2*nb]
+		for r := 0; r < rows; r++ {
+			if i := gi*rows + r; i < m {
+				quant(x[i*k:(i+1)*k], q, dr)
+			} else {
+				for j := range q {
+					q[j] = 128
+				}
+				clear(dr)
+			}
+			put(gi, r, q)
+			for b := 0; b < nb; b++ {
+				o := (b*rows + r) * 2
+				dg[o], dg[o+1] = dr[2*b], dr[2*b+1]
+			}
+		}
+	})
+}
+
+// int8Blocking splits a product of m rows by n columns into work items as
+// gemm does: column blocks of gemmNC, and row blocks of whole groups of
+// rows (one kernel call each), split further only when there are too few
+// column blocks to keep every worker busy, since each row block decodes
+// the weights again.
+func int8Blocking(m, n, rows int) (mc, mBlocks, nBlocks int) {
+	nBlocks = (n + gemmNC - 1) / gemmNC
+	mc = roundUp(m, rows)
+	if want := 3 * workers(); nBlocks < want {
+		parts := (want + nBlocks - 1) / nBlocks
+		mc = max(roundUp((m+parts-1)/parts, rows), min(mc, roundUp(8*gemmMR, rows)))
+	}
+	return mc, (m + mc - 1) / mc, nBlocks
+}
+
+// addBias adds bias[n0:n1] to rows m0..m1 of dst (rows n apart).
+func addBias(dst []float32, n int, bias []float32, m0, m1, n0, n1 int) {
+	if bias == nil {
+		return
+	}
+	for i := m0; i < m1; i++ {
+		row := dst[i*n+n0 : i*n+n1]
+		for j, b := range bias[n0:n1] {
+			row[j] += b
+		}
+	}
+}
+
+// throughEdge runs call, which writes a full tile of rows×gemmNR outputs
+// rows gemmNR apart, for a tile of c that has only mr rows and nr columns:
+// through the scratch tile edge, copying c in first when the call adds to
+// it (acc).
+func throughEdge(c []float32, ldc, mr, nr int, acc bool, edge []float32, call func(out []float32)) {
+	if acc {
+		for r := 0; r < mr; r++ {
+			copy(edge[r*gemmNR:r*gemmNR+nr], c[r*ldc:])
+		}
+	}
+	call(edge)
+	for r := 0; r < mr; r++ {
+		copy(c[r*ldc:r*ldc+nr], edge[r*gemmNR:])
+	}
+}
 
 // i8Tier is what a tier plugs into the integer GEMM.
 type i8Tier struct {
@@ -268,45 +351,20 @@ func gemmInt8(dst, x []float32, m int, w *Matrix, bias []float32, g *i8Tier) {
 	// for power-of-two k); the rows past m in the last group are zero.
 	nbRow := k / i8Block
 	groups := (m + i8Rows - 1) / i8Rows
-	xqp, dsp := getI16(groups*i8Rows*k), getScratch(groups*i8Rows*2*nbRow)
-	defer putI16(xqp)
+	xqp, dsp := i16Scratch.get(groups*i8Rows*k), getScratch(groups*i8Rows*2*nbRow)
+	defer i16Scratch.put(xqp)
 	defer putScratch(dsp)
 	xq, ds := *xqp, *dsp
-	parallelFor(groups, func(gi int) {
-		qp, dp := getBytes(k), getScratch(2*nbRow)
-		defer putBytes(qp)
-		defer putScratch(dp)
-		q, dr := *qp, *dp
+	quantizeGroups(x, m, k, i8Rows, ds, g.quant, func(gi, r int, q []uint8) {
 		xg := xq[gi*i8Rows*k : (gi+1)*i8Rows*k]
-		dg := ds[gi*i8Rows*2*nbRow : (gi+1)*i8Rows*2*nbRow]
-		for r := 0; r < i8Rows; r++ {
-			if i := gi*i8Rows + r; i < m {
-				g.quant(x[i*k:(i+1)*k], q, dr)
-			} else {
-				for j := range q {
-					q[j] = 128
-				}
-				clear(dr)
-			}
-			for p := 0; p < k/2; p++ {
-				o := (p*i8Rows + r) * 2
-				xg[o], xg[o+1] = int16(q[2*p])-128, int16(q[2*p+1])-128
-			}
-			for b := 0; b < nbRow; b++ {
-				o := (b*i8Rows + r) * 2
-				dg[o], dg[o+1] = dr[2*b], dr[2*b+1]
-			}
+		for p := 0; p < k/2; p++ {
+			o := (p*i8Rows + r) * 2
+			xg[o], xg[o+1] = int16(q[2*p])-128, int16(q[2*p+1])-128
 		}
 	})
 
 	rowBytes := w.RowBytes()
-	nBlocks := (n + gemmNC - 1) / gemmNC
-	mc := roundUp(m, i8Rows)
-	if want := 3 * workers(); nBlocks < want {
-		parts := (want + nBlocks - 1) / nBlocks
-		mc = max(roundUp((m+parts-1)/parts, i8Rows), min(mc, 8*i8Rows))
-	}
-	mBlocks := (m + mc - 1) / mc
+	mc, mBlocks, nBlocks := int8Blocking(m, n, i8Rows)
 	flagMin := 0
 	if dec.hasMin {
 		flagMin = i8FlagMin
@@ -321,8 +379,8 @@ func gemmInt8(dst, x []float32, m int, w *Matrix, bias []float32, g *i8Tier) {
 		panels := (n1 - n0 + gemmNR - 1) / gemmNR
 
 		np := panels * kb * i8PanelK
-		ip := getI16(np + gemmNR*gemmKC)
-		defer putI16(ip)
+		ip := i16Scratch.get(np + gemmNR*gemmKC)
+		defer i16Scratch.put(ip)
 		pan, rowBuf := (*ip)[:np], (*ip)[np:np+gemmNR*gemmKC]
 		nf := panels * kb * i8PanelF
 		fp := getScratch(nf + 2*i8Rows*gemmNR)
@@ -373,30 +431,15 @@ func gemmInt8(dst, x []float32, m int, w *Matrix, bias []float32, g *i8Tier) {
 				dsa := ds[(m0*nbRow+k0/i8Block*i8Rows)*2:]
 				g.kern(full, nb, a, as, dsa, dss, pp, fs, tile, dst[m0*n+n0+j0:], n, flags)
 				for i0 := m0 + full*i8Rows; i0 < m1; i0 += i8Rows {
-					mr := min(i8Rows, m1-i0)
 					a := xq[i0*k+k0*i8Rows:]
 					dsa := ds[(i0*nbRow+k0/i8Block*i8Rows)*2:]
-					c := dst[i0*n+n0+j0:]
-					if flags&i8FlagAcc != 0 {
-						for r := 0; r < mr; r++ {
-							copy(edge[r*gemmNR:r*gemmNR+nr], c[r*n:])
-						}
-					}
-					g.kern(1, nb, a, as, dsa, dss, pp, fs, tile, edge, gemmNR, flags)
-					for r := 0; r < mr; r++ {
-						copy(c[r*n:r*n+nr], edge[r*gemmNR:])
-					}
+					throughEdge(dst[i0*n+n0+j0:], n, min(i8Rows, m1-i0), nr, k0 > 0, edge, func(out []float32) {
+						g.kern(1, nb, a, as, dsa, dss, pp, fs, tile, out, gemmNR, flags)
+					})
 				}
 			}
 		}
-		if bias != nil {
-			for i := m0; i < m1; i++ {
-				row := dst[i*n+n0 : i*n+n1]
-				for j, b := range bias[n0:n1] {
-					row[j] += b
-				}
-			}
-		}
+		addBias(dst, n, bias, m0, m1, n0, n1)
 	})
 }
 

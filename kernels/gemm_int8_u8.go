@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"encoding/binary"
-	"sync"
 	"unsafe"
 
 	"github.com/vembed/vembed/gguf"
@@ -282,20 +281,6 @@ func bytesOf(q []int8) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&q[0])), len(q))
 }
 
-// u8Bytes hands out reusable byte buffers, like getScratch.
-var u8Bytes sync.Pool
-
-func getBytes(n int) *[]byte {
-	if p, ok := u8Bytes.Get().(*[]byte); ok && cap(*p) >= n {
-		*p = (*p)[:n]
-		return p
-	}
-	b := make([]byte, n)
-	return &b
-}
-
-func putBytes(p *[]byte) { u8Bytes.Put(p) }
-
 // u8Tier is what a tier plugs into the u8 path.
 type u8Tier struct {
 	kern u8Kernel
@@ -322,48 +307,23 @@ func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 	}
 	nbRow := k / i8Block
 	groups := (m + u8Rows - 1) / u8Rows
-	xap, dsp := getBytes(groups*u8Rows*k), getScratch(groups*u8Rows*2*nbRow)
-	defer putBytes(xap)
+	xap, dsp := byteScratch.get(groups*u8Rows*k), getScratch(groups*u8Rows*2*nbRow)
+	defer byteScratch.put(xap)
 	defer putScratch(dsp)
 	xa, ds := *xap, *dsp
 	// Activations of a group of rows, interleaved by 4-byte groups in the
 	// order the kernel broadcasts them; rows past m are zero (q = 0 is
 	// the byte 128).
-	parallelFor(groups, func(gi int) {
-		qp, dp := getBytes(k), getScratch(2*nbRow)
-		defer putBytes(qp)
-		defer putScratch(dp)
-		q, dr := *qp, *dp
+	quantizeGroups(x, m, k, u8Rows, ds, g.quant, func(gi, r int, q []uint8) {
 		xg := xa[gi*u8Rows*k : (gi+1)*u8Rows*k]
-		dg := ds[gi*u8Rows*2*nbRow : (gi+1)*u8Rows*2*nbRow]
-		for r := 0; r < u8Rows; r++ {
-			if i := gi*u8Rows + r; i < m {
-				g.quant(x[i*k:(i+1)*k], q, dr)
-			} else {
-				for j := range q {
-					q[j] = 128
-				}
-				clear(dr)
-			}
-			for p := 0; p < k/4; p++ {
-				o := (p*u8Rows + r) * 4
-				binary.LittleEndian.PutUint32(xg[o:], binary.LittleEndian.Uint32(q[4*p:]))
-			}
-			for b := 0; b < nbRow; b++ {
-				o := (b*u8Rows + r) * 2
-				dg[o], dg[o+1] = dr[2*b], dr[2*b+1]
-			}
+		for p := 0; p < k/4; p++ {
+			o := (p*u8Rows + r) * 4
+			binary.LittleEndian.PutUint32(xg[o:], binary.LittleEndian.Uint32(q[4*p:]))
 		}
 	})
 
 	rowBytes := w.RowBytes()
-	nBlocks := (n + gemmNC - 1) / gemmNC
-	mc := roundUp(m, u8Rows)
-	if want := 3 * workers(); nBlocks < want {
-		parts := (want + nBlocks - 1) / nBlocks
-		mc = max(roundUp((m+parts-1)/parts, u8Rows), min(mc, 16*u8Rows))
-	}
-	mBlocks := (m + mc - 1) / mc
+	mc, mBlocks, nBlocks := int8Blocking(m, n, u8Rows)
 	flagMin := 0
 	if dec.hasMin {
 		flagMin = i8FlagMin
@@ -381,13 +341,13 @@ func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 		panels := (n1 - n0 + gemmNR - 1) / gemmNR
 
 		np := panels * kb * u8Panel
-		bp := getBytes(np + gemmNR*gemmKC)
-		defer putBytes(bp)
+		bp := byteScratch.get(np + gemmNR*gemmKC)
+		defer byteScratch.put(bp)
 		pan := int8s((*bp)[:np])
 		rowBuf := int8s((*bp)[np : np+gemmNR*gemmKC])
 		na := panels * kb * u8Aux
-		ap := getI16(2*na + 2*kb + 4*kb)
-		defer putI16(ap)
+		ap := i16Scratch.get(2*na + 2*kb + 4*kb)
+		defer i16Scratch.put(ap)
 		aux := int32s((*ap)[:2*na])
 		mul := (*ap)[2*na : 2*na+2*kb]
 		sum := int32s((*ap)[2*na+2*kb : 2*na+2*kb+4*kb])
@@ -443,30 +403,15 @@ func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 				dsa := ds[(m0*nbRow+k0/i8Block*u8Rows)*2:]
 				g.kern(full, nb, a, as, dsa, dss, pp, as8, fs, tile, dst[m0*n+n0+j0:], n, flags)
 				for i0 := m0 + full*u8Rows; i0 < m1; i0 += u8Rows {
-					mr := min(u8Rows, m1-i0)
 					a := xa[i0*k+k0*u8Rows:]
 					dsa := ds[(i0*nbRow+k0/i8Block*u8Rows)*2:]
-					c := dst[i0*n+n0+j0:]
-					if flags&i8FlagAcc != 0 {
-						for r := 0; r < mr; r++ {
-							copy(edge[r*gemmNR:r*gemmNR+nr], c[r*n:])
-						}
-					}
-					g.kern(1, nb, a, as, dsa, dss, pp, as8, fs, tile, edge, gemmNR, flags)
-					for r := 0; r < mr; r++ {
-						copy(c[r*n:r*n+nr], edge[r*gemmNR:])
-					}
+					throughEdge(dst[i0*n+n0+j0:], n, min(u8Rows, m1-i0), nr, k0 > 0, edge, func(out []float32) {
+						g.kern(1, nb, a, as, dsa, dss, pp, as8, fs, tile, out, gemmNR, flags)
+					})
 				}
 			}
 		}
-		if bias != nil {
-			for i := m0; i < m1; i++ {
-				row := dst[i*n+n0 : i*n+n1]
-				for j, b := range bias[n0:n1] {
-					row[j] += b
-				}
-			}
-		}
+		addBias(dst, n, bias, m0, m1, n0, n1)
 	})
 }
 

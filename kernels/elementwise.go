@@ -35,11 +35,81 @@ func rowsOp(n, dim int, fn func(lo, hi int)) {
 }
 
 func rmsNormPar(dst, x, w []float32, dim int, eps float32) {
-	rowsOp(len(x), dim, func(lo, hi int) { RMSNormRef(dst[lo:hi], x[lo:hi], w, dim, eps) })
+	rowsOp(len(x), dim, func(lo, hi int) { rmsNormRows(dst[lo:hi], x[lo:hi], w, dim, eps) })
 }
 
 func layerNormPar(dst, x, w, b []float32, dim int, eps float32) {
-	rowsOp(len(x), dim, func(lo, hi int) { LayerNormRef(dst[lo:hi], x[lo:hi], w, b, dim, eps) })
+	rowsOp(len(x), dim, func(lo, hi int) { layerNormRows(dst[lo:hi], x[lo:hi], w, b, dim, eps) })
+}
+
+// sum4 and sumSq4 return Σ v and Σ (v−c)² in float64 over four
+// interleaved partial sums. One running sum makes every addition wait for
+// the previous one (a 4-cycle latency per value); four independent chains
+// keep the adder busy. The order differs from the reference's sequential
+// sum, by float64 rounding only.
+func sum4(v []float32) float64 {
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(v); i += 4 {
+		q := v[i : i+4 : i+4]
+		s0 += float64(q[0])
+		s1 += float64(q[1])
+		s2 += float64(q[2])
+		s3 += float64(q[3])
+	}
+	for ; i < len(v); i++ {
+		s0 += float64(v[i])
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+func sumSq4(v []float32, c float64) float64 {
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(v); i += 4 {
+		q := v[i : i+4 : i+4]
+		d0, d1, d2, d3 := float64(q[0])-c, float64(q[1])-c, float64(q[2])-c, float64(q[3])-c
+		s0 += d0 * d0
+		s1 += d1 * d1
+		s2 += d2 * d2
+		s3 += d3 * d3
+	}
+	for ; i < len(v); i++ {
+		d := float64(v[i]) - c
+		s0 += d * d
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// rmsNormRows is RMSNormRef with the sum of squares in four chains.
+func rmsNormRows(dst, x, w []float32, dim int, eps float32) {
+	w = w[:dim]
+	for r := 0; r+dim <= len(x); r += dim {
+		xr, dr := x[r:r+dim:r+dim], dst[r:r+dim:r+dim]
+		ss := sumSq4(xr, 0)
+		inv := 1 / math.Sqrt(ss/float64(dim)+float64(eps))
+		for i, v := range xr {
+			dr[i] = float32(float64(v)*inv) * w[i]
+		}
+	}
+}
+
+// layerNormRows is LayerNormRef with its two sums in four chains each.
+func layerNormRows(dst, x, w, b []float32, dim int, eps float32) {
+	w = w[:dim]
+	for r := 0; r+dim <= len(x); r += dim {
+		xr, dr := x[r:r+dim:r+dim], dst[r:r+dim:r+dim]
+		mean := sum4(xr) / float64(dim)
+		vs := sumSq4(xr, mean)
+		inv := 1 / math.Sqrt(vs/float64(dim)+float64(eps))
+		for i, v := range xr {
+			y := float32((float64(v)-mean)*inv) * w[i]
+			if b != nil {
+				y += b[i]
+			}
+			dr[i] = y
+		}
+	}
 }
 
 func ropePar(x []float32, nTok, nHead, headDim int, cos, sin []float32) {

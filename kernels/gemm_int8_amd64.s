@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "gemm_int8_amd64.h"
 
 // The integer GEMM microkernel of the avx2-int8 tier (see gemm_int8.go):
 // a 6x16 tile, twelve int32 accumulators Y0..Y11 (row r in Y(2r), Y(2r+1)),
@@ -56,37 +57,6 @@
 	VPXOR Y9, Y9, Y9 \
 	VPXOR Y10, Y10, Y10 \
 	VPXOR Y11, Y11, Y11
-
-// End of a 32-value block for one row: c += float(isum)·(dx·fd), with the
-// row's activation scale dx at dxa and the sixteen column factors fd at
-// 0(R13). The integer sums are exact, so this is the only rounding.
-#define EPI(ya, yb, dxa, lo, hi) \
-	VCVTDQ2PS ya, ya \
-	VCVTDQ2PS yb, yb \
-	VBROADCASTSS dxa, Y14 \
-	VMULPS 0(R13), Y14, Y12 \
-	VMULPS 32(R13), Y14, Y13 \
-	VFMADD213PS lo, Y12, ya \
-	VFMADD213PS hi, Y13, yb \
-	VMOVUPS ya, lo \
-	VMOVUPS yb, hi
-
-// EPIMIN adds the offset term of the types with a per-block minimum:
-// c += fm·(dx·Σq), the row's dx·Σq at dsa, the column offsets fm at
-// 64(R13).
-#define EPIMIN(ya, yb, dxa, dsa, lo, hi) \
-	VCVTDQ2PS ya, ya \
-	VCVTDQ2PS yb, yb \
-	VBROADCASTSS dxa, Y14 \
-	VMULPS 0(R13), Y14, Y12 \
-	VMULPS 32(R13), Y14, Y13 \
-	VFMADD213PS lo, Y12, ya \
-	VFMADD213PS hi, Y13, yb \
-	VBROADCASTSS dsa, Y14 \
-	VFMADD231PS 64(R13), Y14, ya \
-	VFMADD231PS 96(R13), Y14, yb \
-	VMOVUPS ya, lo \
-	VMOVUPS yb, hi
 
 // func kernelI16x6x16(ng int, nb int, a *int16, as int, ds *float32, dss int, b *int16, f *float32, t *float32, c *float32, ldc int, flags int)
 //

@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "gemm_int8_amd64.h"
 
 // The u8×s8 microkernel of the avx2-int8 tier (see gemm_int8_u8.go): a 3x16
 // tile. Weights are signed bytes in groups of four k per column,
@@ -60,33 +61,6 @@
 	VPADDD Y15, Y4, Y4 \
 	VPMADDWD moff+32(R12), Y11, Y15 \
 	VPADDD Y15, Y5, Y5
-
-// End of a block for one row, as EPI of gemm_int8_amd64.s: c += float(isum)·
-// (dx·fd) (+ fm·(dx·Σq) in UEPIMIN), fd at 0(R13), fm at 64(R13).
-#define UEPI(ya, yb, dxa, lo, hi) \
-	VCVTDQ2PS ya, ya \
-	VCVTDQ2PS yb, yb \
-	VBROADCASTSS dxa, Y14 \
-	VMULPS 0(R13), Y14, Y12 \
-	VMULPS 32(R13), Y14, Y13 \
-	VFMADD213PS lo, Y12, ya \
-	VFMADD213PS hi, Y13, yb \
-	VMOVUPS ya, lo \
-	VMOVUPS yb, hi
-
-#define UEPIMIN(ya, yb, dxa, dsa, lo, hi) \
-	VCVTDQ2PS ya, ya \
-	VCVTDQ2PS yb, yb \
-	VBROADCASTSS dxa, Y14 \
-	VMULPS 0(R13), Y14, Y12 \
-	VMULPS 32(R13), Y14, Y13 \
-	VFMADD213PS lo, Y12, ya \
-	VFMADD213PS hi, Y13, yb \
-	VBROADCASTSS dsa, Y14 \
-	VFMADD231PS 64(R13), Y14, ya \
-	VFMADD231PS 96(R13), Y14, yb \
-	VMOVUPS ya, lo \
-	VMOVUPS yb, hi
 
 // func kernelU8x3x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
 //
@@ -170,15 +144,15 @@ summed:
 
 	TESTQ $2, flags+96(FP)
 	JNZ  withmin
-	UEPI(Y0, Y1, 0(R11), 0(DI), 32(DI))
-	UEPI(Y2, Y3, 8(R11), 64(DI), 96(DI))
-	UEPI(Y4, Y5, 16(R11), 128(DI), 160(DI))
+	EPI(Y0, Y1, 0(R11), 0(DI), 32(DI))
+	EPI(Y2, Y3, 8(R11), 64(DI), 96(DI))
+	EPI(Y4, Y5, 16(R11), 128(DI), 160(DI))
 	JMP  next
 
 withmin:
-	UEPIMIN(Y0, Y1, 0(R11), 4(R11), 0(DI), 32(DI))
-	UEPIMIN(Y2, Y3, 8(R11), 12(R11), 64(DI), 96(DI))
-	UEPIMIN(Y4, Y5, 16(R11), 20(R11), 128(DI), 160(DI))
+	EPIMIN(Y0, Y1, 0(R11), 4(R11), 0(DI), 32(DI))
+	EPIMIN(Y2, Y3, 8(R11), 12(R11), 64(DI), 96(DI))
+	EPIMIN(Y4, Y5, 16(R11), 20(R11), 128(DI), 160(DI))
 
 next:
 	ADDQ $24, R11

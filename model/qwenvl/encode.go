@@ -66,7 +66,7 @@ func (m *Model) encode(imgs []ImageInput, tr *Trace) ([][]float32, error) {
 		}
 	}
 	emb := make([]float32, n*W)
-	kernels.MatMul(emb, p, n, vm.patch, nil)
+	matMul(emb, p, n, vm.patch, nil)
 	x := make([]float32, n*W)
 	permuteUnits(x, emb, lay.order, u2*W, false)
 
@@ -84,10 +84,10 @@ func (m *Model) encode(imgs []ImageInput, tr *Trace) ([][]float32, error) {
 	xn := s.xn[:n*W]
 	vm.norm(xn, x, vm.postNormW, vm.postNormB)
 	hid := make([]float32, units*u2*W)
-	kernels.MatMul(hid, xn, units, vm.mm0, vm.mm0B)
+	matMul(hid, xn, units, vm.mm0, vm.mm0B)
 	kernels.GELU(hid)
 	y := make([]float32, units*vm.outDim)
-	kernels.MatMul(y, hid, units, vm.mm2, vm.mm2B)
+	matMul(y, hid, units, vm.mm2, vm.mm2B)
 	out := make([]float32, len(y))
 	permuteUnits(out, y, lay.order, vm.outDim, true)
 	res := lay.split(out, vm.outDim)

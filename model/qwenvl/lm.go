@@ -373,13 +373,13 @@ func (l *decoderLayer) forward(lm *textModel, x []float32, n int, cos, sin []flo
 	k, v := s.k[:n*lm.nKV*hd], s.v[:n*lm.nKV*hd]
 
 	kernels.RMSNorm(xn, x, l.attnNorm, h, lm.eps)
-	kernels.MatMul(q, xn, n, l.q, l.qB)
-	kernels.MatMul(k, xn, n, l.k, l.kB)
-	kernels.MatMul(v, xn, n, l.v, l.vB)
+	matMul(q, xn, n, l.q, l.qB)
+	matMul(k, xn, n, l.k, l.kB)
+	matMul(v, xn, n, l.v, l.vB)
 	kernels.RoPE(q, n, lm.nHead, hd, cos, sin)
 	kernels.RoPE(k, n, lm.nKV, hd, cos, sin)
 	kernels.Attention(att, q, k, v, n, lm.nHead, lm.nKV, hd, float32(1/math.Sqrt(float64(hd))), mask)
-	kernels.MatMul(xn, att, n, l.o, nil)
+	matMul(xn, att, n, l.o, nil)
 	kernels.Add(x, x, xn)
 
 	kernels.RMSNorm(xn, x, l.ffnNorm, h, lm.eps)

@@ -11,15 +11,40 @@ type mlp struct {
 	act               func([]float32) // the activation without a gate
 }
 
-// ffnChunk bounds the rows of the MLP's wide intermediate buffers, so a long
-// sequence does not need n×ffn floats at once.
-const ffnChunk = 256
+// maxChunk bounds the rows of one matrix product. It keeps the MLP's wide
+// intermediate buffers small (a long sequence never needs n×ffn floats at
+// once), and the products are faster per flop on a few hundred rows than on
+// thousands, whose activations no longer stay in cache while the weights
+// stream by.
+const maxChunk = 384
 
-// addTo adds the MLP of xn (n rows) to x, ffnChunk rows at a time.
+// chunkRows is the row count of each piece when n rows are split into the
+// fewest pieces of at most maxChunk rows, sized alike. A short last piece
+// would cost a full pass over the weights for a few rows, and below the
+// quantized kernels' minimum row count it even takes the float32 path.
+func chunkRows(n int) int {
+	if n <= maxChunk {
+		return max(n, 1)
+	}
+	pieces := (n + maxChunk - 1) / maxChunk
+	return (n + pieces - 1) / pieces
+}
+
+// matMul is kernels.MatMul over n rows, run chunkRows(n) rows at a time.
+func matMul(dst, x []float32, n int, w *kernels.Matrix, bias []float32) {
+	c := chunkRows(n)
+	for lo := 0; lo < n; lo += c {
+		r := min(c, n-lo)
+		kernels.MatMul(dst[lo*w.Rows:(lo+r)*w.Rows], x[lo*w.Cols:(lo+r)*w.Cols], r, w, bias)
+	}
+}
+
+// addTo adds the MLP of xn (n rows) to x, chunkRows(n) rows at a time.
 func (p *mlp) addTo(x, xn []float32, n int, s *scratch) {
 	width, ffn := p.down.Rows, p.up.Rows
-	for lo := 0; lo < n; lo += ffnChunk {
-		r := min(ffnChunk, n-lo)
+	c := chunkRows(n)
+	for lo := 0; lo < n; lo += c {
+		r := min(c, n-lo)
 		in, res := xn[lo*width:(lo+r)*width], x[lo*width:(lo+r)*width]
 		u, o := s.u[:r*ffn], s.o[:r*width]
 		kernels.MatMul(u, in, r, p.up, p.upB)
@@ -43,7 +68,7 @@ type scratch struct {
 }
 
 func newScratch(n, width, qWidth, kvWidth, ffn int) *scratch {
-	c := min(n, ffnChunk)
+	c := chunkRows(n)
 	return &scratch{
 		xn: make([]float32, n*width), q: make([]float32, n*qWidth), att: make([]float32, n*qWidth),
 		k: make([]float32, n*kvWidth), v: make([]float32, n*kvWidth),

@@ -226,13 +226,13 @@ func (blk *visionBlock) forward(vm *visionModel, x []float32, lay *visionLayout,
 	}
 
 	vm.norm(xn, x, blk.norm1W, blk.norm1B)
-	kernels.MatMul(q, xn, n, blk.q, blk.qB)
-	kernels.MatMul(k, xn, n, blk.k, blk.kB)
-	kernels.MatMul(v, xn, n, blk.v, blk.vB)
+	matMul(q, xn, n, blk.q, blk.qB)
+	matMul(k, xn, n, blk.k, blk.kB)
+	matMul(v, xn, n, blk.v, blk.vB)
 	kernels.RoPE(q, n, vm.nHead, vm.headDim, lay.cos, lay.sin)
 	kernels.RoPE(k, n, vm.nHead, vm.headDim, lay.cos, lay.sin)
 	kernels.Attention(att, q, k, v, n, vm.nHead, vm.nHead, vm.headDim, float32(1/math.Sqrt(float64(vm.headDim))), mask)
-	kernels.MatMul(xn, att, n, blk.out, blk.outB)
+	matMul(xn, att, n, blk.out, blk.outB)
 	kernels.Add(x, x, xn)
 
 	vm.norm(xn, x, blk.norm2W, blk.norm2B)

@@ -14,17 +14,20 @@ import (
 //
 // Activations: each row of x is quantized once per MatMul in blocks of
 // i8Block values, symmetric: d = amax/127, q = round-half-even(x/d) (as
-// x·(1/d)), |q| ≤ 127, kept as int16 (the microkernel multiplies int16
-// pairs). Per block the row also keeps (d, d·Σq), the second for the types
-// whose weights carry an offset. |x − d·q| ≤ d/2 + 2u|x| per value.
+// x·(1/d)), |q| ≤ 127, and handed to the kernels as bytes q+128 (u8 path)
+// or int16 (int16 path). Per block the row also keeps (d, d·Σq), the
+// second for the types whose weights carry an offset. |x − d·q| ≤ d/2 +
+// 2u|x| per value (or |x| < 2⁻¹⁰⁰ in blocks that small, which become 0).
 //
 // Weights stay in their stored type. As in the float32 path (gemm.go), a
 // block of gemmNC columns is decoded per gemmKC slice into per-worker
-// panels reused by every row of the row block, here as int16 values with,
-// per column and 32-value block, a float32 factor fd and offset fm such that
-// the weight is fd·q + fm (fm = 0 for the types without a minimum). Types
-// whose sub-block scales are small integers fold them into q (Q6_K, Q3_K,
-// IQ4_XS: |scale·q| ≤ 4096), so every block has one float factor.
+// panels reused by every row of the row block, here as small integers q
+// with, per column and 32-value block, a float32 factor fd and offset fm
+// such that the weight is fd·m·q + fm (fm = 0 for the types without a
+// minimum; m an integer multiplier, see below). Sub-block scales that are
+// small integers become m on the u8 path (Q6_K, Q3_K: one per 16 values)
+// or are folded into q on the int16 path (IQ4_XS: |scale·q| ≤ 4096), so
+// every block has one float factor.
 //
 // Two integer paths share this design. The u8 path (gemm_int8_u8.go), for
 // the types whose integer values fit in ±32 (K-quants, Q4/Q5), multiplies

@@ -465,3 +465,30 @@ func TestMatMulInt8Concurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestMatMulInt8NonFinite checks that a row with an infinite or NaN
+// activation comes out non-finite on every integer path, as the float32
+// product would, and that the other rows are unaffected.
+func TestMatMulInt8NonFinite(t *testing.T) {
+	rng := rand.New(rand.NewPCG(35, 36))
+	const m, k, n = 7, 256, 20
+	for _, path := range intGEMMs() {
+		for typ := range path.types {
+			w := randMatrix(t, typ, n, k, rng)
+			x := randVec(m*k, rng)
+			x[1*k+40] = float32(math.Inf(1))
+			x[4*k+200] = float32(math.NaN())
+			got := make([]float32, m*n)
+			path.run(got, x, m, w, nil)
+			for i := 0; i < m; i++ {
+				for j := 0; j < n; j++ {
+					v := float64(got[i*n+j])
+					finite := !math.IsInf(v, 0) && !math.IsNaN(v)
+					if (i == 1 || i == 4) == finite {
+						t.Fatalf("%s %s: dst[%d][%d] = %v", path.name, typ, i, j, v)
+					}
+				}
+			}
+		}
+	}
+}

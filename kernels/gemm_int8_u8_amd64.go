@@ -63,6 +63,32 @@ func decodeQ6KU8AVX2(blk *byte, nsb int, q *int8, sum *int32)
 //go:noescape
 func decodeQ5KU8AVX2(blk *byte, nsb int, q *int8, sum *int32)
 
+//go:noescape
+func decodeNib4U8AVX2(qs *byte, nb int, stride int, bias int, q *int8, sum *int32)
+
+// nib4Rows decodes the 32-value blocks of Q4_0 (bias 8, no minimum) or
+// Q4_1 (bias 0, minimum): size bytes each, f16 d, f16 m, then 16 bytes of
+// nibbles.
+func nib4Rows(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32, size, bias int) {
+	nb := n / 32
+	if nb == 0 {
+		return
+	}
+	_, _, _ = src[size*nb-1], q[32*nb-1], sum[2*nb-1]
+	ones(mul[:2*nb])
+	for b := 0; b < nb; b++ {
+		blk := src[size*b:]
+		fd[b*fs] = f16(blk)
+		if bias == 0 {
+			fm[b*fs] = f16(blk[2:])
+		}
+	}
+	decodeNib4U8AVX2(&src[size-16], nb, size, bias, &q[0], &sum[0])
+	for i := range sum[:2*nb] {
+		sum[i] -= int32(16 * bias)
+	}
+}
+
 // kMinScales writes the factors d·sc and offsets −dmin·m of the eight
 // sub-blocks of each of nsb Q4_K or Q5_K super-blocks (size bytes apart)
 // and sets their multipliers to 1.
@@ -89,6 +115,12 @@ var u8RowsAVX2 = map[gguf.Type]func(src []byte, n int, q []int8, fd, fm []float3
 		_, _, _ = src[144*nsb-1], q[256*nsb-1], sum[16*nsb-1]
 		kMinScales(src, nsb, 144, fd, fm, fs, mul)
 		decodeQ4KU8AVX2(&src[16], nsb, &q[0], &sum[0])
+	},
+	gguf.TypeQ4_0: func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
+		nib4Rows(src, n, q, fd, fm, fs, mul, sum, 18, 8)
+	},
+	gguf.TypeQ4_1: func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
+		nib4Rows(src, n, q, fd, fm, fs, mul, sum, 20, 0)
 	},
 	gguf.TypeQ5_K: func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
 		nsb := n / 256

@@ -481,3 +481,41 @@ q5sb:
 q5done:
 	VZEROUPPER
 	RET
+
+// func decodeNib4U8AVX2(qs *byte, nb int, stride int, bias int, q *int8, sum *int32)
+//
+// The 32 four-bit values of each of nb blocks (stride bytes apart, qs at
+// the first block's 16 nibble bytes): low nibbles are values 0..15, high
+// ones 16..31, stored as bytes minus bias, with the sums of the unsigned
+// nibbles over each half (the caller subtracts 16·bias).
+TEXT ·decodeNib4U8AVX2(SB), NOSPLIT, $0-48
+	MOVQ qs+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ stride+16(FP), R8
+	MOVQ q+32(FP), DI
+	MOVQ sum+40(FP), DX
+	VPBROADCASTQ u8nib<>+0(SB), Y14
+	MOVQ bias+24(FP), AX
+	VMOVD AX, X13
+	VPBROADCASTB X13, Y13
+	VPXOR Y15, Y15, Y15
+	TESTQ CX, CX
+	JZ   n4done
+
+n4block:
+	VMOVDQU (SI), X0
+	VPSRLW $4, X0, X1
+	VINSERTI128 $1, X1, Y0, Y0
+	VPAND Y14, Y0, Y0
+	HALFSUMS(Y0, 0)
+	VPSUBB Y13, Y0, Y0
+	VMOVDQU Y0, 0(DI)
+	ADDQ R8, SI
+	ADDQ $32, DI
+	ADDQ $8, DX
+	DECQ CX
+	JNZ  n4block
+
+n4done:
+	VZEROUPPER
+	RET

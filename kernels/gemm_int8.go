@@ -76,11 +76,10 @@ func init() { int8MinRows.Store(16) }
 // value. Below it the tier takes the float32 path: quantizing activations
 // and decoding weights to bytes is paid per product, and with few rows it
 // outweighs the faster kernel. The threshold applies to the types with
-// vectorized byte decoders (Q4_K, Q5_K, Q6_K, Q4_0, Q4_1: measured
-// crossover between 6 and 16 rows on Zen 3, default 16); the others,
-// decoded by portable Go, start at eight times it (their crossover measured
-// between 64 and 192). Tests set 0 to run the integer kernels on small
-// inputs.
+// vectorized byte decoders (all but Q3_K: measured crossover between 6 and
+// 16 rows on Zen 3, default 16); Q3_K, decoded by portable Go, starts at
+// eight times it (crossover between 64 and 192). Tests set 0 to run the
+// integer kernels on small inputs.
 func SetInt8MinRows(n int) int { return int(int8MinRows.Swap(int64(n))) }
 
 // i8Kernel computes, for ng row groups, the i8Rows×gemmNR tiles

@@ -66,6 +66,32 @@ func decodeQ5KU8AVX2(blk *byte, nsb int, q *int8, sum *int32)
 //go:noescape
 func decodeNib4U8AVX2(qs *byte, nb int, stride int, bias int, q *int8, sum *int32)
 
+//go:noescape
+func decodeNib5U8AVX2(qs *byte, qh *byte, nb int, stride int, bias int, q *int8, sum *int32)
+
+// nib5Rows decodes the 32-value blocks of Q5_0 (bias 16, no minimum) or
+// Q5_1 (bias 0, minimum): size bytes each, f16 d, f16 m (Q5_1), the 32
+// fifth bits, then 16 bytes of nibbles.
+func nib5Rows(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32, size, bias int) {
+	nb := n / 32
+	if nb == 0 {
+		return
+	}
+	_, _, _ = src[size*nb-1], q[32*nb-1], sum[2*nb-1]
+	ones(mul[:2*nb])
+	for b := 0; b < nb; b++ {
+		blk := src[size*b:]
+		fd[b*fs] = f16(blk)
+		if bias == 0 {
+			fm[b*fs] = f16(blk[2:])
+		}
+	}
+	decodeNib5U8AVX2(&src[size-16], &src[size-20], nb, size, bias, &q[0], &sum[0])
+	for i := range sum[:2*nb] {
+		sum[i] -= int32(16 * bias)
+	}
+}
+
 // nib4Rows decodes the 32-value blocks of Q4_0 (bias 8, no minimum) or
 // Q4_1 (bias 0, minimum): size bytes each, f16 d, f16 m, then 16 bytes of
 // nibbles.
@@ -121,6 +147,12 @@ var u8RowsAVX2 = map[gguf.Type]func(src []byte, n int, q []int8, fd, fm []float3
 	},
 	gguf.TypeQ4_1: func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
 		nib4Rows(src, n, q, fd, fm, fs, mul, sum, 20, 0)
+	},
+	gguf.TypeQ5_0: func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
+		nib5Rows(src, n, q, fd, fm, fs, mul, sum, 22, 16)
+	},
+	gguf.TypeQ5_1: func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
+		nib5Rows(src, n, q, fd, fm, fs, mul, sum, 24, 0)
 	},
 	gguf.TypeQ5_K: func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
 		nsb := n / 256

@@ -519,3 +519,59 @@ n4block:
 n4done:
 	VZEROUPPER
 	RET
+
+DATA u8h5<>+0(SB)/8, $0x0000000000000000
+DATA u8h5<>+8(SB)/8, $0x0101010101010101
+DATA u8h5<>+16(SB)/8, $0x0202020202020202
+DATA u8h5<>+24(SB)/8, $0x0303030303030303
+DATA u8h5<>+32(SB)/8, $0x8040201008040201
+DATA u8h5<>+40(SB)/8, $0x1010101010101010
+GLOBL u8h5<>(SB), RODATA|NOPTR, $48
+
+// func decodeNib5U8AVX2(qs *byte, qh *byte, nb int, stride int, bias int, q *int8, sum *int32)
+//
+// decodeNib4U8AVX2 for the five-bit blocks of Q5_0 and Q5_1: value p of a
+// block also takes bit p of its 32-bit qh word as bit 4 (the word is
+// spread over the bytes by VPSHUFB, the bit isolated by a per-byte mask).
+TEXT ·decodeNib5U8AVX2(SB), NOSPLIT, $0-56
+	MOVQ qs+0(FP), SI
+	MOVQ qh+8(FP), R9
+	MOVQ nb+16(FP), CX
+	MOVQ stride+24(FP), R8
+	MOVQ q+40(FP), DI
+	MOVQ sum+48(FP), DX
+	VPBROADCASTQ u8nib<>+0(SB), Y14
+	MOVQ bias+32(FP), AX
+	VMOVD AX, X13
+	VPBROADCASTB X13, Y13
+	VMOVDQU u8h5<>+0(SB), Y9
+	VPBROADCASTQ u8h5<>+32(SB), Y8
+	VPBROADCASTQ u8h5<>+40(SB), Y7
+	VPXOR Y15, Y15, Y15
+	TESTQ CX, CX
+	JZ   n5done
+
+n5block:
+	VMOVDQU (SI), X0
+	VPSRLW $4, X0, X1
+	VINSERTI128 $1, X1, Y0, Y0
+	VPAND Y14, Y0, Y0
+	VPBROADCASTD (R9), Y1
+	VPSHUFB Y9, Y1, Y1
+	VPAND Y8, Y1, Y1
+	VPCMPEQB Y8, Y1, Y1
+	VPAND Y7, Y1, Y1
+	VPOR Y1, Y0, Y0
+	HALFSUMS(Y0, 0)
+	VPSUBB Y13, Y0, Y0
+	VMOVDQU Y0, 0(DI)
+	ADDQ R8, SI
+	ADDQ R8, R9
+	ADDQ $32, DI
+	ADDQ $8, DX
+	DECQ CX
+	JNZ  n5block
+
+n5done:
+	VZEROUPPER
+	RET

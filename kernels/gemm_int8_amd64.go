@@ -50,8 +50,8 @@ func int8Tier(t impl) *impl {
 	gu := &u8Tier{kern: kernelU8AVX2, pack8: pack8U8AVX2, quant: quantizeRowU8AVX2, rows: u8RowsAVX2}
 	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
 		minRows := int(int8MinRows.Load())
-		if gu.rows[w.Type] == nil {
-			minRows *= 8
+		if gu.rows[w.Type] == nil && g.rows[w.Type] == nil {
+			minRows *= 8 // bytes decoded by portable Go
 		}
 		switch {
 		case !int8Types[w.Type] || w.Cols == 0 || m < minRows:

@@ -201,11 +201,15 @@ func (b *e2eRun) run() error {
 		b.add("peak_rss_after_warm_up", float64(rss)/(1<<20), "MiB")
 	}
 
+	texts, err := b.textInputs()
+	if err != nil {
+		return err
+	}
 	prof, err := startProfiles()
 	if err != nil {
 		return err
 	}
-	if err := b.measure(); err != nil {
+	if err := b.measure(texts); err != nil {
 		prof.stop()
 		return err
 	}
@@ -223,10 +227,33 @@ func (b *e2eRun) run() error {
 	return nil
 }
 
+// textInputs builds the text batch: texts of exactly textTokens prompt
+// tokens each. It runs before the profiles start, which are about the
+// engine, not about finding texts of a given length.
+func (b *e2eRun) textInputs() ([]engine.Input, error) {
+	c := b.cfg
+	if c.texts == 0 {
+		return nil, nil
+	}
+	tok, err := lmTokenizer(c.lm)
+	if err != nil {
+		return nil, err
+	}
+	inputs := make([]engine.Input, c.texts)
+	for i := range inputs {
+		s, err := textOfTokens(tok, c.textTokens, uint64(i))
+		if err != nil {
+			return nil, err
+		}
+		inputs[i] = engine.TextInput(s)
+	}
+	return inputs, nil
+}
+
 // measure runs the measured text batch and images.
-func (b *e2eRun) measure() error {
-	if b.cfg.texts > 0 {
-		if err := b.benchText(); err != nil {
+func (b *e2eRun) measure(texts []engine.Input) error {
+	if len(texts) > 0 {
+		if err := b.benchText(texts); err != nil {
 			return err
 		}
 	}
@@ -253,20 +280,8 @@ func (b *e2eRun) warmUp() error {
 
 // benchText embeds a batch of texts of exactly textTokens prompt tokens
 // each and reports the throughput over all prompt tokens.
-func (b *e2eRun) benchText() error {
+func (b *e2eRun) benchText(inputs []engine.Input) error {
 	c := b.cfg
-	tok, err := lmTokenizer(c.lm)
-	if err != nil {
-		return err
-	}
-	inputs := make([]engine.Input, c.texts)
-	for i := range inputs {
-		s, err := textOfTokens(tok, c.textTokens, uint64(i))
-		if err != nil {
-			return err
-		}
-		inputs[i] = engine.TextInput(s)
-	}
 	want := c.texts * c.textTokens
 	var secs, cpu []float64
 	for r := 0; r < c.repeat; r++ {

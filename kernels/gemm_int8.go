@@ -57,15 +57,16 @@ const (
 // int8Types are the weight types the avx2-int8 tier multiplies in integer
 // arithmetic: those whose integer product measured faster than the float32
 // one at M=512, K=N=2048 and M=32 (BenchmarkInt8Ratio): the u8 path's
-// types (1.15-2.0× at M=512) and Q8_0 on the int16 path (1.2× at M=512,
-// median of three runs, 1.0-1.1× at M=32). IQ4_NL and IQ4_XS measured
-// 0.9-1.15× at M=512 and about 0.5× at M=32 (their byte decoding is
-// portable Go), so they keep the float32 path; the int16 path stays, tested,
-// as their integer reference (and Q8_K's, which no model stores).
+// types (1.15-2.0× at M=512) and, on the int16 path, Q8_0 (1.2× at M=512,
+// median of three runs, 1.0-1.1× at M=32) and IQ4_NL and IQ4_XS (with
+// their AVX2 decoders 1.07-1.19× at M=512 and 1.04-1.09× at M=32 in the
+// run where Q8_0 measured 1.08×; with portable Go decoders they were
+// 0.9-1.15× and about 0.5×). Q8_K keeps the float32 path: no model stores
+// it, and the int16 path stays, tested, as its integer reference.
 var int8Types = map[gguf.Type]bool{
 	gguf.TypeQ4_K: true, gguf.TypeQ5_K: true, gguf.TypeQ6_K: true, gguf.TypeQ3_K: true,
 	gguf.TypeQ4_0: true, gguf.TypeQ4_1: true, gguf.TypeQ5_0: true, gguf.TypeQ5_1: true,
-	gguf.TypeQ8_0: true,
+	gguf.TypeQ8_0: true, gguf.TypeIQ4_NL: true, gguf.TypeIQ4_XS: true,
 }
 
 // int8MinRows is the threshold SetInt8MinRows sets.

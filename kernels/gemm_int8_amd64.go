@@ -78,18 +78,60 @@ func archIntKernels() (map[string]*i8Tier, map[string]*u8Tier) {
 //go:noescape
 func decodeQ8_0I16AVX2(src *byte, nb int, q *int16)
 
+//go:noescape
+func decodeIQ4NLI16AVX2(src *byte, nb int, q *int16)
+
+//go:noescape
+func decodeIQ4XSI16AVX2(src *byte, nsb int, sc *int16, q *int16)
+
+// scaledBlocks decodes the 32-value blocks (size bytes each, an f16 scale
+// first) of Q8_0 or IQ4_NL: the scales here, the values by decode.
+func scaledBlocks(src []byte, n int, q []int16, fd []float32, fs, size int, decode func(src *byte, nb int, q *int16)) {
+	nb := n / 32
+	if nb == 0 {
+		return
+	}
+	_, _ = src[size*nb-1], q[32*nb-1]
+	for b := 0; b < nb; b++ {
+		fd[b*fs] = f16(src[size*b:])
+	}
+	decode(&src[0], nb, &q[0])
+}
+
+// iq4xsRowAVX2 is i8RowIQ4XS with the codebook lookup and scaling in
+// assembly; the 6-bit scales are unpacked here, a few super-blocks at a
+// time into a fixed buffer.
+func iq4xsRowAVX2(src []byte, n int, q []int16, fd, fm []float32, fs int) {
+	nsb := n / 256
+	if nsb == 0 {
+		return
+	}
+	_, _ = src[136*nsb-1], q[256*nsb-1]
+	const chunk = 8 // super-blocks per call
+	var sc [8 * chunk]int16
+	for b0 := 0; b0 < nsb; b0 += chunk {
+		nc := min(chunk, nsb-b0)
+		for b := b0; b < b0+nc; b++ {
+			blk := src[136*b : 136*b+8]
+			d := f16(blk)
+			sh := uint16(blk[2]) | uint16(blk[3])<<8
+			for ib := 0; ib < 8; ib++ {
+				fd[(8*b+ib)*fs] = d
+				sc[8*(b-b0)+ib] = (int16(blk[4+ib/2]>>(4*(ib%2))&15) | int16(sh>>(2*ib)&3)<<4) - 32
+			}
+		}
+		decodeIQ4XSI16AVX2(&src[136*b0], nc, &sc[0], &q[256*b0])
+	}
+}
+
 // i8RowsAVX2 are int16 path decoders with the per-value work in assembly,
 // equal to the i8Decoders rows of their types (tested).
 var i8RowsAVX2 = map[gguf.Type]func(src []byte, n int, q []int16, fd, fm []float32, fs int){
 	gguf.TypeQ8_0: func(src []byte, n int, q []int16, fd, fm []float32, fs int) {
-		nb := n / 32
-		if nb == 0 {
-			return
-		}
-		_, _ = src[34*nb-1], q[32*nb-1]
-		for b := 0; b < nb; b++ {
-			fd[b*fs] = f16(src[34*b:])
-		}
-		decodeQ8_0I16AVX2(&src[0], nb, &q[0])
+		scaledBlocks(src, n, q, fd, fs, 34, decodeQ8_0I16AVX2)
 	},
+	gguf.TypeIQ4_NL: func(src []byte, n int, q []int16, fd, fm []float32, fs int) {
+		scaledBlocks(src, n, q, fd, fs, 18, decodeIQ4NLI16AVX2)
+	},
+	gguf.TypeIQ4_XS: iq4xsRowAVX2,
 }

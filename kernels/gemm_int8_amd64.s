@@ -231,3 +231,89 @@ q8block:
 q8done:
 	VZEROUPPER
 	RET
+
+// The IQ4_NL codebook (iq4nlValues) as signed bytes, and the nibble mask.
+DATA iq4tab<>+0(SB)/8, $0xF6EADDCFBFAD9881
+DATA iq4tab<>+8(SB)/8, $0x7159453526190D01
+DATA iq4tab<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA iq4tab<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL iq4tab<>(SB), RODATA|NOPTR, $32
+
+// IQ4LOOKUP turns the 16 nibble bytes at src into the 32 codebook values
+// of a block as int16 in Y0 (values 0..15, the low nibbles) and Y1
+// (16..31, the high ones): VPSHUFB looks the nibbles up in X15, the table.
+#define IQ4LOOKUP(src) \
+	VMOVDQU src, X0 \
+	VPSRLW $4, X0, X1 \
+	VPAND X14, X0, X0 \
+	VPAND X14, X1, X1 \
+	VPSHUFB X0, X15, X0 \
+	VPSHUFB X1, X15, X1 \
+	VPMOVSXBW X0, Y0 \
+	VPMOVSXBW X1, Y1
+
+// func decodeIQ4NLI16AVX2(src *byte, nb int, q *int16)
+//
+// The codebook values of nb IQ4_NL blocks (18 bytes apart, nibbles after
+// the 2-byte scale) as int16.
+TEXT ·decodeIQ4NLI16AVX2(SB), NOSPLIT, $0-24
+	MOVQ src+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	VMOVDQU iq4tab<>+0(SB), X15
+	VMOVDQU iq4tab<>+16(SB), X14
+	TESTQ CX, CX
+	JZ   nldone
+
+nlblock:
+	IQ4LOOKUP(2(SI))
+	VMOVDQU Y0, 0(DI)
+	VMOVDQU Y1, 32(DI)
+	ADDQ $18, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  nlblock
+
+nldone:
+	VZEROUPPER
+	RET
+
+// func decodeIQ4XSI16AVX2(src *byte, nsb int, sc *int16, q *int16)
+//
+// The values of nsb IQ4_XS super-blocks (136 bytes apart, 128 nibble
+// bytes at offset 8): each 32-value sub-block's codebook values times its
+// scale from sc (eight per super-block, already ls−32), as int16
+// (|113·32| < 2¹⁵, so VPMULLW's low half is the product).
+TEXT ·decodeIQ4XSI16AVX2(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ nsb+8(FP), CX
+	MOVQ sc+16(FP), BX
+	MOVQ q+24(FP), DI
+	VMOVDQU iq4tab<>+0(SB), X15
+	VMOVDQU iq4tab<>+16(SB), X14
+	TESTQ CX, CX
+	JZ   xsdone
+
+xssb:
+	LEAQ 8(SI), R9
+	MOVQ $8, R8
+
+xssub:
+	IQ4LOOKUP((R9))
+	VPBROADCASTW (BX), Y2
+	VPMULLW Y2, Y0, Y0
+	VPMULLW Y2, Y1, Y1
+	VMOVDQU Y0, 0(DI)
+	VMOVDQU Y1, 32(DI)
+	ADDQ $16, R9
+	ADDQ $2, BX
+	ADDQ $64, DI
+	DECQ R8
+	JNZ  xssub
+	ADDQ $136, SI
+	DECQ CX
+	JNZ  xssb
+
+xsdone:
+	VZEROUPPER
+	RET

@@ -385,41 +385,53 @@ func TestU8RowsMatch(t *testing.T) {
 	ai8, au8 := archIntKernels()
 	for name, g := range ai8 {
 		for typ, row := range g.rows {
-			const n = 768
-			w := randMatrix(t, typ, 1, n, rng)
-			run := func(f func(src []byte, n int, q []int16, fd, fm []float32, fs int)) ([]int16, []float32) {
-				q, fd := make([]int16, n), make([]float32, 2*n/32)
-				f(w.Data, n, q, fd, make([]float32, 2*n/32), 2)
-				return q, fd
-			}
-			wq, wfd := run(i8Decoders[typ].row)
-			gq, gfd := run(row)
-			if !slices.Equal(gq, wq) || !slices.Equal(gfd, wfd) {
-				t.Errorf("%s %s: decoder differs from the portable one", name, typ)
+			for _, n := range rowSizes(i8Decoders[typ].blockSize) {
+				w := randMatrix(t, typ, 1, n, rng)
+				run := func(f func(src []byte, n int, q []int16, fd, fm []float32, fs int)) ([]int16, []float32) {
+					q, fd := make([]int16, n), make([]float32, 2*n/32)
+					f(w.Data, n, q, fd, make([]float32, 2*n/32), 2)
+					return q, fd
+				}
+				wq, wfd := run(i8Decoders[typ].row)
+				gq, gfd := run(row)
+				if !slices.Equal(gq, wq) || !slices.Equal(gfd, wfd) {
+					t.Errorf("%s %s n=%d: decoder differs from the portable one", name, typ, n)
+				}
 			}
 		}
 	}
 	for name, g := range au8 {
 		for typ, row := range g.rows {
-			const n = 768
-			w := randMatrix(t, typ, 1, n, rng)
-			type out struct {
-				q      []int8
-				fd, fm []float32
-				mul    []int16
-				sum    []int32
-			}
-			run := func(f func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32)) out {
-				o := out{make([]int8, n), make([]float32, 2*n/32), make([]float32, 2*n/32), make([]int16, n/16), make([]int32, n/16)}
-				f(w.Data, n, o.q, o.fd, o.fm[1:], 2, o.mul, o.sum)
-				return o
-			}
-			want, got := run(u8Decoders[typ].row), run(row)
-			if !slices.Equal(got.q, want.q) || !slices.Equal(got.fd, want.fd) || !slices.Equal(got.fm, want.fm) ||
-				!slices.Equal(got.mul, want.mul) || !slices.Equal(got.sum, want.sum) {
-				t.Errorf("%s %s: decoder differs from the portable one", name, typ)
+			for _, n := range rowSizes(u8Decoders[typ].blockSize) {
+				u8RowMatch(t, name, typ, n, row, rng)
 			}
 		}
+	}
+}
+
+// rowSizes are the row lengths TestU8RowsMatch decodes for a block size:
+// one block, an odd number, and more than the decoders' chunks.
+func rowSizes(bs int) []int { return []int{bs, 3 * bs, 25 * bs} }
+
+// u8RowMatch compares a u8 path decoder with the portable one of its
+// type on one random row of n values.
+func u8RowMatch(t *testing.T, name string, typ gguf.Type, n int, row func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32), rng *rand.Rand) {
+	w := randMatrix(t, typ, 1, n, rng)
+	type out struct {
+		q      []int8
+		fd, fm []float32
+		mul    []int16
+		sum    []int32
+	}
+	run := func(f func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32)) out {
+		o := out{make([]int8, n), make([]float32, 2*n/32), make([]float32, 2*n/32), make([]int16, n/16), make([]int32, n/16)}
+		f(w.Data, n, o.q, o.fd, o.fm[1:], 2, o.mul, o.sum)
+		return o
+	}
+	want, got := run(u8Decoders[typ].row), run(row)
+	if !slices.Equal(got.q, want.q) || !slices.Equal(got.fd, want.fd) || !slices.Equal(got.fm, want.fm) ||
+		!slices.Equal(got.mul, want.mul) || !slices.Equal(got.sum, want.sum) {
+		t.Errorf("%s %s n=%d: decoder differs from the portable one", name, typ, n)
 	}
 }
 

@@ -57,7 +57,8 @@ const (
 // int8Types are the weight types the avx2-int8 tier multiplies in integer
 // arithmetic: those whose integer product measured faster than the float32
 // one at M=512, K=N=2048 and M=32 (BenchmarkInt8Ratio): the u8 path's
-// types (1.15-2.0× at M=512) and, on the int16 path, Q8_0 (1.2× at M=512,
+// types (1.15-2.0× at M=512; Q3_K 1.9-2.0× with its AVX2 decoder, 4-5× at
+// M≤32, where the float32 path's portable Q3_K decoding dominates) and, on the int16 path, Q8_0 (1.2× at M=512,
 // median of three runs, 1.0-1.1× at M=32) and IQ4_NL and IQ4_XS (with
 // their AVX2 decoders 1.07-1.19× at M=512 and 1.04-1.09× at M=32 in the
 // run where Q8_0 measured 1.08×; with portable Go decoders they were
@@ -69,6 +70,33 @@ var int8Types = map[gguf.Type]bool{
 	gguf.TypeQ8_0: true, gguf.TypeIQ4_NL: true, gguf.TypeIQ4_XS: true,
 }
 
+// int8RowsScale adjusts SetInt8MinRows's threshold for the types whose
+// crossover lies elsewhere, as a power-of-two shift (positive: more rows).
+// IQ4_NL and IQ4_XS on the int16 path measured 0.7-1.0× the float32 speed
+// at 16 rows and 1.0-1.3× at 32 (BenchmarkInt8Ratio, several runs), so
+// they start at twice the threshold. Q3_K's float32 path decodes with
+// portable Go while its byte decoder is vectorized: the integer product
+// measured 4-5× faster at 1 to 32 rows, so it starts at a sixteenth
+// (1 row by default).
+var int8RowsScale = map[gguf.Type]int{
+	gguf.TypeIQ4_NL: 1, gguf.TypeIQ4_XS: 1, gguf.TypeQ3_K: -4,
+}
+
+// int8Threshold is the number of rows from which products with weights of
+// type t take the integer path, for the threshold minRows.
+// A positive threshold stays positive, and a huge one (set to turn the
+// integer path off) saturates instead of wrapping.
+func int8Threshold(t gguf.Type, minRows int) int {
+	sh := int8RowsScale[t]
+	switch {
+	case sh < 0:
+		return max(minRows>>-sh, min(minRows, 1))
+	case minRows > math.MaxInt>>sh:
+		return math.MaxInt
+	}
+	return minRows << sh
+}
+
 // int8MinRows is the threshold SetInt8MinRows sets.
 var int8MinRows atomic.Int64
 
@@ -78,11 +106,10 @@ func init() { int8MinRows.Store(16) }
 // avx2-int8 tier multiplies in integer arithmetic and returns the previous
 // value. Below it the tier takes the float32 path: quantizing activations
 // and decoding weights to bytes is paid per product, and with few rows it
-// outweighs the faster kernel. The threshold applies to the types with
-// vectorized byte decoders (all but Q3_K: measured crossover between 6 and
-// 16 rows on Zen 3, default 16); Q3_K, decoded by portable Go, starts at
-// eight times it (crossover between 64 and 192). Tests set 0 to run the
-// integer kernels on small inputs.
+// outweighs the faster kernel. The threshold applies as set to most types
+// (measured crossover between 6 and 16 rows on Zen 3, default 16); some
+// types scale it (int8RowsScale). Tests set 0 to run the integer kernels
+// on small inputs.
 func SetInt8MinRows(n int) int { return int(int8MinRows.Swap(int64(n))) }
 
 // i8Kernel computes, for ng row groups, the i8Rows×gemmNR tiles

@@ -49,10 +49,7 @@ func int8Tier(t impl) *impl {
 	g := &i8Tier{kern: kernelI16AVX2, pack8: pack8I16AVX2, quant: quantizeRowU8AVX2, rows: i8RowsAVX2}
 	gu := &u8Tier{kern: kernelU8AVX2, pack8: pack8U8AVX2, quant: quantizeRowU8AVX2, rows: u8RowsAVX2}
 	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
-		minRows := int(int8MinRows.Load())
-		if gu.rows[w.Type] == nil && g.rows[w.Type] == nil {
-			minRows *= 8 // bytes decoded by portable Go
-		}
+		minRows := int8Threshold(w.Type, int(int8MinRows.Load()))
 		switch {
 		case !int8Types[w.Type] || w.Cols == 0 || m < minRows:
 			f32(dst, x, m, w, bias)

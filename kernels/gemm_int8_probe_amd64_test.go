@@ -109,9 +109,9 @@ func BenchmarkI8Kernel(b *testing.B) {
 // the integer product is than the avx2 tier's float32 product of the same
 // inputs, in one run: the two alternate and each keeps its least process
 // CPU time (on a shared machine wall time mostly measures the neighbours;
-// CPU time of the minimum run is the least disturbed figure). M=512,
-// K=N=2048 and M=32; the integer path is called directly, past the tier's
-// row threshold.
+// CPU time of the minimum run is the least disturbed figure). K=N=2048
+// and M=512, 32 and 16 (the default row threshold); the integer path is
+// called directly, past the tier's row threshold.
 func BenchmarkInt8Ratio(b *testing.B) {
 	if !hasAVX2 {
 		b.Skip("needs AVX2")
@@ -126,7 +126,7 @@ func BenchmarkInt8Ratio(b *testing.B) {
 	for _, typ := range []gguf.Type{gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ5_K, gguf.TypeQ3_K, gguf.TypeQ4_0,
 		gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ8_0, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeQ8_K} {
 		w := randMatrix(b, typ, n, k, rng)
-		for _, m := range []int{512, 32} {
+		for _, m := range []int{512, 32, 16} {
 			x := randVec(m*k, rng)
 			dst := make([]float32, m*n)
 			b.Run(fmt.Sprintf("%s/M%d", typ, m), func(b *testing.B) {

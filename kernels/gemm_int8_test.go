@@ -504,3 +504,29 @@ func TestMatMulInt8NonFinite(t *testing.T) {
 		}
 	}
 }
+
+// TestInt8Threshold checks the per-type scaling of the row threshold at
+// its edges: zero stays zero, a positive one stays positive, a huge one
+// does not wrap into a small one.
+func TestInt8Threshold(t *testing.T) {
+	cases := []struct {
+		typ           gguf.Type
+		minRows, want int
+	}{
+		{gguf.TypeQ4_K, 16, 16},
+		{gguf.TypeQ4_K, 0, 0},
+		{gguf.TypeIQ4_XS, 16, 32},
+		{gguf.TypeIQ4_NL, 0, 0},
+		{gguf.TypeIQ4_NL, math.MaxInt / 2, math.MaxInt - 1},
+		{gguf.TypeIQ4_NL, math.MaxInt/2 + 1, math.MaxInt},
+		{gguf.TypeQ3_K, 16, 1},
+		{gguf.TypeQ3_K, 15, 1},
+		{gguf.TypeQ3_K, 64, 4},
+		{gguf.TypeQ3_K, 0, 0},
+	}
+	for _, c := range cases {
+		if got := int8Threshold(c.typ, c.minRows); got != c.want {
+			t.Errorf("int8Threshold(%s, %d) = %d, want %d", c.typ, c.minRows, got, c.want)
+		}
+	}
+}

@@ -64,6 +64,9 @@ func decodeQ6KU8AVX2(blk *byte, nsb int, q *int8, sum *int32)
 func decodeQ5KU8AVX2(blk *byte, nsb int, q *int8, sum *int32)
 
 //go:noescape
+func decodeQ3KU8AVX2(blk *byte, nsb int, q *int8, sum *int32)
+
+//go:noescape
 func decodeNib4U8AVX2(qs *byte, nb int, stride int, bias int, q *int8, sum *int32)
 
 //go:noescape
@@ -130,6 +133,32 @@ func kMinScales(src []byte, nsb, size int, fd, fm []float32, fs int, mul []int16
 	}
 }
 
+// scaledSubRows decodes the super-blocks of Q3_K or Q6_K (size bytes
+// each, the f16 d at dOff): one factor d per 32 values, the sixteen signed
+// sub-block scales as multipliers (sub-block s takes scales 2s and 2s+1,
+// which is how both types order them), written by scales; the values by
+// decode, which sums them plus bias (subtracted here).
+func scaledSubRows(src []byte, n int, q []int8, fd []float32, fs int, mul []int16, sum []int32, size, dOff, bias int,
+	scales func(blk []byte, mul []int16), decode func(blk *byte, nsb int, q *int8, sum *int32)) {
+	nsb := n / 256
+	if nsb == 0 {
+		return
+	}
+	_, _, _ = src[size*nsb-1], q[256*nsb-1], sum[16*nsb-1]
+	for b := 0; b < nsb; b++ {
+		blk := src[size*b : size*b+size]
+		d := f16(blk[dOff:])
+		for s := 0; s < 8; s++ {
+			fd[(8*b+s)*fs] = d
+		}
+		scales(blk, mul[16*b:16*b+16])
+	}
+	decode(&src[0], nsb, &q[0], &sum[0])
+	for i := range sum[:16*nsb] {
+		sum[i] -= int32(16 * bias)
+	}
+}
+
 // u8RowsAVX2 are u8 path decoders with the per-value work in assembly,
 // equal to the u8Decoders rows of their types (tested).
 var u8RowsAVX2 = map[gguf.Type]func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32){
@@ -163,27 +192,18 @@ var u8RowsAVX2 = map[gguf.Type]func(src []byte, n int, q []int8, fd, fm []float3
 		kMinScales(src, nsb, 176, fd, fm, fs, mul)
 		decodeQ5KU8AVX2(&src[0], nsb, &q[0], &sum[0])
 	},
+	gguf.TypeQ3_K: func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
+		scaledSubRows(src, n, q, fd, fs, mul, sum, 110, 108, 4, func(blk []byte, mul []int16) {
+			for i, c := range q3kScales(blk[96:108]) {
+				mul[i] = int16(c)
+			}
+		}, decodeQ3KU8AVX2)
+	},
 	gguf.TypeQ6_K: func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
-		nsb := n / 256
-		if nsb == 0 {
-			return
-		}
-		_, _, _ = src[210*nsb-1], q[256*nsb-1], sum[16*nsb-1]
-		for b := 0; b < nsb; b++ {
-			blk := src[210*b : 210*b+210]
-			d := f16(blk[208:])
-			for s := 0; s < 8; s++ {
-				fd[(8*b+s)*fs] = d
-			}
+		scaledSubRows(src, n, q, fd, fs, mul, sum, 210, 208, 32, func(blk []byte, mul []int16) {
 			for i, c := range blk[192:208] {
-				// Sub-block s = 4·half + j takes scales 8·half + 2j and
-				// 8·half + 2j + 1, which is scale index 2s, 2s+1.
-				mul[16*b+i] = int16(int8(c))
+				mul[i] = int16(int8(c))
 			}
-		}
-		decodeQ6KU8AVX2(&src[0], nsb, &q[0], &sum[0])
-		for i := range sum[:16*nsb] {
-			sum[i] -= 32 * 16
-		}
+		}, decodeQ6KU8AVX2)
 	},
 }

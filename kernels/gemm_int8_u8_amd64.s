@@ -575,3 +575,58 @@ n5block:
 n5done:
 	VZEROUPPER
 	RET
+
+DATA u8q3<>+0(SB)/8, $0x0404040404040404
+GLOBL u8q3<>(SB), RODATA|NOPTR, $8
+
+// One 32-value sub-block of a Q3_K super-block: the two bits of Y(qy) at
+// qsh, and as bit 2 the hmask bit of the sub-block, brought there from Y8
+// by hop $hsh (a word shift that keeps every byte's bit 2 within the
+// byte); stored as u−4, the sums of the unsigned u (0..7) per half.
+#define Q3SUB(qy, hop, hsh, qsh, qoff, soff) \
+	VPSRLW $qsh, qy, Y5 \
+	VPAND Y13, Y5, Y5 \
+	hop $hsh, Y8, Y6 \
+	VPAND Y14, Y6, Y6 \
+	VPOR Y6, Y5, Y5 \
+	HALFSUMS(Y5, soff) \
+	VPSUBB Y14, Y5, Y5 \
+	VMOVDQU Y5, qoff(DI)
+
+// func decodeQ3KU8AVX2(blk *byte, nsb int, q *int8, sum *int32)
+//
+// The signed 3-bit values of nsb Q3_K super-blocks (110 bytes apart:
+// hmask, then the low bits) in order, with the sums of the values plus 4
+// over each 16 (the caller subtracts 4·16).
+TEXT ·decodeQ3KU8AVX2(SB), NOSPLIT, $0-32
+	MOVQ blk+0(FP), SI
+	MOVQ nsb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ sum+24(FP), DX
+	VPBROADCASTQ u8nib<>+8(SB), Y13
+	VPBROADCASTQ u8q3<>+0(SB), Y14
+	VPXOR Y15, Y15, Y15
+	TESTQ CX, CX
+	JZ   q3done
+
+q3sb:
+	VMOVDQU 0(SI), Y8
+	VMOVDQU 32(SI), Y7
+	VMOVDQU 64(SI), Y9
+	Q3SUB(Y7, VPSLLW, 2, 0, 0, 0)
+	Q3SUB(Y7, VPSLLW, 1, 2, 32, 8)
+	Q3SUB(Y7, VPSRLW, 0, 4, 64, 16)
+	Q3SUB(Y7, VPSRLW, 1, 6, 96, 24)
+	Q3SUB(Y9, VPSRLW, 2, 0, 128, 32)
+	Q3SUB(Y9, VPSRLW, 3, 2, 160, 40)
+	Q3SUB(Y9, VPSRLW, 4, 4, 192, 48)
+	Q3SUB(Y9, VPSRLW, 5, 6, 224, 56)
+	ADDQ $110, SI
+	ADDQ $256, DI
+	ADDQ $64, DX
+	DECQ CX
+	JNZ  q3sb
+
+q3done:
+	VZEROUPPER
+	RET

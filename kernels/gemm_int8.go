@@ -60,9 +60,9 @@ const (
 // types (1.15-2.0× at M=512; Q3_K 1.9-2.0× with its AVX2 decoder, 4-5× at
 // M≤32, where the float32 path's portable Q3_K decoding dominates) and, on the int16 path, Q8_0 (1.2× at M=512,
 // median of three runs, 1.0-1.1× at M=32) and IQ4_NL and IQ4_XS (with
-// their AVX2 decoders 1.07-1.19× at M=512 and 1.04-1.09× at M=32 in the
-// run where Q8_0 measured 1.08×; with portable Go decoders they were
-// 0.9-1.15× and about 0.5×). Q8_K keeps the float32 path: no model stores
+// their AVX2 decoders, over three runs: 0.95-1.21× at M=512, median 1.1×,
+// and 1.04-1.31× at M=32, while Q8_0 measured 0.93-1.08× in the same
+// runs; with portable Go decoders they were 0.9-1.15× and about 0.5×). Q8_K keeps the float32 path: no model stores
 // it, and the int16 path stays, tested, as its integer reference.
 var int8Types = map[gguf.Type]bool{
 	gguf.TypeQ4_K: true, gguf.TypeQ5_K: true, gguf.TypeQ6_K: true, gguf.TypeQ3_K: true,

@@ -82,13 +82,7 @@ func nib5Rows(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16
 	}
 	_, _, _ = src[size*nb-1], q[32*nb-1], sum[2*nb-1]
 	ones(mul[:2*nb])
-	for b := 0; b < nb; b++ {
-		blk := src[size*b:]
-		fd[b*fs] = f16(blk)
-		if bias == 0 {
-			fm[b*fs] = f16(blk[2:])
-		}
-	}
+	legacyScales(src, nb, size, bias, fd, fm, fs)
 	decodeNib5U8AVX2(&src[size-16], &src[size-20], nb, size, bias, &q[0], &sum[0])
 	for i := range sum[:2*nb] {
 		sum[i] -= int32(16 * bias)
@@ -105,13 +99,7 @@ func nib4Rows(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16
 	}
 	_, _, _ = src[size*nb-1], q[32*nb-1], sum[2*nb-1]
 	ones(mul[:2*nb])
-	for b := 0; b < nb; b++ {
-		blk := src[size*b:]
-		fd[b*fs] = f16(blk)
-		if bias == 0 {
-			fm[b*fs] = f16(blk[2:])
-		}
-	}
+	legacyScales(src, nb, size, bias, fd, fm, fs)
 	decodeNib4U8AVX2(&src[size-16], nb, size, bias, &q[0], &sum[0])
 	for i := range sum[:2*nb] {
 		sum[i] -= int32(16 * bias)
@@ -206,4 +194,17 @@ var u8RowsAVX2 = map[gguf.Type]func(src []byte, n int, q []int8, fd, fm []float3
 			}
 		}, decodeQ6KU8AVX2)
 	},
+}
+
+// legacyScales reads the f16 factor d of each of nb blocks of size bytes
+// and, for the types with a minimum (bias 0: Q4_1, Q5_1), the f16 offset m
+// that follows it.
+func legacyScales(src []byte, nb, size, bias int, fd, fm []float32, fs int) {
+	for b := 0; b < nb; b++ {
+		blk := src[size*b:]
+		fd[b*fs] = f16(blk)
+		if bias == 0 {
+			fm[b*fs] = f16(blk[2:])
+		}
+	}
 }

@@ -334,6 +334,24 @@ func addBias(dst []float32, n int, bias []float32, m0, m1, n0, n1 int) {
 	}
 }
 
+// tileRows runs one column panel's product over rows m0..m1 of c (the
+// panel's first column, row stride ldc) in groups of rows: all full groups
+// in one call when the panel is full width, the rest (bottom rows, right
+// columns) through the edge tile. call(groups, i0, out, ldo) computes
+// groups row groups from row i0 into out, row stride ldo.
+func tileRows(c []float32, ldc, m0, m1, rows, nr int, acc bool, edge []float32, call func(groups, i0 int, out []float32, ldo int)) {
+	full := (m1 - m0) / rows
+	if nr < gemmNR {
+		full = 0
+	}
+	call(full, m0, c[m0*ldc:], ldc)
+	for i0 := m0 + full*rows; i0 < m1; i0 += rows {
+		throughEdge(c[i0*ldc:], ldc, min(rows, m1-i0), nr, acc, edge, func(out []float32) {
+			call(1, i0, out, gemmNR)
+		})
+	}
+}
+
 // throughEdge runs call, which writes a full tile of rows×gemmNR outputs
 // rows gemmNR apart, for a tile of c that has only mr rows and nr columns:
 // through the scratch tile edge, copying c in first when the call adds to
@@ -453,23 +471,12 @@ func gemmInt8(dst, x []float32, m int, w *Matrix, bias []float32, g *i8Tier) {
 				nr := min(gemmNR, n1-n0-j0)
 				pp := pan[p*nb*i8PanelK : (p+1)*nb*i8PanelK]
 				fs := fac[p*nb*i8PanelF : (p+1)*nb*i8PanelF]
-				// Whole groups of full-width tiles in one call, the rest
-				// (bottom rows, right columns) through the edge tile.
-				full := (m1 - m0) / i8Rows
-				if nr < gemmNR {
-					full = 0
-				}
 				as, dss := i8Rows*k, i8Rows*2*nbRow
-				a := xq[m0*k+k0*i8Rows:]
-				dsa := ds[(m0*nbRow+k0/i8Block*i8Rows)*2:]
-				g.kern(full, nb, a, as, dsa, dss, pp, fs, tile, dst[m0*n+n0+j0:], n, flags)
-				for i0 := m0 + full*i8Rows; i0 < m1; i0 += i8Rows {
+				tileRows(dst[n0+j0:], n, m0, m1, i8Rows, nr, k0 > 0, edge, func(groups, i0 int, out []float32, ldo int) {
 					a := xq[i0*k+k0*i8Rows:]
 					dsa := ds[(i0*nbRow+k0/i8Block*i8Rows)*2:]
-					throughEdge(dst[i0*n+n0+j0:], n, min(i8Rows, m1-i0), nr, k0 > 0, edge, func(out []float32) {
-						g.kern(1, nb, a, as, dsa, dss, pp, fs, tile, out, gemmNR, flags)
-					})
-				}
+					g.kern(groups, nb, a, as, dsa, dss, pp, fs, tile, out, ldo, flags)
+				})
 			}
 		}
 		addBias(dst, n, bias, m0, m1, n0, n1)

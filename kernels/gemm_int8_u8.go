@@ -392,23 +392,12 @@ func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 				pp := pan[p*nb*u8Panel : (p+1)*nb*u8Panel]
 				fs := fac[p*nb*i8PanelF : (p+1)*nb*i8PanelF]
 				as8 := aux[p*nb*u8Aux : (p+1)*nb*u8Aux]
-				// Whole groups of full-width tiles in one call, the rest
-				// (bottom rows, right columns) through the edge tile.
-				full := (m1 - m0) / u8Rows
-				if nr < gemmNR {
-					full = 0
-				}
 				as, dss := u8Rows*k, u8Rows*2*nbRow
-				a := xa[m0*k+k0*u8Rows:]
-				dsa := ds[(m0*nbRow+k0/i8Block*u8Rows)*2:]
-				g.kern(full, nb, a, as, dsa, dss, pp, as8, fs, tile, dst[m0*n+n0+j0:], n, flags)
-				for i0 := m0 + full*u8Rows; i0 < m1; i0 += u8Rows {
+				tileRows(dst[n0+j0:], n, m0, m1, u8Rows, nr, k0 > 0, edge, func(groups, i0 int, out []float32, ldo int) {
 					a := xa[i0*k+k0*u8Rows:]
 					dsa := ds[(i0*nbRow+k0/i8Block*u8Rows)*2:]
-					throughEdge(dst[i0*n+n0+j0:], n, min(u8Rows, m1-i0), nr, k0 > 0, edge, func(out []float32) {
-						g.kern(1, nb, a, as, dsa, dss, pp, as8, fs, tile, out, gemmNR, flags)
-					})
-				}
+					g.kern(groups, nb, a, as, dsa, dss, pp, as8, fs, tile, out, ldo, flags)
+				})
 			}
 		}
 		addBias(dst, n, bias, m0, m1, n0, n1)

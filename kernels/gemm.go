@@ -86,11 +86,7 @@ func gemm(dst, x []float32, m int, w *Matrix, bias []float32, g *gemmTier) {
 	mBlocks := (m + mc - 1) / mc
 
 	parallelFor(mBlocks*nBlocks, func(item int) {
-		m0 := (item / nBlocks) * mc
-		m1 := min(m0+mc, m)
-		n0 := (item % nBlocks) * gemmNC
-		n1 := min(n0+gemmNC, n)
-		panels := (n1 - n0 + gemmNR - 1) / gemmNR
+		m0, m1, n0, n1, panels := gemmTile(item, nBlocks, mc, m, n)
 
 		np := panels * gemmKC * gemmNR
 		bufp := getScratch(np + gemmNR*gemmKC + edgeScratch(gemmKC))
@@ -154,6 +150,17 @@ func gemm(dst, x []float32, m int, w *Matrix, bias []float32, g *gemmTier) {
 			}
 		}
 	})
+}
+
+// gemmTile is work item item of a product over m rows and n columns cut
+// into row blocks of mc and nBlocks column blocks of gemmNC: its rows
+// m0..m1, columns n0..n1 and the number of gemmNR-wide panels they hold.
+func gemmTile(item, nBlocks, mc, m, n int) (m0, m1, n0, n1, panels int) {
+	m0 = (item / nBlocks) * mc
+	m1 = min(m0+mc, m)
+	n0 = (item % nBlocks) * gemmNC
+	n1 = min(n0+gemmNC, n)
+	return m0, m1, n0, n1, (n1 - n0 + gemmNR - 1) / gemmNR
 }
 
 // edgeScratch is the scratch size panelProduct needs for a k depth of kc.

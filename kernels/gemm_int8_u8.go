@@ -334,11 +334,7 @@ func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 	const kb = gemmKC / i8Block
 
 	parallelFor(mBlocks*nBlocks, func(item int) {
-		m0 := (item / nBlocks) * mc
-		m1 := min(m0+mc, m)
-		n0 := (item % nBlocks) * gemmNC
-		n1 := min(n0+gemmNC, n)
-		panels := (n1 - n0 + gemmNR - 1) / gemmNR
+		m0, m1, n0, n1, panels := gemmTile(item, nBlocks, mc, m, n)
 
 		np := panels * kb * u8Panel
 		bp := byteScratch.get(np + gemmNR*gemmKC)

@@ -151,13 +151,7 @@ func scaledSubRows(src []byte, n int, q []int8, fd []float32, fs int, mul []int1
 // equal to the u8Decoders rows of their types (tested).
 var u8RowsAVX2 = map[gguf.Type]func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32){
 	gguf.TypeQ4_K: func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
-		nsb := n / 256
-		if nsb == 0 {
-			return
-		}
-		_, _, _ = src[144*nsb-1], q[256*nsb-1], sum[16*nsb-1]
-		kMinScales(src, nsb, 144, fd, fm, fs, mul)
-		decodeQ4KU8AVX2(&src[16], nsb, &q[0], &sum[0])
+		kMinRows(src, n, q, fd, fm, fs, mul, sum, 144, 16, decodeQ4KU8AVX2)
 	},
 	gguf.TypeQ4_0: func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
 		nib4Rows(src, n, q, fd, fm, fs, mul, sum, 18, 8)
@@ -172,13 +166,7 @@ var u8RowsAVX2 = map[gguf.Type]func(src []byte, n int, q []int8, fd, fm []float3
 		nib5Rows(src, n, q, fd, fm, fs, mul, sum, 24, 0)
 	},
 	gguf.TypeQ5_K: func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
-		nsb := n / 256
-		if nsb == 0 {
-			return
-		}
-		_, _, _ = src[176*nsb-1], q[256*nsb-1], sum[16*nsb-1]
-		kMinScales(src, nsb, 176, fd, fm, fs, mul)
-		decodeQ5KU8AVX2(&src[0], nsb, &q[0], &sum[0])
+		kMinRows(src, n, q, fd, fm, fs, mul, sum, 176, 0, decodeQ5KU8AVX2)
 	},
 	gguf.TypeQ3_K: func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
 		scaledSubRows(src, n, q, fd, fs, mul, sum, 110, 108, 4, func(blk []byte, mul []int16) {
@@ -207,4 +195,17 @@ func legacyScales(src []byte, nb, size, bias int, fd, fm []float32, fs int) {
 			fm[b*fs] = f16(blk[2:])
 		}
 	}
+}
+
+// kMinRows decodes the 256-value super-blocks of Q4_K or Q5_K (size bytes
+// each): the scales and minimums in Go, the values with decode, which reads
+// the super-blocks from byte off of the first one on.
+func kMinRows(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32, size, off int, decode func(src *byte, nsb int, q *int8, sum *int32)) {
+	nsb := n / 256
+	if nsb == 0 {
+		return
+	}
+	_, _, _ = src[size*nsb-1], q[256*nsb-1], sum[16*nsb-1]
+	kMinScales(src, nsb, size, fd, fm, fs, mul)
+	decode(&src[off], nsb, &q[0], &sum[0])
 }

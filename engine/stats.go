@@ -21,17 +21,17 @@ type Stats struct {
 	InflightBytes   int64 // image bytes and preprocessed pixels held by admitted requests
 
 	// Counters.
-	Requests      int64 // finished requests, successful or not
-	Cancelled     int64 // requests that left because their context ended
-	Steps         int64 // scheduler steps run
-	LMTokens      int64 // language-model tokens computed (cache hits excluded)
-	Images        int64 // images encoded by the vision tower (cache hits excluded)
-	ImagePatches  int64 // vision patches encoded
-	StepLMTokens  Histogram
-	StepPatches   Histogram
-	StepSeconds   Histogram
-	QueueSeconds  Histogram // admission to first scheduled work
-	Caches        []CacheStats
+	Requests     int64 // finished requests, successful or not
+	Cancelled    int64 // requests that left because their context ended
+	Steps        int64 // scheduler steps run
+	LMTokens     int64 // language-model tokens computed (cache hits excluded)
+	Images       int64 // images encoded by the vision tower (cache hits excluded)
+	ImagePatches int64 // vision patches encoded
+	StepLMTokens Histogram
+	StepPatches  Histogram
+	StepSeconds  Histogram
+	QueueSeconds Histogram // admission to first scheduled work
+	Caches       []CacheStats
 }
 
 // Histogram is a cumulative histogram: Counts[i] observations were at most

@@ -31,22 +31,33 @@ type attnTier struct {
 	expSum func(x []float32, sub float32) float32
 }
 
-// qBlock is a block of queries [q0, q1) that may see keys [lo, hi) (before
-// the causal limit).
-type qBlock struct{ q0, q1, lo, hi int }
+// attnSrc is a run of keys and values [lo, hi) (rows of k and v) that
+// some query blocks attend to.
+type attnSrc struct {
+	k, v   []float32
+	lo, hi int
+}
 
-// queryBlocks splits the tokens into query blocks inside mask segments.
-// Tokens outside every segment attend to themselves only.
-func queryBlocks(nTok int, mask Mask) []qBlock {
+// qBlock is a block of query rows [q0, q1) of q and out that attends to
+// the keys of source src. Under a causal mask row q0+i sees keys up to and
+// including pos+i, pos being the key index of row q0.
+type qBlock struct{ q0, q1, src, pos int }
+
+// queryBlocks splits the tokens of a packed pass into query blocks inside
+// mask segments, each segment its own key source. Tokens outside every
+// segment attend to themselves only.
+func queryBlocks(nTok int, mask Mask, k, v []float32) ([]attnSrc, []qBlock) {
+	var srcs []attnSrc
 	var out []qBlock
 	add := func(lo, hi int) {
+		srcs = append(srcs, attnSrc{k, v, lo, hi})
 		for q0 := lo; q0 < hi; q0 += attnBQ {
-			out = append(out, qBlock{q0, min(q0+attnBQ, hi), lo, hi})
+			out = append(out, qBlock{q0, min(q0+attnBQ, hi), len(srcs) - 1, q0})
 		}
 	}
 	if len(mask.Segments) == 0 {
 		add(0, nTok)
-		return out
+		return srcs, out
 	}
 	covered := 0
 	for i := 0; i+1 < len(mask.Segments); i++ {
@@ -62,7 +73,7 @@ func queryBlocks(nTok int, mask Mask) []qBlock {
 	for t := covered; t < nTok; t++ {
 		add(t, t+1)
 	}
-	return out
+	return srcs, out
 }
 
 func (at *attnTier) attention(out, q, k, v []float32, nTok, nHead, nKV, headDim int, scale float32, mask Mask) {
@@ -75,7 +86,38 @@ func (at *attnTier) attention(out, q, k, v []float32, nTok, nHead, nKV, headDim 
 		AttentionRef(out, q, k, v, nTok, nHead, nKV, headDim, scale, mask)
 		return
 	}
-	blocks := queryBlocks(nTok, mask)
+	srcs, blocks := queryBlocks(nTok, mask, k, v)
+	at.run(out, q, nHead, nKV, headDim, scale, mask.Causal, srcs, blocks)
+}
+
+// attentionKV is AttentionKV: each span is a key source of its own, its
+// query blocks anchored at the span's first row.
+func (at *attnTier) attentionKV(out, q []float32, nHead, nKV, headDim int, scale float32, spans []KVSpan) {
+	if nHead <= 0 || headDim <= 0 {
+		return
+	}
+	srcs := make([]attnSrc, 0, len(spans))
+	var blocks []qBlock
+	for _, sp := range spans {
+		if sp.Q1 <= sp.Q0 {
+			continue
+		}
+		srcs = append(srcs, attnSrc{sp.K, sp.V, 0, sp.Pos + sp.Q1 - sp.Q0})
+		for q0 := sp.Q0; q0 < sp.Q1; q0 += attnBQ {
+			blocks = append(blocks, qBlock{q0, min(q0+attnBQ, sp.Q1), len(srcs) - 1, sp.Pos + q0 - sp.Q0})
+		}
+	}
+	at.run(out, q, nHead, nKV, headDim, scale, true, srcs, blocks)
+}
+
+// run computes the query blocks. A query row's result depends only on its
+// own values and its source's keys: key blocks start at the source's first
+// key whatever the query blocking, so a row gives the same bits in a
+// packed pass, alone, or in a later chunk against cached keys.
+func (at *attnTier) run(out, q []float32, nHead, nKV, headDim int, scale float32, causal bool, srcs []attnSrc, blocks []qBlock) {
+	if len(blocks) == 0 {
+		return
+	}
 	group := nHead / nKV
 	hd := headDim
 	qs, ks := nHead*hd, nKV*hd
@@ -86,19 +128,15 @@ func (at *attnTier) attention(out, q, k, v []float32, nTok, nHead, nKV, headDim 
 	// blocks that share it run: keys as panels of hd×gemmNR (zero beyond
 	// the block), values as hdPad/gemmNR panels of nk×gemmNR.
 	kbSize := func(nk int) int { return roundUp(nk, gemmNR)*hd + hdPad*nk }
-	type keyBlock struct{ j0, nk, off int } // head g's panels at off + g·kbSize(nk)
+	type keyBlock struct{ src, j0, nk, off int } // head g's panels at off + g·kbSize(nk)
 	var kbs []keyBlock
-	first := make([]int, len(blocks)) // first key block of each query block's segment
+	first := make([]int, len(srcs)) // first key block of each source
 	total := 0
-	for i, b := range blocks {
-		if i > 0 && b.lo == blocks[i-1].lo && b.hi == blocks[i-1].hi {
-			first[i] = first[i-1]
-			continue
-		}
-		first[i] = len(kbs)
-		for j0 := b.lo; j0 < b.hi; j0 += attnBK {
-			nk := min(attnBK, b.hi-j0)
-			kbs = append(kbs, keyBlock{j0, nk, total})
+	for si, s := range srcs {
+		first[si] = len(kbs)
+		for j0 := s.lo; j0 < s.hi; j0 += attnBK {
+			nk := min(attnBK, s.hi-j0)
+			kbs = append(kbs, keyBlock{si, j0, nk, total})
 			total += nKV * kbSize(nk)
 		}
 	}
@@ -107,6 +145,7 @@ func (at *attnTier) attention(out, q, k, v []float32, nTok, nHead, nKV, headDim 
 	packed := *packp
 	parallelFor(len(kbs)*nKV, func(item int) {
 		kb, g := kbs[item/nKV], item%nKV
+		k, v := srcs[kb.src].k, srcs[kb.src].v
 		base := packed[kb.off+g*kbSize(kb.nk) : kb.off+(g+1)*kbSize(kb.nk)]
 		kp, vp := base[:roundUp(kb.nk, gemmNR)*hd], base[roundUp(kb.nk, gemmNR)*hd:]
 		for p := 0; p < len(kp)/(gemmNR*hd); p++ {
@@ -152,6 +191,7 @@ func (at *attnTier) attention(out, q, k, v []float32, nTok, nHead, nKV, headDim 
 	parallelFor(len(blocks)*nHead, func(item int) {
 		bi, h := item/nHead, item%nHead
 		b, g := blocks[bi], h/group
+		src := srcs[b.src]
 		bufp := getScratch(size)
 		defer putScratch(bufp)
 		buf := *bufp
@@ -164,16 +204,16 @@ func (at *attnTier) attention(out, q, k, v []float32, nTok, nHead, nKV, headDim 
 		for i := 0; i < rows; i++ {
 			mx[i], l[i] = float32(math.Inf(-1)), 0
 		}
-		kEnd := b.hi
-		if mask.Causal {
-			kEnd = b.q1
+		kEnd := src.hi
+		if causal {
+			kEnd = min(src.hi, b.pos+rows)
 		}
 		qb := q[b.q0*qs+h*hd:]
 		// The weighted values accumulate in place in out (row stride qs):
 		// no block-sized buffer and no copy at the end.
 		o := out[b.q0*qs+h*hd:]
-		for j0 := b.lo; j0 < kEnd; j0 += attnBK {
-			kb := kbs[first[bi]+(j0-b.lo)/attnBK]
+		for j0 := src.lo; j0 < kEnd; j0 += attnBK {
+			kb := kbs[first[b.src]+(j0-src.lo)/attnBK]
 			nk := min(kb.nk, kEnd-j0) // the causal limit may cut the block
 			base := packed[kb.off+g*kbSize(kb.nk):]
 			kp, vp := base[:roundUp(kb.nk, gemmNR)*hd], base[roundUp(kb.nk, gemmNR)*hd:kbSize(kb.nk)]
@@ -184,8 +224,8 @@ func (at *attnTier) attention(out, q, k, v []float32, nTok, nHead, nKV, headDim 
 			for i := 0; i < rows; i++ {
 				row := sc[i*ldS : i*ldS+nk]
 				limit := nk
-				if mask.Causal {
-					limit = min(nk, b.q0+i-j0+1)
+				if causal {
+					limit = min(nk, b.pos+i-j0+1)
 				}
 				if limit <= 0 {
 					clear(row)
@@ -195,7 +235,7 @@ func (at *attnTier) attention(out, q, k, v []float32, nTok, nHead, nKV, headDim 
 				mNew := max(mx[i], bm)
 				s := at.expSum(row[:limit], mNew)
 				clear(row[limit:])
-				if j0 > b.lo {
+				if j0 > src.lo {
 					// An unchanged maximum (the usual case once a few
 					// blocks are in) needs no rescale.
 					if mNew != mx[i] {
@@ -210,7 +250,7 @@ func (at *attnTier) attention(out, q, k, v []float32, nTok, nHead, nKV, headDim 
 				mx[i] = mNew
 			}
 
-			panelProductStride(at.kern, o, qs, sc, ldS, rows, nk, vp, gemmNR*kb.nk, hd, j0 > b.lo, edge)
+			panelProductStride(at.kern, o, qs, sc, ldS, rows, nk, vp, gemmNR*kb.nk, hd, j0 > src.lo, edge)
 		}
 		for i := 0; i < rows; i++ {
 			at.scaleMax(o[i*qs:i*qs+hd], 1/l[i]) // the maximum is not needed

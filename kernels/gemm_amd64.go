@@ -47,6 +47,7 @@ func archTiers() []*impl {
 	}
 	at := &attnTier{kern: microKernelAVX2, scaleMax: scaleMaxVec, expSum: expSumVec, transpose8: transpose8AVX2}
 	t.attention = at.attention
+	t.attentionKV = at.attentionKV
 	t.swiGLU = swiGLUWith(siluMulVec)
 	t.quickGELU = quickGELUWith(quickGELUVec)
 	return []*impl{int8Tier(t), &t}

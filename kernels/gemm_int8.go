@@ -100,16 +100,17 @@ func int8Threshold(t gguf.Type, minRows int) int {
 // int8MinRows is the threshold SetInt8MinRows sets.
 var int8MinRows atomic.Int64
 
-func init() { int8MinRows.Store(16) }
-
 // SetInt8MinRows sets the number of activation rows from which the
 // avx2-int8 tier multiplies in integer arithmetic and returns the previous
-// value. Below it the tier takes the float32 path: quantizing activations
-// and decoding weights to bytes is paid per product, and with few rows it
-// outweighs the faster kernel. The threshold applies as set to most types
-// (measured crossover between 6 and 16 rows on Zen 3, default 16); some
-// types scale it (int8RowsScale). Tests set 0 to run the integer kernels
-// on small inputs.
+// value. The default, 0, sends every product by a quantized weight of
+// int8Types to the integer kernels whatever its row count, so that a row's
+// result never depends on how many other rows share the product: the
+// serving engine packs unrelated requests into one product and promises
+// each the vector it would get alone. With fewer than 6 to 16 rows the
+// float32 path would be faster on Zen 3 (quantizing activations and
+// decoding weights to bytes is paid per product); a positive threshold
+// buys that speed for benchmarks and experiments at the price of batch
+// invariance. Some types scale the threshold (int8RowsScale).
 func SetInt8MinRows(n int) int { return int(int8MinRows.Swap(int64(n))) }
 
 // i8Kernel computes, for ng row groups, the i8Rows×gemmNR tiles

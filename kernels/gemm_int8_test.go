@@ -1,28 +1,15 @@
 package kernels
 
 import (
-	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"testing"
 
 	"github.com/vembed/vembed/gguf"
 )
 
-// TestMain runs the package's tests with the int8 tier's row threshold at
-// zero, so that the tier's integer kernels meet the small products of the
-// tests (TestMatMul, the concurrency tests); benchmarks keep the threshold
-// the product uses.
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if flag.Lookup("test.bench").Value.String() == "" {
-		SetInt8MinRows(0)
-	}
-	os.Exit(m.Run())
-}
 
 // intDecodeRow decodes row j of w into the integer form of whichever
 // integer path takes its type: values v (multiplier times stored value),

@@ -81,6 +81,25 @@ func Attention(out, q, k, v []float32, nTok, nHead, nKV, headDim int, scale floa
 	active.Load().attention(out, q, k, v, nTok, nHead, nKV, headDim, scale, mask)
 }
 
+// KVSpan is one sequence of an AttentionKV call: query rows [Q0, Q1) of q
+// and out are the sequence's tokens Pos, Pos+1, …, and attend causally to
+// the sequence's keys and values K and V, rows of nKV·headDim values of
+// which the first Pos+(Q1−Q0) are read: those of earlier chunks, then the
+// chunk's own.
+type KVSpan struct {
+	Q0, Q1 int
+	K, V   []float32
+	Pos    int
+}
+
+// AttentionKV is causal Attention for chunked prefill: the queries of
+// several sequences, packed in q, each against its own keys and values.
+// A row's result is bit for bit what Attention gives that token in one
+// causal pass over its whole sequence (Mask{Causal: true}), on every tier.
+func AttentionKV(out, q []float32, nHead, nKV, headDim int, scale float32, spans []KVSpan) {
+	active.Load().attentionKV(out, q, nHead, nKV, headDim, scale, spans)
+}
+
 // RMSNorm normalizes each row of dim values: dst = x/sqrt(mean(x²)+eps)·w.
 // dst may alias x.
 func RMSNorm(dst, x, w []float32, dim int, eps float32) { active.Load().rmsNorm(dst, x, w, dim, eps) }

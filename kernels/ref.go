@@ -35,45 +35,65 @@ func MatMulRef(dst, x []float32, m int, w *Matrix, bias []float32) {
 // AttentionRef is the reference Attention: full scores, max-subtracted
 // softmax in float64.
 func AttentionRef(out, q, k, v []float32, nTok, nHead, nKV, headDim int, scale float32, mask Mask) {
-	group := nHead / nKV
-	qs, ks := nHead*headDim, nKV*headDim
-	p := make([]float64, nTok)
-	acc := make([]float64, headDim)
+	qs := nHead * headDim
 	for t := 0; t < nTok; t++ {
 		lo, hi := segmentOf(mask.Segments, t, nTok)
 		if mask.Causal {
 			hi = t + 1
 		}
-		for h := 0; h < nHead; h++ {
-			g := h / group
-			qv := q[t*qs+h*headDim : t*qs+(h+1)*headDim]
-			maxv := math.Inf(-1)
-			for j := lo; j < hi; j++ {
-				kv := k[j*ks+g*headDim : j*ks+(g+1)*headDim]
-				var s float64
-				for d := range qv {
-					s += float64(qv[d]) * float64(kv[d])
-				}
-				s *= float64(scale)
-				p[j] = s
-				maxv = math.Max(maxv, s)
+		attendRef(out[t*qs:(t+1)*qs], q[t*qs:(t+1)*qs], k, v, lo, hi, nHead, nKV, headDim, scale)
+	}
+}
+
+// attendRef computes one token's attention output over keys [lo, hi), in
+// float64.
+func attendRef(out, q, k, v []float32, lo, hi, nHead, nKV, headDim int, scale float32) {
+	group := nHead / nKV
+	ks := nKV * headDim
+	p := make([]float64, hi-lo)
+	acc := make([]float64, headDim)
+	for h := 0; h < nHead; h++ {
+		g := h / group
+		qv := q[h*headDim : (h+1)*headDim]
+		maxv := math.Inf(-1)
+		for j := lo; j < hi; j++ {
+			kv := k[j*ks+g*headDim : j*ks+(g+1)*headDim]
+			var s float64
+			for d := range qv {
+				s += float64(qv[d]) * float64(kv[d])
 			}
-			var sum float64
-			for j := lo; j < hi; j++ {
-				p[j] = math.Exp(p[j] - maxv)
-				sum += p[j]
+			s *= float64(scale)
+			p[j-lo] = s
+			maxv = math.Max(maxv, s)
+		}
+		var sum float64
+		for j := lo; j < hi; j++ {
+			p[j-lo] = math.Exp(p[j-lo] - maxv)
+			sum += p[j-lo]
+		}
+		clear(acc)
+		for j := lo; j < hi; j++ {
+			vv := v[j*ks+g*headDim : j*ks+(g+1)*headDim]
+			for d := range acc {
+				acc[d] += p[j-lo] * float64(vv[d])
 			}
-			clear(acc)
-			for j := lo; j < hi; j++ {
-				vv := v[j*ks+g*headDim : j*ks+(g+1)*headDim]
-				for d := range acc {
-					acc[d] += p[j] * float64(vv[d])
-				}
-			}
-			o := out[t*qs+h*headDim : t*qs+(h+1)*headDim]
-			for d := range o {
-				o[d] = float32(acc[d] / sum)
-			}
+		}
+		o := out[h*headDim : (h+1)*headDim]
+		for d := range o {
+			o[d] = float32(acc[d] / sum)
+		}
+	}
+}
+
+// AttentionKVRef is the reference AttentionKV: each query row runs the
+// reference's loop over the keys it may see, so chunked and one-pass
+// results agree exactly here too.
+func AttentionKVRef(out, q []float32, nHead, nKV, headDim int, scale float32, spans []KVSpan) {
+	qs := nHead * headDim
+	for _, sp := range spans {
+		for t := sp.Q0; t < sp.Q1; t++ {
+			pos := sp.Pos + t - sp.Q0
+			attendRef(out[t*qs:(t+1)*qs], q[t*qs:(t+1)*qs], sp.K, sp.V, 0, pos+1, nHead, nKV, headDim, scale)
 		}
 	}
 }

@@ -31,31 +31,33 @@ const (
 
 // impl is the table of functions behind the exported API.
 type impl struct {
-	tier      Tier
-	matMul    func(dst, x []float32, m int, w *Matrix, bias []float32)
-	attention func(out, q, k, v []float32, nTok, nHead, nKV, headDim int, scale float32, mask Mask)
-	rmsNorm   func(dst, x, w []float32, dim int, eps float32)
-	layerNorm func(dst, x, w, b []float32, dim int, eps float32)
-	rope      func(x []float32, nTok, nHead, headDim int, cos, sin []float32)
-	add       func(dst, a, b []float32)
-	swiGLU    func(dst, gate, up []float32)
-	gelu      func(x []float32)
-	quickGELU func(x []float32)
-	prepare   func(w *Matrix)
+	tier        Tier
+	matMul      func(dst, x []float32, m int, w *Matrix, bias []float32)
+	attention   func(out, q, k, v []float32, nTok, nHead, nKV, headDim int, scale float32, mask Mask)
+	attentionKV func(out, q []float32, nHead, nKV, headDim int, scale float32, spans []KVSpan)
+	rmsNorm     func(dst, x, w []float32, dim int, eps float32)
+	layerNorm   func(dst, x, w, b []float32, dim int, eps float32)
+	rope        func(x []float32, nTok, nHead, headDim int, cos, sin []float32)
+	add         func(dst, a, b []float32)
+	swiGLU      func(dst, gate, up []float32)
+	gelu        func(x []float32)
+	quickGELU   func(x []float32)
+	prepare     func(w *Matrix)
 }
 
 var reference = &impl{
-	tier:      TierReference,
-	matMul:    MatMulRef,
-	attention: AttentionRef,
-	rmsNorm:   RMSNormRef,
-	layerNorm: LayerNormRef,
-	rope:      RoPERef,
-	add:       AddRef,
-	swiGLU:    SwiGLURef,
-	gelu:      GELURef,
-	quickGELU: QuickGELURef,
-	prepare:   func(*Matrix) {},
+	tier:        TierReference,
+	matMul:      MatMulRef,
+	attention:   AttentionRef,
+	attentionKV: AttentionKVRef,
+	rmsNorm:     RMSNormRef,
+	layerNorm:   LayerNormRef,
+	rope:        RoPERef,
+	add:         AddRef,
+	swiGLU:      SwiGLURef,
+	gelu:        GELURef,
+	quickGELU:   QuickGELURef,
+	prepare:     func(*Matrix) {},
 }
 
 // generic is the portable tier: the blocked, parallel algorithms with Go
@@ -65,15 +67,16 @@ var generic = &impl{
 	matMul: func(dst, x []float32, m int, w *Matrix, bias []float32) {
 		matMul(dst, x, m, w, bias, &gemmTier{kern: microKernelGo})
 	},
-	attention: (&attnTier{kern: microKernelGo, scaleMax: scaleMaxGo, expSum: expSumGo}).attention,
-	rmsNorm:   rmsNormPar,
-	layerNorm: layerNormPar,
-	rope:      ropePar,
-	add:       addPar,
-	swiGLU:    swiGLUWith(siluMulGo),
-	gelu:      geluPar,
-	quickGELU: quickGELUWith(quickGELUGo),
-	prepare:   func(*Matrix) {},
+	attention:   (&attnTier{kern: microKernelGo, scaleMax: scaleMaxGo, expSum: expSumGo}).attention,
+	attentionKV: (&attnTier{kern: microKernelGo, scaleMax: scaleMaxGo, expSum: expSumGo}).attentionKV,
+	rmsNorm:     rmsNormPar,
+	layerNorm:   layerNormPar,
+	rope:        ropePar,
+	add:         addPar,
+	swiGLU:      swiGLUWith(siluMulGo),
+	gelu:        geluPar,
+	quickGELU:   quickGELUWith(quickGELUGo),
+	prepare:     func(*Matrix) {},
 }
 
 // tiers holds every tier this build and CPU can run, best first.

@@ -5,16 +5,14 @@ import (
 	"math"
 
 	"github.com/vembed/vembed/kernels"
+	"github.com/vembed/vembed/model"
 )
 
 // ImageInput is one preprocessed image: GridT·GridH·GridW patch rows of
 // 3·2·P·P values (1176 for P = 14) in transformers' pixel_values order, so
 // each MergeSize² consecutive rows form one merge unit and units run in
 // raster order of the merged grid.
-type ImageInput struct {
-	Patches             []float32
-	GridT, GridH, GridW int // in patches
-}
+type ImageInput = model.ImageInput
 
 // Trace holds intermediate vision tensors for parity debugging.
 type Trace struct {
@@ -30,56 +28,135 @@ type Trace struct {
 // values, in raster order of the merged grid. Attention never crosses an
 // image boundary, so each image's rows equal those of encoding it alone.
 func (m *Model) EncodeImages(imgs []ImageInput) ([][]float32, error) {
-	return m.encode(imgs, nil)
+	out, _, err := m.encode(imgs, false)
+	return out, err
 }
 
 // EncodeImagesTrace is EncodeImages that also returns the intermediates.
 func (m *Model) EncodeImagesTrace(imgs []ImageInput) ([][]float32, *Trace, error) {
-	tr := &Trace{}
-	out, err := m.encode(imgs, tr)
+	return m.encode(imgs, true)
+}
+
+func (m *Model) encode(imgs []ImageInput, trace bool) ([][]float32, *Trace, error) {
+	if len(imgs) == 0 {
+		return nil, nil, nil
+	}
+	p, err := m.newVisionPass(imgs, trace)
 	if err != nil {
 		return nil, nil, err
 	}
-	return out, tr, nil
+	if err := p.Step(p.Stages()); err != nil {
+		return nil, nil, err
+	}
+	var tr *Trace
+	if trace {
+		tr = &Trace{VitOut: p.vitOut, MergerOut: p.out}
+	}
+	return p.out, tr, nil
 }
 
-func (m *Model) encode(imgs []ImageInput, tr *Trace) ([][]float32, error) {
+// visionPass is one packed pass of the tower over a set of images, run a
+// few stages at a time: stage 0 embeds the patches, stages 1..L run the
+// blocks, stage L+1 the merger. Between stages the pass holds only its
+// activations, so a long pass can yield the cores to other work.
+type visionPass struct {
+	vm    *visionModel
+	lay   *visionLayout
+	imgs  []ImageInput
+	trace bool
+	stage int
+	x     []float32 // n×width activations in window order
+	s     *scratch
+
+	out, vitOut [][]float32
+}
+
+// NewVisionPass prepares a resumable pass over imgs (model.Model).
+func (m *Model) NewVisionPass(imgs []ImageInput, trace bool) (model.VisionPass, error) {
+	return m.newVisionPass(imgs, trace)
+}
+
+func (m *Model) newVisionPass(imgs []ImageInput, trace bool) (*visionPass, error) {
 	vm := m.vis
 	if vm == nil {
 		return nil, fmt.Errorf("qwenvl: the model has no vision tower (no mmproj loaded)")
 	}
 	if len(imgs) == 0 {
-		return nil, nil
+		return nil, fmt.Errorf("qwenvl: a vision pass needs images")
 	}
 	lay, err := vm.layout(imgs)
 	if err != nil {
 		return nil, err
 	}
-	n, W, u2 := lay.n, vm.width, vm.mergeSize*vm.mergeSize
+	return &visionPass{vm: vm, lay: lay, imgs: imgs, trace: trace}, nil
+}
 
-	// Patch embedding: one product over every image's patch rows.
-	p := imgs[0].Patches
-	if len(imgs) > 1 {
-		p = make([]float32, 0, n*vm.patchVals)
-		for _, im := range imgs {
-			p = append(p, im.Patches...)
+// Stages is the number of steps of the whole pass.
+func (p *visionPass) Stages() int { return len(p.vm.blocks) + 2 }
+
+// Done reports whether the pass has finished.
+func (p *visionPass) Done() bool { return p.stage == p.Stages() }
+
+// Patches is the number of patch rows in the pass.
+func (p *visionPass) Patches() int { return p.lay.n }
+
+// Result returns per image its merger rows once the pass is done.
+func (p *visionPass) Result() []model.EncodedImage {
+	if !p.Done() {
+		return nil
+	}
+	res := make([]model.EncodedImage, len(p.out))
+	for i, r := range p.out {
+		res[i] = model.EncodedImage{Rows: r}
+	}
+	return res
+}
+
+// VitOut returns per image the tower's output before the merger, when the
+// pass was made with trace.
+func (p *visionPass) VitOut() [][]float32 { return p.vitOut }
+
+// Step runs up to n more stages.
+func (p *visionPass) Step(n int) error {
+	vm, lay := p.vm, p.lay
+	nRows, W, u2 := lay.n, vm.width, vm.mergeSize*vm.mergeSize
+	for ; n > 0 && !p.Done(); n-- {
+		switch st := p.stage; {
+		case st == 0:
+			// Patch embedding: one product over every image's patch rows.
+			pv := p.imgs[0].Patches
+			if len(p.imgs) > 1 {
+				pv = make([]float32, 0, nRows*vm.patchVals)
+				for _, im := range p.imgs {
+					pv = append(pv, im.Patches...)
+				}
+			}
+			emb := make([]float32, nRows*W)
+			matMul(emb, pv, nRows, vm.patch, nil)
+			p.x = make([]float32, nRows*W)
+			permuteUnits(p.x, emb, lay.order, u2*W, false)
+			p.s = newScratch(nRows, W, W, W, vm.ffn)
+		case st <= len(vm.blocks):
+			vm.blocks[st-1].forward(vm, p.x, lay, p.s)
+		default:
+			p.merge()
 		}
+		p.stage++
 	}
-	emb := make([]float32, n*W)
-	matMul(emb, p, n, vm.patch, nil)
-	x := make([]float32, n*W)
-	permuteUnits(x, emb, lay.order, u2*W, false)
+	return nil
+}
 
-	s := newScratch(n, W, W, W, vm.ffn)
-	for i := range vm.blocks {
-		vm.blocks[i].forward(vm, x, lay, s)
-	}
-	if tr != nil {
+// merge runs the patch merger: norm, concatenate each unit's rows, MLP
+// with exact GELU; then frees the pass's activations.
+func (p *visionPass) merge() {
+	vm, lay := p.vm, p.lay
+	n, W, u2 := lay.n, vm.width, vm.mergeSize*vm.mergeSize
+	x, s := p.x, p.s
+	if p.trace {
+		emb := make([]float32, n*W)
 		permuteUnits(emb, x, lay.order, u2*W, true)
-		tr.VitOut = lay.split(emb, u2*W)
+		p.vitOut = lay.split(emb, u2*W)
 	}
-
-	// Patch merger: norm, concatenate each unit's rows, MLP with exact GELU.
 	units := n / u2
 	xn := s.xn[:n*W]
 	vm.norm(xn, x, vm.postNormW, vm.postNormB)
@@ -90,11 +167,8 @@ func (m *Model) encode(imgs []ImageInput, tr *Trace) ([][]float32, error) {
 	matMul(y, hid, units, vm.mm2, vm.mm2B)
 	out := make([]float32, len(y))
 	permuteUnits(out, y, lay.order, vm.outDim, true)
-	res := lay.split(out, vm.outDim)
-	if tr != nil {
-		tr.MergerOut = res
-	}
-	return res, nil
+	p.out = lay.split(out, vm.outDim)
+	p.x, p.s, p.imgs = nil, nil, nil
 }
 
 // visionLayout is where every patch row of a batch of images sits in the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/kernels"
+	"github.com/vembed/vembed/model"
 )
 
 // textModel is the Qwen2 decoder of a "qwen2vl" LM GGUF.
@@ -105,17 +106,15 @@ func loadText(f *gguf.File) (*textModel, error) {
 	return lm, nil
 }
 
-// ImageEmbedding places one image's merger rows into a token sequence.
-type ImageEmbedding struct {
-	// Rows holds GridT·GridH·GridW/MergeSize² rows of Hidden values in raster
-	// order of the merged grid, as EncodeImages returns them.
-	Rows []float32
-	// First is the index in the ids of the image's first <|image_pad|>; the
-	// following rows-many ids must all be <|image_pad|>.
-	First int
-	// GridT, GridH, GridW are the image's grid in patches (not merged units).
-	GridT, GridH, GridW int
-}
+// ImageEmbedding places one image's merger rows into a token sequence:
+// Rows holds GridT·GridH·GridW/MergeSize² rows of Hidden values in raster
+// order of the merged grid, as EncodeImages returns them, starting at the
+// placeholder token First.
+type ImageEmbedding = model.ImageEmbedding
+
+// Sequence is one input of ForwardBatch: token ids and the images placed in
+// them.
+type Sequence = model.Sequence
 
 // Forward runs the decoder over one sequence of token ids in which every
 // image's <|image_pad|> run is replaced by its rows, and returns the n×Hidden
@@ -129,63 +128,146 @@ func (m *Model) Forward(ids []int32, images []ImageEmbedding) ([]float32, error)
 	return out[0], nil
 }
 
-// Sequence is one input of ForwardBatch: token ids and the images placed in
-// them, as for Forward.
-type Sequence struct {
-	IDs    []int32
-	Images []ImageEmbedding
-}
-
 // ForwardBatch runs several independent sequences in one pass: they are
 // packed end to end, each with its own positions, under a causal mask that
 // never crosses a sequence boundary, so each result equals Forward of that
 // sequence alone while the matrix products run over all tokens at once.
 func (m *Model) ForwardBatch(seqs []Sequence) ([][]float32, error) {
+	if m.lm == nil {
+		return nil, fmt.Errorf("qwenvl: model is closed")
+	}
+	chunks := make([]model.Chunk, len(seqs))
+	for i, sq := range seqs {
+		st, err := m.newState(sq)
+		if err != nil {
+			if len(seqs) == 1 {
+				return nil, fmt.Errorf("qwenvl: %w", err)
+			}
+			return nil, fmt.Errorf("qwenvl: sequence %d: %w", i, err)
+		}
+		chunks[i] = model.Chunk{State: st, N: st.Len()}
+	}
+	return m.ForwardChunks(chunks)
+}
+
+// seqState is a sequence on its way through the decoder (model.State).
+type seqState struct {
+	ids  []int32
+	imgs []placedImage
+	pos  [][3]int // M-RoPE position of every token
+	done int
+	// k and v hold per layer the keys and values of the tokens computed so
+	// far, once the sequence is cut into chunks; a sequence computed in one
+	// chunk never needs them.
+	k, v [][]float32
+}
+
+func (s *seqState) Len() int  { return len(s.ids) }
+func (s *seqState) Done() int { return s.done }
+func (s *seqState) Release()  { s.k, s.v = nil, nil }
+
+// NewState checks a sequence and computes its positions (model.Model).
+func (m *Model) NewState(seq Sequence) (model.State, error) {
+	if m.lm == nil {
+		return nil, fmt.Errorf("qwenvl: model is closed")
+	}
+	st, err := m.newState(seq)
+	if err != nil {
+		return nil, fmt.Errorf("qwenvl: %w", err)
+	}
+	return st, nil
+}
+
+func (m *Model) newState(seq Sequence) (*seqState, error) {
+	n := len(seq.IDs)
+	if n == 0 {
+		return nil, errors.New("empty token sequence")
+	}
+	if n > m.lm.ctx {
+		return nil, fmt.Errorf("%d tokens exceed the context length %d", n, m.lm.ctx)
+	}
+	imgs, err := m.placeImages(seq.IDs, seq.Images)
+	if err != nil {
+		return nil, err
+	}
+	for i, im := range imgs {
+		if len(im.Deep) > 0 {
+			return nil, fmt.Errorf("image %d: DeepStack rows given to a model without DeepStack", i)
+		}
+	}
+	return &seqState{ids: seq.IDs, imgs: imgs, pos: mropePositions(n, imgs, m.temporalStride())}, nil
+}
+
+// part is one chunk placed in a pass: tokens [a, b) of st at rows
+// [row, row+b−a).
+type part struct {
+	st        *seqState
+	a, b, row int
+}
+
+// ForwardChunks runs one decoder pass over chunks of several sequences
+// (model.Model). Every row goes through the same kernels whatever else is
+// in the pass (matrix products and norms are row-independent, attention
+// reads the sequence's own keys in blocks anchored at its first token), so
+// results equal one pass over each whole sequence alone, bit for bit.
+func (m *Model) ForwardChunks(chunks []model.Chunk) ([][]float32, error) {
 	lm := m.lm
 	if lm == nil {
 		return nil, fmt.Errorf("qwenvl: model is closed")
 	}
-	if len(seqs) == 0 {
+	parts := make([]part, len(chunks))
+	seen := make(map[*seqState]bool, len(chunks))
+	n := 0
+	for i, c := range chunks {
+		st, ok := c.State.(*seqState)
+		if !ok || st == nil {
+			return nil, fmt.Errorf("qwenvl: chunk %d: state of another model", i)
+		}
+		if seen[st] {
+			return nil, fmt.Errorf("qwenvl: chunk %d: a sequence may advance once per pass", i)
+		}
+		seen[st] = true
+		if c.N <= 0 || st.done+c.N > len(st.ids) {
+			return nil, fmt.Errorf("qwenvl: chunk %d: %d tokens from %d of a %d-token sequence", i, c.N, st.done, len(st.ids))
+		}
+		parts[i] = part{st: st, a: st.done, b: st.done + c.N, row: n}
+		n += c.N
+	}
+	if n == 0 {
 		return nil, nil
 	}
-	bounds := []int{0}
-	var pos [][3]int
-	x := make([]float32, 0)
-	for i, sq := range seqs {
-		n := len(sq.IDs)
-		fail := func(err error) error {
-			if len(seqs) == 1 {
-				return fmt.Errorf("qwenvl: %w", err)
+	h := lm.hidden
+	x := make([]float32, n*h)
+	pos := make([][3]int, 0, n)
+	for _, p := range parts {
+		if err := lm.embed(x[p.row*h:(p.row+p.b-p.a)*h], p.st.ids, p.st.imgs, p.a, p.b); err != nil {
+			return nil, fmt.Errorf("qwenvl: %w", err)
+		}
+		pos = append(pos, p.st.pos[p.a:p.b]...)
+		if (p.a > 0 || p.b < len(p.st.ids)) && p.st.k == nil {
+			kvw := lm.nKV * lm.headDim
+			p.st.k, p.st.v = make([][]float32, len(lm.layers)), make([][]float32, len(lm.layers))
+			for l := range lm.layers {
+				p.st.k[l] = make([]float32, len(p.st.ids)*kvw)
+				p.st.v[l] = make([]float32, len(p.st.ids)*kvw)
 			}
-			return fmt.Errorf("qwenvl: sequence %d: %w", i, err)
 		}
-		if n == 0 {
-			return nil, fail(errors.New("empty token sequence"))
-		}
-		if n > lm.ctx {
-			return nil, fail(fmt.Errorf("%d tokens exceed the context length %d", n, lm.ctx))
-		}
-		imgs, err := m.placeImages(sq.IDs, sq.Images)
-		if err != nil {
-			return nil, fail(err)
-		}
-		if x, err = lm.embed(x, sq.IDs, imgs); err != nil {
-			return nil, fail(err)
-		}
-		pos = append(pos, mropePositions(n, imgs, m.temporalStride())...)
-		bounds = append(bounds, bounds[len(bounds)-1]+n)
 	}
-	n := len(pos)
 	cos, sin := lm.ropeTables(pos)
-	mask := kernels.Mask{Causal: true, Segments: bounds}
 	s := newScratch(n, lm.hidden, lm.nHead*lm.headDim, lm.nKV*lm.headDim, lm.ffn)
-	for i := range lm.layers {
-		lm.layers[i].forward(lm, x, n, cos, sin, mask, s)
+	spans := make([]kernels.KVSpan, len(parts))
+	for l := range lm.layers {
+		lm.layers[l].forward(lm, l, x, n, cos, sin, parts, spans, s)
 	}
 	kernels.RMSNorm(x, x, lm.outNorm, lm.hidden, lm.eps)
-	out := make([][]float32, len(seqs))
-	for i := range out {
-		out[i] = x[bounds[i]*lm.hidden : bounds[i+1]*lm.hidden : bounds[i+1]*lm.hidden]
+	out := make([][]float32, len(parts))
+	for i, p := range parts {
+		lo, hi := p.row*h, (p.row+p.b-p.a)*h
+		out[i] = x[lo:hi:hi]
+		p.st.done = p.b
+		if p.b == len(p.st.ids) {
+			p.st.Release()
+		}
 	}
 	return out, nil
 }
@@ -259,21 +341,18 @@ func (m *Model) temporalStride() int {
 	return 1
 }
 
-// embed appends to dst the n×hidden input: token embeddings, with each
-// image's run of placeholders replaced by its rows.
-func (lm *textModel) embed(dst []float32, ids []int32, imgs []placedImage) ([]float32, error) {
+// embed writes to x the input rows of tokens [a, b) of ids: token
+// embeddings, with the rows of images where their placeholders are.
+func (lm *textModel) embed(x []float32, ids []int32, imgs []placedImage, a, b int) error {
 	h := lm.hidden
-	base := len(dst)
-	dst = append(dst, make([]float32, len(ids)*h)...)
-	x := dst[base:]
 	rb := lm.embd.RowBytes()
 	lookup := func(lo, hi int) error {
-		for i := lo; i < hi; i++ {
+		for i := max(lo, a); i < min(hi, b); i++ {
 			id := ids[i]
 			if id < 0 || int(id) >= lm.vocab {
 				return fmt.Errorf("token %d: id %d outside the vocabulary of %d", i, id, lm.vocab)
 			}
-			if err := gguf.Dequantize(lm.embd.Type, lm.embd.Data[int(id)*rb:(int(id)+1)*rb], x[i*h:(i+1)*h]); err != nil {
+			if err := gguf.Dequantize(lm.embd.Type, lm.embd.Data[int(id)*rb:(int(id)+1)*rb], x[(i-a)*h:(i-a+1)*h]); err != nil {
 				return fmt.Errorf("token embedding: %w", err)
 			}
 		}
@@ -282,15 +361,15 @@ func (lm *textModel) embed(dst []float32, ids []int32, imgs []placedImage) ([]fl
 	next := 0
 	for _, im := range imgs {
 		if err := lookup(next, im.First); err != nil {
-			return nil, err
+			return err
 		}
-		copy(x[im.First*h:], im.Rows)
-		next = im.First + im.tokens()
+		end := im.First + im.tokens()
+		if lo, hi := max(im.First, a), min(end, b); lo < hi {
+			copy(x[(lo-a)*h:(hi-a)*h], im.Rows[(lo-im.First)*h:(hi-im.First)*h])
+		}
+		next = end
 	}
-	if err := lookup(next, len(ids)); err != nil {
-		return nil, err
-	}
-	return dst, nil
+	return lookup(next, len(ids))
 }
 
 // mropePositions returns the (t, h, w) position of every token, following
@@ -365,23 +444,35 @@ func (lm *textModel) ropeTables(pos [][3]int) (cos, sin []float32) {
 	return cos, sin
 }
 
-// forward applies the layer to x (n×hidden) in place.
-func (l *decoderLayer) forward(lm *textModel, x []float32, n int, cos, sin []float32, mask kernels.Mask, s *scratch) {
+// forward applies layer l to the rows x of a pass in place; parts say
+// which sequence and tokens each run of rows is.
+func (d *decoderLayer) forward(lm *textModel, l int, x []float32, n int, cos, sin []float32, parts []part, spans []kernels.KVSpan, s *scratch) {
 	h, hd := lm.hidden, lm.headDim
+	kvw := lm.nKV * hd
 	xn := s.xn[:n*h]
 	q, att := s.q[:n*lm.nHead*hd], s.att[:n*lm.nHead*hd]
-	k, v := s.k[:n*lm.nKV*hd], s.v[:n*lm.nKV*hd]
+	k, v := s.k[:n*kvw], s.v[:n*kvw]
 
-	kernels.RMSNorm(xn, x, l.attnNorm, h, lm.eps)
-	matMul(q, xn, n, l.q, l.qB)
-	matMul(k, xn, n, l.k, l.kB)
-	matMul(v, xn, n, l.v, l.vB)
+	kernels.RMSNorm(xn, x, d.attnNorm, h, lm.eps)
+	matMul(q, xn, n, d.q, d.qB)
+	matMul(k, xn, n, d.k, d.kB)
+	matMul(v, xn, n, d.v, d.vB)
 	kernels.RoPE(q, n, lm.nHead, hd, cos, sin)
 	kernels.RoPE(k, n, lm.nKV, hd, cos, sin)
-	kernels.Attention(att, q, k, v, n, lm.nHead, lm.nKV, hd, float32(1/math.Sqrt(float64(hd))), mask)
-	matMul(xn, att, n, l.o, nil)
+	for i, p := range parts {
+		r0, r1 := p.row, p.row+p.b-p.a
+		kk, vv := k[r0*kvw:r1*kvw], v[r0*kvw:r1*kvw]
+		if p.st.k != nil {
+			copy(p.st.k[l][p.a*kvw:], kk)
+			copy(p.st.v[l][p.a*kvw:], vv)
+			kk, vv = p.st.k[l][:p.b*kvw], p.st.v[l][:p.b*kvw]
+		}
+		spans[i] = kernels.KVSpan{Q0: r0, Q1: r1, K: kk, V: vv, Pos: p.a}
+	}
+	kernels.AttentionKV(att, q, lm.nHead, lm.nKV, hd, float32(1/math.Sqrt(float64(hd))), spans)
+	matMul(xn, att, n, d.o, nil)
 	kernels.Add(x, x, xn)
 
-	kernels.RMSNorm(xn, x, l.ffnNorm, h, lm.eps)
-	l.mlp.addTo(x, xn, n, s)
+	kernels.RMSNorm(xn, x, d.ffnNorm, h, lm.eps)
+	d.mlp.addTo(x, xn, n, s)
 }

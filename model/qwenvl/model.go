@@ -15,6 +15,7 @@ import (
 	"fmt"
 
 	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/model"
 )
 
 // Still images are cut into patches of 2 identical frames (the Conv3d's
@@ -38,24 +39,8 @@ type Model struct {
 	imagePad       int32 // id of <|image_pad|>, -1 when the vocabulary lacks it
 }
 
-// Info describes a loaded model for the layers above (preprocessing limits,
-// output width).
-type Info struct {
-	Arch      string // LM architecture, "qwen2vl"
-	Projector string // "qwen2vl_merger" or "qwen2.5vl_merger"; "" without vision
-
-	Hidden        int // LM hidden width = embedding width
-	Layers        int
-	ContextLength int
-	Vocab         int
-	VisionWidth   int
-
-	PatchSize, MergeSize, TemporalPatchSize int
-	ImageMean, ImageStd                     [3]float32
-	MinPixels, MaxPixels                    int
-
-	HasVision bool
-}
+// Info describes a loaded model for the layers above.
+type Info = model.Info
 
 // Load opens the LM GGUF and, when mmprojPath is not empty, its mmproj GGUF,
 // and binds every weight after checking its shape against the metadata.
@@ -100,6 +85,7 @@ func Load(lmPath, mmprojPath string) (*Model, error) {
 	v := m.vis
 	m.info.Projector = v.projector
 	m.info.VisionWidth = v.width
+	m.info.VisionLayers = len(v.blocks)
 	m.info.PatchSize = v.patchSize
 	m.info.MergeSize = v.mergeSize
 	m.info.ImageMean, m.info.ImageStd = v.mean, v.std
@@ -153,3 +139,6 @@ func findToken(f *gguf.File, tok string) int32 {
 	}
 	return -1
 }
+
+// Model implements the engine's model contract.
+var _ model.Model = (*Model)(nil)

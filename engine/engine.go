@@ -1,45 +1,64 @@
-// Package engine turns embedding requests into model calls: it validates a
-// request, preprocesses its images, builds the model's prompts, runs the
-// vision encoder once for all images of the request and the language model
-// once per input, and pools the hidden states into embeddings.
+// Package engine is vembed's serving engine, split as vLLM's V1 engine is,
+// for an engine that only prefills and pools:
 //
-// Rules (jina-embeddings-v4, see the project's DECISIONS):
-//   - Prompts: text-only inputs get the task prefix ("Query: "/"Passage: ");
-//     image-only inputs the reference image prompt; interleaved inputs the
-//     task prefix and the parts in order.
-//   - An input with a Template (expert mode) uses it verbatim, each
-//     <|vision_start|><|image_pad|><|vision_end|> standing for the next
-//     image part, and pools like an image input when it has images.
-//   - Pooling is decided by the input's structure, never by scanning ids:
-//     image-only inputs mean-pool from the first <|vision_start|> to the
-//     last <|vision_end|> inclusive; inputs with text mean-pool all tokens.
-//   - Default task: retrieval, with the query prompt for text-only inputs and
-//     the passage prompt for inputs with images. An adapter name alone
-//     ("retrieval", "code") picks its side the same way.
-//   - Dimensions: a model 2048 wide (jina-embeddings-v4) accepts its trained
-//     Matryoshka sizes 128, 256, 512, 1024, 2048; other models accept any
-//     size from 1 to their width. Truncated vectors are re-normalized.
-//   - Prompts longer than the limit (the model's context length unless
-//     Config.MaxTokens lowers it) are refused before any pixel is decoded:
-//     image token counts come from the image headers.
+//   - processor (processor.go): validates a request, builds its prompts
+//     through the model's recipe (package recipe), decodes and patches its
+//     images in a bounded pool under a byte budget, computes content keys
+//     and looks the caches up, on the caller's goroutine;
+//   - scheduler (scheduler.go): one goroutine owning every admitted
+//     request; each step packs the images of many requests into one vision
+//     pass run a few layers at a time, and chunks of many sequences into
+//     one language-model pass, under step budgets, with a fast lane for
+//     short requests, fairness between requests and cancellation;
+//   - runner (runner.go): owns the model and runs what a step names;
+//   - output (output.go): pooling, normalization, Matryoshka, multi-vector
+//     projection, per-span vectors.
+//
+// Caches are keyed by content (SHA-256): the embedding cache (an input's
+// full-width output, before Matryoshka and encoding; optionally also on
+// disk), the encoder cache (an image's merger rows by its content key:
+// the patches, every preprocessing parameter and the vision tower's
+// identity) and the image cache (a file's bytes and preprocessing
+// parameters -> its content key, so a repeated file is not decoded again).
+//
+// An input's vector is bit-identical whether it runs alone, batched with
+// any other traffic, or cut into chunks: every kernel computes a row
+// independently of the other rows of its product (see package model).
 package engine
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/imageproc"
+	"github.com/vembed/vembed/model"
 	"github.com/vembed/vembed/model/heads"
 	"github.com/vembed/vembed/model/qwenvl"
+	"github.com/vembed/vembed/recipe"
 	"github.com/vembed/vembed/tokenizer"
 )
 
-// Config says which model files to load and how to limit requests.
+// DefaultMaxTokens is the default limit on one input's prompt, in tokens.
+// jina-embeddings-v4 reads up to 32k tokens, but one 32k input costs a
+// minute of CPU on a 3B model and gigabytes of keys and values; inputs
+// longer than this are refused (or cut, with Request.Truncate) unless
+// Config.MaxTokens raises it.
+const DefaultMaxTokens = 8192
+
+// Config says which model files to load, how to limit requests and how to
+// size the serving engine. Zero fields take the defaults documented on
+// them.
 type Config struct {
 	Model  string // LM GGUF
 	MMProj string // vision tower GGUF; empty for a text-only engine
@@ -50,13 +69,13 @@ type Config struct {
 	// Name is reported to clients; default: the LM's general.name, else its
 	// file name.
 	Name string
-	// MaxTokens caps the prompt length; 0 means the model's context length.
+	// MaxTokens caps one input's prompt (default DefaultMaxTokens, never
+	// above the model's context length).
 	MaxTokens int
 	// MaxPixels lowers the model's image budget (resized pixels per image)
 	// for every request; 0 keeps the model's.
 	MaxPixels int
-	// MaxImages caps the images of one request (default 32): all of them go
-	// through the vision encoder in one pass, so this bounds its memory.
+	// MaxImages caps the images of one request (default 32).
 	MaxImages int
 	// Decode bounds image files and dimensions (zero: imageproc defaults).
 	Decode imageproc.DecodeOptions
@@ -64,44 +83,130 @@ type Config struct {
 	Tokenizer tokenizer.Options
 	// RandomWeights labels a synthetic demonstration model.
 	RandomWeights bool
+
+	// StepTarget is the time a scheduler step aims at (default 1s): step
+	// budgets follow from it and the measured cost of tokens and vision
+	// stages. A short request waits about one step behind bulk work.
+	StepTarget time.Duration
+	// MaxBatchTokens caps the language-model tokens of one step (default
+	// 8192).
+	MaxBatchTokens int
+	// MaxEncoderBatch caps the merged image tokens of one vision pass
+	// (default 4096).
+	MaxEncoderBatch int
+	// FastLaneTokens: requests with at most this many tokens left and
+	// their images encoded go first (default 256).
+	FastLaneTokens int
+	// MinChunk is the smallest piece a long sequence is cut into (default
+	// 32 tokens).
+	MinChunk int
+	// Cache budgets in bytes: the embedding cache (default 256 MiB), the
+	// encoder cache (default 512 MiB) and the image cache (default 16 MiB).
+	// A negative value disables that cache.
+	EmbeddingCacheBytes, EncoderCacheBytes, ImageCacheBytes int64
+	// CacheDir, when set, keeps the embedding cache on disk too (a bbolt
+	// file there), so that a restarted server serves known inputs for
+	// free. DiskCacheBytes bounds it (default 4 GiB).
+	CacheDir       string
+	DiskCacheBytes int64
+	// PreprocessWorkers is the size of the image decoding pool (default
+	// GOMAXPROCS).
+	PreprocessWorkers int
+	// ImageBudgetBytes bounds the memory of images being decoded or waiting
+	// for the vision tower, estimated from their headers (default 1 GiB);
+	// requests wait for room, and an image needing more is refused.
+	ImageBudgetBytes int64
+	// MaxQueuedRequests and MaxQueuedTokens bound the admitted requests not
+	// finished (defaults 1024 and 1<<20); beyond them Embed returns
+	// ErrOverloaded.
+	MaxQueuedRequests int
+	MaxQueuedTokens   int
 }
 
-const defaultMaxImages = 32
-
-// jinaDims are jina-embeddings-v4's trained Matryoshka sizes.
-var jinaDims = []int{128, 256, 512, 1024, 2048}
-
-var taskNames = []string{"retrieval.query", "retrieval.passage", "text-matching", "code.query", "code.passage"}
+func (c *Config) defaults() {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&c.MaxImages, 32)
+	def(&c.MaxBatchTokens, 8192)
+	def(&c.MaxEncoderBatch, 4096)
+	def(&c.FastLaneTokens, 256)
+	def(&c.MinChunk, 32)
+	def(&c.MaxQueuedRequests, 1024)
+	def(&c.MaxQueuedTokens, 1<<20)
+	if c.StepTarget <= 0 {
+		c.StepTarget = time.Second
+	}
+	def64 := func(v *int64, d int64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def64(&c.EmbeddingCacheBytes, 256<<20)
+	def64(&c.EncoderCacheBytes, 512<<20)
+	def64(&c.ImageCacheBytes, 16<<20)
+	def64(&c.DiskCacheBytes, 4<<30)
+	def64(&c.ImageBudgetBytes, 1<<30)
+}
 
 // Engine embeds requests with one loaded model. Its methods are safe for
 // concurrent use.
 type Engine struct {
 	cfg    Config
 	lmFile *gguf.File
-	model  *qwenvl.Model
+	qm     *qwenvl.Model
+	model  model.Model
+	mi     model.Info
+	recipe recipe.Recipe
 	tok    *tokenizer.Tokenizer
 	mv     *heads.MultiVector
 	img    imageproc.Config
 	info   Info
-	exec   *executor
+
+	modelID, visionID  Key
+	maxTokenBytes      int
+	flopsPerToken      int64
+	flopsPerPatchStage int64
+	patchVals          int
+
+	proc   *processor
+	sched  *scheduler
+	runner *runner
+
+	embeddingCache *lru[*result]
+	encoderCache   *lru[model.EncodedImage]
+	imageCache     *lru[imageMeta]
+	disk           *diskCache
+
+	inflight atomic.Int64
+	stats    counters
+
+	mu       sync.Mutex // guards closing and the admission counters
+	closing  bool
+	admitted int
+	queuedTk int
+	wg       sync.WaitGroup // requests in Embed
 }
 
-// New loads the model, its tokenizer (from the LM GGUF), the image
-// preprocessing configuration (from the model's metadata) and the
-// multi-vector projector when there is one.
+// New loads the model, its tokenizer (from the LM GGUF), its recipe, the
+// image preprocessing configuration (from the model's metadata) and the
+// multi-vector projector when there is one, and starts the scheduler.
 func New(cfg Config) (*Engine, error) {
-	if cfg.MaxImages <= 0 {
-		cfg.MaxImages = defaultMaxImages
-	}
-	model, err := qwenvl.Load(cfg.Model, cfg.MMProj)
+	cfg.defaults()
+	qm, err := qwenvl.Load(cfg.Model, cfg.MMProj)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	e := &Engine{cfg: cfg, model: model}
+	e := &Engine{cfg: cfg, qm: qm, model: qm}
 	if err := e.init(); err != nil {
-		e.Close()
+		e.closeFiles()
 		return nil, err
 	}
+	e.proc = newProcessor(e)
+	e.runner = &runner{m: e.model}
+	e.sched = newScheduler(e)
 	return e, nil
 }
 
@@ -112,6 +217,9 @@ func (e *Engine) init() error {
 		return fmt.Errorf("engine: %w", err)
 	}
 	e.lmFile = f
+	if e.recipe, err = recipe.Select(f); err != nil {
+		return fmt.Errorf("engine: %s: %w", cfg.Model, err)
+	}
 	if e.tok, err = tokenizer.FromGGUF(f, cfg.Tokenizer); err != nil {
 		return fmt.Errorf("engine: tokenizer of %s: %w", cfg.Model, err)
 	}
@@ -126,10 +234,11 @@ func (e *Engine) init() error {
 		}
 	}
 	mi := e.model.Info()
+	e.mi = mi
 	if e.mv != nil && e.mv.InputDim != mi.Hidden {
 		return fmt.Errorf("engine: multi-vector projector takes %d inputs, the model is %d wide", e.mv.InputDim, mi.Hidden)
 	}
-	e.img = imageConfig(mi)
+	e.img = e.recipe.Image(mi)
 	if cfg.MaxPixels > 0 && cfg.MaxPixels < e.img.MaxPixels {
 		if f := e.img.Factor(); cfg.MaxPixels < f*f {
 			return fmt.Errorf("engine: max pixels %d is below one merged patch (%d pixels)", cfg.MaxPixels, f*f)
@@ -141,13 +250,15 @@ func (e *Engine) init() error {
 		Name:          cfg.Name,
 		Arch:          mi.Arch,
 		Hidden:        mi.Hidden,
-		ContextLength: mi.ContextLength,
-		Tasks:         taskNames,
+		ContextLength: min(cfg.MaxTokens, mi.ContextLength),
+		Tasks:         e.recipe.Tasks(),
 		Modalities:    []string{"text"},
 		RandomWeights: cfg.RandomWeights,
+		Recipe:        e.recipe.Name(),
+		Dimensions:    e.recipe.Dimensions(mi.Hidden),
 	}
-	if cfg.MaxTokens > 0 && (cfg.MaxTokens < mi.ContextLength || mi.ContextLength <= 0) {
-		e.info.ContextLength = cfg.MaxTokens
+	if cfg.MaxTokens <= 0 {
+		e.info.ContextLength = min(DefaultMaxTokens, mi.ContextLength)
 	}
 	if e.info.ContextLength <= 0 {
 		return fmt.Errorf("engine: %s declares no context length; set a token limit", cfg.Model)
@@ -156,42 +267,60 @@ func (e *Engine) init() error {
 		e.info.Modalities = append(e.info.Modalities, "image")
 		e.info.MinPixels, e.info.MaxPixels = e.img.MinPixels, e.img.MaxPixels
 	}
-	if mi.Hidden == 2048 {
-		e.info.Dimensions = jinaDims
-	}
 	if e.mv != nil {
 		e.info.MultivectorDim = e.mv.OutputDim
 	}
 	if e.info.Name == "" {
 		e.info.Name = modelName(f, cfg.Model)
 	}
-	e.exec = newExecutor(e.model)
+	for id := 0; id < e.tok.NumTokens(); id++ {
+		e.maxTokenBytes = max(e.maxTokenBytes, utf8.RuneCountInString(e.tok.Token(int32(id))))
+	}
+	e.maxTokenBytes = max(e.maxTokenBytes, 1)
+	e.flopsPerToken = max(mi.FlopsPerToken, 1)
+	e.flopsPerPatchStage = max(mi.FlopsPerPatchStage, 1)
+	e.patchVals = mi.PatchValues
+
+	if e.modelID, err = fileIdentity("model", cfg.Model, cfg.MMProj, cfg.MVProj); err != nil {
+		return err
+	}
+	if e.visionID, err = fileIdentity("vision", cfg.MMProj); err != nil {
+		return err
+	}
+	e.embeddingCache = newLRU[*result]("embedding", cfg.EmbeddingCacheBytes)
+	e.encoderCache = newLRU[model.EncodedImage]("encoder", cfg.EncoderCacheBytes)
+	e.imageCache = newLRU[imageMeta]("image", cfg.ImageCacheBytes)
+	e.stats.init()
+	if cfg.CacheDir != "" {
+		if e.disk, err = openDiskCache(filepath.Join(cfg.CacheDir, "embeddings.db"), cfg.DiskCacheBytes); err != nil {
+			return fmt.Errorf("engine: %w", err)
+		}
+	}
 	return nil
 }
 
-// imageConfig is the preprocessing the model's metadata describes, with
-// jina-embeddings-v4's values for whatever the metadata leaves out.
-func imageConfig(mi qwenvl.Info) imageproc.Config {
-	c := imageproc.JinaV4Config()
-	if mi.PatchSize > 0 {
-		c.PatchSize = mi.PatchSize
+// fileIdentity hashes whole files (SHA-256), so that caches, including the
+// one on disk, never serve vectors of another model.
+func fileIdentity(domain string, paths ...string) (Key, error) {
+	h := newHasher("files/" + domain)
+	for _, p := range paths {
+		h.str(filepath.Base(p))
+		if p == "" {
+			continue
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return Key{}, fmt.Errorf("engine: %w", err)
+		}
+		fh := sha256.New()
+		_, err = io.Copy(fh, f)
+		f.Close()
+		if err != nil {
+			return Key{}, fmt.Errorf("engine: hashing %s: %w", p, err)
+		}
+		h.bytes(fh.Sum(nil))
 	}
-	if mi.MergeSize > 0 {
-		c.MergeSize = mi.MergeSize
-	}
-	if mi.TemporalPatchSize > 0 {
-		c.TemporalPatchSize = mi.TemporalPatchSize
-	}
-	if mi.ImageStd != [3]float32{} {
-		c.Mean, c.Std = mi.ImageMean, mi.ImageStd
-	}
-	if mi.MinPixels > 0 {
-		c.MinPixels = mi.MinPixels
-	}
-	if mi.MaxPixels > 0 {
-		c.MaxPixels = mi.MaxPixels
-	}
-	return c
+	return h.sum(), nil
 }
 
 func modelName(f *gguf.File, path string) string {
@@ -204,25 +333,59 @@ func modelName(f *gguf.File, path string) string {
 // Info describes the loaded model and what requests it accepts.
 func (e *Engine) Info() Info { return e.info }
 
-// Close releases the model files.
+// Shutdown stops admitting requests (they get ErrShuttingDown), fails the
+// requests still queued with no work done, and waits until the running
+// ones finish or ctx ends; then the rest get ErrShuttingDown too.
+func (e *Engine) Shutdown(ctx context.Context) error {
+	e.mu.Lock()
+	e.closing = true
+	e.mu.Unlock()
+	e.sched.failQueued()
+	done := make(chan struct{})
+	go func() { e.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		e.sched.shutdown()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// Close stops the scheduler (requests still running get ErrShuttingDown)
+// and releases the model files.
 func (e *Engine) Close() error {
+	e.mu.Lock()
+	e.closing = true
+	e.mu.Unlock()
+	if e.sched != nil {
+		e.sched.shutdown()
+	}
+	e.wg.Wait()
+	return e.closeFiles()
+}
+
+func (e *Engine) closeFiles() error {
 	var errs []error
+	if e.disk != nil {
+		errs = append(errs, e.disk.close())
+	}
 	if e.mv != nil {
 		errs = append(errs, e.mv.Close())
 	}
 	if e.lmFile != nil {
 		errs = append(errs, e.lmFile.Close())
 	}
-	if e.model != nil {
-		errs = append(errs, e.model.Close())
+	if e.qm != nil {
+		errs = append(errs, e.qm.Close())
 	}
 	return errors.Join(errs...)
 }
 
 // options are a request's validated options.
 type options struct {
-	task       tokenizer.Task // fixed task, or
-	adapter    string         // an adapter whose side follows the input
+	task       recipe.Task
 	dims       int
 	img        imageproc.Config
 	multi      bool
@@ -232,22 +395,18 @@ type options struct {
 
 func (e *Engine) options(req *Request) (options, error) {
 	o := options{dims: req.Dimensions, img: e.img, multi: req.Multivector, perSpan: req.PerSpan, normalized: !req.Unnormalized}
-	switch req.Task {
-	case "", "retrieval":
-		o.adapter = "retrieval"
-	case "code":
-		o.adapter = "code"
-	default:
-		t, err := tokenizer.ParseTask(req.Task)
-		if err != nil {
-			return o, invalid("task", CodeInvalid, "unknown task %q (want one of %s)", req.Task, strings.Join(taskNames, ", "))
-		}
-		o.task = t
+	t, err := e.recipe.Task(req.Task)
+	if err != nil {
+		return o, invalid("task", CodeInvalid, "%v", err)
 	}
+	o.task = t
 	if o.multi && e.mv == nil {
 		return o, invalid("return_multivector", CodeUnsupported, "this model has no multi-vector projector")
 	}
-	if d := req.Dimensions; d != 0 && !o.multi {
+	if d := req.Dimensions; d != 0 {
+		if o.multi {
+			return o, invalid("dimensions", CodeInvalid, "dimensions does not apply to multi-vector output (its width is the projector's %d)", e.mv.OutputDim)
+		}
 		if err := e.checkDims(d); err != nil {
 			return o, err
 		}
@@ -288,18 +447,20 @@ func (e *Engine) checkDims(d int) error {
 	return invalid("dimensions", CodeInvalid, "dimensions %d not supported (the model was trained for %v)", d, e.info.Dimensions)
 }
 
-// job is one input on its way through the pipeline.
-type job struct {
-	param  string
-	hasImg bool
-	prompt *tokenizer.Prompt
-	images []int // indices into the request's image list
-}
-
 // Embed computes the embeddings of req. Errors the caller must fix are
-// *InputError; the context is checked between stages and between packed
-// decoder passes.
+// *InputError; ErrOverloaded and ErrShuttingDown say the engine could not
+// take the request; when ctx ends the request stops computing at the next
+// step and Embed returns ctx's error.
 func (e *Engine) Embed(ctx context.Context, req Request) (*Response, error) {
+	e.mu.Lock()
+	if e.closing {
+		e.mu.Unlock()
+		return nil, ErrShuttingDown
+	}
+	e.wg.Add(1)
+	e.mu.Unlock()
+	defer e.wg.Done()
+
 	o, err := e.options(&req)
 	if err != nil {
 		return nil, err
@@ -307,332 +468,106 @@ func (e *Engine) Embed(ctx context.Context, req Request) (*Response, error) {
 	if len(req.Inputs) == 0 {
 		return nil, invalid("input", CodeEmpty, "no inputs")
 	}
-	jobs := make([]job, len(req.Inputs))
-	var imgs []imageRef
-	for i, in := range req.Inputs {
-		j, refs, err := e.plan(i, in, o, len(imgs))
-		if err != nil {
-			return nil, err
-		}
-		jobs[i] = j
-		imgs = append(imgs, refs...)
-		if len(imgs) > e.cfg.MaxImages {
-			return nil, invalid("input", CodeInvalid, "too many images: more than %d in one request", e.cfg.MaxImages)
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	inputs, err := e.preprocess(ctx, imgs, o, req.Trace)
+	pr, err := e.proc.prepare(ctx, &req, o)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := e.exec.encode(ctx, inputs, e.traceVision(req.Trace, imgs))
-	if err != nil {
-		return nil, err
+	r := &request{ctx: ctx, pr: pr, done: make(chan error, 1), arrived: time.Now(), trace: req.Trace != nil}
+	for _, it := range pr.inputs {
+		if pr.results[it.index] != nil {
+			continue
+		}
+		r.seqs = append(r.seqs, &seqJob{req: r, in: it})
+		r.tokens += len(it.prompt.IDs)
 	}
-	resp := &Response{Embeddings: make([]Embedding, len(jobs))}
-	for lo, hi := range batches(jobs) {
-		if err := ctx.Err(); err != nil {
+	r.left = len(r.seqs)
+	if r.left > 0 {
+		if err := e.admit(r); err != nil {
+			pr.release(e)
 			return nil, err
 		}
-		seqs := make([]qwenvl.Sequence, hi-lo)
-		for k := range seqs {
-			if seqs[k], err = sequence(&jobs[lo+k], imgs, inputs, rows); err != nil {
-				return nil, err
-			}
+		select {
+		case e.sched.submit <- r:
+		case <-e.sched.done:
+			e.unadmit(r)
+			pr.release(e)
+			return nil, ErrShuttingDown
 		}
-		hidden, err := e.exec.forwardBatch(ctx, seqs)
+		err := <-r.done
+		e.unadmit(r)
 		if err != nil {
 			return nil, err
 		}
-		for k, h := range hidden {
-			i := lo + k
-			emb, err := e.pool(i, &jobs[i], h, o, req.Trace)
-			if err != nil {
-				return nil, err
-			}
-			resp.Embeddings[i] = emb
-			resp.PromptTokens += emb.Tokens
+	}
+	e.stats.requests.Add(1)
+	return e.respond(pr, req.Trace)
+}
+
+// admit counts a request against the queue limits.
+func (e *Engine) admit(r *request) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closing {
+		return ErrShuttingDown
+	}
+	if e.admitted+1 > e.cfg.MaxQueuedRequests || (e.admitted > 0 && e.queuedTk+r.tokens > e.cfg.MaxQueuedTokens) {
+		return ErrOverloaded
+	}
+	e.admitted++
+	e.queuedTk += r.tokens
+	r.admTokens = r.tokens
+	return nil
+}
+
+func (e *Engine) unadmit(r *request) {
+	e.mu.Lock()
+	e.admitted--
+	e.queuedTk -= r.admTokens
+	e.mu.Unlock()
+}
+
+// respond builds the response from the inputs' results.
+func (e *Engine) respond(pr *prepared, tr Tracer) (*Response, error) {
+	resp := &Response{Embeddings: make([]Embedding, len(pr.inputs))}
+	for i, it := range pr.inputs {
+		r := pr.results[i]
+		if r == nil {
+			return nil, fmt.Errorf("engine: %s has no result", it.param)
+		}
+		emb, err := pr.o.finish(r, len(it.prompt.IDs))
+		if err != nil {
+			return nil, err
+		}
+		resp.Embeddings[i] = emb
+		resp.PromptTokens += emb.Tokens
+	}
+	if tr != nil {
+		if err := e.trace(pr, tr); err != nil {
+			return nil, err
 		}
 	}
 	return resp, nil
 }
 
-// batchTokens bounds the tokens of one packed decoder pass. Packing a
-// request's inputs raises the row count of every matrix product, which is
-// what makes them efficient on CPU, while the pass's activations (a few
-// hidden-size rows per token, plus one attention score row per token of
-// the longest sequence) stay around what one context-length input needs.
-// An input longer than the budget runs alone.
-const batchTokens = 8192
-
-// batches splits jobs, in order, into runs [lo, hi) of at most
-// max(longest input, batchTokens) prompt tokens, filled greedily.
-func batches(jobs []job) func(yield func(lo, hi int) bool) {
-	return func(yield func(lo, hi int) bool) {
-		for lo := 0; lo < len(jobs); {
-			hi, n := lo+1, len(jobs[lo].prompt.IDs)
-			for hi < len(jobs) && n+len(jobs[hi].prompt.IDs) <= batchTokens {
-				n += len(jobs[hi].prompt.IDs)
-				hi++
-			}
-			if !yield(lo, hi) {
-				return
-			}
-			lo = hi
-		}
+// lookupEmbedding finds an input's result in the memory cache, then on
+// disk.
+func (e *Engine) lookupEmbedding(k Key) (*result, bool) {
+	if r, ok := e.embeddingCache.get(k, false); ok {
+		return r, true
 	}
+	if e.disk == nil {
+		return nil, false
+	}
+	r, ok := e.disk.get(k)
+	if ok {
+		e.embeddingCache.put(k, r, r.bytes(), false)
+	}
+	return r, ok
 }
 
-// imageRef is one image of a request, in request order.
-type imageRef struct {
-	param  string
-	input  int // input index
-	index  int // image index within the input
-	data   []byte
-	tokens int // merged tokens, from the header
-}
-
-// plan validates an input and builds its prompt from the image headers, so
-// that an over-long input is refused before any pixel is decoded.
-func (e *Engine) plan(i int, in Input, o options, firstImage int) (job, []imageRef, error) {
-	j := job{param: fmt.Sprintf("input[%d]", i)}
-	if len(in.Parts) == 0 && in.Template == "" {
-		return j, nil, invalid(j.param, CodeEmpty, "input has no parts")
+func (e *Engine) storeEmbedding(k Key, r *result) {
+	e.embeddingCache.put(k, r, r.bytes(), false)
+	if e.disk != nil {
+		e.disk.put(k, r)
 	}
-	var refs []imageRef
-	tparts := make([]tokenizer.Part, len(in.Parts))
-	for k, p := range in.Parts {
-		param := j.param
-		if len(in.Parts) > 1 || in.Template != "" {
-			param = fmt.Sprintf("%s.content[%d]", j.param, k)
-		}
-		if !p.IsImage() {
-			if in.Template != "" {
-				return j, nil, invalid(param, CodeInvalid, "an input with a template takes its text from the template; its parts must be images")
-			}
-			if err := checkText(param, p.Text); err != nil {
-				return j, nil, err
-			}
-			tparts[k] = tokenizer.Part{Text: p.Text}
-			continue
-		}
-		if !e.model.Info().HasVision {
-			return j, nil, invalid(param, CodeUnsupported, "this model has no vision encoder; send text")
-		}
-		if len(p.Image) == 0 {
-			return j, nil, invalid(param, CodeEmpty, "empty image")
-		}
-		n, err := e.imageTokens(p.Image, o)
-		if err != nil {
-			return j, nil, imageError(param, err)
-		}
-		j.hasImg = true
-		j.images = append(j.images, firstImage+len(refs))
-		refs = append(refs, imageRef{param: param, input: i, index: len(refs), data: p.Image, tokens: n})
-		tparts[k] = tokenizer.Part{ImageTokens: n}
-	}
-	prompt, err := e.prompt(in.Template, tparts, j.hasImg, o, j.param)
-	if err != nil {
-		return j, nil, err
-	}
-	if n := len(prompt.IDs); n > e.info.ContextLength {
-		return j, nil, invalid(j.param, CodeTooLong, "input is %d tokens, over the limit of %d tokens (truncation is not supported)", n, e.info.ContextLength)
-	}
-	if len(prompt.Images) != len(refs) {
-		return j, nil, fmt.Errorf("engine: prompt has %d image spans for %d images", len(prompt.Images), len(refs))
-	}
-	j.prompt = prompt
-	return j, refs, nil
-}
-
-func checkText(param, text string) error {
-	if text == "" {
-		return invalid(param, CodeEmpty, "empty text")
-	}
-	if !utf8.ValidString(text) {
-		return invalid(param, CodeInvalid, "text is not valid UTF-8")
-	}
-	return nil
-}
-
-// prompt builds the jina-v4 prompt of the parts, or fills the template of a
-// raw input with the image token counts.
-func (e *Engine) prompt(template string, parts []tokenizer.Part, hasImg bool, o options, param string) (*tokenizer.Prompt, error) {
-	var (
-		p   *tokenizer.Prompt
-		err error
-	)
-	if template != "" {
-		if err := checkText(param+".template", template); err != nil {
-			return nil, err
-		}
-		counts := make([]int, len(parts))
-		for k, tp := range parts {
-			counts[k] = tp.ImageTokens
-		}
-		if p, err = e.tok.RawPrompt(template, counts); err != nil {
-			return nil, &InputError{Param: param + ".template", Code: CodeInvalid, Err: err}
-		}
-		return p, nil
-	}
-	task := o.task
-	if o.adapter != "" {
-		// Text alone is a query; a document with images is a passage.
-		side := ".query"
-		if hasImg {
-			side = ".passage"
-		}
-		task = tokenizer.Task(o.adapter + side)
-	}
-	if p, err = e.tok.JinaV4Prompt(task, parts); err != nil {
-		return nil, &InputError{Param: param, Code: CodeInvalid, Err: err}
-	}
-	return p, nil
-}
-
-// imageTokens is the number of placeholder tokens an image becomes, from
-// its header alone.
-func (e *Engine) imageTokens(data []byte, o options) (int, error) {
-	_, w, h, err := imageproc.DecodeConfig(data)
-	if err != nil {
-		return 0, err
-	}
-	rw, rh, err := o.img.TargetSize(w, h)
-	if err != nil {
-		return 0, err
-	}
-	f := o.img.Factor()
-	return (rw / f) * (rh / f), nil
-}
-
-func imageError(param string, err error) *InputError {
-	code := CodeBadImage
-	if errors.Is(err, imageproc.ErrTooLarge) {
-		code = CodeImageTooLarge
-	}
-	return &InputError{Param: param, Code: code, Err: err}
-}
-
-// preprocess decodes and patches every image of the request.
-func (e *Engine) preprocess(ctx context.Context, imgs []imageRef, o options, tr Tracer) ([]qwenvl.ImageInput, error) {
-	out := make([]qwenvl.ImageInput, len(imgs))
-	for k, im := range imgs {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		p, err := imageproc.Preprocess(im.data, o.img, e.cfg.Decode)
-		if err != nil {
-			return nil, imageError(im.param, err)
-		}
-		if n := p.MergedTokens(); n != im.tokens {
-			return nil, invalid(im.param, CodeBadImage, "image data disagrees with its header (%d tokens, header says %d)", n, im.tokens)
-		}
-		out[k] = qwenvl.ImageInput{Patches: p.Data, GridT: p.GridT, GridH: p.GridH, GridW: p.GridW}
-		if tr != nil {
-			rows := p.GridT * p.GridH * p.GridW
-			if err := tr.Tensor(imageName(im, "patches"), p.Data, rows, len(p.Data)/max(rows, 1)); err != nil {
-				return nil, fmt.Errorf("engine: trace: %w", err)
-			}
-		}
-	}
-	return out, nil
-}
-
-func imageName(im imageRef, what string) string {
-	return fmt.Sprintf("input%d.image%d.%s", im.input, im.index, what)
-}
-
-// visionTrace forwards the vision encoder's intermediates to a Tracer.
-type visionTrace func(vitOut, mergerOut [][]float32) error
-
-func (e *Engine) traceVision(tr Tracer, imgs []imageRef) visionTrace {
-	if tr == nil {
-		return nil
-	}
-	mi := e.model.Info()
-	return func(vitOut, mergerOut [][]float32) error {
-		for k, im := range imgs {
-			for _, t := range []struct {
-				name  string
-				data  [][]float32
-				width int
-			}{{"vit_out", vitOut, mi.VisionWidth}, {"merger_out", mergerOut, mi.Hidden}} {
-				if k >= len(t.data) || t.width <= 0 {
-					continue
-				}
-				if err := tr.Tensor(imageName(im, t.name), t.data[k], len(t.data[k])/t.width, t.width); err != nil {
-					return fmt.Errorf("engine: trace: %w", err)
-				}
-			}
-		}
-		return nil
-	}
-}
-
-// sequence places an input's image rows at its placeholders.
-func sequence(j *job, imgs []imageRef, inputs []qwenvl.ImageInput, rows [][]float32) (qwenvl.Sequence, error) {
-	p := j.prompt
-	embs := make([]qwenvl.ImageEmbedding, len(j.images))
-	for k, gi := range j.images {
-		span := p.Images[k]
-		in := inputs[gi]
-		if span.End-span.First != imgs[gi].tokens {
-			return qwenvl.Sequence{}, fmt.Errorf("engine: %s: prompt holds %d placeholders for %d image rows", j.param, span.End-span.First, imgs[gi].tokens)
-		}
-		embs[k] = qwenvl.ImageEmbedding{Rows: rows[gi], First: span.First, GridT: in.GridT, GridH: in.GridH, GridW: in.GridW}
-	}
-	return qwenvl.Sequence{IDs: p.IDs, Images: embs}, nil
-}
-
-// pool turns input i's hidden states into its embedding.
-func (e *Engine) pool(i int, j *job, hidden []float32, o options, tr Tracer) (Embedding, error) {
-	p := j.prompt
-	var err error
-	n, dim := len(p.IDs), e.info.Hidden
-	if len(hidden) != n*dim {
-		return Embedding{}, fmt.Errorf("engine: %s: %d hidden values for %d tokens of %d", j.param, len(hidden), n, dim)
-	}
-	if tr != nil {
-		if err := tr.Tensor(fmt.Sprintf("input%d.hidden_states", i), hidden, n, dim); err != nil {
-			return Embedding{}, fmt.Errorf("engine: trace: %w", err)
-		}
-	}
-	emb := Embedding{Tokens: n}
-	if o.multi {
-		emb.Multi = e.mv.Project(hidden, n)
-		return emb, nil
-	}
-	lo, hi := 0, n
-	if p.Kind == tokenizer.ImageOnly && len(p.Images) > 0 {
-		lo, hi = p.Images[0].VisionStart, p.Images[len(p.Images)-1].VisionEnd+1
-	}
-	if emb.Vector, err = o.finish(heads.MeanPool(hidden, dim, lo, hi)); err != nil {
-		return Embedding{}, err
-	}
-	if o.perSpan && j.hasImg {
-		for _, s := range p.Images {
-			v, err := o.finish(heads.MeanPool(hidden, dim, s.VisionStart, s.VisionEnd+1))
-			if err != nil {
-				return Embedding{}, err
-			}
-			emb.Spans = append(emb.Spans, v)
-		}
-	}
-	return emb, nil
-}
-
-// finish normalizes and truncates a pooled vector as the request asks.
-func (o options) finish(v []float32) ([]float32, error) {
-	if o.normalized {
-		heads.Normalize(v)
-	}
-	if o.dims == 0 || o.dims >= len(v) {
-		return v, nil
-	}
-	if !o.normalized {
-		return v[:o.dims:o.dims], nil
-	}
-	return heads.Truncate(v, o.dims)
 }

@@ -16,8 +16,8 @@ import (
 
 	"github.com/vembed/vembed/imageproc"
 	"github.com/vembed/vembed/model/heads"
+	"github.com/vembed/vembed/recipe"
 	"github.com/vembed/vembed/synth"
-	"github.com/vembed/vembed/tokenizer"
 )
 
 // testModel is the synthetic tiny model pair (plus projector) shared by the
@@ -188,7 +188,11 @@ func TestPoolingRules(t *testing.T) {
 				}
 				// The span is the first <|vision_start|> to the last
 				// <|vision_end|>: find it from the prompt the engine built.
-				j, _, err := e.plan(0, tc.in, options{img: e.img}, 0)
+				o, err := e.options(&Request{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				j, err := e.proc.plan(0, tc.in, o, false)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -300,34 +304,6 @@ func TestPackedDecoderPass(t *testing.T) {
 	}
 }
 
-func TestBatches(t *testing.T) {
-	jobs := func(lens ...int) []job {
-		js := make([]job, len(lens))
-		for i, n := range lens {
-			js[i].prompt = &tokenizer.Prompt{IDs: make([]int32, n)}
-		}
-		return js
-	}
-	for _, tc := range []struct {
-		lens []int
-		want [][2]int
-	}{
-		{[]int{10}, [][2]int{{0, 1}}},
-		{[]int{10, 20, 30}, [][2]int{{0, 3}}},
-		{[]int{batchTokens - 5, 5, 1}, [][2]int{{0, 2}, {2, 3}}},
-		{[]int{3, batchTokens + 100, 4, 5}, [][2]int{{0, 1}, {1, 2}, {2, 4}}},
-		{[]int{batchTokens, batchTokens}, [][2]int{{0, 1}, {1, 2}}},
-	} {
-		var got [][2]int
-		for lo, hi := range batches(jobs(tc.lens...)) {
-			got = append(got, [2]int{lo, hi})
-		}
-		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
-			t.Errorf("lengths %v: batches %v, want %v", tc.lens, got, tc.want)
-		}
-	}
-}
-
 func TestDefaultTask(t *testing.T) {
 	e := sharedEngine(t)
 	img := testPNG(t, 56, 56, 4)
@@ -386,7 +362,12 @@ func TestMatryoshkaAndNormalization(t *testing.T) {
 func TestMultivector(t *testing.T) {
 	e := sharedEngine(t)
 	in := []Input{TextInput("late interaction"), ImageInput(testPNG(t, 84, 56, 6))}
-	resp := embed(t, e, Request{Inputs: in, Multivector: true, Dimensions: 16})
+	if _, err := e.Embed(context.Background(), Request{Inputs: in, Multivector: true, Dimensions: 16}); err == nil {
+		t.Error("dimensions with multi-vector output was not refused")
+	} else if ie, ok := AsInputError(err); !ok || ie.Param != "dimensions" {
+		t.Errorf("dimensions with multi-vector output: %v", err)
+	}
+	resp := embed(t, e, Request{Inputs: in, Multivector: true})
 	od := e.Info().MultivectorDim
 	if od != testModel.multivectorOD {
 		t.Fatalf("MultivectorDim %d, want %d", od, testModel.multivectorOD)
@@ -606,7 +587,7 @@ func FuzzEmbed(f *testing.F) {
 // TestTrainedDimensions covers the jina-v4 width without loading a 3B model:
 // only the trained Matryoshka sizes pass.
 func TestTrainedDimensions(t *testing.T) {
-	e := &Engine{info: Info{Hidden: 2048, Dimensions: jinaDims}}
+	e := &Engine{info: Info{Hidden: 2048, Dimensions: recipe.JinaV4{}.Dimensions(2048)}}
 	for _, d := range []int{128, 256, 512, 1024, 2048} {
 		if err := e.checkDims(d); err != nil {
 			t.Errorf("%d refused: %v", d, err)

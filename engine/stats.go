@@ -1,6 +1,10 @@
 package engine
 
-import "errors"
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+)
 
 // ErrOverloaded is returned by Embed when the engine's admission limits
 // (queued requests, tokens or image bytes waiting) are full. The request
@@ -53,4 +57,74 @@ type CacheStats struct {
 	Entries   int
 	Bytes     int64 // bytes held
 	Capacity  int64 // byte budget; 0 when disabled
+}
+
+// counters are the engine's live statistics.
+type counters struct {
+	queued, running                                       atomic.Int64
+	requests, cancelled, steps, lmTokens, images, patches atomic.Int64
+	stepTokens, stepPatches, stepSeconds, queueSeconds    *histogram
+}
+
+func (c *counters) init() {
+	c.stepTokens = newHistogram(16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+	c.stepPatches = newHistogram(256, 1024, 4096, 16384, 65536, 262144, 1048576)
+	c.stepSeconds = newHistogram(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+	c.queueSeconds = newHistogram(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+}
+
+// histogram is a fixed-bucket histogram safe for concurrent use.
+type histogram struct {
+	mu     sync.Mutex
+	bounds []float64
+	counts []uint64
+	count  uint64
+	sum    float64
+}
+
+func newHistogram(bounds ...float64) *histogram {
+	return &histogram{bounds: bounds, counts: make([]uint64, len(bounds))}
+}
+
+func (h *histogram) observe(v float64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.count++
+	h.sum += v
+	for i, b := range h.bounds {
+		if v <= b {
+			h.counts[i]++
+		}
+	}
+}
+
+func (h *histogram) snapshot() Histogram {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return Histogram{Bounds: append([]float64(nil), h.bounds...), Counts: append([]uint64(nil), h.counts...), Count: h.count, Sum: h.sum}
+}
+
+// Stats returns a snapshot of the engine's statistics.
+func (e *Engine) Stats() Stats {
+	c := &e.stats
+	s := Stats{
+		QueuedRequests:  int(c.queued.Load()),
+		RunningRequests: int(c.running.Load()),
+		InflightBytes:   e.inflight.Load(),
+		Requests:        c.requests.Load(),
+		Cancelled:       c.cancelled.Load(),
+		Steps:           c.steps.Load(),
+		LMTokens:        c.lmTokens.Load(),
+		Images:          c.images.Load(),
+		ImagePatches:    c.patches.Load(),
+		StepLMTokens:    c.stepTokens.snapshot(),
+		StepPatches:     c.stepPatches.snapshot(),
+		StepSeconds:     c.stepSeconds.snapshot(),
+		QueueSeconds:    c.queueSeconds.snapshot(),
+		Caches:          []CacheStats{e.embeddingCache.stats(), e.encoderCache.stats(), e.imageCache.stats()},
+	}
+	if e.disk != nil {
+		s.Caches = append(s.Caches, e.disk.stats())
+	}
+	return s
 }

@@ -57,8 +57,8 @@ type Request struct {
 	Task string
 
 	// Dimensions truncates single vectors (Matryoshka); 0 keeps all. See
-	// Info.Dimensions for the allowed values. Ignored for multi-vectors,
-	// whose width is fixed by the projector.
+	// Info.Dimensions for the allowed values. Multi-vector requests refuse
+	// it: their width is fixed by the projector.
 	Dimensions int
 
 	// Multivector returns one projected vector per token instead of a
@@ -72,6 +72,11 @@ type Request struct {
 	// MinPixels and MaxPixels bound the resized image area. MaxPixels may
 	// only lower the model's limit; MinPixels may not exceed MaxPixels.
 	MinPixels, MaxPixels int
+
+	// Truncate cuts a text-only input whose prompt is over the token limit
+	// to the limit (its end is dropped) instead of refusing it. Inputs with
+	// images are never cut.
+	Truncate bool
 
 	// Unnormalized skips the L2 normalization of single vectors (Matryoshka
 	// truncation then only cuts). Multi-vectors follow the projector.
@@ -101,7 +106,8 @@ type Response struct {
 type Embedding struct {
 	// Vector is the pooled single vector (nil for multi-vector requests).
 	Vector []float32
-	// Multi holds one vector per token for multi-vector requests.
+	// Multi holds one vector per token for multi-vector requests. The rows
+	// may be shared with the engine's cache: do not modify them.
 	Multi [][]float32
 	// Spans holds one pooled vector per image span when PerSpan was asked.
 	Spans [][]float32
@@ -125,6 +131,8 @@ type Info struct {
 	MaxPixels      int
 	// RandomWeights marks a synthetic demonstration model.
 	RandomWeights bool
+	// Recipe names the model family's rules (package recipe).
+	Recipe string
 }
 
 // Codes of InputError, stable for API clients.

@@ -77,6 +77,16 @@ func (l Limits) orDefault() Limits {
 	return l
 }
 
+// Check applies the limits to a file of n bytes whose header declares
+// width x height pixels, as decoding does before any pixel is read.
+func (l Limits) Check(n, width, height int) error {
+	l = l.orDefault()
+	if err := l.checkBytes(n); err != nil {
+		return err
+	}
+	return l.checkSize(width, height)
+}
+
 func (l Limits) checkBytes(n int) error {
 	if l.MaxBytes > 0 && n > l.MaxBytes {
 		return fmt.Errorf("%w: %d bytes exceeds the limit of %d", ErrTooLarge, n, l.MaxBytes)

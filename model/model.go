@@ -24,6 +24,14 @@ type Info struct {
 	MinPixels, MaxPixels                    int
 
 	HasVision bool
+
+	// Cost estimates for scheduling: multiply-adds ×2 of the weight
+	// products per language-model token, and per vision patch and stage
+	// (patch embedding, blocks and merger averaged over the pass's
+	// stages). Attention is not counted.
+	FlopsPerToken      int64
+	FlopsPerPatchStage int64
+	PatchValues        int // values per patch row of ImageInput
 }
 
 // ImageInput is one preprocessed image: GridT·GridH·GridW patch rows in

@@ -15,6 +15,7 @@ import (
 	"fmt"
 
 	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/kernels"
 	"github.com/vembed/vembed/model"
 )
 
@@ -66,6 +67,7 @@ func Load(lmPath, mmprojPath string) (*Model, error) {
 		MinPixels:         defaultMinPixels,
 		MaxPixels:         defaultMaxPixels,
 	}
+	m.info.FlopsPerToken = m.lm.flops()
 	m.imagePad = findToken(m.lmFile, "<|image_pad|>")
 	if mmprojPath == "" {
 		return m, nil
@@ -86,6 +88,8 @@ func Load(lmPath, mmprojPath string) (*Model, error) {
 	m.info.Projector = v.projector
 	m.info.VisionWidth = v.width
 	m.info.VisionLayers = len(v.blocks)
+	m.info.PatchValues = v.patchVals
+	m.info.FlopsPerPatchStage = v.flops() / int64(len(v.blocks)+2)
 	m.info.PatchSize = v.patchSize
 	m.info.MergeSize = v.mergeSize
 	m.info.ImageMean, m.info.ImageStd = v.mean, v.std
@@ -142,3 +146,33 @@ func findToken(f *gguf.File, tok string) int32 {
 
 // Model implements the engine's model contract.
 var _ model.Model = (*Model)(nil)
+
+// matFlops is 2·rows·cols of each matrix (nil ones count 0).
+func matFlops(ms ...*kernels.Matrix) int64 {
+	var n int64
+	for _, m := range ms {
+		if m != nil {
+			n += 2 * int64(m.Rows) * int64(m.Cols)
+		}
+	}
+	return n
+}
+
+// flops is the weight-product work per token.
+func (lm *textModel) flops() int64 {
+	var n int64
+	for _, l := range lm.layers {
+		n += matFlops(l.q, l.k, l.v, l.o, l.mlp.gate, l.mlp.up, l.mlp.down)
+	}
+	return n
+}
+
+// flops is the weight-product work per patch of a whole pass.
+func (vm *visionModel) flops() int64 {
+	n := matFlops(vm.patch)
+	for _, b := range vm.blocks {
+		n += matFlops(b.q, b.k, b.v, b.out, b.mlp.gate, b.mlp.up, b.mlp.down)
+	}
+	u2 := int64(vm.mergeSize * vm.mergeSize)
+	return n + (matFlops(vm.mm0)+matFlops(vm.mm2))/u2
+}

@@ -1,0 +1,410 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"unicode/utf8"
+	"unsafe"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/vembed/vembed/imageproc"
+	"github.com/vembed/vembed/model"
+	"github.com/vembed/vembed/recipe"
+	"github.com/vembed/vembed/tokenizer"
+)
+
+// The processor is the CPU work beside the model: it validates a request,
+// tokenizes it through the recipe's prompts, decodes and patches images in
+// a bounded pool under a byte budget, computes content keys and looks the
+// caches up, and hands the scheduler a self-contained prepared request.
+// It runs on the caller's goroutine (plus the image pool), never inside a
+// model step.
+
+// prepared is a request after processing.
+type prepared struct {
+	o       options
+	inputs  []*input
+	results []*result // per input: from the embedding cache, or computed
+	tokens  int       // prompt tokens of all inputs
+	budget  int64     // image budget held for patches still to encode
+}
+
+// input is one input of a request on its way to an embedding.
+type input struct {
+	index  int
+	param  string
+	prompt *tokenizer.Prompt
+	pool   recipe.Pooling
+	images []*imageItem
+	key    Key       // embedding cache key
+	hidden []float32 // final hidden states, kept for tracing
+}
+
+// imageItem is one image of an input.
+type imageItem struct {
+	param      string
+	data       []byte
+	w, h       int // from the header
+	tokens     int // merged tokens, from the header
+	cost       int64
+	content    Key
+	grid       [3]int
+	patches    []float32          // set when it must be encoded
+	enc        model.EncodedImage // set when the encoder cache had it
+	cached     bool               // enc came from the encoder cache (pinned)
+	budgetHeld int64
+
+	tracePatches, vitOut []float32 // kept for tracing
+}
+
+// imageMeta is what the image cache keeps per file: enough to find the
+// encoder cache entry without decoding.
+type imageMeta struct {
+	content Key
+	grid    [3]int
+	tokens  int
+}
+
+type processor struct {
+	e       *Engine
+	workers chan struct{}
+	budget  *semaphore.Weighted
+	limit   int64
+}
+
+func newProcessor(e *Engine) *processor {
+	w := e.cfg.PreprocessWorkers
+	if w <= 0 {
+		w = runtime.GOMAXPROCS(0)
+	}
+	return &processor{e: e, workers: make(chan struct{}, w), budget: semaphore.NewWeighted(e.cfg.ImageBudgetBytes), limit: e.cfg.ImageBudgetBytes}
+}
+
+// imageCost is the memory an image takes from decoding to encoding: the
+// decoder's output (up to 8 bytes a pixel for 16-bit RGBA sources), the
+// resized RGB and its float32 patches (3·T values per pixel).
+func imageCost(w, h, rw, rh, temporal int) int64 {
+	return int64(w)*int64(h)*8 + int64(rw)*int64(rh)*int64(3+12*temporal)
+}
+
+// prepare validates and processes req. On error nothing is held.
+func (p *processor) prepare(ctx context.Context, req *Request, o options) (*prepared, error) {
+	e := p.e
+	pr := &prepared{o: o, inputs: make([]*input, len(req.Inputs)), results: make([]*result, len(req.Inputs))}
+	nImages := 0
+	for i, in := range req.Inputs {
+		it, err := p.plan(i, in, o, req.Truncate)
+		if err != nil {
+			return nil, err
+		}
+		pr.inputs[i] = it
+		pr.tokens += len(it.prompt.IDs)
+		if nImages += len(it.images); nImages > e.cfg.MaxImages {
+			return nil, invalid("input", CodeInvalid, "too many images: more than %d in one request", e.cfg.MaxImages)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := p.images(ctx, pr, req.Trace); err != nil {
+		pr.release(e)
+		return nil, err
+	}
+	for _, it := range pr.inputs {
+		it.key = e.embeddingKey(it, o)
+		if req.Trace != nil {
+			continue
+		}
+		if r, ok := e.lookupEmbedding(it.key); ok {
+			pr.results[it.index] = r
+			// Its images are not needed any more.
+			for _, im := range it.images {
+				pr.dropImage(e, im)
+			}
+		}
+	}
+	return pr, nil
+}
+
+// dropImage releases what an image holds.
+func (pr *prepared) dropImage(e *Engine, im *imageItem) {
+	if im.cached {
+		e.encoderCache.unpin(im.content)
+		im.cached = false
+	}
+	if im.budgetHeld > 0 {
+		e.proc.budget.Release(im.budgetHeld)
+		e.inflight.Add(-im.budgetHeld)
+		im.budgetHeld = 0
+	}
+	im.patches = nil
+}
+
+// release drops everything the request still holds.
+func (pr *prepared) release(e *Engine) {
+	for _, it := range pr.inputs {
+		if it == nil {
+			continue
+		}
+		for _, im := range it.images {
+			pr.dropImage(e, im)
+		}
+	}
+}
+
+// plan validates an input and builds its prompt from the image headers, so
+// that an over-long input is refused before any pixel is decoded.
+func (p *processor) plan(i int, in Input, o options, truncate bool) (*input, error) {
+	e := p.e
+	it := &input{index: i, param: fmt.Sprintf("input[%d]", i)}
+	if len(in.Parts) == 0 && in.Template == "" {
+		return nil, invalid(it.param, CodeEmpty, "input has no parts")
+	}
+	limit := e.info.ContextLength
+	tparts := make([]tokenizer.Part, len(in.Parts))
+	textOnly := true
+	for k, part := range in.Parts {
+		param := it.param
+		if len(in.Parts) > 1 || in.Template != "" {
+			param = fmt.Sprintf("%s.content[%d]", it.param, k)
+		}
+		if !part.IsImage() {
+			if in.Template != "" {
+				return nil, invalid(param, CodeInvalid, "an input with a template takes its text from the template; its parts must be images")
+			}
+			text, err := e.checkText(param, part.Text, limit, truncate && len(in.Parts) == 1)
+			if err != nil {
+				return nil, err
+			}
+			tparts[k] = tokenizer.Part{Text: text}
+			continue
+		}
+		textOnly = false
+		if !e.mi.HasVision {
+			return nil, invalid(param, CodeUnsupported, "this model has no vision encoder; send text")
+		}
+		if len(part.Image) == 0 {
+			return nil, invalid(param, CodeEmpty, "empty image")
+		}
+		im, err := e.imageHeader(param, part.Image, o)
+		if err != nil {
+			return nil, err
+		}
+		it.images = append(it.images, im)
+		tparts[k] = tokenizer.Part{ImageTokens: im.tokens}
+	}
+	prompt, err := e.prompt(in.Template, tparts, o, it.param)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(prompt.IDs); n > limit {
+		if !truncate || !textOnly || in.Template != "" {
+			why := "truncation applies to text-only inputs"
+			if !truncate {
+				why = "set truncate to cut it"
+			}
+			return nil, invalid(it.param, CodeTooLong, "input is %d tokens, over the limit of %d tokens (%s)", n, limit, why)
+		}
+		prompt.IDs = prompt.IDs[:limit:limit]
+	}
+	if len(prompt.Images) != len(it.images) {
+		return nil, fmt.Errorf("engine: prompt has %d image spans for %d images", len(prompt.Images), len(it.images))
+	}
+	it.prompt = prompt
+	it.pool = e.recipe.Pooling(prompt)
+	return it, nil
+}
+
+// checkText validates a text part. Text that cannot fit the limit is
+// refused (or, to truncate, cut) by its byte length before it is
+// tokenized: no token is longer than maxTokenBytes, so a text of more than
+// limit·maxTokenBytes bytes has more than limit tokens, and tokenizing it
+// would only waste time and memory.
+func (e *Engine) checkText(param, text string, limit int, truncate bool) (string, error) {
+	if text == "" {
+		return "", invalid(param, CodeEmpty, "empty text")
+	}
+	if !utf8.ValidString(text) {
+		return "", invalid(param, CodeInvalid, "text is not valid UTF-8")
+	}
+	if max := limit * e.maxTokenBytes; len(text) > max {
+		if !truncate {
+			return "", invalid(param, CodeTooLong, "text of %d bytes is over the limit of %d tokens (at most %d bytes)", len(text), limit, max)
+		}
+		cut := max
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut]
+	}
+	return text, nil
+}
+
+// prompt builds the recipe's prompt of the parts, or fills the template of
+// a raw input with the image token counts.
+func (e *Engine) prompt(template string, parts []tokenizer.Part, o options, param string) (*tokenizer.Prompt, error) {
+	if template != "" {
+		if _, err := e.checkText(param+".template", template, e.info.ContextLength, false); err != nil {
+			return nil, err
+		}
+		counts := make([]int, len(parts))
+		for k, tp := range parts {
+			counts[k] = tp.ImageTokens
+		}
+		p, err := e.tok.RawPrompt(template, counts)
+		if err != nil {
+			return nil, &InputError{Param: param + ".template", Code: CodeInvalid, Err: err}
+		}
+		return p, nil
+	}
+	p, err := e.recipe.Prompt(e.tok, o.task, parts)
+	if err != nil {
+		return nil, &InputError{Param: param, Code: CodeInvalid, Err: err}
+	}
+	return p, nil
+}
+
+// imageHeader reads an image's size from its header: the number of
+// placeholder tokens it becomes and what decoding it will cost.
+func (e *Engine) imageHeader(param string, data []byte, o options) (*imageItem, error) {
+	_, w, h, err := imageproc.DecodeConfig(data)
+	if err != nil {
+		return nil, imageError(param, err)
+	}
+	if err := e.cfg.Decode.Limits.Check(len(data), w, h); err != nil {
+		return nil, imageError(param, err)
+	}
+	rw, rh, err := o.img.TargetSize(w, h)
+	if err != nil {
+		return nil, imageError(param, err)
+	}
+	f := o.img.Factor()
+	im := &imageItem{param: param, data: data, w: w, h: h, tokens: (rw / f) * (rh / f), cost: imageCost(w, h, rw, rh, o.img.TemporalPatchSize)}
+	if im.cost > e.cfg.ImageBudgetBytes {
+		return nil, invalid(param, CodeImageTooLarge, "decoding a %dx%d image needs about %d MiB, over the server's image budget of %d MiB", w, h, im.cost>>20, e.cfg.ImageBudgetBytes>>20)
+	}
+	return im, nil
+}
+
+func imageError(param string, err error) *InputError {
+	code := CodeBadImage
+	if errors.Is(err, imageproc.ErrTooLarge) {
+		code = CodeImageTooLarge
+	}
+	return &InputError{Param: param, Code: code, Err: err}
+}
+
+// images finds every image's content key and encoding, decoding and
+// patching those the caches do not know, in the worker pool.
+func (p *processor) images(ctx context.Context, pr *prepared, tr Tracer) error {
+	e := p.e
+	var all []*imageItem
+	for _, it := range pr.inputs {
+		all = append(all, it.images...)
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	errs := make([]error, len(all))
+	var wg sync.WaitGroup
+	for k, im := range all {
+		bytesKey := newHasher("image-bytes").key(e.preprocKey(pr.o)).bytes(im.data).sum()
+		if tr == nil {
+			if meta, ok := e.imageCache.get(bytesKey, false); ok {
+				im.content, im.grid = meta.content, meta.grid
+				if enc, ok := e.encoderCache.get(im.content, true); ok {
+					im.enc, im.cached = enc, true
+					continue
+				}
+			}
+		}
+		select {
+		case p.workers <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
+			return ctx.Err()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-p.workers }()
+			errs[k] = p.decode(ctx, im, bytesKey, pr.o, tr != nil)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// decode turns one image into patches under the image budget, and keys it.
+func (p *processor) decode(ctx context.Context, im *imageItem, bytesKey Key, o options, trace bool) error {
+	e := p.e
+	if err := p.budget.Acquire(ctx, im.cost); err != nil {
+		return err
+	}
+	im.budgetHeld = im.cost
+	e.inflight.Add(im.cost)
+	pt, err := imageproc.Preprocess(im.data, o.img, e.cfg.Decode)
+	if err != nil {
+		return imageError(im.param, err)
+	}
+	if n := pt.MergedTokens(); n != im.tokens {
+		return invalid(im.param, CodeBadImage, "image data disagrees with its header (%d tokens, header says %d)", n, im.tokens)
+	}
+	im.grid = [3]int{pt.GridT, pt.GridH, pt.GridW}
+	raw := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(pt.Data))), len(pt.Data)*4)
+	im.content = newHasher("image-content").key(e.visionID).int(pt.GridT).int(pt.GridH).int(pt.GridW).bytes(raw).sum()
+	if !trace {
+		e.imageCache.put(bytesKey, imageMeta{content: im.content, grid: im.grid, tokens: im.tokens}, 128, false)
+		if enc, ok := e.encoderCache.get(im.content, true); ok {
+			im.enc, im.cached = enc, true
+			e.proc.budget.Release(im.budgetHeld)
+			e.inflight.Add(-im.budgetHeld)
+			im.budgetHeld = 0
+			return nil
+		}
+	}
+	im.patches = pt.Data
+	if trace {
+		im.tracePatches = pt.Data
+	}
+	return nil
+}
+
+// preprocKey identifies every preprocessing parameter of a request.
+func (e *Engine) preprocKey(o options) Key {
+	c := o.img
+	h := newHasher("preprocess/1").int(c.PatchSize).int(c.MergeSize).int(c.TemporalPatchSize).int(c.MinPixels).int(c.MaxPixels)
+	for i := 0; i < 3; i++ {
+		h.int(int(math.Float32bits(c.Mean[i]))).int(int(math.Float32bits(c.Std[i])))
+	}
+	h.str(fmt.Sprint(e.cfg.Decode.ApplyEXIFOrientation))
+	return h.sum()
+}
+
+// embeddingKey identifies an input's full-width output: the model, the
+// recipe's version, the output kind, the exact prompt ids, each image's
+// content key and the pooling rule.
+func (e *Engine) embeddingKey(it *input, o options) Key {
+	h := newHasher("embedding/1").key(e.modelID).str(e.recipe.Version())
+	kind := "single"
+	if o.multi {
+		kind = "multi"
+	} else if o.perSpan && len(it.images) > 0 {
+		kind = "single+spans"
+	}
+	h.str(kind).int(int(it.pool.Kind)).int(it.pool.Lo).int(it.pool.Hi)
+	ids := it.prompt.IDs
+	h.bytes(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(ids))), len(ids)*4))
+	for _, im := range it.images {
+		h.key(im.content)
+	}
+	for _, s := range it.prompt.Images {
+		h.int(s.First).int(s.End)
+	}
+	return h.sum()
+}

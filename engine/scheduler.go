@@ -1,0 +1,581 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/vembed/vembed/model"
+	"github.com/vembed/vembed/recipe"
+)
+
+// The scheduler is one goroutine that owns every admitted request. Each
+// step it picks work from many requests, the runner computes it, and the
+// step's results flow to the outputs:
+//
+//   - Vision: images that no cache holds are packed, across requests, into
+//     one vision pass of at most MaxEncoderBatch merged tokens. The pass
+//     runs a few stages (layers) per step, so a batch of large images never
+//     holds the model for more than about one step. An image in flight is
+//     encoded once however many requests wait for it.
+//   - Language model: sequences whose images are ready advance in one
+//     packed pass. A sequence longer than what the step has left is cut
+//     (chunked prefill: the model keeps the keys and values of its earlier
+//     chunks, the output keeps pooling sums), so any input fits any step.
+//   - Fairness and the fast lane: short requests (at most FastLaneTokens
+//     tokens left, images ready) go first and whole; the rest advance round
+//     robin, one sequence chunk per request per round, so a 2000-input
+//     request does not starve a 1-input one. A step sized for bulk work
+//     takes about StepTarget; when short requests wait, the step carries
+//     them with a reduced share of bulk work, and no vision stage.
+//   - Cancellation: a request whose context ended leaves at the next step
+//     boundary; its sequences' state is dropped and images that nobody else
+//     waits for leave the vision queue.
+//
+// Step sizes follow a cost model learned from the steps themselves:
+// seconds per language-model token and per patch-stage of vision, so that
+// the same StepTarget suits a tiny model and a 3B one.
+
+// request is an admitted request in the scheduler.
+type request struct {
+	ctx     context.Context
+	pr      *prepared
+	seqs    []*seqJob
+	left    int // sequences not finished
+	tokens  int // LM tokens not computed yet
+	done    chan error
+	arrived time.Time
+	started bool
+	trace   bool
+	// admTokens is what admission counted, given back when it leaves.
+	admTokens int
+}
+
+// seqJob is one input that needs the language model.
+type seqJob struct {
+	req     *request
+	in      *input
+	waiting int // images not encoded yet
+	state   model.State
+	out     *pooler
+}
+
+func (s *seqJob) left() int {
+	if s.state == nil {
+		return len(s.in.prompt.IDs)
+	}
+	return s.state.Len() - s.state.Done()
+}
+
+// encodeJob is one image (by content key) waiting for the vision tower.
+type encodeJob struct {
+	key     Key
+	img     model.ImageInput
+	tokens  int
+	waiters []encWaiter
+	inPass  bool
+	trace   bool
+}
+
+type encWaiter struct {
+	seq *seqJob
+	im  *imageItem
+}
+
+type visionRun struct {
+	pass model.VisionPass
+	jobs []*encodeJob
+}
+
+type scheduler struct {
+	e      *Engine
+	submit chan *request
+	ctrl   chan func()
+	stop   chan struct{}
+	once   sync.Once
+	done   chan struct{}
+
+	reqs     []*request
+	rr       int // round-robin start
+	encodes  map[Key]*encodeJob
+	encQueue []*encodeJob
+	vis      *visionRun
+
+	// Cost model: EWMA seconds per LM token and per patch-stage.
+	secPerToken, secPerPatchStage float64
+}
+
+func newScheduler(e *Engine) *scheduler {
+	s := &scheduler{e: e, submit: make(chan *request), ctrl: make(chan func()), stop: make(chan struct{}), done: make(chan struct{}), encodes: map[Key]*encodeJob{}}
+	// Until steps are measured, assume 50 GFLOP/s.
+	s.secPerToken = float64(e.flopsPerToken) / 50e9
+	s.secPerPatchStage = float64(e.flopsPerPatchStage) / 50e9
+	go s.loop()
+	return s
+}
+
+func (s *scheduler) loop() {
+	defer close(s.done)
+	for {
+		if len(s.reqs) == 0 {
+			select {
+			case r := <-s.submit:
+				s.admit(r)
+			case f := <-s.ctrl:
+				f()
+			case <-s.stop:
+				return
+			}
+		}
+		for drained := false; !drained; {
+			select {
+			case r := <-s.submit:
+				s.admit(r)
+			case f := <-s.ctrl:
+				f()
+			case <-s.stop:
+				s.failAll(ErrShuttingDown)
+				return
+			default:
+				drained = true
+			}
+		}
+		s.dropCancelled()
+		if len(s.reqs) == 0 {
+			continue
+		}
+		s.step()
+	}
+}
+
+// admit adds a request: every image of its sequences is attached to an
+// encode job (one per content key), and sequences whose images are all
+// known get their model state.
+func (s *scheduler) admit(r *request) {
+	s.reqs = append(s.reqs, r)
+	s.e.stats.queued.Add(1)
+	for _, sq := range r.seqs {
+		for _, im := range sq.in.images {
+			if im.enc.Rows != nil {
+				continue
+			}
+			sq.waiting++
+			j := s.encodes[im.content]
+			if j == nil || r.trace || j.trace {
+				j = &encodeJob{key: im.content, img: model.ImageInput{Patches: im.patches, GridT: im.grid[0], GridH: im.grid[1], GridW: im.grid[2]}, tokens: im.tokens, trace: r.trace}
+				if !r.trace {
+					s.encodes[im.content] = j
+				}
+				s.encQueue = append(s.encQueue, j)
+			}
+			j.waiters = append(j.waiters, encWaiter{sq, im})
+		}
+		if sq.waiting == 0 {
+			s.ready(sq)
+		}
+	}
+}
+
+// ready makes a sequence's model state once its images are encoded.
+func (s *scheduler) ready(sq *seqJob) {
+	p := sq.in.prompt
+	seq := model.Sequence{IDs: p.IDs}
+	for k, im := range sq.in.images {
+		span := p.Images[k]
+		seq.Images = append(seq.Images, model.ImageEmbedding{Rows: im.enc.Rows, Deep: im.enc.Deep, First: span.First, GridT: im.grid[0], GridH: im.grid[1], GridW: im.grid[2]})
+	}
+	st, err := s.e.model.NewState(seq)
+	if err != nil {
+		s.finish(sq.req, err)
+		return
+	}
+	sq.state = st
+}
+
+// dropCancelled removes requests whose context ended.
+func (s *scheduler) dropCancelled() {
+	for _, r := range s.reqs {
+		if err := r.ctx.Err(); err != nil {
+			s.e.stats.cancelled.Add(1)
+			s.finish(r, err)
+		}
+	}
+}
+
+// finish ends a request with err (nil: success) and removes it.
+func (s *scheduler) finish(r *request, err error) {
+	k := -1
+	for i, x := range s.reqs {
+		if x == r {
+			k = i
+			break
+		}
+	}
+	if k < 0 {
+		return
+	}
+	s.reqs = append(s.reqs[:k], s.reqs[k+1:]...)
+	if !r.started {
+		s.e.stats.queued.Add(-1)
+	} else {
+		s.e.stats.running.Add(-1)
+	}
+	for _, sq := range r.seqs {
+		if sq.state != nil {
+			sq.state.Release()
+		}
+		s.detach(sq)
+	}
+	r.pr.release(s.e)
+	r.done <- err
+}
+
+// detach removes a sequence from the encode jobs it waits on; a job left
+// without waiters leaves the queue, and a vision pass left without any
+// waiter is abandoned.
+func (s *scheduler) detach(sq *seqJob) {
+	if sq.waiting == 0 {
+		return
+	}
+	for _, im := range sq.in.images {
+		for _, j := range s.jobsFor(im) {
+			w := j.waiters[:0]
+			for _, x := range j.waiters {
+				if x.seq != sq {
+					w = append(w, x)
+				}
+			}
+			j.waiters = w
+			if len(j.waiters) == 0 && !j.inPass {
+				s.dropJob(j)
+			}
+		}
+	}
+	if s.vis != nil {
+		for _, j := range s.vis.jobs {
+			if len(j.waiters) > 0 {
+				return
+			}
+		}
+		for _, j := range s.vis.jobs {
+			s.dropJob(j)
+		}
+		s.vis = nil
+	}
+}
+
+// jobsFor lists the queued or running encode jobs of an image.
+func (s *scheduler) jobsFor(im *imageItem) []*encodeJob {
+	var out []*encodeJob
+	for _, j := range s.encQueue {
+		if j.key == im.content {
+			out = append(out, j)
+		}
+	}
+	if s.vis != nil {
+		for _, j := range s.vis.jobs {
+			if j.key == im.content {
+				out = append(out, j)
+			}
+		}
+	}
+	return out
+}
+
+func (s *scheduler) dropJob(j *encodeJob) {
+	if s.encodes[j.key] == j {
+		delete(s.encodes, j.key)
+	}
+	q := s.encQueue[:0]
+	for _, x := range s.encQueue {
+		if x != j {
+			q = append(q, x)
+		}
+	}
+	s.encQueue = q
+}
+
+// failQueued fails, with ErrShuttingDown, the requests no step has
+// worked on yet.
+func (s *scheduler) failQueued() {
+	select {
+	case s.ctrl <- func() {
+		for _, r := range append([]*request(nil), s.reqs...) {
+			if !r.started {
+				s.finish(r, ErrShuttingDown)
+			}
+		}
+	}:
+	case <-s.done:
+	}
+}
+
+// shutdown stops the loop; requests still admitted get ErrShuttingDown.
+func (s *scheduler) shutdown() {
+	s.once.Do(func() { close(s.stop) })
+	<-s.done
+}
+
+func (s *scheduler) failAll(err error) {
+	for len(s.reqs) > 0 {
+		s.finish(s.reqs[0], err)
+	}
+}
+
+// isShort reports whether a request belongs in the fast lane.
+func (s *scheduler) isShort(r *request) bool {
+	if r.tokens > s.e.cfg.FastLaneTokens {
+		return false
+	}
+	for _, sq := range r.seqs {
+		if sq.waiting > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// step plans one step, runs it and delivers its results.
+func (s *scheduler) step() {
+	e := s.e
+	target := e.cfg.StepTarget.Seconds()
+	maxTok := e.cfg.MaxBatchTokens
+	budget := maxTok
+	if bt := int(target / s.secPerToken); bt < budget {
+		budget = max(bt, e.cfg.MinChunk)
+	}
+
+	var chunks []model.Chunk
+	var jobs []*seqJob
+	in := map[*seqJob]bool{}
+	used := 0
+	add := func(sq *seqJob, n int) {
+		chunks = append(chunks, model.Chunk{State: sq.state, N: n})
+		jobs = append(jobs, sq)
+		in[sq] = true
+		used += n
+	}
+	// Fast lane: short requests whole, oldest first.
+	short := false
+	for _, r := range s.reqs {
+		if !s.isShort(r) {
+			continue
+		}
+		for _, sq := range r.seqs {
+			if sq.state != nil && sq.left() > 0 && used+sq.left() <= maxTok {
+				add(sq, sq.left())
+				short = true
+			}
+		}
+	}
+	bulk := budget - used
+	if short {
+		// The short requests' step takes little bulk work beside them.
+		bulk = min(bulk, budget/4)
+	}
+	// Bulk: round robin over requests, one chunk of one sequence each.
+	for progress := true; bulk > 0 && progress; {
+		progress = false
+		n := len(s.reqs)
+		for k := 0; k < n && bulk > 0; k++ {
+			r := s.reqs[(s.rr+k)%n]
+			for _, sq := range r.seqs {
+				if sq.state == nil || in[sq] || sq.left() == 0 {
+					continue
+				}
+				c := min(sq.left(), bulk)
+				if c < sq.left() && c < e.cfg.MinChunk {
+					break
+				}
+				add(sq, c)
+				bulk -= c
+				progress = true
+				break
+			}
+		}
+	}
+	if len(s.reqs) > 0 {
+		s.rr = (s.rr + 1) % len(s.reqs)
+	}
+
+	// Vision: advance the current pass, or start one.
+	if s.vis == nil && len(s.encQueue) > 0 && !(short && len(chunks) > 0) {
+		s.startPass()
+	}
+	stages := 0
+	if s.vis != nil && !(short && len(chunks) > 0) {
+		p := s.vis.pass
+		per := s.secPerPatchStage * float64(p.Patches())
+		left := target - float64(used)*s.secPerToken
+		stages = max(1, int(left/per))
+		if len(chunks) == 0 {
+			stages = max(1, int(target/per))
+		}
+	}
+	if len(chunks) == 0 && stages == 0 {
+		return
+	}
+	for _, sq := range jobs {
+		if !sq.req.started {
+			sq.req.started = true
+			e.stats.queued.Add(-1)
+			e.stats.running.Add(1)
+			e.stats.queueSeconds.observe(time.Since(sq.req.arrived).Seconds())
+		}
+	}
+	t0 := time.Now()
+	if stages > 0 {
+		s.runVision(stages)
+	}
+	t1 := time.Now()
+	if len(chunks) > 0 {
+		s.runLM(chunks, jobs, used)
+	}
+	t2 := time.Now()
+	e.stats.steps.Add(1)
+	e.stats.stepSeconds.observe(t2.Sub(t0).Seconds())
+	if used > 0 {
+		e.stats.stepTokens.observe(float64(used))
+		s.secPerToken = ewma(s.secPerToken, t2.Sub(t1).Seconds()/float64(used))
+	}
+}
+
+func ewma(old, x float64) float64 {
+	if x <= 0 {
+		return old
+	}
+	return 0.7*old + 0.3*x
+}
+
+// startPass packs queued images into one vision pass.
+func (s *scheduler) startPass() {
+	var jobs []*encodeJob
+	var imgs []model.ImageInput
+	tokens := 0
+	rest := s.encQueue[:0]
+	for _, j := range s.encQueue {
+		if len(jobs) > 0 && (tokens+j.tokens > s.e.cfg.MaxEncoderBatch || j.trace || jobs[0].trace) {
+			rest = append(rest, j)
+			continue
+		}
+		jobs = append(jobs, j)
+		imgs = append(imgs, j.img)
+		tokens += j.tokens
+		j.inPass = true
+	}
+	s.encQueue = rest
+	pass, err := s.e.model.NewVisionPass(imgs, jobs[0].trace)
+	if err != nil {
+		s.failJobs(jobs, err)
+		return
+	}
+	s.vis = &visionRun{pass: pass, jobs: jobs}
+}
+
+func (s *scheduler) failJobs(jobs []*encodeJob, err error) {
+	for _, j := range jobs {
+		s.dropJob(j)
+		for _, w := range j.waiters {
+			s.finish(w.seq.req, err)
+		}
+	}
+}
+
+// runVision advances the current pass and, when it ends, hands every image
+// its rows.
+func (s *scheduler) runVision(stages int) {
+	e := s.e
+	v := s.vis
+	t0 := time.Now()
+	if err := e.runner.vision(v.pass, stages); err != nil {
+		s.vis = nil
+		s.failJobs(v.jobs, err)
+		return
+	}
+	e.stats.stepPatches.observe(float64(v.pass.Patches() * stages))
+	s.secPerPatchStage = ewma(s.secPerPatchStage, time.Since(t0).Seconds()/float64(v.pass.Patches()*stages))
+	if !v.pass.Done() {
+		return
+	}
+	s.vis = nil
+	res := v.pass.Result()
+	vit := v.pass.VitOut()
+	for i, j := range v.jobs {
+		s.dropJob(j)
+		e.stats.images.Add(1)
+		e.stats.patches.Add(int64(len(j.img.Patches) / max(e.patchVals, 1)))
+		enc := res[i]
+		if !j.trace {
+			e.encoderCache.put(j.key, enc, enc.Bytes(), false)
+		}
+		for _, w := range j.waiters {
+			w.im.enc = enc
+			w.im.patches = nil
+			if w.im.budgetHeld > 0 {
+				e.proc.budget.Release(w.im.budgetHeld)
+				e.inflight.Add(-w.im.budgetHeld)
+				w.im.budgetHeld = 0
+			}
+			if j.trace && w.seq.req.trace && i < len(vit) {
+				w.im.vitOut = vit[i]
+			}
+			if w.seq.waiting--; w.seq.waiting == 0 {
+				s.ready(w.seq)
+			}
+		}
+	}
+}
+
+// runLM runs one language-model pass and feeds the outputs.
+func (s *scheduler) runLM(chunks []model.Chunk, jobs []*seqJob, used int) {
+	e := s.e
+	starts := make([]int, len(chunks))
+	for i, c := range chunks {
+		starts[i] = c.State.Done()
+	}
+	hidden, err := e.runner.lm(chunks)
+	if err != nil {
+		for _, sq := range jobs {
+			s.finish(sq.req, err)
+		}
+		return
+	}
+	e.stats.lmTokens.Add(int64(used))
+	for i, sq := range jobs {
+		sq.req.tokens -= chunks[i].N
+		if sq.out == nil {
+			sq.out = e.newPooler(sq)
+		}
+		sq.out.add(hidden[i], starts[i])
+		if sq.state.Done() < sq.state.Len() {
+			continue
+		}
+		r := sq.out.result()
+		if !sq.req.trace {
+			e.storeEmbedding(sq.in.key, r)
+		}
+		sq.req.pr.results[sq.in.index] = r
+		sq.req.pr.hidden(sq)
+		if sq.req.left--; sq.req.left == 0 {
+			s.finish(sq.req, nil)
+		}
+	}
+}
+
+func (e *Engine) newPooler(sq *seqJob) *pooler {
+	var spans [][2]int
+	if sq.req.pr.o.perSpan && len(sq.in.images) > 0 && !sq.req.pr.o.multi {
+		for _, sp := range sq.in.prompt.Images {
+			spans = append(spans, [2]int{sp.VisionStart, sp.VisionEnd + 1})
+		}
+	}
+	var mv = e.mv
+	if !sq.req.pr.o.multi {
+		mv = nil
+	}
+	pool := sq.in.pool
+	if pool.Kind == recipe.Mean && pool.Hi > len(sq.in.prompt.IDs) {
+		pool.Hi = len(sq.in.prompt.IDs)
+	}
+	return newPooler(e.info.Hidden, len(sq.in.prompt.IDs), pool, spans, mv, sq.req.trace)
+}

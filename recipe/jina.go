@@ -1,0 +1,145 @@
+package recipe
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/vembed/vembed/imageproc"
+	"github.com/vembed/vembed/model"
+	"github.com/vembed/vembed/tokenizer"
+)
+
+// JinaV4 is jina-embeddings-v4 (and other Qwen2/2.5-VL embedders that
+// follow its conventions). Rules, from the project's DECISIONS:
+//   - Prompts: text-only inputs get the task prefix ("Query: "/"Passage: ");
+//     image-only inputs the reference image prompt; interleaved inputs the
+//     task prefix and the parts in order, each image wrapped in
+//     <|vision_start|>…<|vision_end|>.
+//   - Pooling is decided by the input's structure, never by scanning ids:
+//     image-only inputs mean-pool from the first <|vision_start|> to the
+//     last <|vision_end|> inclusive; inputs with text mean-pool all tokens.
+//   - Default task: retrieval, with the query prompt for text-only inputs
+//     and the passage prompt for inputs with images; an adapter name alone
+//     ("retrieval", "code") picks its side the same way. The task selects
+//     the prompt only: the adapter is whichever one the GGUF has merged.
+//   - Dimensions: a model 2048 wide accepts its trained Matryoshka sizes
+//     128, 256, 512, 1024, 2048; other widths accept any size.
+//   - Images: the model's preprocessing metadata, with jina-v4's values
+//     (patch 14, merge 2, CLIP mean/std, 3136..602112 pixels) for whatever
+//     the metadata leaves out.
+type JinaV4 struct{}
+
+var jinaTasks = []string{"retrieval.query", "retrieval.passage", "text-matching", "code.query", "code.passage"}
+
+// jinaDims are jina-embeddings-v4's trained Matryoshka sizes.
+var jinaDims = []int{128, 256, 512, 1024, 2048}
+
+// Name implements Recipe.
+func (JinaV4) Name() string { return "jina-embeddings-v4" }
+
+// Version implements Recipe.
+func (JinaV4) Version() string { return "jina-v4/1" }
+
+// Tasks implements Recipe.
+func (JinaV4) Tasks() []string { return jinaTasks }
+
+// Task implements Recipe.
+func (JinaV4) Task(name string) (Task, error) {
+	switch name {
+	case "", "retrieval":
+		return Task{Name: "retrieval", adapter: "retrieval"}, nil
+	case "code":
+		return Task{Name: "code", adapter: "code"}, nil
+	}
+	t, err := tokenizer.ParseTask(name)
+	if err != nil {
+		return Task{}, fmt.Errorf("unknown task %q (want one of %s)", name, strings.Join(jinaTasks, ", "))
+	}
+	return Task{Name: name, fixed: t}, nil
+}
+
+// Prompt implements Recipe.
+func (JinaV4) Prompt(tok *tokenizer.Tokenizer, task Task, parts []tokenizer.Part) (*tokenizer.Prompt, error) {
+	hasImage := false
+	for _, p := range parts {
+		hasImage = hasImage || p.ImageTokens > 0
+	}
+	return tok.JinaV4Prompt(task.For(hasImage), parts)
+}
+
+// Pooling implements Recipe.
+func (JinaV4) Pooling(p *tokenizer.Prompt) Pooling {
+	if p.Kind == tokenizer.ImageOnly && len(p.Images) > 0 {
+		return Pooling{Kind: Mean, Lo: p.Images[0].VisionStart, Hi: p.Images[len(p.Images)-1].VisionEnd + 1}
+	}
+	return Pooling{Kind: Mean, Lo: 0, Hi: len(p.IDs)}
+}
+
+// Dimensions implements Recipe.
+func (JinaV4) Dimensions(hidden int) []int {
+	if hidden == 2048 {
+		return jinaDims
+	}
+	return nil
+}
+
+// Image implements Recipe.
+func (JinaV4) Image(mi model.Info) imageproc.Config { return qwenImage(mi) }
+
+// qwenImage is the preprocessing the model's metadata describes, with
+// jina-embeddings-v4's values for whatever the metadata leaves out.
+func qwenImage(mi model.Info) imageproc.Config {
+	c := imageproc.JinaV4Config()
+	if mi.PatchSize > 0 {
+		c.PatchSize = mi.PatchSize
+	}
+	if mi.MergeSize > 0 {
+		c.MergeSize = mi.MergeSize
+	}
+	if mi.TemporalPatchSize > 0 {
+		c.TemporalPatchSize = mi.TemporalPatchSize
+	}
+	if mi.ImageStd != [3]float32{} {
+		c.Mean, c.Std = mi.ImageMean, mi.ImageStd
+	}
+	if mi.MinPixels > 0 {
+		c.MinPixels = mi.MinPixels
+	}
+	if mi.MaxPixels > 0 {
+		c.MaxPixels = mi.MaxPixels
+	}
+	return c
+}
+
+// GME is GME-Qwen2-VL: the jina-v4 prompts' structure is not GME's, but
+// its pooling is the last token of the sequence. GME prompts wrap inputs in
+// the Qwen2-VL chat template with an instruction; until that template is
+// built in, its inputs use the raw-prompt mode (engine Input.Template),
+// and plain inputs get the jina-v4 prompt with last-token pooling.
+type GME struct{}
+
+// Name implements Recipe.
+func (GME) Name() string { return "gme" }
+
+// Version implements Recipe.
+func (GME) Version() string { return "gme/1" }
+
+// Tasks implements Recipe.
+func (GME) Tasks() []string { return JinaV4{}.Tasks() }
+
+// Task implements Recipe.
+func (GME) Task(name string) (Task, error) { return JinaV4{}.Task(name) }
+
+// Prompt implements Recipe.
+func (GME) Prompt(tok *tokenizer.Tokenizer, task Task, parts []tokenizer.Part) (*tokenizer.Prompt, error) {
+	return JinaV4{}.Prompt(tok, task, parts)
+}
+
+// Pooling implements Recipe.
+func (GME) Pooling(p *tokenizer.Prompt) Pooling { return Pooling{Kind: Last} }
+
+// Dimensions implements Recipe.
+func (GME) Dimensions(hidden int) []int { return nil }
+
+// Image implements Recipe.
+func (GME) Image(mi model.Info) imageproc.Config { return qwenImage(mi) }

@@ -1,0 +1,100 @@
+// Package recipe holds the rules of each embedding model family that are
+// not arithmetic: which tasks it knows, how an input becomes a prompt, which
+// hidden states are pooled and how, the Matryoshka sizes it was trained
+// for, and its image preprocessing limits. The engine asks the recipe and
+// never decides these itself, so serving another embedder (GME with
+// last-token pooling, ColQwen with its own prompts) is a new recipe, not
+// edits across packages.
+package recipe
+
+import (
+	"fmt"
+
+	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/imageproc"
+	"github.com/vembed/vembed/model"
+	"github.com/vembed/vembed/tokenizer"
+)
+
+// Recipe is one model family's rules.
+type Recipe interface {
+	// Name identifies the family ("jina-embeddings-v4").
+	Name() string
+	// Version changes whenever a rule that changes vectors changes (a
+	// prompt, the pooling); it is part of every embedding cache key.
+	Version() string
+	// Tasks lists the task names a request may give.
+	Tasks() []string
+	// Task checks a request's task ("" for the default) and returns how it
+	// applies to each input.
+	Task(name string) (Task, error)
+	// Prompt builds the prompt of one input. Parts hold text, or the merged
+	// token count of each image.
+	Prompt(tok *tokenizer.Tokenizer, task Task, parts []tokenizer.Part) (*tokenizer.Prompt, error)
+	// Pooling says which final hidden states make the input's vector.
+	Pooling(p *tokenizer.Prompt) Pooling
+	// Dimensions lists the Matryoshka sizes the model accepts; nil means
+	// any size from 1 to hidden.
+	Dimensions(hidden int) []int
+	// Image is the image preprocessing for the loaded model.
+	Image(mi model.Info) imageproc.Config
+}
+
+// Task is a request's task as a recipe resolved it.
+type Task struct {
+	Name string // as the request gave it, or the default
+	// side picks the prompt per input: a fixed task, or one that depends
+	// on whether the input has images.
+	fixed   tokenizer.Task
+	adapter string
+}
+
+// For returns the prompt task of an input: a fixed task, or the adapter's
+// query side for text and passage side for inputs with images.
+func (t Task) For(hasImage bool) tokenizer.Task {
+	if t.adapter == "" {
+		return t.fixed
+	}
+	if hasImage {
+		return tokenizer.Task(t.adapter + ".passage")
+	}
+	return tokenizer.Task(t.adapter + ".query")
+}
+
+// PoolKind is how hidden states become one vector.
+type PoolKind int
+
+const (
+	// Mean averages the rows [Lo, Hi).
+	Mean PoolKind = iota
+	// Last takes the last row of the sequence.
+	Last
+)
+
+// Pooling is a prompt's pooling rule: the kind, and for Mean the rows.
+type Pooling struct {
+	Kind   PoolKind
+	Lo, Hi int
+}
+
+// Select returns the recipe for a language model file: the one named by
+// its `vembed.recipe` key, else the family its architecture implies.
+func Select(f *gguf.File) (Recipe, error) {
+	name, err := f.String("vembed.recipe")
+	if err != nil || name == "" {
+		arch, _ := f.String("general.architecture")
+		switch arch {
+		case "qwen2vl":
+			name = JinaV4{}.Name()
+		default:
+			return nil, fmt.Errorf("recipe: no embedding recipe for architecture %q", arch)
+		}
+	}
+	switch name {
+	case JinaV4{}.Name():
+		return JinaV4{}, nil
+	case GME{}.Name():
+		return GME{}, nil
+	}
+	return nil, fmt.Errorf("recipe: unknown recipe %q", name)
+}

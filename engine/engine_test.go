@@ -65,7 +65,10 @@ func modelFiles(t testing.TB) (lm, mmproj, mv string) {
 		testModel.err = synth.WriteMVProj(testModel.mv, cfg)
 		testModel.hidden, testModel.multivectorOD = cfg.LM.Hidden, cfg.MVProj.OutputDim
 		if testModel.err == nil {
-			testModel.engine, testModel.engineErr = New(Config{Model: testModel.lm, MMProj: testModel.mmproj, MVProj: testModel.mv})
+			// The shared engine keeps no cache, so that every test computes.
+			cfg := Config{Model: testModel.lm, MMProj: testModel.mmproj, MVProj: testModel.mv}
+			uncached(&cfg)
+			testModel.engine, testModel.engineErr = New(cfg)
 		}
 	})
 	if testModel.err != nil {
@@ -74,7 +77,8 @@ func modelFiles(t testing.TB) (lm, mmproj, mv string) {
 	return testModel.lm, testModel.mmproj, testModel.mv
 }
 
-// sharedEngine is an engine over the tiny model with default limits.
+// sharedEngine is an engine over the tiny model with default limits and
+// no caches.
 func sharedEngine(t testing.TB) *Engine {
 	t.Helper()
 	modelFiles(t)

@@ -1,0 +1,392 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vembed/vembed/synth"
+)
+
+// uncached turns every cache off.
+func uncached(c *Config) { c.EmbeddingCacheBytes, c.EncoderCacheBytes, c.ImageCacheBytes = -1, -1, -1 }
+
+// typedModel writes the tiny pair (widths a multiple of 256, so K-quants
+// apply) with the LM in lmType, and a projector.
+func typedModel(t *testing.T, lmType, mmType string) Config {
+	t.Helper()
+	cfg, err := synth.Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.LMType, cfg.MMProjType = lmType, mmType
+	cfg.LM.Hidden, cfg.LM.Heads, cfg.LM.KVHeads, cfg.LM.FFN = 256, 4, 2, 256
+	cfg.LM.MRoPE = [4]int32{8, 12, 12, 0}
+	cfg.Vision.Width, cfg.Vision.Heads, cfg.Vision.FFN = 256, 4, 256
+	dir := t.TempDir()
+	lm, mm, err := synth.WritePair(dir, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mv := filepath.Join(dir, "mvproj.gguf")
+	if err := synth.WriteMVProj(mv, cfg); err != nil {
+		t.Fatal(err)
+	}
+	return Config{Model: lm, MMProj: mm, MVProj: mv}
+}
+
+func start(t *testing.T, cfg Config, change func(*Config)) *Engine {
+	t.Helper()
+	if change != nil {
+		change(&cfg)
+	}
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// mixedRequests are texts, images, interleaved documents, multi-vector
+// and per-span requests, with duplicates, some long enough to be cut into
+// chunks under a small step budget.
+func mixedRequests(t *testing.T, n int) []Request {
+	long := strings.Repeat("a long passage about many things ", 40)
+	var reqs []Request
+	for i := range n {
+		k := i % 10
+		img := testPNG(t, 56+14*(k%4), 56+28*(k%3), k)
+		var req Request
+		switch k {
+		case 0, 5:
+			req.Inputs = []Input{TextInput(fmt.Sprintf("query %d", k))}
+		case 1:
+			req.Inputs = []Input{ImageInput(img)}
+		case 2:
+			req.Inputs = []Input{{Parts: []Part{Text("see "), Image(img), Text(" and "), Image(testPNG(t, 84, 56, 9))}}}
+		case 3:
+			req.Inputs = []Input{TextInput(long), ImageInput(img)}
+			req.Multivector = true
+		case 4:
+			req.Inputs = []Input{ImageInput(img), TextInput("passage " + long)}
+			req.Task = "retrieval.passage"
+		case 6:
+			req.Inputs = []Input{{Parts: []Part{Image(img), Image(img)}}}
+			req.PerSpan = true
+		case 7:
+			req.Inputs = []Input{TextInput(long + "seven"), TextInput("short"), TextInput(long)}
+		default:
+			req.Inputs = []Input{TextInput(fmt.Sprintf("duplicate %d", k%2))}
+			req.Dimensions = 16
+		}
+		reqs = append(reqs, req)
+	}
+	return reqs
+}
+
+func sameEmbedding(a, b Embedding) error {
+	eq := func(x, y []float32) bool {
+		if len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	if a.Tokens != b.Tokens || !eq(a.Vector, b.Vector) || len(a.Spans) != len(b.Spans) || len(a.Multi) != len(b.Multi) {
+		return fmt.Errorf("shapes or vectors differ")
+	}
+	for i := range a.Spans {
+		if !eq(a.Spans[i], b.Spans[i]) {
+			return fmt.Errorf("span %d differs", i)
+		}
+	}
+	for i := range a.Multi {
+		if !eq(a.Multi[i], b.Multi[i]) {
+			return fmt.Errorf("multi-vector row %d differs", i)
+		}
+	}
+	return nil
+}
+
+// TestServingBitIdentical sends 50 mixed requests at once to an engine
+// with caches and small steps (so that images of several requests share
+// vision passes, sequences share decoder passes and long ones are cut into
+// chunks) and checks every vector against the request run alone on an
+// engine with no cache and one big step.
+func TestServingBitIdentical(t *testing.T) {
+	types := [][2]string{{"F32", "F32"}, {"Q4_K_M", "F16"}, {"Q8_0", "Q8_0"}}
+	if testing.Short() {
+		types = types[:1]
+	}
+	for _, typ := range types {
+		t.Run(typ[0], func(t *testing.T) {
+			cfg := typedModel(t, typ[0], typ[1])
+			alone := start(t, cfg, uncached)
+			busy := start(t, cfg, func(c *Config) {
+				c.StepTarget = time.Microsecond // every step at its minimum size
+				c.MinChunk = 16
+				c.MaxEncoderBatch = 64
+			})
+			reqs := mixedRequests(t, 50)
+			want := make([]*Response, len(reqs))
+			for i, r := range reqs {
+				want[i] = embed(t, alone, r)
+			}
+			got := make([]*Response, len(reqs))
+			errs := make([]error, len(reqs))
+			var wg sync.WaitGroup
+			for i, r := range reqs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					got[i], errs[i] = busy.Embed(context.Background(), r)
+				}()
+			}
+			wg.Wait()
+			for i := range reqs {
+				if errs[i] != nil {
+					t.Fatalf("request %d: %v", i, errs[i])
+				}
+				for k := range want[i].Embeddings {
+					if err := sameEmbedding(got[i].Embeddings[k], want[i].Embeddings[k]); err != nil {
+						t.Errorf("request %d input %d: %v", i, k, err)
+					}
+				}
+			}
+			st := busy.Stats()
+			if st.Steps < 10 {
+				t.Errorf("only %d steps: the requests were not spread over steps", st.Steps)
+			}
+			if h := st.StepLMTokens; h.Count == 0 || h.Sum/float64(h.Count) > 200 {
+				t.Errorf("step sizes %+v: long inputs were not cut into chunks", h)
+			}
+		})
+	}
+}
+
+// TestCachesWithinBudgets fills small caches and checks their bytes.
+func TestCachesWithinBudgets(t *testing.T) {
+	lm, mm, mv := modelFiles(t)
+	e := start(t, Config{Model: lm, MMProj: mm, MVProj: mv}, func(c *Config) {
+		c.EmbeddingCacheBytes, c.EncoderCacheBytes, c.ImageCacheBytes = 4<<10, 20<<10, 1<<10
+	})
+	for i := range 40 {
+		embed(t, e, Request{Inputs: []Input{TextInput(fmt.Sprintf("text %d", i)), ImageInput(testPNG(t, 56, 56+14*(i%5), i))}})
+		for _, c := range e.Stats().Caches {
+			if c.Bytes > c.Capacity {
+				t.Fatalf("after request %d: %s cache holds %d bytes over its %d budget", i, c.Name, c.Bytes, c.Capacity)
+			}
+		}
+	}
+	for _, c := range e.Stats().Caches {
+		if c.Evictions == 0 {
+			t.Errorf("%s cache never evicted: %+v", c.Name, c)
+		}
+	}
+}
+
+// TestCacheHits checks each cache level: a repeated request is answered
+// from the embedding cache without any model work; the same image with
+// another task skips decoding and the vision tower.
+func TestCacheHits(t *testing.T) {
+	lm, mm, mv := modelFiles(t)
+	e := start(t, Config{Model: lm, MMProj: mm, MVProj: mv}, nil)
+	img := testPNG(t, 70, 84, 3)
+	req := Request{Inputs: []Input{{Parts: []Part{Text("page"), Image(img)}}}}
+	first := embed(t, e, req)
+	before := e.Stats()
+	again := embed(t, e, req)
+	after := e.Stats()
+	if err := sameEmbedding(first.Embeddings[0], again.Embeddings[0]); err != nil {
+		t.Fatal(err)
+	}
+	if after.Steps != before.Steps || after.LMTokens != before.LMTokens {
+		t.Errorf("a repeated request ran %d steps", after.Steps-before.Steps)
+	}
+	other := req
+	other.Task = "text-matching"
+	embed(t, e, other)
+	final := e.Stats()
+	if final.Images != after.Images {
+		t.Errorf("the same image with another task was encoded again")
+	}
+	if final.LMTokens == after.LMTokens {
+		t.Errorf("another task reused the embedding")
+	}
+	byName := map[string]CacheStats{}
+	for _, c := range final.Caches {
+		byName[c.Name] = c
+	}
+	if byName["embedding"].Hits < 1 || byName["encoder"].Hits < 1 || byName["image"].Hits < 1 {
+		t.Errorf("cache hits %+v", final.Caches)
+	}
+}
+
+// TestCancelStopsComputing cancels a request mid-way through a long input
+// cut into many small steps and checks that its computing stops and its
+// slot is free at once.
+func TestCancelStopsComputing(t *testing.T) {
+	lm, mm, mv := modelFiles(t)
+	e := start(t, Config{Model: lm, MMProj: mm, MVProj: mv}, func(c *Config) {
+		uncached(c)
+		c.StepTarget = time.Microsecond
+		c.MinChunk = 8
+		c.MaxQueuedRequests = 1
+	})
+	long := strings.Repeat("word ", 2000)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := e.Embed(ctx, Request{Inputs: []Input{TextInput(long)}})
+		errc <- err
+	}()
+	for e.Stats().LMTokens < 64 {
+		select {
+		case err := <-errc:
+			t.Fatalf("request ended before the cancel: %v", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled request: %v", err)
+	}
+	at := e.Stats().LMTokens
+	// The slot (MaxQueuedRequests = 1) is free for the next request.
+	embed(t, e, Request{Inputs: []Input{TextInput("next")}})
+	time.Sleep(20 * time.Millisecond)
+	st := e.Stats()
+	if st.Cancelled != 1 || st.RunningRequests != 0 || st.QueuedRequests != 0 {
+		t.Errorf("after cancel: %+v", st)
+	}
+	if total := 6000; at > int64(total)/2 {
+		t.Errorf("%d tokens computed of a %d-token input before the cancel took effect", at, total)
+	}
+	if st.LMTokens > at+16 {
+		t.Errorf("computing went on after the cancel: %d tokens, then %d", at, st.LMTokens)
+	}
+}
+
+// TestOverloaded checks the admission limit.
+func TestOverloaded(t *testing.T) {
+	lm, mm, mv := modelFiles(t)
+	e := start(t, Config{Model: lm, MMProj: mm, MVProj: mv}, func(c *Config) {
+		uncached(c)
+		c.StepTarget = time.Microsecond
+		c.MinChunk = 8
+		c.MaxQueuedRequests = 1
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go e.Embed(ctx, Request{Inputs: []Input{TextInput(strings.Repeat("word ", 2000))}})
+	for e.Stats().LMTokens == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := e.Embed(context.Background(), Request{Inputs: []Input{TextInput("x")}}); !errors.Is(err, ErrOverloaded) {
+		t.Errorf("second request: %v, want ErrOverloaded", err)
+	}
+}
+
+// TestShutdownDrains checks that running work finishes, queued work gets
+// ErrShuttingDown, and new work is refused.
+func TestShutdownDrains(t *testing.T) {
+	lm, mm, mv := modelFiles(t)
+	e := start(t, Config{Model: lm, MMProj: mm, MVProj: mv}, func(c *Config) {
+		uncached(c)
+		c.StepTarget = time.Microsecond
+		c.MinChunk = 8
+	})
+	running := make(chan error, 1)
+	go func() {
+		_, err := e.Embed(context.Background(), Request{Inputs: []Input{TextInput(strings.Repeat("word ", 500))}})
+		running <- err
+	}()
+	for e.Stats().LMTokens == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if err := e.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-running; err != nil {
+		t.Errorf("running request: %v", err)
+	}
+	if _, err := e.Embed(context.Background(), Request{Inputs: []Input{TextInput("late")}}); !errors.Is(err, ErrShuttingDown) {
+		t.Errorf("request after shutdown: %v", err)
+	}
+}
+
+// TestDiskCacheSurvivesKill runs a child process that embeds inputs into a
+// disk cache and is killed with SIGKILL while writing; the cache must open
+// and serve what it committed, bit for bit.
+func TestDiskCacheSurvivesKill(t *testing.T) {
+	if dir := os.Getenv("VEMBED_DISK_CHILD"); dir != "" {
+		lm, mm, mv := modelFiles(t)
+		e := start(t, Config{Model: lm, MMProj: mm, MVProj: mv, CacheDir: dir}, nil)
+		for i := 0; ; i++ {
+			resp := embed(t, e, Request{Inputs: []Input{TextInput("persisted " + strconv.Itoa(i))}})
+			fmt.Printf("done %d %08x\n", i, math.Float32bits(resp.Embeddings[0].Vector[0]))
+		}
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDiskCacheSurvivesKill$")
+	cmd.Env = append(os.Environ(), "VEMBED_DISK_CHILD="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 0, 1<<16)
+	deadline := time.Now().Add(60 * time.Second)
+	for strings.Count(string(buf), "\n") < 200 && time.Now().Before(deadline) {
+		tmp := make([]byte, 4096)
+		n, err := out.Read(tmp)
+		buf = append(buf, tmp[:n]...)
+		if err != nil {
+			break
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	lines := strings.Split(strings.TrimSpace(string(buf)), "\n")
+	if len(lines) < 50 {
+		t.Fatalf("child embedded only %d inputs", len(lines))
+	}
+	lm, mm, mv := modelFiles(t)
+	e := start(t, Config{Model: lm, MMProj: mm, MVProj: mv, CacheDir: dir}, nil)
+	hits := 0
+	for _, l := range lines[:len(lines)-1] {
+		var i int
+		var bits uint32
+		if _, err := fmt.Sscanf(l, "done %d %x", &i, &bits); err != nil {
+			continue
+		}
+		before := e.Stats().Steps
+		resp := embed(t, e, Request{Inputs: []Input{TextInput("persisted " + strconv.Itoa(i))}})
+		if got := math.Float32bits(resp.Embeddings[0].Vector[0]); got != bits {
+			t.Fatalf("input %d: %08x after the restart, %08x before", i, got, bits)
+		}
+		if e.Stats().Steps == before {
+			hits++
+		}
+	}
+	if hits == 0 {
+		t.Errorf("no input of %d was served from the disk cache", len(lines))
+	}
+	t.Logf("%d of %d inputs served from the disk cache after kill -9", hits, len(lines)-1)
+}

@@ -244,6 +244,16 @@ func (h *Handler) writeEngineError(w http.ResponseWriter, r *http.Request, err e
 		writeError(w, status, "invalid_request_error", ie.Param, ie.Code, ie.Error())
 		return
 	}
+	switch {
+	case errors.Is(err, engine.ErrOverloaded):
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, "rate_limit_error", "", "overloaded", err.Error())
+		return
+	case errors.Is(err, engine.ErrShuttingDown):
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, "server_error", "", "shutting_down", err.Error())
+		return
+	}
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 		// The client went away; nobody reads this answer. 499 is the
 		// conventional log status for it.

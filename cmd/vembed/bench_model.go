@@ -178,7 +178,8 @@ func (b *e2eRun) run() error {
 		fileBytes += st.Size()
 	}
 	start := time.Now()
-	eng, err := engine.New(engine.Config{Model: c.lm, MMProj: c.mmproj})
+	// No caches: every measured run must compute, not replay the first.
+	eng, err := engine.New(engine.Config{Model: c.lm, MMProj: c.mmproj, EmbeddingCacheBytes: -1, EncoderCacheBytes: -1, ImageCacheBytes: -1})
 	if err != nil {
 		return err
 	}

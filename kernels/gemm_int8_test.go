@@ -10,7 +10,6 @@ import (
 	"github.com/vembed/vembed/gguf"
 )
 
-
 // intDecodeRow decodes row j of w into the integer form of whichever
 // integer path takes its type: values v (multiplier times stored value),
 // and per 32-value block the factor fd and offset fm (value = fd·v + fm).

@@ -472,7 +472,13 @@ func (e *Engine) Embed(ctx context.Context, req Request) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &request{ctx: ctx, pr: pr, done: make(chan error, 1), arrived: time.Now(), trace: req.Trace != nil}
+	if req.Trace != nil {
+		if err := pr.tracePatches(req.Trace); err != nil {
+			pr.release(e)
+			return nil, err
+		}
+	}
+	r := &request{ctx: ctx, pr: pr, done: make(chan error, 1), arrived: time.Now(), trace: req.Trace != nil, tracer: req.Trace}
 	for _, it := range pr.inputs {
 		if pr.results[it.index] != nil {
 			continue
@@ -540,11 +546,6 @@ func (e *Engine) respond(pr *prepared, tr Tracer) (*Response, error) {
 		}
 		resp.Embeddings[i] = emb
 		resp.PromptTokens += emb.Tokens
-	}
-	if tr != nil {
-		if err := e.trace(pr, tr); err != nil {
-			return nil, err
-		}
 	}
 	return resp, nil
 }

@@ -41,8 +41,7 @@ type input struct {
 	prompt *tokenizer.Prompt
 	pool   recipe.Pooling
 	images []*imageItem
-	key    Key       // embedding cache key
-	hidden []float32 // final hidden states, kept for tracing
+	key    Key // embedding cache key
 }
 
 // imageItem is one image of an input.
@@ -58,8 +57,6 @@ type imageItem struct {
 	enc        model.EncodedImage // set when the encoder cache had it
 	cached     bool               // enc came from the encoder cache (pinned)
 	budgetHeld int64
-
-	tracePatches, vitOut []float32 // kept for tracing
 }
 
 // imageMeta is what the image cache keeps per file: enough to find the
@@ -369,9 +366,6 @@ func (p *processor) decode(ctx context.Context, im *imageItem, bytesKey Key, o o
 		}
 	}
 	im.patches = pt.Data
-	if trace {
-		im.tracePatches = pt.Data
-	}
 	return nil
 }
 

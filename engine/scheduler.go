@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -47,8 +48,10 @@ type request struct {
 	arrived time.Time
 	started bool
 	trace   bool
+	tracer  Tracer
 	// admTokens is what admission counted, given back when it leaves.
 	admTokens int
+	finished  bool
 }
 
 // seqJob is one input that needs the language model.
@@ -211,9 +214,10 @@ func (s *scheduler) finish(r *request, err error) {
 			break
 		}
 	}
-	if k < 0 {
+	if k < 0 || r.finished {
 		return
 	}
+	r.finished = true
 	s.reqs = append(s.reqs[:k], s.reqs[k+1:]...)
 	if !r.started {
 		s.e.stats.queued.Add(-1)
@@ -475,7 +479,7 @@ func (s *scheduler) startPass() {
 func (s *scheduler) failJobs(jobs []*encodeJob, err error) {
 	for _, j := range jobs {
 		s.dropJob(j)
-		for _, w := range j.waiters {
+		for _, w := range slices.Clone(j.waiters) {
 			s.finish(w.seq.req, err)
 		}
 	}
@@ -508,7 +512,10 @@ func (s *scheduler) runVision(stages int) {
 		if !j.trace {
 			e.encoderCache.put(j.key, enc, enc.Bytes(), false)
 		}
-		for _, w := range j.waiters {
+		for _, w := range slices.Clone(j.waiters) {
+			if w.seq.req.finished {
+				continue
+			}
 			w.im.enc = enc
 			w.im.patches = nil
 			if w.im.budgetHeld > 0 {
@@ -516,8 +523,15 @@ func (s *scheduler) runVision(stages int) {
 				e.inflight.Add(-w.im.budgetHeld)
 				w.im.budgetHeld = 0
 			}
-			if j.trace && w.seq.req.trace && i < len(vit) {
-				w.im.vitOut = vit[i]
+			if tr := w.seq.req.tracer; tr != nil {
+				var out []float32
+				if i < len(vit) {
+					out = vit[i]
+				}
+				if err := e.traceVision(tr, w.seq.in, w.im, out); err != nil {
+					s.finish(w.seq.req, err)
+					continue
+				}
 			}
 			if w.seq.waiting--; w.seq.waiting == 0 {
 				s.ready(w.seq)
@@ -542,6 +556,9 @@ func (s *scheduler) runLM(chunks []model.Chunk, jobs []*seqJob, used int) {
 	}
 	e.stats.lmTokens.Add(int64(used))
 	for i, sq := range jobs {
+		if sq.req.finished {
+			continue
+		}
 		sq.req.tokens -= chunks[i].N
 		if sq.out == nil {
 			sq.out = e.newPooler(sq)
@@ -555,7 +572,12 @@ func (s *scheduler) runLM(chunks []model.Chunk, jobs []*seqJob, used int) {
 			e.storeEmbedding(sq.in.key, r)
 		}
 		sq.req.pr.results[sq.in.index] = r
-		sq.req.pr.hidden(sq)
+		if tr := sq.req.tracer; tr != nil {
+			if err := e.traceHidden(tr, sq.in, sq.out.keep); err != nil {
+				s.finish(sq.req, err)
+				continue
+			}
+		}
 		if sq.req.left--; sq.req.left == 0 {
 			s.finish(sq.req, nil)
 		}

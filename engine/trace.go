@@ -2,35 +2,25 @@ package engine
 
 import "fmt"
 
-// trace sends a traced request's intermediates to its Tracer: per image
-// its patches, the tower's output and the merger rows, per input its final
-// hidden states. Traced requests bypass every cache, so these are always
-// freshly computed.
-func (e *Engine) trace(pr *prepared, tr Tracer) error {
-	mi := e.mi
+// Tracing: a request with a Tracer bypasses every cache and receives its
+// intermediates as each stage finishes (so that the times at which they
+// arrive measure the stages): per image its patches after preprocessing,
+// the tower's output and the merger rows when the vision pass ends, per
+// input its final hidden states when its last chunk is computed.
+
+func traceName(in, img int, what string) string {
+	return fmt.Sprintf("input%d.image%d.%s", in, img, what)
+}
+
+// tracePatches sends every image's patches.
+func (pr *prepared) tracePatches(tr Tracer) error {
 	for _, it := range pr.inputs {
 		for k, im := range it.images {
-			name := func(what string) string { return fmt.Sprintf("input%d.image%d.%s", it.index, k, what) }
 			rows := im.grid[0] * im.grid[1] * im.grid[2]
-			for _, t := range []struct {
-				name  string
-				data  []float32
-				width int
-			}{
-				{"patches", im.tracePatches, len(im.tracePatches) / max(rows, 1)},
-				{"vit_out", im.vitOut, mi.VisionWidth},
-				{"merger_out", im.enc.Rows, mi.Hidden},
-			} {
-				if len(t.data) == 0 || t.width <= 0 {
-					continue
-				}
-				if err := tr.Tensor(name(t.name), t.data, len(t.data)/t.width, t.width); err != nil {
-					return fmt.Errorf("engine: trace: %w", err)
-				}
+			if rows == 0 || len(im.patches) == 0 {
+				continue
 			}
-		}
-		if n := len(it.prompt.IDs); len(it.hidden) == n*mi.Hidden {
-			if err := tr.Tensor(fmt.Sprintf("input%d.hidden_states", it.index), it.hidden, n, mi.Hidden); err != nil {
+			if err := tr.Tensor(traceName(it.index, k, "patches"), im.patches, rows, len(im.patches)/rows); err != nil {
 				return fmt.Errorf("engine: trace: %w", err)
 			}
 		}
@@ -38,9 +28,34 @@ func (e *Engine) trace(pr *prepared, tr Tracer) error {
 	return nil
 }
 
-// hidden keeps a traced sequence's hidden states on its input.
-func (pr *prepared) hidden(sq *seqJob) {
-	if sq.out != nil && sq.out.trace {
-		sq.in.hidden = sq.out.keep
+// traceVision sends an image's tower output and merger rows.
+func (e *Engine) traceVision(tr Tracer, it *input, im *imageItem, vitOut []float32) error {
+	k := 0
+	for i, x := range it.images {
+		if x == im {
+			k = i
+		}
 	}
+	mi := e.mi
+	if mi.VisionWidth > 0 && len(vitOut) > 0 {
+		if err := tr.Tensor(traceName(it.index, k, "vit_out"), vitOut, len(vitOut)/mi.VisionWidth, mi.VisionWidth); err != nil {
+			return fmt.Errorf("engine: trace: %w", err)
+		}
+	}
+	if err := tr.Tensor(traceName(it.index, k, "merger_out"), im.enc.Rows, len(im.enc.Rows)/mi.Hidden, mi.Hidden); err != nil {
+		return fmt.Errorf("engine: trace: %w", err)
+	}
+	return nil
+}
+
+// traceHidden sends an input's final hidden states.
+func (e *Engine) traceHidden(tr Tracer, it *input, hidden []float32) error {
+	n := len(it.prompt.IDs)
+	if len(hidden) != n*e.mi.Hidden {
+		return fmt.Errorf("engine: trace: %d hidden values for %d tokens", len(hidden), n)
+	}
+	if err := tr.Tensor(fmt.Sprintf("input%d.hidden_states", it.index), hidden, n, e.mi.Hidden); err != nil {
+		return fmt.Errorf("engine: trace: %w", err)
+	}
+	return nil
 }

@@ -269,7 +269,7 @@ func (b *e2eRun) measure(texts []engine.Input) error {
 func (b *e2eRun) warmUp() error {
 	inputs := []engine.Input{engine.TextInput("warm up")}
 	if slices.Contains(b.eng.Info().Modalities, "image") {
-		img, err := photoImage(56, b.cfg.imageFormat)
+		img, err := photoImage(56, 0, b.cfg.imageFormat)
 		if err != nil {
 			return err
 		}
@@ -403,7 +403,7 @@ func (s *stageClock) Tensor(name string, _ []float32, shape ...int) error {
 // benchImage embeds one square synthetic image of size×size pixels per
 // request and reports the seconds of each stage.
 func (b *e2eRun) benchImage(size int) error {
-	data, err := photoImage(size, b.cfg.imageFormat)
+	data, err := photoImage(size, 0, b.cfg.imageFormat)
 	if err != nil {
 		return err
 	}
@@ -465,10 +465,11 @@ func medianIndex(v []float64) int {
 // photoImage encodes a size×size image with the traits of a photograph:
 // smooth colour gradients, a few soft shapes, edges and mild noise, so the
 // decoder and resizer work as on real pictures (a flat image would
-// compress to nothing and decode unrealistically fast).
-func photoImage(size int, format string) ([]byte, error) {
+// compress to nothing and decode unrealistically fast). Different seeds
+// give different pictures.
+func photoImage(size, seed int, format string) ([]byte, error) {
 	img := image.NewRGBA(image.Rect(0, 0, size, size))
-	rng := rand.New(rand.NewPCG(uint64(size), 11))
+	rng := rand.New(rand.NewPCG(uint64(size), 11+uint64(seed)))
 	fs := float64(size)
 	for y := 0; y < size; y++ {
 		for x := 0; x < size; x++ {

@@ -1,0 +1,483 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/vembed/vembed/engine"
+	"github.com/vembed/vembed/server"
+	"github.com/vembed/vembed/synth"
+)
+
+// vembed bench serve is the load benchmark of the serving design
+// (scenarios of its §11.2): it drives a server over HTTP, in-process on a
+// loopback port or at --url, and reports per scenario requests/s, prompt
+// tokens/s, latency percentiles and, in-process, the hit ratio of every
+// cache.
+//
+//	Q         16 clients each send one short query at once, against the
+//	          same queries sent one at a time (the batching gain)
+//	T         texts: queries and passages from --clients clients
+//	I-0       distinct images (mixed sizes), one per request
+//	I-50      the same, every second request repeating an earlier image
+//	I-50-text like I-50 with a text of its own beside each image (and
+//	          tasks in turn), so only the encoder cache can hit
+//	repeat    one image request sent twice: the second run's cost
+//	M         two clients keep sending large images while one client sends
+//	          short queries: query latency against its idle latency
+
+type serveBench struct {
+	urls     []string
+	eng      *engine.Engine // nil with --url
+	clients  int
+	requests int
+	sizes    []int
+	large    int
+	w        io.Writer
+	rows     []serveFigure
+	client   *http.Client
+}
+
+type serveFigure struct {
+	Scenario  string             `json:"scenario"`
+	Requests  int                `json:"requests"`
+	Seconds   float64            `json:"seconds"`
+	ReqPerSec float64            `json:"requests_per_second"`
+	TokPerSec float64            `json:"tokens_per_second"`
+	P50       float64            `json:"p50_s"`
+	P95       float64            `json:"p95_s"`
+	P99       float64            `json:"p99_s"`
+	Ratio     float64            `json:"ratio,omitempty"` // scenario-specific, see Note
+	Note      string             `json:"note,omitempty"`
+	CacheHits map[string]float64 `json:"cache_hit_ratio,omitempty"`
+	Errors    int                `json:"errors,omitempty"`
+}
+
+func runBenchServe(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bench serve", "[--url URL[,URL...] | --lm LM.gguf --mmproj MMPROJ.gguf] [--scenarios Q,T,I-0,I-50,I-50-text,repeat,M] [--clients 4] [--requests 24] [--image-sizes 448,640] [--large 896] [--json]", stderr)
+	urls := fs.String("url", "", "comma-separated `URLs` of running servers (requests spread over them); default: an in-process server")
+	lm := fs.String("lm", "", "LM `GGUF` of the in-process server (default: the tiny synthetic model)")
+	mmproj := fs.String("mmproj", "", "mmproj `GGUF` of the in-process server")
+	scen := fs.String("scenarios", "Q,T,I-0,I-50,I-50-text,repeat,M", "`scenarios` to run, in order")
+	clients := fs.Int("clients", 4, "concurrent clients of the T and I scenarios")
+	requests := fs.Int("requests", 24, "requests of the T and I scenarios")
+	sizesFlag := fs.String("image-sizes", "448,640", "square image `sizes` of the I scenarios, used in turn")
+	large := fs.Int("large", 896, "image `size` the M scenario's background clients send")
+	asJSON := fs.Bool("json", false, "print only the JSON line")
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	sizes, err := parseInts(*sizesFlag)
+	if err != nil || len(sizes) == 0 {
+		return fmt.Errorf("--image-sizes %q: want sizes like 448,640", *sizesFlag)
+	}
+	if *clients < 1 || *requests < 2 || *large < 28 {
+		return errors.New("--clients must be at least 1, --requests at least 2, --large at least 28")
+	}
+	b := &serveBench{clients: *clients, requests: *requests, sizes: sizes, large: *large, w: stderr,
+		client: &http.Client{Timeout: 30 * time.Minute}}
+	if *urls != "" {
+		b.urls = strings.Split(*urls, ",")
+	} else {
+		stop, err := b.startLocal(*lm, *mmproj)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	for _, s := range strings.Split(*scen, ",") {
+		if err := b.run(strings.TrimSpace(s)); err != nil {
+			return fmt.Errorf("scenario %s: %w", s, err)
+		}
+	}
+	if !*asJSON {
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "scenario\treq\treq/s\ttok/s\tp50 s\tp95 s\tp99 s\tratio\tcache hits\tnote")
+		for _, r := range b.rows {
+			var hits []string
+			for _, name := range slices.Sorted(mapsKeys(r.CacheHits)) {
+				hits = append(hits, fmt.Sprintf("%s %.0f%%", name, 100*r.CacheHits[name]))
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%.3g\t%.4g\t%.3g\t%.3g\t%.3g\t%.3g\t%s\t%s\n", r.Scenario, r.Requests, r.ReqPerSec, r.TokPerSec, r.P50, r.P95, r.P99, r.Ratio, strings.Join(hits, ", "), r.Note)
+		}
+		tw.Flush()
+	}
+	line, _ := json.Marshal(map[string]any{"bench_serve": b.rows})
+	fmt.Fprintln(stdout, string(line))
+	return nil
+}
+
+func mapsKeys(m map[string]float64) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// startLocal serves the model on a loopback port.
+func (b *serveBench) startLocal(lm, mmproj string) (func(), error) {
+	if lm == "" {
+		dir, err := os.MkdirTemp("", "vembed-bench-serve-")
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := synth.Preset("tiny")
+		if err != nil {
+			return nil, err
+		}
+		if lm, mmproj, err = synth.WritePair(dir, cfg); err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir) // the files stay mapped until the engine closes
+		fmt.Fprintln(b.w, "vembed bench serve: no --lm given; figures are for the tiny synthetic model")
+	}
+	eng, err := engine.New(engine.Config{Model: lm, MMProj: mmproj, MaxQueuedRequests: 1 << 16})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		eng.Close()
+		return nil, err
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv := &http.Server{Handler: server.New(eng, server.Options{MaxPending: 1 << 16, Logger: quiet})}
+	go srv.Serve(ln)
+	b.eng = eng
+	b.urls = []string{"http://" + ln.Addr().String()}
+	return func() {
+		srv.Close()
+		eng.Close()
+	}, nil
+}
+
+// call sends one /v1/embeddings request and returns its prompt tokens.
+func (b *serveBench) call(ctx context.Context, i int, body map[string]any) (int, error) {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return 0, err
+	}
+	url := strings.TrimSuffix(b.urls[i%len(b.urls)], "/") + "/v1/embeddings"
+	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(data))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(raw))
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return 0, err
+	}
+	return out.Usage.PromptTokens, nil
+}
+
+// load sends bodies from clients concurrent clients, in order, and
+// returns the figure of the run.
+func (b *serveBench) load(name string, clients int, bodies []map[string]any) (serveFigure, error) {
+	before := b.cacheCounts()
+	lat := make([]float64, len(bodies))
+	var next, tokens, done, failed atomic.Int64
+	var firstErr atomic.Value
+	start := time.Now()
+	stopProgress := b.progress(name, len(bodies), &done)
+	var wg sync.WaitGroup
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(bodies) {
+					return
+				}
+				t0 := time.Now()
+				n, err := b.call(context.Background(), i, bodies[i])
+				lat[i] = time.Since(t0).Seconds()
+				if err != nil {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err)
+				}
+				tokens.Add(int64(n))
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	stopProgress()
+	secs := time.Since(start).Seconds()
+	if err, _ := firstErr.Load().(error); err != nil && failed.Load() == int64(len(bodies)) {
+		return serveFigure{}, err
+	}
+	f := serveFigure{Scenario: name, Requests: len(bodies), Seconds: round4(secs), ReqPerSec: round4(float64(len(bodies)) / secs),
+		TokPerSec: round4(float64(tokens.Load()) / secs), Errors: int(failed.Load())}
+	f.P50, f.P95, f.P99 = percentile(lat, 50), percentile(lat, 95), percentile(lat, 99)
+	f.CacheHits = b.hitRatios(before)
+	return f, nil
+}
+
+// progress prints a line every few seconds while a scenario runs.
+func (b *serveBench) progress(name string, total int, done *atomic.Int64) func() {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	start := time.Now()
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(2 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				n := done.Load()
+				el := time.Since(start).Seconds()
+				eta := "?"
+				if n > 0 {
+					eta = fmt.Sprintf("%.0fs", el/float64(n)*float64(int64(total)-n))
+				}
+				fmt.Fprintf(b.w, "vembed bench serve: %s %d/%d requests, %.1fs, eta %s\n", name, n, total, el, eta)
+			}
+		}
+	}()
+	return func() { close(stop); wg.Wait() }
+}
+
+func percentile(v []float64, p float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	i := int(float64(len(s)-1) * p / 100)
+	return round4(s[i])
+}
+
+// cacheCounts reads the in-process engine's cache counters.
+func (b *serveBench) cacheCounts() map[string][2]int64 {
+	if b.eng == nil {
+		return nil
+	}
+	out := map[string][2]int64{}
+	for _, c := range b.eng.Stats().Caches {
+		out[c.Name] = [2]int64{c.Hits, c.Misses}
+	}
+	return out
+}
+
+func (b *serveBench) hitRatios(before map[string][2]int64) map[string]float64 {
+	if b.eng == nil {
+		return nil
+	}
+	out := map[string]float64{}
+	for name, now := range b.cacheCounts() {
+		h, m := now[0]-before[name][0], now[1]-before[name][1]
+		if h+m > 0 {
+			out[name] = round4(float64(h) / float64(h+m))
+		}
+	}
+	return out
+}
+
+// imageItem is a data URI of a distinct synthetic photograph per seed.
+func imageItem(size, seed int) (string, error) {
+	data, err := photoImage(size, seed, "jpeg")
+	if err != nil {
+		return "", err
+	}
+	return "data:image/jpeg;base64," + base64.StdEncoding.EncodeToString(data), nil
+}
+
+func (b *serveBench) run(name string) error {
+	query := func(i int) map[string]any {
+		return map[string]any{"input": fmt.Sprintf("what does page %d say about topic %d?", i, i*7%13)}
+	}
+	switch name {
+	case "Q":
+		var bodies []map[string]any
+		for i := range 16 {
+			bodies = append(bodies, query(i))
+		}
+		one, err := b.load("Q sequential", 1, bodies)
+		if err != nil {
+			return err
+		}
+		for i := range bodies {
+			bodies[i] = query(i + 100) // new texts: no cache hit
+		}
+		many, err := b.load("Q 16 clients", 16, bodies)
+		if err != nil {
+			return err
+		}
+		many.Ratio = round4(many.ReqPerSec / one.ReqPerSec)
+		many.Note = "req/s vs one at a time"
+		b.rows = append(b.rows, one, many)
+	case "T":
+		var bodies []map[string]any
+		for i := range b.requests {
+			if i%2 == 0 {
+				bodies = append(bodies, query(1000+i))
+			} else {
+				bodies = append(bodies, map[string]any{"input": strings.Repeat(fmt.Sprintf("passage %d sentence about things. ", i), 20), "task": "retrieval.passage"})
+			}
+		}
+		f, err := b.load("T", b.clients, bodies)
+		if err != nil {
+			return err
+		}
+		b.rows = append(b.rows, f)
+	case "I-0", "I-50", "I-50-text":
+		var bodies []map[string]any
+		var seeds []int
+		tasks := []string{"retrieval.query", "retrieval.passage", "text-matching", "code.query"}
+		for i := range b.requests {
+			seed := 10000*len(b.rows) + i
+			if name != "I-0" && i%2 == 1 {
+				seed = seeds[(i*7919)%len(seeds)] // an image already sent
+			}
+			seeds = append(seeds, seed)
+			img, err := imageItem(b.sizes[seed%len(b.sizes)], seed)
+			if err != nil {
+				return err
+			}
+			if name == "I-50-text" {
+				// A text of its own beside every image: only the encoder
+				// cache can serve a repeated image.
+				text := fmt.Sprintf("question %d about this page", i)
+				bodies = append(bodies, map[string]any{"input": []any{map[string]any{"content": []any{map[string]any{"text": text}, map[string]any{"image": img}}}}, "task": tasks[i%len(tasks)]})
+			} else {
+				bodies = append(bodies, map[string]any{"input": []any{map[string]any{"image": img}}})
+			}
+		}
+		f, err := b.load(name, b.clients, bodies)
+		if err != nil {
+			return err
+		}
+		f.Note = "images/s = req/s"
+		b.rows = append(b.rows, f)
+		if name != "I-0" {
+			for _, r := range b.rows {
+				if r.Scenario == "I-0" {
+					f.Ratio = round4(f.ReqPerSec / r.ReqPerSec)
+					f.Note = "images/s vs I-0"
+					b.rows[len(b.rows)-1] = f
+				}
+			}
+		}
+	case "repeat":
+		img, err := imageItem(b.sizes[len(b.sizes)-1], 777)
+		if err != nil {
+			return err
+		}
+		body := map[string]any{"input": []any{map[string]any{"image": img}}}
+		first, err := b.load("repeat first", 1, []map[string]any{body})
+		if err != nil {
+			return err
+		}
+		again, err := b.load("repeat again", 1, []map[string]any{body, body, body})
+		if err != nil {
+			return err
+		}
+		again.Ratio = round4(again.P50 / first.P50)
+		again.Note = "latency vs first run"
+		b.rows = append(b.rows, first, again)
+	case "M":
+		return b.mixed()
+	default:
+		return fmt.Errorf("unknown scenario %q", name)
+	}
+	return nil
+}
+
+// mixed measures short-query latency idle, then while two clients keep
+// sending large images.
+func (b *serveBench) mixed() error {
+	n := 12
+	var idle []map[string]any
+	for i := range n {
+		idle = append(idle, map[string]any{"input": fmt.Sprintf("idle query number %d about a topic", i)})
+	}
+	base, err := b.load("M idle queries", 1, idle)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var sent atomic.Int64
+	for c := 0; c < 2; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ctx.Err() == nil; i++ {
+				img, err := imageItem(b.large, 50000+100*c+i)
+				if err != nil {
+					return
+				}
+				if _, err := b.call(ctx, c, map[string]any{"input": []any{map[string]any{"image": img}}}); err == nil {
+					sent.Add(1)
+				}
+			}
+		}()
+	}
+	// Let the image clients fill the engine before measuring.
+	time.Sleep(time.Duration(2*base.P50*float64(time.Second)) + 500*time.Millisecond)
+	var busy []map[string]any
+	for i := range n {
+		busy = append(busy, map[string]any{"input": fmt.Sprintf("busy query number %d about a topic", i)})
+		// Queries arrive spaced, as interactive traffic does.
+	}
+	lat := make([]float64, 0, n)
+	start := time.Now()
+	for i, body := range busy {
+		t0 := time.Now()
+		if _, err := b.call(context.Background(), i, body); err != nil {
+			cancel()
+			wg.Wait()
+			return err
+		}
+		lat = append(lat, time.Since(t0).Seconds())
+		time.Sleep(time.Duration(base.P50 * float64(time.Second) / 2))
+	}
+	secs := time.Since(start).Seconds()
+	cancel()
+	wg.Wait()
+	f := serveFigure{Scenario: "M queries under image load", Requests: n, Seconds: round4(secs), ReqPerSec: round4(float64(n) / secs)}
+	f.P50, f.P95, f.P99 = percentile(lat, 50), percentile(lat, 95), percentile(lat, 99)
+	f.Ratio = round4(f.P50 / base.P50)
+	f.Note = fmt.Sprintf("p50 vs idle p50 (p95 %.3gx); %d large images done meanwhile", f.P95/base.P50, sent.Load())
+	b.rows = append(b.rows, base, f)
+	return nil
+}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestBenchServe runs the load benchmark's scenarios on the tiny model and
+// checks that the cache levels hit where each scenario says they must.
+func TestBenchServe(t *testing.T) {
+	var out, errw bytes.Buffer
+	if err := runBenchServe([]string{"--scenarios", "Q,I-0,I-50,I-50-text,repeat", "--requests", "8", "--image-sizes", "56,84", "--json"}, &out, &errw); err != nil {
+		t.Fatalf("%v\n%s", err, errw.String())
+	}
+	var rep struct {
+		Rows []serveFigure `json:"bench_serve"`
+	}
+	line := out.String()[strings.LastIndex(strings.TrimSpace(out.String()), "\n")+1:]
+	if err := json.Unmarshal([]byte(line), &rep); err != nil {
+		t.Fatalf("%v: %q", err, line)
+	}
+	by := map[string]serveFigure{}
+	for _, r := range rep.Rows {
+		by[r.Scenario] = r
+		if r.Errors != 0 || r.Requests == 0 || r.ReqPerSec <= 0 {
+			t.Errorf("%s: %+v", r.Scenario, r)
+		}
+	}
+	if h := by["I-0"].CacheHits; h["encoder"] != 0 || h["embedding"] != 0 {
+		t.Errorf("I-0 hit a cache: %v", h)
+	}
+	if h := by["I-50"].CacheHits; h["embedding"] == 0 {
+		t.Errorf("I-50 never hit the embedding cache: %v", h)
+	}
+	if h := by["I-50-text"].CacheHits; h["embedding"] != 0 || h["encoder"] == 0 {
+		t.Errorf("I-50-text: only the encoder cache should hit: %v", h)
+	}
+	if h := by["repeat again"].CacheHits; h["embedding"] != 1 {
+		t.Errorf("a repeated request missed the embedding cache: %v", h)
+	}
+}

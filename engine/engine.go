@@ -97,6 +97,9 @@ type Config struct {
 	// FastLaneTokens: requests with at most this many tokens left and
 	// their images encoded go first (default 256).
 	FastLaneTokens int
+	// BatchWait is how long an idle engine waits for more requests after
+	// one arrives before its first step (default 5ms; negative: none).
+	BatchWait time.Duration
 	// MinChunk is the smallest piece a long sequence is cut into (default
 	// 32 tokens).
 	MinChunk int
@@ -138,6 +141,9 @@ func (c *Config) defaults() {
 	def(&c.MaxQueuedTokens, 1<<20)
 	if c.StepTarget <= 0 {
 		c.StepTarget = time.Second
+	}
+	if c.BatchWait == 0 {
+		c.BatchWait = 5 * time.Millisecond
 	}
 	def64 := func(v *int64, d int64) {
 		if *v == 0 {

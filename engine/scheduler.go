@@ -104,14 +104,56 @@ type scheduler struct {
 	encQueue []*encodeJob
 	vis      *visionRun
 
-	// Cost model: EWMA seconds per LM token and per patch-stage.
-	secPerToken, secPerPatchStage float64
+	// Cost model: a language-model pass of m tokens takes about
+	// lm.fixed + lm.perToken·m seconds (the fixed part is streaming and
+	// decoding every weight once, which dominates short passes); a vision
+	// stage takes secPerPatchStage per patch.
+	lm               lineFit
+	secPerPatchStage float64
+}
+
+// lineFit fits t = fixed + perToken·m to recent observations by least
+// squares with exponential forgetting.
+type lineFit struct {
+	w, sx, sy, sxx, sxy float64
+	fixed, perToken     float64
+}
+
+func (f *lineFit) observe(m, t float64) {
+	const keep = 0.9
+	f.w, f.sx, f.sy, f.sxx, f.sxy = keep*f.w+1, keep*f.sx+m, keep*f.sy+t, keep*f.sxx+m*m, keep*f.sxy+m*t
+	den := f.w*f.sxx - f.sx*f.sx
+	if den > 1e-9*f.w*f.sxx && f.w > 1.5 {
+		b := (f.w*f.sxy - f.sx*f.sy) / den
+		a := (f.sy - b*f.sx) / f.w
+		if b > 0 && a >= 0 {
+			f.fixed, f.perToken = a, b
+			return
+		}
+	}
+	// Too few distinct sizes to separate the parts: scale the current
+	// model to this observation.
+	if pred := f.fixed + f.perToken*m; pred > 0 && t > 0 {
+		r := t / pred
+		f.fixed *= r
+		f.perToken *= r
+	}
+}
+
+// budget is the tokens of a pass that takes about target seconds, and at
+// least as many as make the fixed part no more than the rest (a step far
+// shorter would spend most of its time re-reading weights).
+func (f *lineFit) budget(target float64) int {
+	if f.perToken <= 0 {
+		return 1 << 30
+	}
+	return int(max((target-f.fixed)/f.perToken, f.fixed/f.perToken))
 }
 
 func newScheduler(e *Engine) *scheduler {
 	s := &scheduler{e: e, submit: make(chan *request), ctrl: make(chan func()), stop: make(chan struct{}), done: make(chan struct{}), encodes: map[Key]*encodeJob{}}
 	// Until steps are measured, assume 50 GFLOP/s.
-	s.secPerToken = float64(e.flopsPerToken) / 50e9
+	s.lm.perToken = float64(e.flopsPerToken) / 50e9
 	s.secPerPatchStage = float64(e.flopsPerPatchStage) / 50e9
 	go s.loop()
 	return s
@@ -124,6 +166,7 @@ func (s *scheduler) loop() {
 			select {
 			case r := <-s.submit:
 				s.admit(r)
+				s.gather(s.e.cfg.BatchWait)
 			case f := <-s.ctrl:
 				f()
 			case <-s.stop:
@@ -148,6 +191,29 @@ func (s *scheduler) loop() {
 			continue
 		}
 		s.step()
+	}
+}
+
+// gather keeps admitting requests for a short while after an idle
+// engine gets one: clients that send at the same moment then share the
+// first step instead of waiting behind it.
+func (s *scheduler) gather(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case r := <-s.submit:
+			s.admit(r)
+		case f := <-s.ctrl:
+			f()
+		case <-t.C:
+			return
+		case <-s.stop:
+			return
+		}
 	}
 }
 
@@ -345,7 +411,7 @@ func (s *scheduler) step() {
 	target := e.cfg.StepTarget.Seconds()
 	maxTok := e.cfg.MaxBatchTokens
 	budget := maxTok
-	if bt := int(target / s.secPerToken); bt < budget {
+	if bt := s.lm.budget(target); bt < budget {
 		budget = max(bt, e.cfg.MinChunk)
 	}
 
@@ -410,7 +476,7 @@ func (s *scheduler) step() {
 	if s.vis != nil && !(short && len(chunks) > 0) {
 		p := s.vis.pass
 		per := s.secPerPatchStage * float64(p.Patches())
-		left := target - float64(used)*s.secPerToken
+		left := target - float64(used)*s.lm.perToken - s.lm.fixed
 		stages = max(1, int(left/per))
 		if len(chunks) == 0 {
 			stages = max(1, int(target/per))
@@ -440,7 +506,7 @@ func (s *scheduler) step() {
 	e.stats.stepSeconds.observe(t2.Sub(t0).Seconds())
 	if used > 0 {
 		e.stats.stepTokens.observe(float64(used))
-		s.secPerToken = ewma(s.secPerToken, t2.Sub(t1).Seconds()/float64(used))
+		s.lm.observe(float64(used), t2.Sub(t1).Seconds())
 	}
 }
 

@@ -110,6 +110,10 @@ type scheduler struct {
 	// stage takes secPerPatchStage per patch.
 	lm               lineFit
 	secPerPatchStage float64
+	// visionOwed is set when a step skipped pending vision work for short
+	// requests: the next step runs a vision stage whatever waits, so that
+	// steady query traffic cannot starve the images.
+	visionOwed bool
 }
 
 // lineFit fits t = fixed + perToken·m to recent observations by least
@@ -468,12 +472,18 @@ func (s *scheduler) step() {
 		s.rr = (s.rr + 1) % len(s.reqs)
 	}
 
-	// Vision: advance the current pass, or start one.
-	if s.vis == nil && len(s.encQueue) > 0 && !(short && len(chunks) > 0) {
+	// Vision: advance the current pass, or start one. A step carrying
+	// short requests skips it, unless the step before did too.
+	skip := short && len(chunks) > 0 && !s.visionOwed
+	pending := s.vis != nil || len(s.encQueue) > 0
+	s.visionOwed = skip && pending
+	if s.vis == nil && len(s.encQueue) > 0 && !skip {
 		s.startPass()
 	}
 	stages := 0
-	if s.vis != nil && !(short && len(chunks) > 0) {
+	if s.vis != nil && short && !skip {
+		stages = 1
+	} else if s.vis != nil && !skip {
 		p := s.vis.pass
 		per := s.secPerPatchStage * float64(p.Patches())
 		left := target - float64(used)*s.lm.perToken - s.lm.fixed

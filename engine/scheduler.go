@@ -61,6 +61,10 @@ type seqJob struct {
 	waiting int // images not encoded yet
 	state   model.State
 	out     *pooler
+	// lead is the identical sequence in flight this one takes its result
+	// from; followers are those waiting on this one.
+	lead      *seqJob
+	followers []*seqJob
 }
 
 func (s *seqJob) left() int {
@@ -101,6 +105,7 @@ type scheduler struct {
 	reqs     []*request
 	rr       int // round-robin start
 	encodes  map[Key]*encodeJob
+	leaders  map[Key]*seqJob
 	encQueue []*encodeJob
 	vis      *visionRun
 
@@ -155,7 +160,7 @@ func (f *lineFit) budget(target float64) int {
 }
 
 func newScheduler(e *Engine) *scheduler {
-	s := &scheduler{e: e, submit: make(chan *request), ctrl: make(chan func()), stop: make(chan struct{}), done: make(chan struct{}), encodes: map[Key]*encodeJob{}}
+	s := &scheduler{e: e, submit: make(chan *request), ctrl: make(chan func()), stop: make(chan struct{}), done: make(chan struct{}), encodes: map[Key]*encodeJob{}, leaders: map[Key]*seqJob{}}
 	// Until steps are measured, assume 50 GFLOP/s.
 	s.lm.perToken = float64(e.flopsPerToken) / 50e9
 	s.secPerPatchStage = float64(e.flopsPerPatchStage) / 50e9
@@ -228,24 +233,41 @@ func (s *scheduler) admit(r *request) {
 	s.reqs = append(s.reqs, r)
 	s.e.stats.queued.Add(1)
 	for _, sq := range r.seqs {
-		for _, im := range sq.in.images {
-			if im.enc.Rows != nil {
+		if !r.trace {
+			// An identical input already in flight is computed once: this
+			// one follows it and takes its result.
+			if lead := s.leaders[sq.in.key]; lead != nil {
+				sq.lead = lead
+				lead.followers = append(lead.followers, sq)
 				continue
 			}
-			sq.waiting++
-			j := s.encodes[im.content]
-			if j == nil || r.trace || j.trace {
-				j = &encodeJob{key: im.content, img: model.ImageInput{Patches: im.patches, GridT: im.grid[0], GridH: im.grid[1], GridW: im.grid[2]}, tokens: im.tokens, trace: r.trace}
-				if !r.trace {
-					s.encodes[im.content] = j
-				}
-				s.encQueue = append(s.encQueue, j)
+			s.leaders[sq.in.key] = sq
+		}
+		s.attach(sq)
+	}
+}
+
+// attach queues the images a sequence still needs and makes its state
+// when it needs none.
+func (s *scheduler) attach(sq *seqJob) {
+	r := sq.req
+	for _, im := range sq.in.images {
+		if im.enc.Rows != nil {
+			continue
+		}
+		sq.waiting++
+		j := s.encodes[im.content]
+		if j == nil || r.trace || j.trace {
+			j = &encodeJob{key: im.content, img: model.ImageInput{Patches: im.patches, GridT: im.grid[0], GridH: im.grid[1], GridW: im.grid[2]}, tokens: im.tokens, trace: r.trace}
+			if !r.trace {
+				s.encodes[im.content] = j
 			}
-			j.waiters = append(j.waiters, encWaiter{sq, im})
+			s.encQueue = append(s.encQueue, j)
 		}
-		if sq.waiting == 0 {
-			s.ready(sq)
-		}
+		j.waiters = append(j.waiters, encWaiter{sq, im})
+	}
+	if sq.waiting == 0 {
+		s.ready(sq)
 	}
 }
 
@@ -299,9 +321,35 @@ func (s *scheduler) finish(r *request, err error) {
 			sq.state.Release()
 		}
 		s.detach(sq)
+		s.unlead(sq)
 	}
 	r.pr.release(s.e)
 	r.done <- err
+}
+
+// unlead takes a leaving sequence out of the in-flight dedupe: a follower
+// stops following; a leader whose result is not delivered hands the work to
+// its first follower, which starts over.
+func (s *scheduler) unlead(sq *seqJob) {
+	if l := sq.lead; l != nil {
+		l.followers = slices.DeleteFunc(l.followers, func(x *seqJob) bool { return x == sq })
+		return
+	}
+	if s.leaders[sq.in.key] != sq {
+		return
+	}
+	delete(s.leaders, sq.in.key)
+	if len(sq.followers) == 0 {
+		return
+	}
+	next, rest := sq.followers[0], sq.followers[1:]
+	next.lead, next.followers = nil, rest
+	for _, f := range rest {
+		f.lead = next
+	}
+	sq.followers = nil
+	s.leaders[next.in.key] = next
+	s.attach(next)
 }
 
 // detach removes a sequence from the encode jobs it waits on; a job left
@@ -654,9 +702,27 @@ func (s *scheduler) runLM(chunks []model.Chunk, jobs []*seqJob, used int) {
 				continue
 			}
 		}
-		if sq.req.left--; sq.req.left == 0 {
-			s.finish(sq.req, nil)
+		if s.leaders[sq.in.key] == sq {
+			delete(s.leaders, sq.in.key)
 		}
+		followers := sq.followers
+		sq.followers = nil
+		s.done1(sq)
+		for _, f := range followers {
+			f.lead = nil
+			if !f.req.finished {
+				f.req.pr.results[f.in.index] = r
+				f.req.tokens -= len(f.in.prompt.IDs)
+				s.done1(f)
+			}
+		}
+	}
+}
+
+// done1 counts one finished sequence of its request.
+func (s *scheduler) done1(sq *seqJob) {
+	if sq.req.left--; sq.req.left == 0 {
+		s.finish(sq.req, nil)
 	}
 }
 

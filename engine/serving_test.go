@@ -390,3 +390,33 @@ func TestDiskCacheSurvivesKill(t *testing.T) {
 	}
 	t.Logf("%d of %d inputs served from the disk cache after kill -9", hits, len(lines)-1)
 }
+
+// TestInflightDedupe sends the same input from several clients at once to
+// an engine without caches: it is computed once and every client gets it.
+func TestInflightDedupe(t *testing.T) {
+	lm, mm, mv := modelFiles(t)
+	e := start(t, Config{Model: lm, MMProj: mm, MVProj: mv}, func(c *Config) {
+		uncached(c)
+		c.BatchWait = 200 * time.Millisecond
+	})
+	req := Request{Inputs: []Input{{Parts: []Part{Text("the same page"), Image(testPNG(t, 84, 84, 5))}}}}
+	var wg sync.WaitGroup
+	resps := make([]*Response, 4)
+	for i := range resps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resps[i] = embed(t, e, req)
+		}()
+	}
+	wg.Wait()
+	for i := 1; i < len(resps); i++ {
+		if err := sameEmbedding(resps[i].Embeddings[0], resps[0].Embeddings[0]); err != nil {
+			t.Errorf("client %d: %v", i, err)
+		}
+	}
+	st := e.Stats()
+	if st.LMTokens != int64(resps[0].PromptTokens) || st.Images != 1 {
+		t.Errorf("4 identical requests computed %d tokens and %d images; one is %d tokens and 1 image", st.LMTokens, st.Images, resps[0].PromptTokens)
+	}
+}

@@ -64,7 +64,7 @@ func (c *Config) lmSpec(tok []kv) (*fileSpec, error) {
 	kvDim := hd * int64(lm.KVHeads)
 	f := &fileSpec{seed: c.Seed, std: c.Std}
 	mat := func(name string, r role, layer int, ne0, ne1 int64) {
-		f.add(name, spec.pick(r, ne0, layer, lm.Layers), initWeight, ne0, ne1)
+		f.add(name, spec.Pick(r, ne0, layer, lm.Layers), initWeight, ne0, ne1)
 	}
 	vec := func(name string, init initKind, n int64) { f.add(name, gguf.TypeF32, init, n) }
 
@@ -83,7 +83,7 @@ func (c *Config) lmSpec(tok []kv) (*fileSpec, error) {
 		vec(p+"ffn_norm.weight", initNorm, H)
 		vec(p+"attn_k.bias", initWeight, kvDim)
 		mat(p+"attn_k.weight", roleOther, i, H, kvDim)
-		mat(p+"attn_output.weight", roleOther, i, H, H)
+		mat(p+"attn_output.weight", roleAttnOutput, i, H, H)
 		vec(p+"attn_q.bias", initWeight, H)
 		mat(p+"attn_q.weight", roleOther, i, H, H)
 		vec(p+"attn_v.bias", initWeight, kvDim)
@@ -211,7 +211,7 @@ func (c *Config) mmprojSpec() (*fileSpec, error) {
 	qwen2 := c.Projector == ProjectorQwen2VL
 	f := &fileSpec{seed: c.Seed + 1, std: c.Std}
 	mat := func(name string, ne ...int64) {
-		f.add(name, spec.pick(roleOther, ne[0], 0, 0), initWeight, ne...)
+		f.add(name, spec.Pick(roleOther, ne[0], 0, 0), initWeight, ne...)
 	}
 	vec := func(name string, init initKind, n int64) { f.add(name, gguf.TypeF32, init, n) }
 	norm := func(name string, n int64) {

@@ -478,7 +478,7 @@ func TestTypePlan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := s.pick(roleOther, tc.nx, 0, 1); got != tc.want {
+		if got := s.Pick(roleOther, tc.nx, 0, 1); got != tc.want {
 			t.Errorf("%s with rows of %d: %s, want %s", tc.typ, tc.nx, got, tc.want)
 		}
 	}

@@ -3,41 +3,21 @@ package hub
 import (
 	"bytes"
 	"context"
-	"crypto/sha1"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/vembed/vembed/hub/hubtest"
 )
 
-// fakeHub serves the parts of the Hub protocol the client uses: the
-// revision listing, HEAD and GET on resolve URLs (small files inline, LFS
-// files redirected to a separate storage server), Range requests, and the
-// error headers. Knobs cut or corrupt the next storage transfer.
 type fakeHub struct {
-	t       *testing.T
-	hub     *httptest.Server
-	storage *httptest.Server
-	commit  string
-	files   map[string][]byte // path -> content
-	private bool              // needs "Bearer good"
-
-	mu        sync.Mutex
-	cutAfter  int  // the next storage GET stops after this many bytes (0: off)
-	corrupt   bool // the next storage GET flips a byte
-	gets      int  // storage and inline GETs
-	ranges    []string
-	storeAuth []string // Authorization headers the storage server saw
+	*hubtest.Server
+	files map[string][]byte
 }
 
 func newFakeHub(t *testing.T) *fakeHub {
@@ -46,164 +26,28 @@ func newFakeHub(t *testing.T) *fakeHub {
 	for i := range big {
 		big[i] = byte(r.Uint32())
 	}
-	h := &fakeHub{
-		t:      t,
-		commit: strings.Repeat("ab12", 10),
-		files: map[string][]byte{
-			"model-Q8_0.gguf":       big,
-			"config.json":           []byte(`{"model_type": "qwen2_5_vl"}`),
-			"adapters/adapter.json": []byte(`{"r": 32}`),
-			"model.safetensors":     big[:1000],
-			"pytorch_model.bin":     []byte("pickle"),
-		},
+	files := map[string][]byte{
+		"model-Q8_0.gguf":       big,
+		"config.json":           []byte(`{"model_type": "qwen2_5_vl"}`),
+		"adapters/adapter.json": []byte(`{"r": 32}`),
+		"model.safetensors":     big[:1000],
+		"pytorch_model.bin":     []byte("pickle"),
 	}
-	h.storage = httptest.NewServer(http.HandlerFunc(h.serveStorage))
-	h.hub = httptest.NewServer(http.HandlerFunc(h.serveHub))
-	t.Cleanup(func() { h.hub.Close(); h.storage.Close() })
+	h := &fakeHub{Server: hubtest.New("org/model", maps.Clone(files)), files: files}
+	t.Cleanup(h.Close)
 	return h
 }
 
-func isLFS(name string) bool {
-	return strings.HasSuffix(name, ".gguf") || strings.HasSuffix(name, ".safetensors")
-}
-
-func sha256Hex(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
-
-func gitSHA1(b []byte) string {
-	h := sha1.New()
-	fmt.Fprintf(h, "blob %d\x00", len(b))
-	h.Write(b)
-	return hex.EncodeToString(h.Sum(nil))
-}
-
 func (h *fakeHub) client(t *testing.T) *Client {
-	return &Client{Endpoint: h.hub.URL, CacheDir: filepath.Join(t.TempDir(), "hub"), Log: slog.New(slog.DiscardHandler)}
+	return &Client{Endpoint: h.URL, CacheDir: filepath.Join(t.TempDir(), "hub"), Log: slog.New(slog.DiscardHandler)}
 }
 
-func hubErr(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("X-Error-Code", code)
-	w.Header().Set("X-Error-Message", msg)
-	w.WriteHeader(status)
-}
-
-func (h *fakeHub) serveHub(w http.ResponseWriter, r *http.Request) {
-	if h.private && r.Header.Get("Authorization") != "Bearer good" {
-		hubErr(w, http.StatusUnauthorized, "RepoNotFound", "Repository not found")
-		return
+// hash is the blob name of a test file.
+func (h *fakeHub) hash(name string) string {
+	if hubtest.IsLFS(name) {
+		return hubtest.SHA256(h.files[name])
 	}
-	p := r.URL.Path
-	if rest, ok := strings.CutPrefix(p, "/api/models/org/model/revision/"); ok {
-		if rest != "main" && rest != h.commit {
-			hubErr(w, http.StatusNotFound, "RevisionNotFound", "Invalid rev id: "+rest)
-			return
-		}
-		type lfs struct {
-			SHA256 string `json:"sha256"`
-			Size   int    `json:"size"`
-		}
-		type sib struct {
-			RFilename string `json:"rfilename"`
-			Size      int    `json:"size"`
-			BlobID    string `json:"blobId"`
-			LFS       *lfs   `json:"lfs,omitempty"`
-		}
-		var sibs []sib
-		for name, b := range h.files {
-			s := sib{RFilename: name, Size: len(b), BlobID: gitSHA1(b)}
-			if isLFS(name) {
-				s.LFS = &lfs{sha256Hex(b), len(b)}
-				s.Size = 134
-			}
-			sibs = append(sibs, s)
-		}
-		json.NewEncoder(w).Encode(map[string]any{"id": "org/model", "sha": h.commit, "siblings": sibs})
-		return
-	}
-	if rest, ok := strings.CutPrefix(p, "/org/renamed/"); ok { // a renamed repository
-		http.Redirect(w, r, "/org/model/"+rest, http.StatusMovedPermanently)
-		return
-	}
-	rest, ok := strings.CutPrefix(p, "/org/model/resolve/")
-	if !ok {
-		hubErr(w, http.StatusNotFound, "RepoNotFound", "Repository not found")
-		return
-	}
-	rev, file, _ := strings.Cut(rest, "/")
-	if rev != "main" && rev != h.commit {
-		hubErr(w, http.StatusNotFound, "RevisionNotFound", "Invalid rev id: "+rev)
-		return
-	}
-	b, ok := h.files[file]
-	if !ok {
-		hubErr(w, http.StatusNotFound, "EntryNotFound", file+" does not exist on \"main\"")
-		return
-	}
-	w.Header().Set("X-Repo-Commit", h.commit)
-	if isLFS(file) {
-		w.Header().Set("X-Linked-Etag", `"`+sha256Hex(b)+`"`)
-		w.Header().Set("X-Linked-Size", fmt.Sprint(len(b)))
-		w.Header().Set("ETag", `"`+gitSHA1([]byte("pointer"))+`"`)
-		http.Redirect(w, r, h.storage.URL+"/blob/"+sha256Hex(b), http.StatusFound)
-		return
-	}
-	w.Header().Set("ETag", `"`+gitSHA1(b)+`"`)
-	if r.Method == http.MethodGet {
-		h.mu.Lock()
-		h.gets++
-		h.mu.Unlock()
-	}
-	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(b))
-}
-
-// cutWriter aborts the connection after n bytes of body.
-type cutWriter struct {
-	http.ResponseWriter
-	n int
-}
-
-func (c *cutWriter) Write(p []byte) (int, error) {
-	if len(p) > c.n {
-		c.ResponseWriter.Write(p[:c.n])
-		c.ResponseWriter.(http.Flusher).Flush()
-		panic(http.ErrAbortHandler)
-	}
-	c.n -= len(p)
-	return c.ResponseWriter.Write(p)
-}
-
-func (h *fakeHub) serveStorage(w http.ResponseWriter, r *http.Request) {
-	sum := strings.TrimPrefix(r.URL.Path, "/blob/")
-	var content []byte
-	for _, b := range h.files {
-		if sha256Hex(b) == sum {
-			content = b
-		}
-	}
-	if content == nil {
-		http.NotFound(w, r)
-		return
-	}
-	h.mu.Lock()
-	h.gets++
-	h.ranges = append(h.ranges, r.Header.Get("Range"))
-	h.storeAuth = append(h.storeAuth, r.Header.Get("Authorization"))
-	cut, corrupt := h.cutAfter, h.corrupt
-	h.cutAfter, h.corrupt = 0, false
-	h.mu.Unlock()
-	if corrupt {
-		content = bytes.Clone(content)
-		content[len(content)/2] ^= 1
-	}
-	if cut > 0 {
-		w = &cutWriter{ResponseWriter: w, n: cut}
-	}
-	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(content))
-}
-
-func (h *fakeHub) counts() (gets int, ranges []string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.gets, append([]string(nil), h.ranges...)
+	return hubtest.GitSHA1(h.files[name])
 }
 
 func readLink(t *testing.T, p string) string {
@@ -228,14 +72,11 @@ func TestCacheLayout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := filepath.Join(repoDir, "snapshots", h.commit, filepath.FromSlash(file))
+		want := filepath.Join(repoDir, "snapshots", h.Commit, filepath.FromSlash(file))
 		if p != want {
 			t.Errorf("%s: path %s, want %s", file, p, want)
 		}
-		sum := gitSHA1(h.files[file])
-		if isLFS(file) {
-			sum = sha256Hex(h.files[file])
-		}
+		sum := h.hash(file)
 		wantLink := strings.Repeat("../", strings.Count(file, "/")+2) + "blobs/" + sum
 		if l := readLink(t, p); l != filepath.FromSlash(wantLink) {
 			t.Errorf("%s: link %s, want %s", file, l, wantLink)
@@ -244,10 +85,10 @@ func TestCacheLayout(t *testing.T) {
 			t.Errorf("%s: content differs (%v)", file, err)
 		}
 	}
-	if b, err := os.ReadFile(filepath.Join(repoDir, "refs", "main")); err != nil || string(b) != h.commit {
-		t.Errorf("refs/main = %q, %v; want %q", b, err, h.commit)
+	if b, err := os.ReadFile(filepath.Join(repoDir, "refs", "main")); err != nil || string(b) != h.Commit {
+		t.Errorf("refs/main = %q, %v; want %q", b, err, h.Commit)
 	}
-	if _, err := os.Stat(filepath.Join(c.CacheDir, ".locks", "models--org--model", sha256Hex(h.files["model-Q8_0.gguf"])+".lock")); err != nil {
+	if _, err := os.Stat(filepath.Join(c.CacheDir, ".locks", "models--org--model", h.hash("model-Q8_0.gguf")+".lock")); err != nil {
 		t.Errorf("lock file: %v", err)
 	}
 	ents, _ := os.ReadDir(filepath.Join(repoDir, "blobs"))
@@ -256,15 +97,15 @@ func TestCacheLayout(t *testing.T) {
 	}
 
 	// A second pull transfers nothing; by commit it asks nothing at all.
-	gets, _ := h.counts()
+	gets, _, _ := h.Stats()
 	if _, err := c.Download(ctx, "org/model", "main", "model-Q8_0.gguf"); err != nil {
 		t.Fatal(err)
 	}
-	h.hub.Close()
-	if _, err := c.Download(ctx, "org/model", h.commit, "model-Q8_0.gguf"); err != nil {
+	h.CloseHub()
+	if _, err := c.Download(ctx, "org/model", h.Commit, "model-Q8_0.gguf"); err != nil {
 		t.Fatalf("by commit with the hub down: %v", err)
 	}
-	if g, _ := h.counts(); g != gets {
+	if g, _, _ := h.Stats(); g != gets {
 		t.Errorf("second pull made %d GET requests", g-gets)
 	}
 	// With the hub unreachable a cached branch is used; offline mode
@@ -289,10 +130,10 @@ func TestResume(t *testing.T) {
 	c := h.client(t)
 	ctx := context.Background()
 	const file = "model-Q8_0.gguf"
-	sum := sha256Hex(h.files[file])
+	sum := h.hash(file)
 	part := filepath.Join(c.RepoDir("org/model"), "blobs", sum+".incomplete")
 
-	h.cutAfter = 100_000
+	h.CutNext(100_000)
 	_, err := c.Download(ctx, "org/model", "main", file)
 	if err == nil || !strings.Contains(err.Error(), "kept for resuming") {
 		t.Fatalf("cut transfer: err = %v", err)
@@ -307,7 +148,7 @@ func TestResume(t *testing.T) {
 	if b, _ := os.ReadFile(p); !bytes.Equal(b, h.files[file]) {
 		t.Error("resumed file differs")
 	}
-	if _, ranges := h.counts(); len(ranges) != 2 || ranges[1] != "bytes=100000-" {
+	if _, ranges, _ := h.Stats(); len(ranges) != 2 || ranges[1] != "bytes=100000-" {
 		t.Errorf("storage saw ranges %q, want a resume from 100000", ranges)
 	}
 	if _, err := os.Stat(part); !os.IsNotExist(err) {
@@ -319,7 +160,7 @@ func TestResume(t *testing.T) {
 	retryDelay = func(int) time.Duration { return 0 }
 	c2 := h.client(t)
 	c2.Retries = 2
-	h.cutAfter = 50_000
+	h.CutNext(50_000)
 	if p, err = c2.Download(ctx, "org/model", "main", file); err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +182,7 @@ func TestResume(t *testing.T) {
 func TestCorruptRefused(t *testing.T) {
 	h := newFakeHub(t)
 	c := h.client(t)
-	h.corrupt = true
+	h.CorruptNext()
 	_, err := c.Download(context.Background(), "org/model", "main", "model-Q8_0.gguf")
 	if err == nil || !strings.Contains(err.Error(), "SHA-256") || !strings.Contains(err.Error(), "deleted") {
 		t.Fatalf("corrupt download: err = %v", err)
@@ -382,7 +223,7 @@ func TestErrors(t *testing.T) {
 			}
 		}
 	}
-	h.private = true
+	h.Token = "good"
 	_, err := c.Download(ctx, "org/model", "main", "config.json")
 	if err == nil || !strings.Contains(err.Error(), "HTTP 401") || !strings.Contains(err.Error(), "set HF_TOKEN") {
 		t.Errorf("private repo without a token: %v", err)
@@ -396,7 +237,8 @@ func TestErrors(t *testing.T) {
 	if _, err := c.Download(ctx, "org/model", "main", "model-Q8_0.gguf"); err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range h.storeAuth {
+	_, _, auths := h.Stats()
+	for _, a := range auths {
 		if a != "" {
 			t.Errorf("the storage host received Authorization %q", a)
 		}
@@ -416,9 +258,9 @@ func TestErrors(t *testing.T) {
 // TestEnvironment checks HF_ENDPOINT, HF_TOKEN, HF_HOME and HF_HUB_CACHE.
 func TestEnvironment(t *testing.T) {
 	h := newFakeHub(t)
-	h.private = true
+	h.Token = "good"
 	home := t.TempDir()
-	t.Setenv("HF_ENDPOINT", h.hub.URL+"/")
+	t.Setenv("HF_ENDPOINT", h.URL+"/")
 	t.Setenv("HF_HOME", home)
 	t.Setenv("HF_TOKEN", "")
 	t.Setenv("HF_HUB_CACHE", "")
@@ -443,7 +285,7 @@ func TestEnvironment(t *testing.T) {
 	if c, err = NewClient(); err != nil {
 		t.Fatal(err)
 	}
-	if c.CacheDir != cache || c.Token != "bad" || c.Endpoint != h.hub.URL {
+	if c.CacheDir != cache || c.Token != "bad" || c.Endpoint != h.URL {
 		t.Errorf("client %+v", c)
 	}
 	t.Setenv("HF_HUB_OFFLINE", "1")
@@ -467,7 +309,7 @@ func TestResolve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !r.Checkpoint || r.Commit != h.commit {
+	if !r.Checkpoint || r.Commit != h.Commit {
 		t.Fatalf("resolved %+v", r)
 	}
 	for _, f := range []string{"config.json", "model.safetensors", "adapters/adapter.json"} {
@@ -480,11 +322,11 @@ func TestResolve(t *testing.T) {
 			t.Errorf("%s downloaded with the checkpoint", f)
 		}
 	}
-	gets, _ := h.counts()
+	gets, _, _ := h.Stats()
 	if _, err := c.Resolve(ctx, ref); err != nil {
 		t.Fatal(err)
 	}
-	if g, _ := h.counts(); g != gets {
+	if g, _, _ := h.Stats(); g != gets {
 		t.Errorf("second resolve made %d GET requests", g-gets)
 	}
 	ref, _ = ParseRef("hf://org/renamed/model-Q8_0.gguf")
@@ -492,7 +334,7 @@ func TestResolve(t *testing.T) {
 		t.Fatalf("file through a renamed repository: %+v %v", r, err)
 	}
 	// A repository of GGUFs alone needs a file named.
-	delete(h.files, "model.safetensors")
+	h.SetFile("model.safetensors", nil)
 	ref, _ = ParseRef("hf://org/model")
 	if _, err := c.Resolve(ctx, ref); err == nil || !strings.Contains(err.Error(), "model-Q8_0.gguf") {
 		t.Errorf("GGUF repository without a file: %v", err)

@@ -80,16 +80,7 @@ func File(ctx context.Context, in, out string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range rep.Tensors {
-		if p.From.BlockSize() > 1 && p.To != p.From {
-			log.Warn("input tensor is already quantized: it is dequantized and quantized again, which loses more than quantizing the original weights",
-				"tensor", p.Name, "from", p.From.String(), "to", p.To.String())
-		}
-		if p.Why == "fallback" {
-			log.Warn("rows fit no block of the chosen type: using a fallback type",
-				"tensor", p.Name, "row", p.Dims[0], "type", p.To.String())
-		}
-	}
+	warnSummary(log, rep)
 
 	w := gguf.NewWriter()
 	for _, kv := range f.KVs {
@@ -116,6 +107,45 @@ func File(ctx context.Context, in, out string, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("quantize: %s: %w", out, err)
 	}
 	return rep, nil
+}
+
+// warnSummary logs one line per kind of re-quantization and fallback, with
+// the number of tensors and the first one's name, rather than one per
+// tensor.
+func warnSummary(log *slog.Logger, rep *Report) {
+	type key struct {
+		requant  bool
+		from, to gguf.Type
+		row      int64
+	}
+	count := map[key]int{}
+	var order []key
+	first := map[key]string{}
+	for _, p := range rep.Tensors {
+		var k key
+		switch {
+		case p.From.BlockSize() > 1 && p.To != p.From:
+			k = key{requant: true, from: p.From, to: p.To}
+		case p.Why == "fallback":
+			k = key{to: p.To, row: p.Dims[0]}
+		default:
+			continue
+		}
+		if count[k] == 0 {
+			order = append(order, k)
+			first[k] = p.Name
+		}
+		count[k]++
+	}
+	for _, k := range order {
+		if k.requant {
+			log.Warn("input already quantized: dequantized and quantized again, which loses more than quantizing the original weights",
+				"tensors", count[k], "first", first[k], "from", k.from.String(), "to", k.to.String())
+		} else {
+			log.Warn("rows fit no block of the chosen type: fallback type used",
+				"tensors", count[k], "first", first[k], "row", k.row, "type", k.to.String())
+		}
+	}
 }
 
 func samePath(a, b string) (bool, error) {

@@ -28,8 +28,8 @@ type modelFlags struct {
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&m.model, "model", "", "language-model GGUF")
-	fs.StringVar(&m.mmproj, "mmproj", "", "vision-tower (mmproj) GGUF; omit for text only")
+	fs.StringVar(&m.model, "model", "", "language-model GGUF, or hf://org/repo/file.gguf or hf://org/repo (pulled from the Hugging Face Hub)")
+	fs.StringVar(&m.mmproj, "mmproj", "", "vision-tower (mmproj) GGUF or hf:// file; omit for text only (with an hf:// --model: the repository's mmproj*.gguf)")
 	fs.StringVar(&m.mvproj, "mvproj", "", "multi-vector projector GGUF (default: look in the model GGUF)")
 }
 
@@ -106,6 +106,9 @@ func runEmbed(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		req.Trace = d
+	}
+	if err := mf.resolveRefs(context.Background(), stderr, nil); err != nil {
+		return err
 	}
 	eng, err := engine.New(mf.config())
 	if err != nil {

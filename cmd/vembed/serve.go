@@ -101,6 +101,9 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger) error {
 		}
 		log.Warn("no --model given: serving a DEMO model with RANDOM WEIGHTS; its embeddings carry no meaning", "name", cfg.Name)
 	} else {
+		if err := o.models.resolveRefs(ctx, os.Stderr, log); err != nil {
+			return err
+		}
 		m := o.models.config()
 		cfg.Model, cfg.MMProj, cfg.MVProj = m.Model, m.MMProj, m.MVProj
 	}

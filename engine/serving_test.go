@@ -137,7 +137,8 @@ func TestServingBitIdentical(t *testing.T) {
 			cfg := typedModel(t, typ[0], typ[1])
 			alone := start(t, cfg, uncached)
 			busy := start(t, cfg, func(c *Config) {
-				c.StepTarget = time.Microsecond // every step at its minimum size
+				c.StepTarget = time.Microsecond // small steps: vision a stage at a time
+				c.MaxBatchTokens = 64           // and long inputs cut into chunks
 				c.MinChunk = 16
 				c.MaxEncoderBatch = 64
 			})
@@ -244,6 +245,7 @@ func TestCancelStopsComputing(t *testing.T) {
 	e := start(t, Config{Model: lm, MMProj: mm, MVProj: mv}, func(c *Config) {
 		uncached(c)
 		c.StepTarget = time.Microsecond
+		c.MaxBatchTokens = 16
 		c.MinChunk = 8
 		c.MaxQueuedRequests = 1
 	})
@@ -287,6 +289,7 @@ func TestOverloaded(t *testing.T) {
 	e := start(t, Config{Model: lm, MMProj: mm, MVProj: mv}, func(c *Config) {
 		uncached(c)
 		c.StepTarget = time.Microsecond
+		c.MaxBatchTokens = 16
 		c.MinChunk = 8
 		c.MaxQueuedRequests = 1
 	})
@@ -308,6 +311,7 @@ func TestShutdownDrains(t *testing.T) {
 	e := start(t, Config{Model: lm, MMProj: mm, MVProj: mv}, func(c *Config) {
 		uncached(c)
 		c.StepTarget = time.Microsecond
+		c.MaxBatchTokens = 16
 		c.MinChunk = 8
 	})
 	running := make(chan error, 1)

@@ -504,6 +504,11 @@ func (e *Engine) Embed(ctx context.Context, req Request) (*Response, error) {
 			e.unadmit(r)
 			pr.release(e)
 			return nil, ErrShuttingDown
+		case <-ctx.Done():
+			// The scheduler is inside a step; the request never got in.
+			e.unadmit(r)
+			pr.release(e)
+			return nil, ctx.Err()
 		}
 		err := <-r.done
 		e.unadmit(r)

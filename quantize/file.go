@@ -72,13 +72,38 @@ func File(ctx context.Context, in, out string, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("quantize: %w", err)
 	}
 	defer f.Close()
+	w, rep, err := writer(ctx, f, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.WriteFile(out); err != nil {
+		return nil, fmt.Errorf("quantize: %s: %w", out, err)
+	}
+	return rep, nil
+}
+
+// Write re-encodes f as opts.Spec into dst, as File does but without a
+// temporary file: a failed run leaves dst partly written.
+func Write(ctx context.Context, f *gguf.File, dst io.Writer, opts Options) (*Report, error) {
+	w, rep, err := writer(ctx, f, opts)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.WriteTo(dst); err != nil {
+		return nil, fmt.Errorf("quantize: %w", err)
+	}
+	return rep, nil
+}
+
+// writer plans f's conversion and returns the gguf.Writer that streams it.
+func writer(ctx context.Context, f *gguf.File, opts Options) (*gguf.Writer, *Report, error) {
 	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	rep, err := Plan(f, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	warnSummary(log, rep)
 
@@ -98,15 +123,12 @@ func File(ctx context.Context, in, out string, opts Options) (*Report, error) {
 	for i, p := range rep.Tensors {
 		t := f.Tensors[i]
 		if err := w.AddTensorFunc(p.Name, p.To, p.Dims, func(dst io.Writer) error { return c.tensor(dst, t, p.To) }); err != nil {
-			return nil, fmt.Errorf("quantize: %w", err)
+			return nil, nil, fmt.Errorf("quantize: %w", err)
 		}
 		rep.OutBytes += tensorSize(p.To, p.Dims)
 	}
 	rep.InBytes = total
-	if err := w.WriteFile(out); err != nil {
-		return nil, fmt.Errorf("quantize: %s: %w", out, err)
-	}
-	return rep, nil
+	return w, rep, nil
 }
 
 // warnSummary logs one line per kind of re-quantization and fallback, with

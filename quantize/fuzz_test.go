@@ -68,4 +68,3 @@ func FuzzQuantize(f *testing.F) {
 		}
 	})
 }
-

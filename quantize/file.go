@@ -72,7 +72,9 @@ func File(ctx context.Context, in, out string, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("quantize: %w", err)
 	}
 	defer f.Close()
-	w, rep, err := writer(ctx, f, opts)
+	// The input is mapped from the file by gguf.Open: pages already
+	// converted may be dropped (never so for Write's caller's memory).
+	w, rep, err := writer(ctx, f, opts, true)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +87,7 @@ func File(ctx context.Context, in, out string, opts Options) (*Report, error) {
 // Write re-encodes f as opts.Spec into dst, as File does but without a
 // temporary file: a failed run leaves dst partly written.
 func Write(ctx context.Context, f *gguf.File, dst io.Writer, opts Options) (*Report, error) {
-	w, rep, err := writer(ctx, f, opts)
+	w, rep, err := writer(ctx, f, opts, false)
 	if err != nil {
 		return nil, err
 	}
@@ -95,8 +97,10 @@ func Write(ctx context.Context, f *gguf.File, dst io.Writer, opts Options) (*Rep
 	return rep, nil
 }
 
-// writer plans f's conversion and returns the gguf.Writer that streams it.
-func writer(ctx context.Context, f *gguf.File, opts Options) (*gguf.Writer, *Report, error) {
+// writer plans f's conversion and returns the gguf.Writer that streams it;
+// mapped says f's tensor data are a file mapping whose converted pages may
+// be released.
+func writer(ctx context.Context, f *gguf.File, opts Options, mapped bool) (*gguf.Writer, *Report, error) {
 	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -119,7 +123,7 @@ func writer(ctx context.Context, f *gguf.File, opts Options) (*gguf.Writer, *Rep
 	for _, t := range f.Tensors {
 		total += int64(len(t.Data))
 	}
-	c := &converter{ctx: ctx, workers: max(opts.Workers, 1), total: total, progress: opts.Progress}
+	c := &converter{ctx: ctx, workers: max(opts.Workers, 1), total: total, progress: opts.Progress, mapped: mapped}
 	for i, p := range rep.Tensors {
 		t := f.Tensors[i]
 		if err := w.AddTensorFunc(p.Name, p.To, p.Dims, func(dst io.Writer) error { return c.tensor(dst, t, p.To) }); err != nil {
@@ -326,6 +330,15 @@ type converter struct {
 	total    int64
 	done     int64
 	progress func(done, total int64)
+	mapped   bool
+}
+
+// release drops converted input pages from memory when the input is a
+// file mapping.
+func (c *converter) release(b []byte) {
+	if c.mapped {
+		release(b)
+	}
 }
 
 // tensor writes t's values encoded as to. Identical types are copied.
@@ -342,6 +355,7 @@ func (c *converter) tensor(dst io.Writer, t *gguf.Tensor, to gguf.Type) error {
 			if _, err := dst.Write(t.Data[off:end]); err != nil {
 				return err
 			}
+			c.release(t.Data[off:end])
 			c.advance(int64(end - off))
 		}
 		return nil
@@ -399,6 +413,7 @@ func (c *converter) tensor(dst io.Writer, t *gguf.Tensor, to gguf.Type) error {
 			if _, err := dst.Write(j.out); err != nil {
 				return err
 			}
+			c.release(t.Data[j.r0*int64(inRow) : (j.r0+j.n)*int64(inRow)])
 			c.advance(j.n * int64(inRow))
 		}
 	}

@@ -59,8 +59,10 @@ func (c *Client) download(ctx context.Context, repo, revision, file, expect stri
 	}
 	meta, err := c.head(ctx, repo, revision, file)
 	if err != nil {
+		// An unreachable or failing hub (not one that answers "no") leaves
+		// a cached copy of the revision usable, as huggingface_hub does.
 		var he *Error
-		if !errors.As(err, &he) && ctx.Err() == nil {
+		if (!errors.As(err, &he) || he.Status >= 500 || he.Status == http.StatusTooManyRequests) && ctx.Err() == nil {
 			if p, cerr := c.cachedFile(repo, revision, file); cerr == nil {
 				c.log().Warn("the hub cannot be reached: using the cached file", "repo", repo, "file", file, "revision", revision, "err", err)
 				return p, nil

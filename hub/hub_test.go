@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,6 +96,17 @@ func TestCacheLayout(t *testing.T) {
 	if len(ents) != 3 {
 		t.Errorf("blobs: %d files, want 3", len(ents))
 	}
+
+	// A hub answering 503 leaves the cached revision usable; what is not
+	// cached gets the error.
+	h.FailHub(http.StatusServiceUnavailable)
+	if _, err := c.Download(ctx, "org/model", "main", "config.json"); err != nil {
+		t.Errorf("hub failing, cached file: %v", err)
+	}
+	if _, err := c.Download(ctx, "org/model", "main", "model.safetensors"); err == nil || !strings.Contains(err.Error(), "HTTP 503") {
+		t.Errorf("hub failing, file not cached: %v", err)
+	}
+	h.FailHub(0)
 
 	// A second pull transfers nothing; by commit it asks nothing at all.
 	gets, _, _ := h.Stats()

@@ -32,6 +32,7 @@ type Server struct {
 	hub, storage *httptest.Server
 
 	mu        sync.Mutex
+	failAll   int // status every hub request answers (0: off)
 	files     map[string][]byte
 	cutAfter  int
 	corrupt   bool
@@ -66,6 +67,10 @@ func (s *Server) SetFile(name string, content []byte) {
 		s.files[name] = content
 	}
 }
+
+// FailHub makes every hub request answer status (0 restores service),
+// as a hub in trouble does; storage keeps serving.
+func (s *Server) FailHub(status int) { s.mu.Lock(); s.failAll = status; s.mu.Unlock() }
 
 // CutNext makes the next storage transfer stop after n body bytes.
 func (s *Server) CutNext(n int) { s.mu.Lock(); s.cutAfter = n; s.mu.Unlock() }
@@ -116,6 +121,13 @@ func (s *Server) file(name string) ([]byte, bool) {
 }
 
 func (s *Server) serveHub(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	fail := s.failAll
+	s.mu.Unlock()
+	if fail != 0 {
+		w.WriteHeader(fail)
+		return
+	}
 	if s.Token != "" && r.Header.Get("Authorization") != "Bearer "+s.Token {
 		hubErr(w, http.StatusUnauthorized, "RepoNotFound", "Repository not found")
 		return

@@ -174,6 +174,7 @@ func (c *Client) fetch(ctx context.Context, repo, revision, file string, m *file
 	defer unlock()
 	if !exists(pointer) || !exists(blob) {
 		if !exists(blob) {
+			c.log().Info("downloading", "file", repo+"/"+file, "commit", m.commit, "bytes", m.size)
 			if err := c.downloadBlob(ctx, repo+"/"+file, blob, m); err != nil {
 				return "", err
 			}

@@ -43,17 +43,24 @@ var decoders = map[gguf.Type]decoder{
 	gguf.TypeIQ4_XS: {256, 136, decodeIQ4XS},
 }
 
-// f16tab converts every binary16 bit pattern to float32: a table lookup is
-// several times faster than the bit manipulation with its subnormal loop.
-var f16tab = func() *[1 << 16]float32 {
-	var t [1 << 16]float32
-	for i := range t {
-		t[i] = gguf.F16ToF32(uint16(i))
+// halfToFloat converts a binary16 bit pattern to float32 exactly (equal
+// to gguf.F16ToF32, tested on every pattern). It is arithmetic rather than
+// a 256 KiB table: the decoders convert a few scales per block while
+// streaming weights through the cache, where a table's lines keep missing.
+func halfToFloat(h uint16) float32 {
+	sign := uint32(h&0x8000) << 16
+	exp, mant := uint32(h>>10)&0x1f, uint32(h&0x3ff)
+	switch {
+	case exp == 0x1f: // infinities and NaNs keep their payload
+		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
+	case exp != 0:
+		return math.Float32frombits(sign | (exp+112)<<23 | mant<<13)
 	}
-	return &t
-}()
+	// Zero and subnormals: mant·2⁻²⁴, exact in float32.
+	return math.Float32frombits(sign | math.Float32bits(float32(mant)*0x1p-24))
+}
 
-func f16(b []byte) float32 { return f16tab[binary.LittleEndian.Uint16(b)] }
+func f16(b []byte) float32 { return halfToFloat(binary.LittleEndian.Uint16(b)) }
 
 func decodeF32(src []byte, n int, dst []float32, stride int) {
 	src = src[:4*n]
@@ -65,7 +72,7 @@ func decodeF32(src []byte, n int, dst []float32, stride int) {
 func decodeF16(src []byte, n int, dst []float32, stride int) {
 	src = src[:2*n]
 	for i := 0; i < n; i++ {
-		dst[i*stride] = f16tab[binary.LittleEndian.Uint16(src[2*i:])]
+		dst[i*stride] = halfToFloat(binary.LittleEndian.Uint16(src[2*i:]))
 	}
 }
 

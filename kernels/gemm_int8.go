@@ -307,6 +307,18 @@ func quantizeGroups(x []float32, m, k, rows int, ds []float32, quant func(x []fl
 	})
 }
 
+// prefetchSlice asks for the next k slice of a weight row whose current
+// slice of kc values starts at src (left values of the row from there):
+// it is read after this slice's panels, by which time the hardware
+// prefetcher, following a hundred-odd interleaved row streams, has not
+// fetched it.
+func prefetchSlice(src []byte, left, kc, blockSize, typeSize int) {
+	if rest := min(gemmKC, left-kc); rest > 0 {
+		cur := kc / blockSize * typeSize
+		prefetchBytes(src[cur : cur+rest/blockSize*typeSize])
+	}
+}
+
 // int8Blocking splits a product of m rows by n columns into work items as
 // gemm does: column blocks of gemmNC, and row blocks of whole groups of
 // rows (one kernel call each), split further only when there are too few
@@ -446,7 +458,9 @@ func gemmInt8(dst, x []float32, m int, w *Matrix, bias []float32, g *i8Tier) {
 				for r := 0; r < gemmNR; r++ {
 					rb := rowBuf[r*kc : (r+1)*kc]
 					if row := row0 + r; row < n1 {
-						dec.row(w.Data[row*rowBytes+koff:], kc, rb, fs[r:], fs[gemmNR+r:], i8PanelF)
+						src := w.Data[row*rowBytes+koff:]
+						prefetchSlice(src, k-k0, kc, dec.blockSize, dec.typeSize)
+						dec.row(src, kc, rb, fs[r:], fs[gemmNR+r:], i8PanelF)
 						continue
 					}
 					clear(rb)

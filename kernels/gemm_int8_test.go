@@ -19,6 +19,11 @@ func intDecodeRow(w *Matrix, j int) (v []int32, fd, fm []float32) {
 	src := w.Data[j*w.RowBytes():]
 	if dec, ok := u8Decoders[w.Type]; ok {
 		q, mul, sum := make([]int8, w.Cols), make([]int16, 2*nb), make([]int32, 2*nb)
+		if dec.unit {
+			for i := range mul {
+				mul[i] = 1
+			}
+		}
 		dec.row(src, w.Cols, q, fd, fm, 1, mul, sum)
 		got := make([]int32, 2*nb)
 		for i, x := range q {

@@ -45,34 +45,30 @@ type u8Decoder struct {
 	// steps4 is set when |q| ≤ 16, so that the kernel may sum four k
 	// steps in int16 (else two, for |q| ≤ 32).
 	steps4 bool
+	// unit is set when every multiplier is 1 (the types without
+	// sub-block scales), so the panel's multipliers are written once.
+	unit bool
 	// row decodes n values of one weight row at src into q (|q| ≤ 32) and,
 	// per 32-value block b, fd[b*fs], fm[b*fs] (when hasMin), the int16
-	// multipliers of its two halves, mul[2b], mul[2b+1], and the sums of q
-	// over the halves, sum[2b], sum[2b+1]: value i of block b is
-	// fd·m·q[i] + fm.
+	// multipliers of its two halves, mul[2b], mul[2b+1] (not written when
+	// unit: they are 1), and the sums of q over the halves, sum[2b],
+	// sum[2b+1]: value i of block b is fd·m·q[i] + fm.
 	row func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32)
 }
 
 // u8Decoders lists the weight types of the u8 path.
 var u8Decoders = map[gguf.Type]u8Decoder{
-	gguf.TypeQ4_K: {256, 144, true, true, u8RowQ4K},
-	gguf.TypeQ5_K: {256, 176, true, false, u8RowQ5K},
-	gguf.TypeQ6_K: {256, 210, false, false, u8RowQ6K},
-	gguf.TypeQ3_K: {256, 110, false, true, u8RowQ3K},
-	gguf.TypeQ4_0: {32, 18, false, true, u8RowQ4_0},
-	gguf.TypeQ4_1: {32, 20, true, true, u8RowQ4_1},
-	gguf.TypeQ5_0: {32, 22, false, false, u8RowQ5_0},
-	gguf.TypeQ5_1: {32, 24, true, false, u8RowQ5_1},
-}
-
-func ones(mul []int16) {
-	for i := range mul {
-		mul[i] = 1
-	}
+	gguf.TypeQ4_K: {256, 144, true, true, true, u8RowQ4K},
+	gguf.TypeQ5_K: {256, 176, true, false, true, u8RowQ5K},
+	gguf.TypeQ6_K: {256, 210, false, false, false, u8RowQ6K},
+	gguf.TypeQ3_K: {256, 110, false, true, false, u8RowQ3K},
+	gguf.TypeQ4_0: {32, 18, false, true, true, u8RowQ4_0},
+	gguf.TypeQ4_1: {32, 20, true, true, true, u8RowQ4_1},
+	gguf.TypeQ5_0: {32, 22, false, false, true, u8RowQ5_0},
+	gguf.TypeQ5_1: {32, 24, true, false, true, u8RowQ5_1},
 }
 
 func u8RowKMin(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32, size int, five bool) {
-	ones(mul[:2*(n/32)])
 	clear(sum[:2*(n/32)])
 	for b := 0; b < n/256; b++ {
 		blk := src[size*b : size*b+size]
@@ -189,7 +185,6 @@ func u8Row4(o []int8, qs []byte, bias int8, sum []int32) {
 }
 
 func u8RowQ4_0(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
-	ones(mul[:2*(n/32)])
 	for b := 0; b < n/32; b++ {
 		blk := src[18*b : 18*b+18]
 		fd[b*fs] = f16(blk)
@@ -198,7 +193,6 @@ func u8RowQ4_0(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int1
 }
 
 func u8RowQ4_1(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
-	ones(mul[:2*(n/32)])
 	for b := 0; b < n/32; b++ {
 		blk := src[20*b : 20*b+20]
 		fd[b*fs], fm[b*fs] = f16(blk), f16(blk[2:])
@@ -220,7 +214,6 @@ func u8Row5(o []int8, qs []byte, h uint32, bias int8, sum []int32) {
 }
 
 func u8RowQ5_0(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
-	ones(mul[:2*(n/32)])
 	for b := 0; b < n/32; b++ {
 		blk := src[22*b : 22*b+22]
 		fd[b*fs] = f16(blk)
@@ -229,7 +222,6 @@ func u8RowQ5_0(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int1
 }
 
 func u8RowQ5_1(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
-	ones(mul[:2*(n/32)])
 	for b := 0; b < n/32; b++ {
 		blk := src[24*b : 24*b+24]
 		fd[b*fs], fm[b*fs] = f16(blk), f16(blk[2:])
@@ -248,6 +240,26 @@ func u8AuxCol(mul []int16, sum []int32, nb int, aux []int32, col int) {
 		a[col] = -128 * (int32(m0)*sum[2*b] + int32(m1)*sum[2*b+1])
 		a[gemmNR+col] = int32(uint16(m0)) | int32(uint16(m0))<<16
 		a[2*gemmNR+col] = int32(uint16(m1)) | int32(uint16(m1))<<16
+	}
+}
+
+// u8AuxSums is u8AuxCol for multipliers that are all 1, whose entries
+// u8AuxUnit wrote beforehand: only the start values change per column.
+func u8AuxSums(sum []int32, nb int, aux []int32, col int) {
+	sum = sum[:2*nb]
+	for b := 0; b < nb; b++ {
+		aux[b*u8Aux+col] = -128 * (sum[2*b] + sum[2*b+1])
+	}
+}
+
+// u8AuxUnit writes the multiplier entries (1 in both int16 halves) of
+// every column of nb blocks of aux.
+func u8AuxUnit(aux []int32, nb int) {
+	for b := 0; b < nb; b++ {
+		m := aux[b*u8Aux+gemmNR : (b+1)*u8Aux]
+		for i := range m {
+			m[i] = 1 | 1<<16
+		}
 	}
 }
 
@@ -352,6 +364,9 @@ func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 		defer putScratch(fp)
 		fac, tile, edge := (*fp)[:nf], (*fp)[nf:nf+u8Rows*gemmNR], (*fp)[nf+u8Rows*gemmNR:nf+2*u8Rows*gemmNR]
 
+		if dec.unit {
+			u8AuxUnit(aux, panels*kb)
+		}
 		for k0 := 0; k0 < k; k0 += gemmKC {
 			kc := min(gemmKC, k-k0)
 			nb := kc / i8Block
@@ -364,7 +379,9 @@ func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 				for r := 0; r < gemmNR; r++ {
 					rb := rowBuf[r*kc : (r+1)*kc]
 					if row := row0 + r; row < n1 {
-						dec.row(w.Data[row*rowBytes+koff:], kc, rb, fs[r:], fs[gemmNR+r:], i8PanelF, mul, sum)
+						src := w.Data[row*rowBytes+koff:]
+						prefetchSlice(src, k-k0, kc, dec.blockSize, dec.typeSize)
+						dec.row(src, kc, rb, fs[r:], fs[gemmNR+r:], i8PanelF, mul, sum)
 					} else {
 						clear(rb)
 						clear(mul)
@@ -373,7 +390,11 @@ func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 							fs[b*i8PanelF+r], fs[b*i8PanelF+gemmNR+r] = 0, 0
 						}
 					}
-					u8AuxCol(mul, sum, nb, as, r)
+					if dec.unit {
+						u8AuxSums(sum, nb, as, r)
+					} else {
+						u8AuxCol(mul, sum, nb, as, r)
+					}
 				}
 				g.pack8(rowBuf, kc, pp)
 				g.pack8(rowBuf[8*kc:], kc, pp[4*8:])

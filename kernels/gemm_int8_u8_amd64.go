@@ -81,7 +81,6 @@ func nib5Rows(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16
 		return
 	}
 	_, _, _ = src[size*nb-1], q[32*nb-1], sum[2*nb-1]
-	ones(mul[:2*nb])
 	legacyScales(src, nb, size, bias, fd, fm, fs)
 	decodeNib5U8AVX2(&src[size-16], &src[size-20], nb, size, bias, &q[0], &sum[0])
 	for i := range sum[:2*nb] {
@@ -98,7 +97,6 @@ func nib4Rows(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16
 		return
 	}
 	_, _, _ = src[size*nb-1], q[32*nb-1], sum[2*nb-1]
-	ones(mul[:2*nb])
 	legacyScales(src, nb, size, bias, fd, fm, fs)
 	decodeNib4U8AVX2(&src[size-16], nb, size, bias, &q[0], &sum[0])
 	for i := range sum[:2*nb] {
@@ -107,16 +105,21 @@ func nib4Rows(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16
 }
 
 // kMinScales writes the factors d·sc and offsets −dmin·m of the eight
-// sub-blocks of each of nsb Q4_K or Q5_K super-blocks (size bytes apart)
-// and sets their multipliers to 1.
-func kMinScales(src []byte, nsb, size int, fd, fm []float32, fs int, mul []int16) {
-	ones(mul[:16*nsb])
+// sub-blocks of each of nsb Q4_K or Q5_K super-blocks (size bytes apart);
+// their multipliers are 1 (a unit decoder).
+func kMinScales(src []byte, nsb, size int, fd, fm []float32, fs int) {
+	_, _ = fd[(8*nsb-1)*fs], fm[(8*nsb-1)*fs]
 	for b := 0; b < nsb; b++ {
 		blk := src[size*b : size*b+16]
 		d, dmin := f16(blk), f16(blk[2:])
-		for j := 0; j < 8; j++ {
-			sc, m := scaleMinK4(blk[4:16], j)
-			fd[(8*b+j)*fs], fm[(8*b+j)*fs] = d*float32(sc), -(dmin * float32(m))
+		q := (*[12]byte)(blk[4:16])
+		// scaleMinK4 unrolled: the first four sub-blocks keep six bits in
+		// place, the last four take their top two bits from the first.
+		o := 8 * b * fs
+		for j := 0; j < 4; j++ {
+			fd[o+j*fs], fm[o+j*fs] = d*float32(q[j]&63), -(dmin * float32(q[j+4]&63))
+			sc, m := q[j+8]&15|(q[j]>>6)<<4, q[j+8]>>4|(q[j+4]>>6)<<4
+			fd[o+(j+4)*fs], fm[o+(j+4)*fs] = d*float32(sc), -(dmin * float32(m))
 		}
 	}
 }
@@ -206,6 +209,6 @@ func kMinRows(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16
 		return
 	}
 	_, _, _ = src[size*nsb-1], q[256*nsb-1], sum[16*nsb-1]
-	kMinScales(src, nsb, size, fd, fm, fs, mul)
+	kMinScales(src, nsb, size, fd, fm, fs)
 	decode(&src[off], nsb, &q[0], &sum[0])
 }

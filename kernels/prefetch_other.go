@@ -1,0 +1,6 @@
+//go:build !amd64
+
+package kernels
+
+// prefetchBytes hints that b will be read soon: a no-op here.
+func prefetchBytes(b []byte) {}

@@ -66,19 +66,21 @@ type badRequest struct {
 }
 
 func (h *Handler) embeddings(w http.ResponseWriter, r *http.Request) {
-	select {
-	case h.pending <- struct{}{}:
-		defer func() { <-h.pending }()
-	default:
-		writeError(w, http.StatusServiceUnavailable, "server_error", "", "overloaded", "too many requests in flight; retry later")
-		return
-	}
+	// The body is read and checked before a slot is taken: a client that
+	// sends slowly holds a connection, never a slot.
 	req, enc, bad := h.parseRequest(w, r)
 	if bad != nil {
 		writeError(w, bad.status, "invalid_request_error", bad.param, bad.code, bad.msg)
 		return
 	}
-	resp, err := h.emb.Embed(r.Context(), req)
+	release, ok := h.admit(w)
+	if !ok {
+		return
+	}
+	defer release()
+	ctx, cancel := h.deadline(r.Context())
+	defer cancel()
+	resp, err := h.emb.Embed(ctx, req)
 	if err != nil {
 		h.writeEngineError(w, r, err)
 		return
@@ -254,6 +256,11 @@ func (h *Handler) writeEngineError(w http.ResponseWriter, r *http.Request, err e
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "shutting_down", err.Error())
 		return
 	}
+	if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {
+		writeError(w, http.StatusGatewayTimeout, "server_error", "", "timeout",
+			fmt.Sprintf("the request took longer than the server's %v limit", h.opts.RequestTimeout))
+		return
+	}
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 		// The client went away; nobody reads this answer. 499 is the
 		// conventional log status for it.
@@ -262,4 +269,26 @@ func (h *Handler) writeEngineError(w http.ResponseWriter, r *http.Request, err e
 	}
 	h.log.Error("embedding failed", "err", err)
 	writeError(w, http.StatusInternalServerError, "server_error", "", "", "internal error: "+err.Error())
+}
+
+// admit takes one of the MaxPending slots, or answers 429 with
+// Retry-After and returns false.
+func (h *Handler) admit(w http.ResponseWriter) (release func(), ok bool) {
+	select {
+	case h.pending <- struct{}{}:
+		return func() { <-h.pending }, true
+	default:
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, "rate_limit_error", "", "overloaded",
+			fmt.Sprintf("%d requests in flight, the server's limit; retry later", cap(h.pending)))
+		return nil, false
+	}
+}
+
+// deadline bounds a request's time in the engine by RequestTimeout.
+func (h *Handler) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if h.opts.RequestTimeout < 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, h.opts.RequestTimeout)
 }

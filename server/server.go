@@ -1,5 +1,6 @@
 // Package server is vembed's HTTP API: an OpenAI- and Jina-compatible
-// POST /v1/embeddings over an engine, plus GET /v1/models and GET /health.
+// POST /v1/embeddings over an engine, plus GET /v1/models, GET /health and
+// GET /metrics.
 //
 // # POST /v1/embeddings
 //
@@ -37,8 +38,37 @@
 // Errors have the OpenAI shape {"error": {"message", "type", "param",
 // "code"}}: 400 for bad input (invalid JSON or UTF-8, empty input, broken
 // base64, undecodable image, unknown task, bad dimensions, input longer than
-// the context, vision special tokens in text), 413 for an over-limit body or
-// image, 503 when too many requests are pending, 500 for engine failures.
+// the context, vision special tokens in text), 401 without a valid API key,
+// 413 for an over-limit body or image, 429 with Retry-After when too many
+// requests are pending or the engine's queue is full, 503 with Retry-After
+// while shutting down, 504 past the request deadline, 500 for engine
+// failures.
+//
+// # Production
+//
+// A request body is read in full (bounded by MaxBodyBytes and the HTTP
+// server's read timeout) before the request takes one of the MaxPending
+// slots, so clients that send slowly hold connections, never slots. Each
+// request runs under RequestTimeout (default 5 minutes); past it, it stops
+// computing at the engine's next step. Refusals under overload are logged
+// once per interval with their count, not once per request.
+//
+// With APIKeys set, every route but GET /health (and GET /metrics with
+// MetricsPublic) needs "Authorization: Bearer KEY"; keys are compared as
+// SHA-256 digests in constant time. Every response carries X-Request-ID
+// (the client's, when it is a printable token of at most 128 bytes, else a
+// new one), which also tags the request's log line.
+//
+// GET /metrics serves Prometheus metrics: vembed_http_requests_total (by
+// route and code), vembed_http_request_duration_seconds (by route),
+// vembed_http_requests_in_flight; from the engine at scrape time
+// vembed_engine_queued_requests (the queue depth),
+// vembed_engine_running_requests, vembed_engine_inflight_bytes, counters
+// of requests, cancellations, steps, LM tokens, images and patches, the
+// histograms vembed_engine_step_lm_tokens, _step_patches, _step_seconds
+// and _queue_seconds, and per cache (label cache) hits, misses,
+// evictions, entries, bytes and capacity; plus the Go and process
+// collectors.
 //
 // # GET /v1/models
 //
@@ -56,6 +86,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/vembed/vembed/engine"
@@ -75,8 +106,19 @@ type Options struct {
 	// MaxInputs bounds the inputs of one request (default 2048, OpenAI's).
 	MaxInputs int
 	// MaxPending bounds the requests admitted at once, running or waiting
-	// for the engine (default 64); beyond it requests get 503.
+	// for the engine (default 64); beyond it requests get 429. A request
+	// is admitted only once its body has been read, so slow senders
+	// cannot hold the slots.
 	MaxPending int
+	// RequestTimeout bounds a request's time in the engine (default 5
+	// minutes; negative: none); past it the request stops computing and
+	// gets 504.
+	RequestTimeout time.Duration
+	// APIKeys, when any, are required on every route but /health (and
+	// /metrics when MetricsPublic) as "Authorization: Bearer KEY".
+	APIKeys []string
+	// MetricsPublic serves /metrics without a key.
+	MetricsPublic bool
 	// Logger receives one line per request (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -85,6 +127,7 @@ const (
 	defaultMaxBody    = 64 << 20
 	defaultMaxInputs  = 2048
 	defaultMaxPending = 64
+	defaultTimeout    = 5 * time.Minute
 )
 
 // Handler serves the API over an Embedder.
@@ -94,6 +137,9 @@ type Handler struct {
 	log     *slog.Logger
 	pending chan struct{}
 	mux     *http.ServeMux
+	keys    *keyring // nil: no keys required
+	metrics *metrics
+	refused refusalLog
 }
 
 // New returns the API handler.
@@ -107,15 +153,23 @@ func New(emb Embedder, opts Options) *Handler {
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = defaultMaxPending
 	}
+	if opts.RequestTimeout == 0 {
+		opts.RequestTimeout = defaultTimeout
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	h := &Handler{emb: emb, opts: opts, log: opts.Logger, pending: make(chan struct{}, opts.MaxPending), mux: http.NewServeMux()}
+	h := &Handler{emb: emb, opts: opts, log: opts.Logger, pending: make(chan struct{}, opts.MaxPending), mux: http.NewServeMux(),
+		metrics: newMetrics(emb)}
+	if len(opts.APIKeys) > 0 {
+		h.keys = newKeyring(opts.APIKeys)
+	}
+	h.mux.Handle("GET /metrics", h.metrics.handler)
 	h.mux.HandleFunc("POST /v1/embeddings", h.embeddings)
 	h.mux.HandleFunc("POST /embeddings", h.embeddings)
 	h.mux.HandleFunc("GET /v1/models", h.models)
 	h.mux.HandleFunc("GET /health", h.health)
-	for _, p := range []string{"/v1/embeddings", "/embeddings", "/v1/models", "/health"} {
+	for _, p := range []string{"/v1/embeddings", "/embeddings", "/v1/models", "/health", "/metrics"} {
 		h.mux.HandleFunc(p, methodNotAllowed)
 	}
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -127,15 +181,71 @@ func New(emb Embedder, opts Options) *Handler {
 // ServeHTTP logs and dispatches one request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	id := requestID(r)
+	w.Header().Set("X-Request-ID", id)
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-	h.mux.ServeHTTP(rec, r)
-	level := slog.LevelInfo
-	if rec.status >= 500 {
-		level = slog.LevelError
+	h.metrics.inflight.Inc()
+	if h.keys != nil && !h.open(r) && !h.keys.allows(r) {
+		rec.Header().Set("WWW-Authenticate", `Bearer realm="vembed"`)
+		writeError(rec, http.StatusUnauthorized, "invalid_request_error", "", "invalid_api_key",
+			"missing or invalid API key; send it as \"Authorization: Bearer KEY\"")
+	} else {
+		h.mux.ServeHTTP(rec, r)
 	}
-	args := []any{"method", r.Method, "path", r.URL.Path, "status", rec.status, "bytes", rec.bytes,
-		"duration", time.Since(start), "remote", r.RemoteAddr}
-	h.log.Log(r.Context(), level, "request", append(args, rec.attrs...)...)
+	h.metrics.inflight.Dec()
+	elapsed := time.Since(start)
+	route := r.Pattern
+	if route == "" {
+		route = "unmatched"
+	}
+	h.metrics.observe(route, rec.status, elapsed)
+	args := []any{"id", id, "method", r.Method, "path", r.URL.Path, "status", rec.status, "bytes", rec.bytes,
+		"duration", elapsed, "remote", r.RemoteAddr}
+	switch {
+	case rec.status == http.StatusTooManyRequests || rec.status == http.StatusServiceUnavailable:
+		// Under overload every refused request would log a line and make
+		// the overload worse: one line per interval, with the count.
+		if n, since, ok := h.refused.note(start); ok {
+			h.log.Warn("requests refused", append(args, "refused", n, "over", since.Round(time.Millisecond))...)
+		}
+	case rec.status >= 500:
+		h.log.Error("request", append(args, rec.attrs...)...)
+	default:
+		h.log.Info("request", append(args, rec.attrs...)...)
+	}
+}
+
+// open reports whether a route is served without a key.
+func (h *Handler) open(r *http.Request) bool {
+	return r.URL.Path == "/health" || (h.opts.MetricsPublic && r.URL.Path == "/metrics")
+}
+
+// refusalLog counts refused requests and lets one log line through per
+// interval.
+type refusalLog struct {
+	mu    sync.Mutex
+	n     int
+	first time.Time
+	last  time.Time
+}
+
+const refusalInterval = 5 * time.Second
+
+// note counts a refusal at t; ok is true when a line is due, with the
+// refusals counted since the last line and the time they span.
+func (l *refusalLog) note(t time.Time) (n int, span time.Duration, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n == 0 {
+		l.first = t
+	}
+	l.n++
+	if !l.last.IsZero() && t.Sub(l.last) < refusalInterval {
+		return 0, 0, false
+	}
+	n, span = l.n, t.Sub(l.first)
+	l.n, l.last = 0, t
+	return n, span, true
 }
 
 // statusRecorder notes what the request log line reports.

@@ -316,7 +316,7 @@ func TestModelsAndHealth(t *testing.T) {
 	checkError(t, out, "", "no route")
 }
 
-func TestOverloadGets503(t *testing.T) {
+func TestOverloadGets429(t *testing.T) {
 	block := make(chan struct{})
 	h := newTestHandler(blockingEmbedder{block}, Options{MaxPending: 1})
 	done := make(chan int)
@@ -329,11 +329,14 @@ func TestOverloadGets503(t *testing.T) {
 	for len(h.pending) == 0 {
 		runtime.Gosched()
 	}
-	status, out := do(t, h, "POST", "/v1/embeddings", `{"input":"b"}`)
-	if status != 503 {
-		t.Errorf("status %d, want 503", status)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/embeddings", strings.NewReader(`{"input":"b"}`)))
+	if rec.Code != 429 || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("status %d, Retry-After %q; want 429 with Retry-After", rec.Code, rec.Header().Get("Retry-After"))
 	}
-	checkError(t, out, "", "too many requests")
+	var out map[string]any
+	json.Unmarshal(rec.Body.Bytes(), &out)
+	checkError(t, out, "", "requests in flight")
 	close(block)
 	if code := <-done; code != 200 {
 		t.Errorf("first request status %d", code)

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,6 +38,9 @@ type serveOptions struct {
 	eng    engine.Config // limits; model paths come from models
 	http   server.Options
 	grace  time.Duration
+	// keys and keyFile add to http.APIKeys (with VEMBED_API_KEY).
+	keys    keyList
+	keyFile string
 	// ready, when set, receives the listening address once the server
 	// accepts connections.
 	ready func(addr string)
@@ -62,7 +67,11 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.eng.MaxImages, "max-images", 0, "most images per request (0: 32)")
 	fs.IntVar(&o.eng.MaxPixels, "max-pixels", 0, "lower the model's resized-pixel budget per image (0: the model's)")
 	fs.Int64Var(&o.http.MaxBodyBytes, "max-body", 0, "largest request body in bytes (0: 64 MiB)")
-	fs.IntVar(&o.http.MaxPending, "max-pending", 0, "requests admitted at once, running or queued; more get 503 (0: 64)")
+	fs.IntVar(&o.http.MaxPending, "max-pending", 0, "requests admitted at once, running or queued; more get 429 (0: 64)")
+	fs.DurationVar(&o.http.RequestTimeout, "request-timeout", 0, "longest time a request may compute; then 504 (0: 5m, negative: none)")
+	fs.Var(&o.keys, "api-key", "require this API key (Authorization: Bearer KEY) on every route but /health; repeatable; also VEMBED_API_KEY")
+	fs.StringVar(&o.keyFile, "api-key-file", "", "read API keys from `file`, one per line")
+	fs.BoolVar(&o.http.MetricsPublic, "metrics-public", false, "serve /metrics without an API key")
 	fs.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "how long running requests may finish on SIGINT/SIGTERM")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -87,6 +96,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 func serve(ctx context.Context, o serveOptions, log *slog.Logger) error {
 	cfg := o.eng
 	cfg.Name = o.name
+	keys, err := o.apiKeys()
+	if err != nil {
+		return err
+	}
 	if o.models.model == "" {
 		if o.models.mmproj != "" || o.models.mvproj != "" {
 			return errors.New("--mmproj and --mvproj need --model")
@@ -126,11 +139,80 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger) error {
 	}
 	hopts := o.http
 	hopts.Logger = log
+	hopts.APIKeys = keys
 	grace := o.grace
 	if grace <= 0 {
 		grace = 30 * time.Second
 	}
-	return server.Run(ctx, ln, server.New(eng, hopts), log, grace)
+	go releaseMemory(ctx, eng)
+	// On the signal the engine drains while the HTTP server stops taking
+	// connections: queued requests are answered "shutting down" at once,
+	// running ones get the grace period, and every handler returns before
+	// Run does.
+	drained := make(chan error, 1)
+	go func() {
+		<-ctx.Done()
+		dctx, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		drained <- eng.Shutdown(dctx)
+	}()
+	if err := server.Run(ctx, ln, server.New(eng, hopts), log, grace+5*time.Second); err != nil {
+		return err
+	}
+	if err := <-drained; err != nil {
+		log.Warn("requests still running at the end of the grace period were stopped", "grace", grace)
+	}
+	return nil
+}
+
+// keyList collects repeated --api-key flags.
+type keyList []string
+
+func (k *keyList) String() string { return fmt.Sprintf("%d keys", len(*k)) }
+
+func (k *keyList) Set(s string) error {
+	if strings.TrimSpace(s) == "" {
+		return errors.New("an API key may not be blank")
+	}
+	*k = append(*k, s)
+	return nil
+}
+
+// apiKeys gathers the keys of --api-key, --api-key-file and VEMBED_API_KEY.
+func (o *serveOptions) apiKeys() ([]string, error) {
+	keys := append([]string(nil), o.keys...)
+	if o.keyFile != "" {
+		fk, err := server.ReadKeyFile(o.keyFile)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, fk...)
+	}
+	if env := strings.TrimSpace(os.Getenv("VEMBED_API_KEY")); env != "" {
+		keys = append(keys, env)
+	}
+	return keys, nil
+}
+
+// releaseMemory hands freed heap back to the system once the engine has
+// gone idle after work: Go's scavenger returns it only slowly, and a burst
+// of large images would otherwise leave gigabytes resident for minutes.
+func releaseMemory(ctx context.Context, eng *engine.Engine) {
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	var lastDone int64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s := eng.Stats()
+		if s.QueuedRequests == 0 && s.RunningRequests == 0 && s.Requests != lastDone {
+			lastDone = s.Requests
+			debug.FreeOSMemory()
+		}
+	}
 }
 
 // writeDemoModel writes the tiny synthetic model pair and its multi-vector

@@ -283,6 +283,7 @@ func (e *Engine) init() error {
 		e.maxTokenBytes = max(e.maxTokenBytes, utf8.RuneCountInString(e.tok.Token(int32(id))))
 	}
 	e.maxTokenBytes = max(e.maxTokenBytes, 1)
+	e.info.MaxTextBytes = e.info.ContextLength * e.maxTokenBytes
 	e.flopsPerToken = max(mi.FlopsPerToken, 1)
 	e.flopsPerPatchStage = max(mi.FlopsPerPatchStage, 1)
 	e.patchVals = mi.PatchValues

@@ -121,6 +121,11 @@ type Info struct {
 	Arch          string
 	Hidden        int
 	ContextLength int // longest accepted prompt, in tokens
+	// MaxTextBytes is the longest text that can fit in ContextLength
+	// tokens (no token is longer than MaxTextBytes/ContextLength bytes):
+	// a longer one is refused, or cut when the request truncates,
+	// without being tokenized.
+	MaxTextBytes int
 	// Dimensions lists the accepted Matryoshka sizes; nil means any size
 	// from 1 to Hidden.
 	Dimensions     []int

@@ -132,7 +132,7 @@ func allFinite(vs [][]float32) bool {
 // and the output encoding, or the refusal.
 func (h *Handler) parseRequest(w http.ResponseWriter, r *http.Request) (engine.Request, string, *badRequest) {
 	var req engine.Request
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	body, err := readBody(w, r, h.opts.MaxBodyBytes)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -140,6 +140,9 @@ func (h *Handler) parseRequest(w http.ResponseWriter, r *http.Request) (engine.R
 				fmt.Sprintf("request body exceeds %d bytes", mbe.Limit)}
 		}
 		return req, "", &badRequest{http.StatusBadRequest, "", "", fmt.Sprintf("reading request body: %v", err)}
+	}
+	if bad := h.refuseLongText(body); bad != nil {
+		return req, "", bad
 	}
 	// encoding/json would silently replace invalid UTF-8 by U+FFFD and so
 	// embed a different text than the one sent.
@@ -181,7 +184,7 @@ func (h *Handler) parseRequest(w http.ResponseWriter, r *http.Request) (engine.R
 		return req, "", &badRequest{http.StatusBadRequest, "input", engine.CodeInvalid,
 			fmt.Sprintf("too many inputs: %d (at most %d per request)", len(ins), h.opts.MaxInputs)}
 	}
-	req = engine.Request{Inputs: ins, Task: er.Task, Multivector: er.ReturnMultivector, PerSpan: er.PerSpan}
+	req = engine.Request{Inputs: ins, Task: er.Task, Multivector: er.ReturnMultivector, PerSpan: er.PerSpan, Truncate: er.Truncate}
 	if er.Dimensions != nil {
 		req.Dimensions = *er.Dimensions
 	}
@@ -291,4 +294,86 @@ func (h *Handler) deadline(ctx context.Context) (context.Context, context.Cancel
 		return context.WithCancel(ctx)
 	}
 	return context.WithTimeout(ctx, h.opts.RequestTimeout)
+}
+
+// refuseLongText refuses, without decoding the JSON, a body holding a
+// string longer than the model's text limit that cannot be an image (a
+// byte outside base64, data URIs and URLs, such as a space or any
+// non-ASCII byte): decoding a 50 MB text would take a second, and a
+// request whose text is over the limit fails anyway unless it truncates.
+// Anything else takes the ordinary path, which checks every input.
+func (h *Handler) refuseLongText(body []byte) *badRequest {
+	lim := h.emb.Info().MaxTextBytes
+	if lim <= 0 || len(body) <= lim || bytes.Contains(body, []byte(`"truncate"`)) {
+		return nil
+	}
+	n := longTextString(body, lim)
+	if n == 0 {
+		return nil
+	}
+	return &badRequest{http.StatusBadRequest, "input", engine.CodeTooLong,
+		fmt.Sprintf("a text of about %d bytes is over the model's limit of %d tokens (at most %d bytes); send \"truncate\": true to cut it", n, h.emb.Info().ContextLength, lim)}
+}
+
+// imageChars are the bytes of base64 (both alphabets), data URIs, URLs and
+// the JSON escapes base64 line breaks become.
+var imageChars = func() (t [256]bool) {
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_:;,.%?&#~@!$'()*[]\\") {
+		t[c] = true
+	}
+	return t
+}()
+
+// longTextString returns the length of the first JSON string literal in
+// body longer than lim bytes that holds a byte no image reference has, or
+// 0. It only follows quotes and escapes, so it runs at memory speed.
+func longTextString(body []byte, lim int) int {
+	for i := 0; i < len(body); {
+		q := bytes.IndexByte(body[i:], '"')
+		if q < 0 {
+			return 0
+		}
+		start := i + q + 1
+		end := start
+		for {
+			e := bytes.IndexByte(body[end:], '"')
+			if e < 0 {
+				return 0
+			}
+			end += e
+			bs := 0
+			for j := end - 1; j >= start && body[j] == '\\'; j-- {
+				bs++
+			}
+			if bs%2 == 0 {
+				break
+			}
+			end++
+		}
+		if end-start > lim {
+			for _, c := range body[start:end] {
+				if !imageChars[c] {
+					return end - start
+				}
+			}
+		}
+		i = end + 1
+	}
+	return 0
+}
+
+// readBody reads a request body of at most limit bytes, into one buffer of
+// the declared Content-Length when there is one (io.ReadAll would copy a
+// large body several times while growing its buffer).
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	body := http.MaxBytesReader(w, r.Body, limit)
+	if n := r.ContentLength; n > 0 && n <= limit {
+		// net/http ends the body at Content-Length and reports a short one.
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(body, buf); err != nil {
+			return nil, err
+		}
+		return buf, nil
+	}
+	return io.ReadAll(body)
 }

@@ -258,3 +258,67 @@ func TestSlowBodiesHoldNoSlot(t *testing.T) {
 		}
 	}
 }
+
+// limitEmbedder is a fakeEmbedder with a text limit.
+type limitEmbedder struct{ fakeEmbedder }
+
+func (l *limitEmbedder) Info() engine.Info {
+	i := l.fakeEmbedder.Info()
+	i.ContextLength, i.MaxTextBytes = 8192, 163840
+	return i
+}
+
+// TestHugeTextRefusedUndecoded: a 50 MB text is refused as too long
+// without decoding the JSON or reaching the engine (it took 1.1 s through
+// the decoder; see refuseLongText), while a request that truncates, and
+// long base64 that may be an image, take the ordinary path.
+func TestHugeTextRefusedUndecoded(t *testing.T) {
+	emb := &limitEmbedder{}
+	h := newTestHandler(emb, Options{})
+	body := `{"input": "` + strings.Repeat("lorem ipsum ", 50<<20/12) + `"}`
+	start := time.Now()
+	status, out := do(t, h, "POST", "/v1/embeddings", body)
+	took := time.Since(start)
+	if status != 400 {
+		t.Fatalf("status %d", status)
+	}
+	checkError(t, out, "input", "over the model's limit")
+	if emb.last.Inputs != nil {
+		t.Error("the engine saw the refused request")
+	}
+	t.Logf("50 MB text refused in %v", took)
+
+	do(t, h, "POST", "/v1/embeddings", `{"truncate": true, "input": "`+strings.Repeat("lorem ipsum ", 20000)+`"}`)
+	if !emb.last.Truncate || len(emb.last.Inputs) != 1 {
+		t.Errorf("a truncating request did not reach the engine: %+v", emb.last.Truncate)
+	}
+	for _, c := range []struct {
+		body string
+		want int
+	}{
+		{`{"input": "` + strings.Repeat("QUJD", 50000) + `"}`, 0},
+		{`{"input": [{"image": "data:image/png;base64,` + strings.Repeat("QUJD", 50000) + `"}]}`, 0},
+		{`{"input": "` + strings.Repeat(`a\"b`, 60000) + `"}`, 240000},
+		{`{"input": "` + strings.Repeat("é", 90000) + `"}`, 180000},
+		{`{"input": "short", "x": "` + strings.Repeat("ab", 10) + `"}`, 0},
+		{`{"input": "unterminated ` + strings.Repeat("ab ", 90000), 0},
+	} {
+		if got := longTextString([]byte(c.body), 163840); got != c.want {
+			t.Errorf("longTextString(%.40q...) = %d, want %d", c.body, got, c.want)
+		}
+	}
+}
+
+func FuzzLongTextString(f *testing.F) {
+	for _, s := range []string{`{"input":"a b"}`, `"\\"`, `"a\"`, `""""`, `"\\\"x"`} {
+		f.Add([]byte(s), 1)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, lim int) {
+		if lim < 0 {
+			lim = -lim
+		}
+		if n := longTextString(body, lim); n < 0 || n > len(body) || (n > 0 && n <= lim) {
+			t.Fatalf("longTextString = %d for a body of %d bytes, limit %d", n, len(body), lim)
+		}
+	})
+}

@@ -27,6 +27,8 @@
 //	normalized          false skips L2 normalization (alias: normalize)
 //	min_pixels, max_pixels  per-request image budget (max may only lower
 //	                    the model's)
+//	truncate            true cuts texts longer than the model's limit
+//	                    instead of refusing them (Jina's field)
 //
 // base64 is the standard base64 of the little-endian float32 array; with
 // return_multivector each row is encoded on its own. ubinary packs one bit

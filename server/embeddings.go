@@ -175,7 +175,7 @@ func (h *Handler) parseRequest(w http.ResponseWriter, r *http.Request) (engine.R
 	if er.Normalized != nil && er.Normalize != nil && *er.Normalized != *er.Normalize {
 		return req, "", &badRequest{http.StatusBadRequest, "normalized", engine.CodeInvalid, "normalized and normalize disagree"}
 	}
-	ins, err := ParseInputs(er.Input, DecodeImageString)
+	ins, err := h.parseInputs(r.Context(), er.Input)
 	if err != nil {
 		ie, _ := engine.AsInputError(err)
 		return req, "", &badRequest{http.StatusBadRequest, ie.Param, ie.Code, ie.Error()}

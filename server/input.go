@@ -229,14 +229,15 @@ func (it *item) part(param string, img ImageSource) (engine.Part, error) {
 
 // DecodeImageString decodes an image given as a data URI
 // ("data:image/png;base64,…") or as bare standard or URL-safe base64, with or
-// without padding. URLs are refused: this server never fetches.
+// without padding. URLs are refused: fetching them is the Handler's, under
+// its imagefetch policy.
 func DecodeImageString(s string) ([]byte, error) {
 	s = strings.TrimSpace(s)
 	switch {
 	case s == "":
 		return nil, errors.New("empty image string")
-	case strings.HasPrefix(s, "http://"), strings.HasPrefix(s, "https://"):
-		return nil, errors.New("image URLs are not fetched; send the image as base64 or a data URI")
+	case isURL(s):
+		return nil, errors.New("image URLs are not fetched by this server (see vembed serve --allow-image-urls); send the image as base64 or a data URI")
 	case strings.HasPrefix(s, "data:"):
 		meta, payload, ok := strings.Cut(s[len("data:"):], ",")
 		if !ok {
@@ -305,4 +306,8 @@ func jsonKind(goKind string) string {
 		return "an object"
 	}
 	return goKind
+}
+
+func isURL(s string) bool {
+	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
 }

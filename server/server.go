@@ -33,8 +33,13 @@
 // base64 is the standard base64 of the little-endian float32 array; with
 // return_multivector each row is encoded on its own. ubinary packs one bit
 // per dimension (1 when > 0), first dimension in the most significant bit,
-// as numbers 0…255; binary is the same bytes minus 128. Image URLs are not
-// fetched. usage.prompt_tokens counts language-model tokens including the
+// as numbers 0…255; binary is the same bytes minus 128. An http or https
+// URL in any image field is fetched only with Options.ImageFetcher (vembed
+// serve --allow-image-urls or --image-url-domains), under package
+// imagefetch's policy: public addresses only unless allowed, every address
+// checked at resolution, at connection and on each redirect, bounded size
+// and time, content sniffed as an image; each refusal is a 400 naming the
+// reason. usage.prompt_tokens counts language-model tokens including the
 // image placeholder tokens.
 //
 // Errors have the OpenAI shape {"error": {"message", "type", "param",
@@ -92,6 +97,7 @@ import (
 	"time"
 
 	"github.com/vembed/vembed/engine"
+	"github.com/vembed/vembed/imagefetch"
 )
 
 // Embedder computes embeddings; *engine.Engine implements it.
@@ -121,6 +127,9 @@ type Options struct {
 	APIKeys []string
 	// MetricsPublic serves /metrics without a key.
 	MetricsPublic bool
+	// ImageFetcher, when set, fetches http and https image URLs under its
+	// policy; without one they are refused.
+	ImageFetcher *imagefetch.Fetcher
 	// Logger receives one line per request (default slog.Default()).
 	Logger *slog.Logger
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/vembed/vembed/engine"
+	"github.com/vembed/vembed/imagefetch"
 	"github.com/vembed/vembed/server"
 	"github.com/vembed/vembed/synth"
 )
@@ -41,6 +43,12 @@ type serveOptions struct {
 	// keys and keyFile add to http.APIKeys (with VEMBED_API_KEY).
 	keys    keyList
 	keyFile string
+	// urls is the image URL policy; fetching is on with allowURLs or
+	// any allowed domain.
+	urls      imagefetch.Policy
+	allowURLs bool
+	domains   string
+	nets      string
 	// ready, when set, receives the listening address once the server
 	// accepts connections.
 	ready func(addr string)
@@ -72,6 +80,11 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&o.keys, "api-key", "require this API key (Authorization: Bearer KEY) on every route but /health; repeatable; also VEMBED_API_KEY")
 	fs.StringVar(&o.keyFile, "api-key-file", "", "read API keys from `file`, one per line")
 	fs.BoolVar(&o.http.MetricsPublic, "metrics-public", false, "serve /metrics without an API key")
+	fs.BoolVar(&o.allowURLs, "allow-image-urls", false, "fetch http(s) image URLs (public addresses only, unless --image-url-nets)")
+	fs.StringVar(&o.domains, "image-url-domains", "", "fetch image URLs only from these comma-separated `domains` and their subdomains (turns fetching on)")
+	fs.StringVar(&o.nets, "image-url-nets", "", "comma-separated `CIDRs` image URLs may reach although private or local")
+	fs.Int64Var(&o.urls.MaxBytes, "image-url-max-bytes", 0, "largest image fetched from a URL (0: 32 MiB)")
+	fs.DurationVar(&o.urls.Timeout, "image-url-timeout", 0, "time limit of one image download (0: 15s)")
 	fs.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "how long running requests may finish on SIGINT/SIGTERM")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -97,6 +110,10 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger) error {
 	cfg := o.eng
 	cfg.Name = o.name
 	keys, err := o.apiKeys()
+	if err != nil {
+		return err
+	}
+	fetcher, err := o.imageFetcher()
 	if err != nil {
 		return err
 	}
@@ -140,6 +157,7 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger) error {
 	hopts := o.http
 	hopts.Logger = log
 	hopts.APIKeys = keys
+	hopts.ImageFetcher = fetcher
 	grace := o.grace
 	if grace <= 0 {
 		grace = 30 * time.Second
@@ -163,6 +181,33 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger) error {
 		log.Warn("requests still running at the end of the grace period were stopped", "grace", grace)
 	}
 	return nil
+}
+
+// imageFetcher builds the image URL fetcher the flags ask for, or nil.
+func (o *serveOptions) imageFetcher() (*imagefetch.Fetcher, error) {
+	p := o.urls
+	for _, d := range strings.Split(o.domains, ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			p.AllowDomains = append(p.AllowDomains, d)
+		}
+	}
+	for _, n := range strings.Split(o.nets, ",") {
+		if n = strings.TrimSpace(n); n == "" {
+			continue
+		}
+		pfx, err := netip.ParsePrefix(n)
+		if err != nil {
+			return nil, fmt.Errorf("--image-url-nets: %w", err)
+		}
+		p.AllowNets = append(p.AllowNets, pfx)
+	}
+	if !o.allowURLs && len(p.AllowDomains) == 0 {
+		if len(p.AllowNets) > 0 {
+			return nil, errors.New("--image-url-nets needs --allow-image-urls or --image-url-domains")
+		}
+		return nil, nil
+	}
+	return imagefetch.New(p), nil
 }
 
 // keyList collects repeated --api-key flags.

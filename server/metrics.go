@@ -53,8 +53,23 @@ func newMetrics(emb Embedder) *metrics {
 	return m
 }
 
-// observe records one answered request.
-func (m *metrics) observe(route string, status int, d time.Duration) {
+// begin counts a request in flight; m may be nil (metrics off).
+func (m *metrics) begin() {
+	if m != nil {
+		m.inflight.Inc()
+	}
+}
+
+// end records an answered request by its route pattern ("" when no route
+// matched); m may be nil.
+func (m *metrics) end(route string, status int, d time.Duration) {
+	if m == nil {
+		return
+	}
+	if route == "" {
+		route = "unmatched"
+	}
+	m.inflight.Dec()
 	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
 	m.latency.WithLabelValues(route).Observe(d.Seconds())
 }

@@ -127,6 +127,8 @@ type Options struct {
 	APIKeys []string
 	// MetricsPublic serves /metrics without a key.
 	MetricsPublic bool
+	// NoMetrics turns /metrics and its bookkeeping off.
+	NoMetrics bool
 	// ImageFetcher, when set, fetches http and https image URLs under its
 	// policy; without one they are refused.
 	ImageFetcher *imagefetch.Fetcher
@@ -170,12 +172,14 @@ func New(emb Embedder, opts Options) *Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	h := &Handler{emb: emb, opts: opts, log: opts.Logger, pending: make(chan struct{}, opts.MaxPending), mux: http.NewServeMux(),
-		metrics: newMetrics(emb)}
+	h := &Handler{emb: emb, opts: opts, log: opts.Logger, pending: make(chan struct{}, opts.MaxPending), mux: http.NewServeMux()}
 	if len(opts.APIKeys) > 0 {
 		h.keys = newKeyring(opts.APIKeys)
 	}
-	h.mux.Handle("GET /metrics", h.metrics.handler)
+	if !opts.NoMetrics {
+		h.metrics = newMetrics(emb)
+		h.mux.Handle("GET /metrics", h.metrics.handler)
+	}
 	h.mux.HandleFunc("POST /v1/embeddings", h.embeddings)
 	h.mux.HandleFunc("POST /embeddings", h.embeddings)
 	h.mux.HandleFunc("GET /v1/models", h.models)
@@ -195,7 +199,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := requestID(r)
 	w.Header().Set("X-Request-ID", id)
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-	h.metrics.inflight.Inc()
+	h.metrics.begin()
 	if h.keys != nil && !h.open(r) && !h.keys.allows(r) {
 		rec.Header().Set("WWW-Authenticate", `Bearer realm="vembed"`)
 		writeError(rec, http.StatusUnauthorized, "invalid_request_error", "", "invalid_api_key",
@@ -203,13 +207,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		h.mux.ServeHTTP(rec, r)
 	}
-	h.metrics.inflight.Dec()
 	elapsed := time.Since(start)
-	route := r.Pattern
-	if route == "" {
-		route = "unmatched"
-	}
-	h.metrics.observe(route, rec.status, elapsed)
+	h.metrics.end(r.Pattern, rec.status, elapsed)
 	args := []any{"id", id, "method", r.Method, "path", r.URL.Path, "status", rec.status, "bytes", rec.bytes,
 		"duration", elapsed, "remote", r.RemoteAddr}
 	switch {

@@ -80,6 +80,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&o.keys, "api-key", "require this API key (Authorization: Bearer KEY) on every route but /health; repeatable; also VEMBED_API_KEY")
 	fs.StringVar(&o.keyFile, "api-key-file", "", "read API keys from `file`, one per line")
 	fs.BoolVar(&o.http.MetricsPublic, "metrics-public", false, "serve /metrics without an API key")
+	fs.BoolVar(&o.http.NoMetrics, "no-metrics", false, "turn /metrics off")
 	fs.BoolVar(&o.allowURLs, "allow-image-urls", false, "fetch http(s) image URLs (public addresses only, unless --image-url-nets)")
 	fs.StringVar(&o.domains, "image-url-domains", "", "fetch image URLs only from these comma-separated `domains` and their subdomains (turns fetching on)")
 	fs.StringVar(&o.nets, "image-url-nets", "", "comma-separated `CIDRs` image URLs may reach although private or local")

@@ -32,8 +32,12 @@ type embeddingsRequest struct {
 	MaxPixels         *int            `json:"max_pixels"`
 	Truncate          bool            `json:"truncate"`
 	LateChunking      bool            `json:"late_chunking"`
-	// Messages is vLLM's chat form, recognized only to refuse it clearly.
+	// Messages is vLLM's chat form: one input made of the user
+	// messages' content parts, in order.
 	Messages json.RawMessage `json:"messages"`
+	// Modality is Infinity's: "image" makes every input string an image
+	// (URL, data URI or base64).
+	Modality string `json:"modality"`
 }
 
 type embeddingsResponse struct {
@@ -73,30 +77,14 @@ func (h *Handler) embeddings(w http.ResponseWriter, r *http.Request) {
 		writeError(w, bad.status, "invalid_request_error", bad.param, bad.code, bad.msg)
 		return
 	}
-	release, ok := h.admit(w)
+	resp, ok := h.run(w, r, req)
 	if !ok {
 		return
 	}
-	defer release()
-	ctx, cancel := h.deadline(r.Context())
-	defer cancel()
-	resp, err := h.emb.Embed(ctx, req)
-	if err != nil {
-		h.writeEngineError(w, r, err)
-		return
-	}
-	logAttrs(w, "inputs", len(req.Inputs), "tokens", resp.PromptTokens)
 	info := h.emb.Info()
 	out := embeddingsResponse{Object: "list", Model: info.Name, Data: make([]embeddingData, len(resp.Embeddings)),
 		Usage: usage{PromptTokens: resp.PromptTokens, TotalTokens: resp.PromptTokens}}
 	for i, e := range resp.Embeddings {
-		// JSON has no NaN or infinity, and a binary encoding would hide
-		// them: a non-finite value is an engine fault, not an answer.
-		if !finite(e.Vector) || !allFinite(e.Multi) || !allFinite(e.Spans) {
-			h.log.Error("non-finite embedding", "index", i)
-			writeError(w, http.StatusInternalServerError, "server_error", "", "", "the model produced a non-finite value")
-			return
-		}
 		d := embeddingData{Object: "embedding", Index: i}
 		if e.Vector != nil {
 			d.Embedding = encodeVector(e.Vector, enc)
@@ -132,38 +120,17 @@ func allFinite(vs [][]float32) bool {
 // and the output encoding, or the refusal.
 func (h *Handler) parseRequest(w http.ResponseWriter, r *http.Request) (engine.Request, string, *badRequest) {
 	var req engine.Request
-	body, err := readBody(w, r, h.opts.MaxBodyBytes)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return req, "", &badRequest{http.StatusRequestEntityTooLarge, "", "request_too_large",
-				fmt.Sprintf("request body exceeds %d bytes", mbe.Limit)}
-		}
-		return req, "", &badRequest{http.StatusBadRequest, "", "", fmt.Sprintf("reading request body: %v", err)}
-	}
-	if bad := h.refuseLongText(body); bad != nil {
-		return req, "", bad
-	}
-	// encoding/json would silently replace invalid UTF-8 by U+FFFD and so
-	// embed a different text than the one sent.
-	if !utf8.Valid(body) {
-		return req, "", &badRequest{http.StatusBadRequest, "", "invalid_utf8", "request body is not valid UTF-8"}
-	}
 	var er embeddingsRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&er); err != nil {
-		return req, "", jsonError(err)
-	}
-	if dec.More() {
-		return req, "", &badRequest{http.StatusBadRequest, "", "invalid_json", "invalid JSON: data after the request object"}
+	if bad := h.decodeBody(w, r, &er); bad != nil {
+		return req, "", bad
 	}
 	enc, bad := outputEncoding(er.EncodingFormat, er.EmbeddingType)
 	if bad != nil {
 		return req, "", bad
 	}
-	if er.Messages != nil && er.Input == nil {
-		return req, "", &badRequest{http.StatusBadRequest, "messages", engine.CodeUnsupported,
-			`the chat form ("messages") is not supported; send "input" with {"content": [parts]} items`}
+	input, bad := inputField(er)
+	if bad != nil {
+		return req, "", bad
 	}
 	if er.LateChunking {
 		return req, "", &badRequest{http.StatusBadRequest, "late_chunking", "unsupported", "late_chunking is not supported"}
@@ -175,14 +142,9 @@ func (h *Handler) parseRequest(w http.ResponseWriter, r *http.Request) (engine.R
 	if er.Normalized != nil && er.Normalize != nil && *er.Normalized != *er.Normalize {
 		return req, "", &badRequest{http.StatusBadRequest, "normalized", engine.CodeInvalid, "normalized and normalize disagree"}
 	}
-	ins, err := h.parseInputs(r.Context(), er.Input)
-	if err != nil {
-		ie, _ := engine.AsInputError(err)
-		return req, "", &badRequest{http.StatusBadRequest, ie.Param, ie.Code, ie.Error()}
-	}
-	if len(ins) > h.opts.MaxInputs {
-		return req, "", &badRequest{http.StatusBadRequest, "input", engine.CodeInvalid,
-			fmt.Sprintf("too many inputs: %d (at most %d per request)", len(ins), h.opts.MaxInputs)}
+	ins, bad := h.inputs(r, input, "input")
+	if bad != nil {
+		return req, "", bad
 	}
 	req = engine.Request{Inputs: ins, Task: er.Task, Multivector: er.ReturnMultivector, PerSpan: er.PerSpan, Truncate: er.Truncate}
 	if er.Dimensions != nil {
@@ -376,4 +338,117 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		return buf, nil
 	}
 	return io.ReadAll(body)
+}
+
+// run admits req, runs it under the request deadline and checks its
+// result, writing the error response itself when it returns false.
+func (h *Handler) run(w http.ResponseWriter, r *http.Request, req engine.Request) (*engine.Response, bool) {
+	release, ok := h.admit(w)
+	if !ok {
+		return nil, false
+	}
+	defer release()
+	ctx, cancel := h.deadline(r.Context())
+	defer cancel()
+	resp, err := h.emb.Embed(ctx, req)
+	if err != nil {
+		h.writeEngineError(w, r, err)
+		return nil, false
+	}
+	logAttrs(w, "inputs", len(req.Inputs), "tokens", resp.PromptTokens)
+	for i, e := range resp.Embeddings {
+		// JSON has no NaN or infinity, and a binary encoding would hide
+		// them: a non-finite value is an engine fault, not an answer.
+		if !finite(e.Vector) || !allFinite(e.Multi) || !allFinite(e.Spans) {
+			h.log.Error("non-finite embedding", "index", i)
+			writeError(w, http.StatusInternalServerError, "server_error", "", "", "the model produced a non-finite value")
+			return nil, false
+		}
+	}
+	return resp, true
+}
+
+// decodeBody reads a JSON request body into v: bounded, refused early when
+// it holds an over-long text, valid UTF-8, one object.
+func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request, v any) *badRequest {
+	body, err := readBody(w, r, h.opts.MaxBodyBytes)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &badRequest{http.StatusRequestEntityTooLarge, "", "request_too_large",
+				fmt.Sprintf("request body exceeds %d bytes", mbe.Limit)}
+		}
+		return &badRequest{http.StatusBadRequest, "", "", fmt.Sprintf("reading request body: %v", err)}
+	}
+	if bad := h.refuseLongText(body); bad != nil {
+		return bad
+	}
+	// encoding/json would silently replace invalid UTF-8 by U+FFFD and so
+	// embed a different text than the one sent.
+	if !utf8.Valid(body) {
+		return &badRequest{http.StatusBadRequest, "", "invalid_utf8", "request body is not valid UTF-8"}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if dec.More() {
+		return &badRequest{http.StatusBadRequest, "", "invalid_json", "invalid JSON: data after the request object"}
+	}
+	return nil
+}
+
+// inputField returns the request's inputs in the "input" form: "input"
+// itself, vLLM's "messages" as one interleaved input, or, with Infinity's
+// "modality": "image", every string of "input" as an image.
+func inputField(er embeddingsRequest) (json.RawMessage, *badRequest) {
+	switch {
+	case er.Messages != nil && er.Input != nil:
+		return nil, &badRequest{http.StatusBadRequest, "messages", engine.CodeInvalid, `send either "input" or "messages", not both`}
+	case er.Messages != nil:
+		var msgs []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		}
+		if err := json.Unmarshal(er.Messages, &msgs); err != nil || len(msgs) == 0 {
+			return nil, &badRequest{http.StatusBadRequest, "messages", engine.CodeInvalid, "messages must be a non-empty list of {role, content}"}
+		}
+		var parts []json.RawMessage
+		for i, m := range msgs {
+			if m.Role != "user" {
+				return nil, &badRequest{http.StatusBadRequest, fmt.Sprintf("messages[%d].role", i), engine.CodeUnsupported,
+					fmt.Sprintf("role %q: an embedding input is made of user messages only", m.Role)}
+			}
+			var one []json.RawMessage
+			if len(m.Content) > 0 && m.Content[0] == '"' {
+				one = []json.RawMessage{m.Content}
+			} else if err := json.Unmarshal(m.Content, &one); err != nil {
+				return nil, &badRequest{http.StatusBadRequest, fmt.Sprintf("messages[%d].content", i), engine.CodeInvalid, "content must be a string or a list of parts"}
+			}
+			parts = append(parts, one...)
+		}
+		raw, _ := json.Marshal([]map[string]any{{"content": parts}})
+		return raw, nil
+	}
+	switch er.Modality {
+	case "", "text":
+		return er.Input, nil
+	case "image":
+		var refs []string
+		if err := json.Unmarshal(er.Input, &refs); err != nil {
+			var one string
+			if err := json.Unmarshal(er.Input, &one); err != nil {
+				return nil, &badRequest{http.StatusBadRequest, "input", engine.CodeInvalid, `with "modality": "image", input is a string or a list of strings, each an image`}
+			}
+			refs = []string{one}
+		}
+		items := make([]map[string]string, len(refs))
+		for i, ref := range refs {
+			items[i] = map[string]string{"image": ref}
+		}
+		raw, _ := json.Marshal(items)
+		return raw, nil
+	}
+	return nil, &badRequest{http.StatusBadRequest, "modality", engine.CodeUnsupported,
+		fmt.Sprintf("modality %q is not supported (text or image)", er.Modality)}
 }

@@ -77,6 +77,42 @@
 // evictions, entries, bytes and capacity; plus the Go and process
 // collectors.
 //
+// # Other API shapes
+//
+// The same engine answers the forms other servers' clients send; every
+// input field below takes any element form of "input":
+//
+//	POST /v1/embeddings   also vLLM's chat form {"messages": [{"role":
+//	                      "user", "content": string | [parts]}]} (one
+//	                      input of all parts) and Infinity's
+//	                      {"modality": "image"} (each input string an image)
+//	POST /pooling         vLLM: the body of /v1/embeddings, answered
+//	                      {"data": [{"index", "object": "pooling", "data"}]}
+//	POST /api/embed       Ollama: {"model", "input", "truncate" (default
+//	                      true), "dimensions"} -> {"model", "embeddings",
+//	                      "total_duration", "load_duration",
+//	                      "prompt_eval_count"}
+//	POST /api/embeddings  Ollama's older {"prompt"} -> {"embedding"}
+//	POST /embed           text-embeddings-inference: {"inputs",
+//	                      "normalize", "truncate", "dimensions",
+//	                      "prompt_name" (a task)} -> [[…], …]
+//	POST /embed_all       TEI: every token's vector, here the multi-vector
+//	                      rows (needs a multi-vector projector)
+//	GET  /info            TEI's model description
+//	GET  /v1/models/{id}  one model card (404 for another id)
+//	POST /v1/rerank, /rerank  Jina and Cohere: {"query", "documents":
+//	                      [string | item], "top_n", "return_documents"
+//	                      (default true), "multivector"} -> {"results":
+//	                      [{"index", "relevance_score", "document"}] best
+//	                      first, "usage"}; at most MaxInputs documents
+//	POST /v1/score, /score  vLLM: {"text_1", "text_2", "multivector"}: one
+//	                      text_1 against each text_2, or lists pair by pair
+//	                      -> {"data": [{"index", "object": "score", "score"}]}
+//
+// Scores embed the query with the model's query task and documents with
+// its passage task, and are the cosine of the two vectors, or with
+// "multivector": true the MaxSim of their multi-vectors.
+//
 // # GET /v1/models
 //
 // One OpenAI model entry with vembed's additions: architecture, modalities,
@@ -93,6 +129,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -184,7 +221,9 @@ func New(emb Embedder, opts Options) *Handler {
 	h.mux.HandleFunc("POST /embeddings", h.embeddings)
 	h.mux.HandleFunc("GET /v1/models", h.models)
 	h.mux.HandleFunc("GET /health", h.health)
-	for _, p := range []string{"/v1/embeddings", "/embeddings", "/v1/models", "/health", "/metrics"} {
+	h.registerCompat()
+	for _, p := range []string{"/v1/embeddings", "/embeddings", "/v1/models", "/health", "/metrics", "/api/embed", "/api/embeddings",
+		"/embed", "/embed_all", "/info", "/v1/rerank", "/rerank", "/v1/score", "/score", "/pooling"} {
 		h.mux.HandleFunc(p, methodNotAllowed)
 	}
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -314,6 +353,11 @@ type modelCard struct {
 }
 
 func (h *Handler) models(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []modelCard{h.card()}})
+}
+
+// card describes the served model.
+func (h *Handler) card() modelCard {
 	info := h.emb.Info()
 	card := modelCard{
 		ID: info.Name, Object: "model", OwnedBy: "vembed", Arch: info.Arch,
@@ -324,7 +368,15 @@ func (h *Handler) models(w http.ResponseWriter, r *http.Request) {
 	if info.RandomWeights {
 		card.Description = "demonstration model with random weights: its embeddings carry no meaning"
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []modelCard{card}})
+	return card
+}
+
+// version is the module's version as the build recorded it.
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
 }
 
 // Run serves h on ln until ctx is done, then shuts down gracefully, letting

@@ -1,0 +1,224 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/vembed/vembed/engine"
+)
+
+// The request shapes of other embedding servers, each mapped onto the same
+// engine request as POST /v1/embeddings: Ollama (/api/embed,
+// /api/embeddings), Hugging Face text-embeddings-inference (/embed,
+// /embed_all, /info) and one model's card (/v1/models/{id}).
+
+func (h *Handler) registerCompat() {
+	h.mux.HandleFunc("POST /api/embed", h.ollamaEmbed)
+	h.mux.HandleFunc("POST /api/embeddings", h.ollamaEmbeddings)
+	h.mux.HandleFunc("POST /embed", h.teiEmbed)
+	h.mux.HandleFunc("POST /embed_all", h.teiEmbedAll)
+	h.mux.HandleFunc("GET /info", h.teiInfo)
+	h.mux.HandleFunc("GET /v1/models/{id}", h.model)
+	h.mux.HandleFunc("POST /pooling", h.pooling)
+	h.registerScore()
+}
+
+// refuse writes a badRequest.
+func refuse(w http.ResponseWriter, bad *badRequest) {
+	writeError(w, bad.status, "invalid_request_error", bad.param, bad.code, bad.msg)
+}
+
+// inputs parses an input field in any form ParseInputs knows (strings
+// being texts), fetching image URLs under the handler's policy.
+func (h *Handler) inputs(r *http.Request, raw json.RawMessage, param string) ([]engine.Input, *badRequest) {
+	if len(raw) == 0 {
+		return nil, &badRequest{http.StatusBadRequest, param, engine.CodeEmpty, param + " is required"}
+	}
+	ins, err := h.parseInputs(r.Context(), raw)
+	if err != nil {
+		ie, _ := engine.AsInputError(err)
+		// ParseInputs names the field "input"; other APIs call it otherwise.
+		p := param + strings.TrimPrefix(ie.Param, "input")
+		return nil, &badRequest{http.StatusBadRequest, p, ie.Code, strings.Replace(ie.Error(), ie.Param, p, 1)}
+	}
+	if len(ins) > h.opts.MaxInputs {
+		return nil, &badRequest{http.StatusBadRequest, param, engine.CodeInvalid,
+			fmt.Sprintf("too many inputs: %d (at most %d per request)", len(ins), h.opts.MaxInputs)}
+	}
+	return ins, nil
+}
+
+// ollamaEmbed is Ollama's POST /api/embed: {"model", "input": string or
+// list, "truncate" (default true, as Ollama), "dimensions", "keep_alive",
+// "options"} -> {"model", "embeddings", "total_duration",
+// "load_duration", "prompt_eval_count"}.
+func (h *Handler) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	var req struct {
+		Model      string          `json:"model"`
+		Input      json.RawMessage `json:"input"`
+		Truncate   *bool           `json:"truncate"`
+		Dimensions int             `json:"dimensions"`
+		KeepAlive  json.RawMessage `json:"keep_alive"`
+		Options    json.RawMessage `json:"options"`
+	}
+	if bad := h.decodeBody(w, r, &req); bad != nil {
+		refuse(w, bad)
+		return
+	}
+	ins, bad := h.inputs(r, req.Input, "input")
+	if bad != nil {
+		refuse(w, bad)
+		return
+	}
+	resp, ok := h.run(w, r, engine.Request{Inputs: ins, Dimensions: req.Dimensions, Truncate: req.Truncate == nil || *req.Truncate})
+	if !ok {
+		return
+	}
+	embs := make([][]float32, len(resp.Embeddings))
+	for i, e := range resp.Embeddings {
+		embs[i] = e.Vector
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"model": h.emb.Info().Name, "embeddings": embs,
+		"total_duration": time.Since(start).Nanoseconds(), "load_duration": 0, "prompt_eval_count": resp.PromptTokens})
+}
+
+// ollamaEmbeddings is Ollama's older POST /api/embeddings: {"model",
+// "prompt"} -> {"embedding"}.
+func (h *Handler) ollamaEmbeddings(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Model     string          `json:"model"`
+		Prompt    *string         `json:"prompt"`
+		KeepAlive json.RawMessage `json:"keep_alive"`
+		Options   json.RawMessage `json:"options"`
+	}
+	if bad := h.decodeBody(w, r, &req); bad != nil {
+		refuse(w, bad)
+		return
+	}
+	if req.Prompt == nil || *req.Prompt == "" {
+		refuse(w, &badRequest{http.StatusBadRequest, "prompt", engine.CodeEmpty, "prompt is required"})
+		return
+	}
+	resp, ok := h.run(w, r, engine.Request{Inputs: []engine.Input{engine.TextInput(*req.Prompt)}})
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"embedding": resp.Embeddings[0].Vector})
+}
+
+// teiRequest is the body of text-embeddings-inference's /embed and
+// /embed_all; inputs take every form of "input" (texts, images, parts).
+type teiRequest struct {
+	Inputs     json.RawMessage `json:"inputs"`
+	Normalize  *bool           `json:"normalize"`
+	Truncate   bool            `json:"truncate"`
+	Dimensions int             `json:"dimensions"`
+	PromptName *string         `json:"prompt_name"`
+}
+
+func (h *Handler) teiRequest(w http.ResponseWriter, r *http.Request, multivector bool) (*engine.Response, bool) {
+	var req teiRequest
+	if bad := h.decodeBody(w, r, &req); bad != nil {
+		refuse(w, bad)
+		return nil, false
+	}
+	ins, bad := h.inputs(r, req.Inputs, "inputs")
+	if bad != nil {
+		refuse(w, bad)
+		return nil, false
+	}
+	er := engine.Request{Inputs: ins, Dimensions: req.Dimensions, Truncate: req.Truncate, Multivector: multivector,
+		Unnormalized: req.Normalize != nil && !*req.Normalize}
+	if req.PromptName != nil {
+		// TEI's prompt names select a sentence-transformers prompt; here
+		// they name the model's tasks.
+		er.Task = *req.PromptName
+	}
+	return h.run(w, r, er)
+}
+
+// teiEmbed is TEI's POST /embed: one vector per input, as a bare list.
+func (h *Handler) teiEmbed(w http.ResponseWriter, r *http.Request) {
+	resp, ok := h.teiRequest(w, r, false)
+	if !ok {
+		return
+	}
+	out := make([][]float32, len(resp.Embeddings))
+	for i, e := range resp.Embeddings {
+		out[i] = e.Vector
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// teiEmbedAll is TEI's POST /embed_all: every token's vector, here the
+// model's multi-vector rows (the late-interaction output), which need a
+// multi-vector projector.
+func (h *Handler) teiEmbedAll(w http.ResponseWriter, r *http.Request) {
+	resp, ok := h.teiRequest(w, r, true)
+	if !ok {
+		return
+	}
+	out := make([][][]float32, len(resp.Embeddings))
+	for i, e := range resp.Embeddings {
+		out[i] = e.Multi
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// teiInfo is TEI's GET /info.
+func (h *Handler) teiInfo(w http.ResponseWriter, r *http.Request) {
+	info := h.emb.Info()
+	pooling := "mean"
+	if info.Recipe != "jina-embeddings-v4" && info.Recipe != "" {
+		pooling = "last"
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"model_id": info.Name, "model_type": map[string]any{"embedding": map[string]any{"pooling": pooling}},
+		"max_input_length": info.ContextLength, "max_client_batch_size": h.opts.MaxInputs,
+		"max_concurrent_requests": h.opts.MaxPending, "max_batch_tokens": info.ContextLength,
+		"version": version(), "prompts": info.Tasks,
+	})
+}
+
+// model is GET /v1/models/{id}: the card of the served model, 404 for
+// another id.
+func (h *Handler) model(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if id != h.emb.Info().Name {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "model", "model_not_found",
+			fmt.Sprintf("model %q is not served here (this server serves %q)", id, h.emb.Info().Name))
+		return
+	}
+	writeJSON(w, http.StatusOK, h.card())
+}
+
+// pooling is vLLM's POST /pooling: the body of /v1/embeddings (input or
+// messages), answered {"id", "object": "list", "created", "model",
+// "data": [{"index", "object": "pooling", "data"}], "usage"}, where data
+// is the vector, or the multi-vector rows with return_multivector.
+func (h *Handler) pooling(w http.ResponseWriter, r *http.Request) {
+	req, _, bad := h.parseRequest(w, r)
+	if bad != nil {
+		refuse(w, bad)
+		return
+	}
+	resp, ok := h.run(w, r, req)
+	if !ok {
+		return
+	}
+	data := make([]map[string]any, len(resp.Embeddings))
+	for i, e := range resp.Embeddings {
+		var v any = e.Vector
+		if e.Vector == nil {
+			v = e.Multi
+		}
+		data[i] = map[string]any{"index": i, "object": "pooling", "data": v}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": fmt.Sprintf("pool-%d", time.Now().UnixNano()), "object": "list",
+		"created": time.Now().Unix(), "model": h.emb.Info().Name, "data": data,
+		"usage": usage{PromptTokens: resp.PromptTokens, TotalTokens: resp.PromptTokens}})
+}

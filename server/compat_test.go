@@ -1,0 +1,317 @@
+package server
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/vembed/vembed/engine"
+	"github.com/vembed/vembed/synth"
+)
+
+var tiny struct {
+	once sync.Once
+	eng  *engine.Engine
+	dir  string
+	err  error
+}
+
+// tinyServer serves the demo (tiny, random-weight) model with a
+// multi-vector projector over real HTTP on 127.0.0.1.
+func tinyServer(t *testing.T) string {
+	t.Helper()
+	tiny.once.Do(func() {
+		if tiny.dir, tiny.err = os.MkdirTemp("", "vembed-server-test-"); tiny.err != nil {
+			return
+		}
+		sc, err := synth.Preset("tiny")
+		if err != nil {
+			tiny.err = err
+			return
+		}
+		lm, mmproj, err := synth.WritePair(tiny.dir, sc)
+		if err != nil {
+			tiny.err = err
+			return
+		}
+		mv := filepath.Join(tiny.dir, "mv.gguf")
+		if tiny.err = synth.WriteMVProj(mv, sc); tiny.err != nil {
+			return
+		}
+		tiny.eng, tiny.err = engine.New(engine.Config{Model: lm, MMProj: mmproj, MVProj: mv})
+	})
+	if tiny.err != nil {
+		t.Fatal(tiny.err)
+	}
+	srv := httptest.NewServer(New(tiny.eng, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if tiny.eng != nil {
+		tiny.eng.Close()
+	}
+	if tiny.dir != "" {
+		os.RemoveAll(tiny.dir)
+	}
+	os.Exit(code)
+}
+
+func call(t *testing.T, url, body string, out any) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", bytes.NewReader([]byte(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("POST %s: %d %s", url, resp.StatusCode, b)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("POST %s: %v: %s", url, err, b)
+	}
+}
+
+type openAIOut struct {
+	Data []struct {
+		Embedding  []float32   `json:"embedding"`
+		Embeddings [][]float32 `json:"embeddings"`
+	} `json:"data"`
+}
+
+// reference returns /v1/embeddings vectors for a request body.
+func reference(t *testing.T, url, body string) openAIOut {
+	var o openAIOut
+	call(t, url+"/v1/embeddings", body, &o)
+	return o
+}
+
+func testImage(t *testing.T) string {
+	img := image.NewRGBA(image.Rect(0, 0, 56, 42))
+	for y := range 42 {
+		for x := range 56 {
+			img.Set(x, y, color.RGBA{uint8(x * 4), uint8(y * 6), uint8(x ^ y), 255})
+		}
+	}
+	var b bytes.Buffer
+	png.Encode(&b, img)
+	return base64.StdEncoding.EncodeToString(b.Bytes())
+}
+
+func sameVectors(t *testing.T, name string, got, want [][]float32) {
+	t.Helper()
+	if fmt.Sprint(got) != fmt.Sprint(want) || len(got) == 0 {
+		t.Errorf("%s: vectors differ from /v1/embeddings\n got %.120v\nwant %.120v", name, got, want)
+	}
+}
+
+func vectors(o openAIOut) [][]float32 {
+	var vs [][]float32
+	for _, d := range o.Data {
+		vs = append(vs, d.Embedding)
+	}
+	return vs
+}
+
+// TestCompatShapes: every other API's form gives the vectors
+// /v1/embeddings gives for the same inputs.
+func TestCompatShapes(t *testing.T) {
+	url := tinyServer(t)
+	img := testImage(t)
+	want := vectors(reference(t, url, `{"input":["alpha","beta gamma"]}`))
+
+	var ollama struct{ Embeddings [][]float32 }
+	call(t, url+"/api/embed", `{"model":"m","input":["alpha","beta gamma"]}`, &ollama)
+	sameVectors(t, "ollama /api/embed", ollama.Embeddings, want)
+
+	var legacy struct{ Embedding []float32 }
+	call(t, url+"/api/embeddings", `{"model":"m","prompt":"alpha"}`, &legacy)
+	sameVectors(t, "ollama /api/embeddings", [][]float32{legacy.Embedding}, want[:1])
+
+	var tei [][]float32
+	call(t, url+"/embed", `{"inputs":["alpha","beta gamma"]}`, &tei)
+	sameVectors(t, "TEI /embed", tei, want)
+
+	var teiAll [][][]float32
+	call(t, url+"/embed_all", `{"inputs":"alpha"}`, &teiAll)
+	mv := reference(t, url, `{"input":"alpha","return_multivector":true}`)
+	sameVectors(t, "TEI /embed_all", teiAll[0], mv.Data[0].Embeddings)
+
+	wantImg := vectors(reference(t, url, `{"input":[{"image":"`+img+`"}]}`))
+	infinity := vectors(reference(t, url, `{"input":["`+img+`"],"modality":"image"}`))
+	sameVectors(t, "Infinity modality image", infinity, wantImg)
+
+	wantMixed := vectors(reference(t, url, `{"input":[{"content":[{"text":"look"},{"image":"`+img+`"}]}]}`))
+	chat := vectors(reference(t, url, `{"messages":[{"role":"user","content":[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"data:image/png;base64,`+img+`"}}]}]}`))
+	sameVectors(t, "vLLM messages", chat, wantMixed)
+
+	var pool struct {
+		Data []struct {
+			Object string    `json:"object"`
+			Data   []float32 `json:"data"`
+		}
+	}
+	call(t, url+"/pooling", `{"input":["alpha","beta gamma"]}`, &pool)
+	var pooled [][]float32
+	for _, d := range pool.Data {
+		pooled = append(pooled, d.Data)
+	}
+	sameVectors(t, "vLLM /pooling", pooled, want)
+
+	var info map[string]any
+	resp, err := http.Get(url + "/info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewDecoder(resp.Body).Decode(&info)
+	resp.Body.Close()
+	if info["model_id"] == nil || info["max_input_length"] == nil {
+		t.Errorf("TEI /info: %v", info)
+	}
+	name := tiny.eng.Info().Name
+	for id, code := range map[string]int{name: 200, "other-model": 404} {
+		resp, err := http.Get(url + "/v1/models/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != code {
+			t.Errorf("/v1/models/%s: %d, want %d", id, resp.StatusCode, code)
+		}
+	}
+}
+
+// TestRerankAndScore: rerank and score rank documents by the cosine of the
+// /v1/embeddings vectors (query task for the query, passage task for the
+// documents), and by MaxSim of the returned multi-vectors.
+func TestRerankAndScore(t *testing.T) {
+	url := tinyServer(t)
+	img := testImage(t)
+	docs := []string{`"the first document"`, `"another text entirely"`, `{"image":"` + img + `"}`, `"short"`}
+	q := reference(t, url, `{"input":"which one?","task":"retrieval.query"}`)
+	d := reference(t, url, fmt.Sprintf(`{"input":[%s,%s,%s,%s],"task":"retrieval.passage"}`, docs[0], docs[1], docs[2], docs[3]))
+	qm := reference(t, url, `{"input":"which one?","task":"retrieval.query","return_multivector":true}`)
+	dm := reference(t, url, fmt.Sprintf(`{"input":[%s,%s,%s,%s],"task":"retrieval.passage","return_multivector":true}`, docs[0], docs[1], docs[2], docs[3]))
+
+	for _, multi := range []bool{false, true} {
+		want := make([]float64, len(docs))
+		for i := range docs {
+			if multi {
+				want[i] = bruteMaxSim(qm.Data[0].Embeddings, dm.Data[i].Embeddings)
+			} else {
+				want[i] = dot(q.Data[0].Embedding, d.Data[i].Embedding)
+			}
+		}
+		var rr struct {
+			Results []struct {
+				Index          int
+				RelevanceScore float64 `json:"relevance_score"`
+				Document       any
+			}
+		}
+		call(t, url+"/v1/rerank", fmt.Sprintf(`{"query":"which one?","documents":[%s,%s,%s,%s],"top_n":3,"multivector":%v}`, docs[0], docs[1], docs[2], docs[3], multi), &rr)
+		if len(rr.Results) != 3 {
+			t.Fatalf("top_n 3: %d results", len(rr.Results))
+		}
+		for k, res := range rr.Results {
+			if math.Abs(res.RelevanceScore-want[res.Index]) > 1e-9 {
+				t.Errorf("multivector=%v: document %d scored %v, want %v", multi, res.Index, res.RelevanceScore, want[res.Index])
+			}
+			if k > 0 && res.RelevanceScore > rr.Results[k-1].RelevanceScore {
+				t.Errorf("results not sorted: %v", rr.Results)
+			}
+			if res.Document == nil {
+				t.Errorf("no document in result %d", k)
+			}
+		}
+		var sc struct {
+			Data []struct {
+				Index int
+				Score float64
+			}
+		}
+		call(t, url+"/score", fmt.Sprintf(`{"text_1":"which one?","text_2":[%s,%s,%s,%s],"multivector":%v}`, docs[0], docs[1], docs[2], docs[3], multi), &sc)
+		for _, s := range sc.Data {
+			if math.Abs(s.Score-want[s.Index]) > 1e-9 {
+				t.Errorf("score multivector=%v: %d = %v, want %v", multi, s.Index, s.Score, want[s.Index])
+			}
+		}
+	}
+}
+
+// bruteMaxSim is MaxSim written out with no shared code.
+func bruteMaxSim(q, d [][]float32) float64 {
+	total := 0.0
+	for _, qv := range q {
+		best := math.Inf(-1)
+		for _, dv := range d {
+			s := 0.0
+			for k := range qv {
+				s += float64(qv[k]) * float64(dv[k])
+			}
+			if s > best {
+				best = s
+			}
+		}
+		total += best
+	}
+	return total
+}
+
+func TestRerankBounds(t *testing.T) {
+	h := newTestHandler(&fakeEmbedder{}, Options{MaxInputs: 10})
+	for _, c := range []struct{ body, param string }{
+		{`{"query":"q","documents":[]}`, "documents"},
+		{`{"query":"q"}`, "documents"},
+		{`{"query":"q","documents":["a","b","c","d","e","f","g","h","i","j","k"]}`, "documents"},
+		{`{"query":"q","documents":["a"],"top_n":0}`, "top_n"},
+		{`{"documents":["a"]}`, "query"},
+		{`{"query":["a","b"],"documents":["a"]}`, "query"},
+	} {
+		status, out := do(t, h, "POST", "/v1/rerank", c.body)
+		if status != 400 {
+			t.Errorf("%s: status %d", c.body, status)
+			continue
+		}
+		checkError(t, out, c.param, "")
+	}
+}
+
+// FuzzRoutes sends arbitrary bodies to every POST route: each answer is a
+// JSON body with a 200 or 4xx status, never a crash or a 5xx.
+func FuzzRoutes(f *testing.F) {
+	routes := []string{"/v1/embeddings", "/api/embed", "/api/embeddings", "/embed", "/embed_all", "/pooling", "/v1/rerank", "/v1/score"}
+	for i, s := range []string{`{"input":"a"}`, `{"model":"m","input":["a","b"]}`, `{"prompt":"x"}`, `{"inputs":"a"}`,
+		`{"messages":[{"role":"user","content":"a"}]}`, `{"input":["AAAA"],"modality":"image"}`, `{"query":"q","documents":["a",{"text":"b"}],"top_n":1}`,
+		`{"text_1":"a","text_2":["b","c"]}`, `{"text_1":["a","b"],"text_2":["b"]}`, `{"input":"\ud800"}`, `[]`, `null`} {
+		f.Add(uint8(i), []byte(s))
+	}
+	h := newTestHandler(&fakeEmbedder{}, Options{})
+	f.Fuzz(func(t *testing.T, route uint8, body []byte) {
+		path := routes[int(route)%len(routes)]
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", path, bytes.NewReader(body)))
+		if rec.Code >= 500 || (rec.Code != 200 && rec.Code/100 != 4) {
+			t.Fatalf("%s %q: status %d %s", path, body, rec.Code, rec.Body.Bytes())
+		}
+		if !json.Valid(rec.Body.Bytes()) {
+			t.Fatalf("%s %q: answer is not JSON: %q", path, body, rec.Body.Bytes())
+		}
+	})
+}

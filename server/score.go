@@ -1,0 +1,223 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/vembed/vembed/engine"
+)
+
+// Scoring with an embedding model: the query is embedded with the model's
+// query task and the documents with its passage task (when the model has
+// them), and a document's score is the cosine of the two vectors, or with
+// "multivector": true the MaxSim of the two multi-vectors (for every query
+// vector the best dot product with a document vector, summed), as
+// late-interaction retrievers score.
+
+func (h *Handler) registerScore() {
+	for _, p := range []string{"/v1/rerank", "/rerank"} {
+		h.mux.HandleFunc("POST "+p, h.rerank)
+	}
+	for _, p := range []string{"/v1/score", "/score"} {
+		h.mux.HandleFunc("POST "+p, h.score)
+	}
+}
+
+// scoreTasks returns the tasks of queries and of documents.
+func (h *Handler) scoreTasks() (query, doc string) {
+	tasks := h.emb.Info().Tasks
+	if slices.Contains(tasks, "retrieval.query") && slices.Contains(tasks, "retrieval.passage") {
+		return "retrieval.query", "retrieval.passage"
+	}
+	return "", ""
+}
+
+// scorePairs embeds the queries and documents and scores document i
+// against query qi(i). It writes the error response itself when it
+// returns false.
+func (h *Handler) scorePairs(w http.ResponseWriter, r *http.Request, queries, docs []engine.Input, qi func(int) int, multi bool) ([]float64, int, bool) {
+	qt, dt := h.scoreTasks()
+	qr, ok := h.run(w, r, engine.Request{Inputs: queries, Task: qt, Multivector: multi})
+	if !ok {
+		return nil, 0, false
+	}
+	dr, ok := h.run(w, r, engine.Request{Inputs: docs, Task: dt, Multivector: multi})
+	if !ok {
+		return nil, 0, false
+	}
+	scores := make([]float64, len(docs))
+	for i, d := range dr.Embeddings {
+		q := qr.Embeddings[qi(i)]
+		if multi {
+			scores[i] = MaxSim(q.Multi, d.Multi)
+		} else {
+			scores[i] = dot(q.Vector, d.Vector)
+		}
+	}
+	return scores, qr.PromptTokens + dr.PromptTokens, true
+}
+
+// MaxSim is the late-interaction score of a query's vectors against a
+// document's: for each query vector its largest dot product with any
+// document vector, summed (float64 sums).
+func MaxSim(query, doc [][]float32) float64 {
+	var total float64
+	for _, q := range query {
+		best := -1e300
+		for _, d := range doc {
+			best = max(best, dot(q, d))
+		}
+		if len(doc) > 0 {
+			total += best
+		}
+	}
+	return total
+}
+
+func dot(a, b []float32) float64 {
+	var s float64
+	for i := range min(len(a), len(b)) {
+		s += float64(a[i]) * float64(b[i])
+	}
+	return s
+}
+
+type rerankRequest struct {
+	Model           string            `json:"model"`
+	Query           json.RawMessage   `json:"query"`
+	Documents       []json.RawMessage `json:"documents"`
+	TopN            *int              `json:"top_n"`
+	ReturnDocuments *bool             `json:"return_documents"`
+	Multivector     bool              `json:"multivector"`
+}
+
+type rerankResult struct {
+	Index          int     `json:"index"`
+	RelevanceScore float64 `json:"relevance_score"`
+	Document       any     `json:"document,omitempty"`
+}
+
+// rerank is POST /v1/rerank and /rerank in Jina's and Cohere's shape:
+// {"query", "documents": [string or item], "top_n", "return_documents"
+// (default true), "multivector"} -> {"model", "results": [{"index",
+// "relevance_score", "document"}] best first, "usage"}.
+func (h *Handler) rerank(w http.ResponseWriter, r *http.Request) {
+	var req rerankRequest
+	if bad := h.decodeBody(w, r, &req); bad != nil {
+		refuse(w, bad)
+		return
+	}
+	if len(req.Documents) == 0 {
+		refuse(w, &badRequest{http.StatusBadRequest, "documents", engine.CodeEmpty, "documents is required and may not be empty"})
+		return
+	}
+	if len(req.Documents) > h.opts.MaxInputs {
+		refuse(w, &badRequest{http.StatusBadRequest, "documents", engine.CodeInvalid,
+			fmt.Sprintf("too many documents: %d (at most %d per request)", len(req.Documents), h.opts.MaxInputs)})
+		return
+	}
+	if req.TopN != nil && *req.TopN <= 0 {
+		refuse(w, &badRequest{http.StatusBadRequest, "top_n", engine.CodeInvalid, "top_n must be positive"})
+		return
+	}
+	query, bad := h.inputs(r, req.Query, "query")
+	if bad == nil && len(query) != 1 {
+		bad = &badRequest{http.StatusBadRequest, "query", engine.CodeInvalid, "query must be one input (a string or an item)"}
+	}
+	if bad != nil {
+		refuse(w, bad)
+		return
+	}
+	docsRaw, _ := json.Marshal(req.Documents)
+	docs, bad := h.inputs(r, docsRaw, "documents")
+	if bad != nil {
+		refuse(w, bad)
+		return
+	}
+	scores, tokens, ok := h.scorePairs(w, r, query, docs, func(int) int { return 0 }, req.Multivector)
+	if !ok {
+		return
+	}
+	results := make([]rerankResult, len(scores))
+	for i, s := range scores {
+		results[i] = rerankResult{Index: i, RelevanceScore: s}
+		if req.ReturnDocuments == nil || *req.ReturnDocuments {
+			results[i].Document = documentEcho(req.Documents[i])
+		}
+	}
+	slices.SortStableFunc(results, func(a, b rerankResult) int {
+		switch {
+		case a.RelevanceScore > b.RelevanceScore:
+			return -1
+		case a.RelevanceScore < b.RelevanceScore:
+			return 1
+		}
+		return 0
+	})
+	if req.TopN != nil && *req.TopN < len(results) {
+		results = results[:*req.TopN]
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"model": h.emb.Info().Name, "object": "list", "results": results,
+		"usage": map[string]int{"total_tokens": tokens, "prompt_tokens": tokens}})
+}
+
+// documentEcho is a document as a rerank result returns it: {"text": …}
+// for a string (Jina's and Cohere's form), the item itself otherwise.
+func documentEcho(raw json.RawMessage) any {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return map[string]string{"text": s}
+	}
+	return raw
+}
+
+// score is vLLM's POST /v1/score and /score: "text_1" and "text_2" (alias
+// "queries"/"documents" are not accepted: vLLM's names), each a string, an
+// item or a list; one text_1 is scored against every text_2, or lists of
+// equal length pair by pair. -> {"data": [{"index", "object": "score",
+// "score"}], "usage"}.
+func (h *Handler) score(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Model       string          `json:"model"`
+		Text1       json.RawMessage `json:"text_1"`
+		Text2       json.RawMessage `json:"text_2"`
+		Multivector bool            `json:"multivector"`
+	}
+	if bad := h.decodeBody(w, r, &req); bad != nil {
+		refuse(w, bad)
+		return
+	}
+	a, bad := h.inputs(r, req.Text1, "text_1")
+	if bad != nil {
+		refuse(w, bad)
+		return
+	}
+	b, bad := h.inputs(r, req.Text2, "text_2")
+	if bad != nil {
+		refuse(w, bad)
+		return
+	}
+	if len(a) != 1 && len(a) != len(b) {
+		refuse(w, &badRequest{http.StatusBadRequest, "text_1", engine.CodeInvalid,
+			fmt.Sprintf("text_1 has %d inputs and text_2 %d: give one text_1, or as many as text_2", len(a), len(b))})
+		return
+	}
+	pair := func(i int) int { return i }
+	if len(a) == 1 {
+		pair = func(int) int { return 0 }
+	}
+	scores, tokens, ok := h.scorePairs(w, r, a, b, pair, req.Multivector)
+	if !ok {
+		return
+	}
+	data := make([]map[string]any, len(scores))
+	for i, s := range scores {
+		data[i] = map[string]any{"index": i, "object": "score", "score": s}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": fmt.Sprintf("score-%d", time.Now().UnixNano()), "object": "list",
+		"created": time.Now().Unix(), "model": h.emb.Info().Name, "data": data,
+		"usage": map[string]int{"prompt_tokens": tokens, "total_tokens": tokens}})
+}

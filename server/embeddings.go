@@ -388,6 +388,12 @@ func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request, v any) *bad
 	if !utf8.Valid(body) {
 		return &badRequest{http.StatusBadRequest, "", "invalid_utf8", "request body is not valid UTF-8"}
 	}
+	// The same for an escaped surrogate that is not half of a pair
+	// ("\ud800"): encoding/json turns it into U+FFFD as silently.
+	if at := loneSurrogate(body); at >= 0 {
+		return &badRequest{http.StatusBadRequest, "", "invalid_utf8",
+			fmt.Sprintf("request body has an unpaired surrogate escape at byte %d, which is not a character", at)}
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(v); err != nil {
 		return jsonError(err)
@@ -451,4 +457,61 @@ func inputField(er embeddingsRequest) (json.RawMessage, *badRequest) {
 	}
 	return nil, &badRequest{http.StatusBadRequest, "modality", engine.CodeUnsupported,
 		fmt.Sprintf("modality %q is not supported (text or image)", er.Modality)}
+}
+
+// loneSurrogate returns the offset of the first \uXXXX escape in a JSON
+// text that is a surrogate without its other half, or -1.
+func loneSurrogate(body []byte) int {
+	for i := 0; ; {
+		j := bytes.Index(body[i:], []byte(`\u`))
+		if j < 0 {
+			return -1
+		}
+		at := i + j
+		// An escaped backslash before it ("\\u") makes it plain text.
+		bs := 0
+		for k := at - 1; k >= 0 && body[k] == '\\'; k-- {
+			bs++
+		}
+		i = at + 2
+		if bs%2 == 1 {
+			continue
+		}
+		u, ok := hex4(body[i:])
+		if !ok {
+			continue // invalid JSON; the decoder reports it
+		}
+		switch {
+		case u >= 0xDC00 && u <= 0xDFFF:
+			return at
+		case u >= 0xD800 && u <= 0xDBFF:
+			if len(body) < i+10 || body[i+4] != '\\' || body[i+5] != 'u' {
+				return at
+			}
+			if lo, ok := hex4(body[i+6:]); !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return at
+			}
+			i += 10
+		}
+	}
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }

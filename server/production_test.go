@@ -322,3 +322,29 @@ func FuzzLongTextString(f *testing.F) {
 		}
 	})
 }
+
+func TestLoneSurrogateRefused(t *testing.T) {
+	h := newTestHandler(&fakeEmbedder{}, Options{})
+	for body, ok := range map[string]bool{
+		`{"input":"a\ud800b"}`:        false,
+		`{"input":"a\udc00"}`:         false,
+		`{"input":"\ud83d"}`:          false,
+		`{"input":"\ud83d\u0041"}`:    false,
+		`{"input":"\ud83d\ude00 ok"}`: true,
+		`{"input":"\\ud800 literal"}`: true,
+		`{"input":"\\\ud800"}`:        false,
+		`{"input":"caf\u00e9"}`:       true,
+	} {
+		status, out := do(t, h, "POST", "/v1/embeddings", body)
+		if ok && status != 200 {
+			t.Errorf("%s: status %d %v", body, status, out)
+		}
+		if !ok {
+			if status != 400 {
+				t.Errorf("%s: status %d, want 400", body, status)
+				continue
+			}
+			checkError(t, out, "", "surrogate")
+		}
+	}
+}

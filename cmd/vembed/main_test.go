@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"reflect"
+	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -37,5 +39,15 @@ func TestUnknownCommand(t *testing.T) {
 	}
 	if code := run(nil, &out, &errOut); code != 0 {
 		t.Fatalf("help exit %d", code)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := runVersion(nil, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.HasPrefix(s, "vembed ") || !strings.Contains(s, runtime.Version()) {
+		t.Errorf("version: %q", s)
 	}
 }

@@ -67,9 +67,9 @@ func TestRetriesStopWithContext(t *testing.T) {
 
 func TestInputForms(t *testing.T) {
 	for in, want := range map[*Input]string{
-		ptr(Text("a")):                                `{"text":"a"}`,
-		ptr(ImageURL("https://x/y.png")):              `{"image":"https://x/y.png"}`,
-		ptr(ImageBytes([]byte{1, 2, 3})):              `{"image":"AQID"}`,
+		ptr(Text("a")):                               `{"text":"a"}`,
+		ptr(ImageURL("https://x/y.png")):             `{"image":"https://x/y.png"}`,
+		ptr(ImageBytes([]byte{1, 2, 3})):             `{"image":"AQID"}`,
 		ptr(Parts(Text("a"), ImageBytes([]byte{1}))): `{"content":[{"text":"a"},{"image":"AQ=="}]}`,
 	} {
 		b, err := in.MarshalJSON()

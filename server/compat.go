@@ -16,13 +16,13 @@ import (
 // /embed_all, /info) and one model's card (/v1/models/{id}).
 
 func (h *Handler) registerCompat() {
-	h.mux.HandleFunc("POST /api/embed", h.ollamaEmbed)
-	h.mux.HandleFunc("POST /api/embeddings", h.ollamaEmbeddings)
-	h.mux.HandleFunc("POST /embed", h.teiEmbed)
-	h.mux.HandleFunc("POST /embed_all", h.teiEmbedAll)
-	h.mux.HandleFunc("GET /info", h.teiInfo)
-	h.mux.HandleFunc("GET /v1/models/{id}", h.model)
-	h.mux.HandleFunc("POST /pooling", h.pooling)
+	h.handle("POST /api/embed", h.ollamaEmbed)
+	h.handle("POST /api/embeddings", h.ollamaEmbeddings)
+	h.handle("POST /embed", h.teiEmbed)
+	h.handle("POST /embed_all", h.teiEmbedAll)
+	h.handle("GET /info", h.teiInfo)
+	h.handle("GET /v1/models/{id}", h.model)
+	h.handle("POST /pooling", h.pooling)
 	h.registerScore()
 }
 

@@ -15,6 +15,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -314,4 +316,43 @@ func FuzzRoutes(f *testing.F) {
 			t.Fatalf("%s %q: answer is not JSON: %q", path, body, rec.Body.Bytes())
 		}
 	})
+}
+
+// TestOpenAPICoversRoutes: /openapi.json documents exactly the registered
+// routes, each with a summary.
+func TestOpenAPICoversRoutes(t *testing.T) {
+	h := newTestHandler(&fakeEmbedder{}, Options{})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/openapi.json", nil))
+	var doc struct {
+		OpenAPI string                               `json:"openapi"`
+		Paths   map[string]map[string]map[string]any `json:"paths"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil || doc.OpenAPI != "3.1.0" {
+		t.Fatalf("openapi.json: %v %.200s", err, rec.Body.String())
+	}
+	documented := map[string]bool{}
+	for path, ops := range doc.Paths {
+		for method, op := range ops {
+			route := strings.ToUpper(method) + " " + path
+			documented[route] = true
+			if s, _ := op["summary"].(string); s == "" {
+				t.Errorf("%s has no summary", route)
+			}
+		}
+	}
+	for _, r := range h.routes {
+		if !documented[r] {
+			t.Errorf("route %s is not in /openapi.json", r)
+		}
+		delete(documented, r)
+	}
+	for r := range documented {
+		t.Errorf("/openapi.json documents %s, which is not a route", r)
+	}
+	for r := range routeDocs {
+		if !slices.Contains(h.routes, r) {
+			t.Errorf("routeDocs describes %s, which is not registered", r)
+		}
+	}
 }

@@ -19,10 +19,10 @@ import (
 
 func (h *Handler) registerScore() {
 	for _, p := range []string{"/v1/rerank", "/rerank"} {
-		h.mux.HandleFunc("POST "+p, h.rerank)
+		h.handle("POST "+p, h.rerank)
 	}
 	for _, p := range []string{"/v1/score", "/score"} {
-		h.mux.HandleFunc("POST "+p, h.score)
+		h.handle("POST "+p, h.score)
 	}
 }
 

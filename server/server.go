@@ -100,6 +100,7 @@
 //	                      rows (needs a multi-vector projector)
 //	GET  /info            TEI's model description
 //	GET  /v1/models/{id}  one model card (404 for another id)
+//	GET  /openapi.json    an OpenAPI 3.1 document of every route
 //	POST /v1/rerank, /rerank  Jina and Cohere: {"query", "documents":
 //	                      [string | item], "top_n", "return_documents"
 //	                      (default true), "multivector"} -> {"results":
@@ -130,6 +131,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -187,6 +189,7 @@ type Handler struct {
 	log     *slog.Logger
 	pending chan struct{}
 	mux     *http.ServeMux
+	routes  []string // "METHOD /path" patterns, as registered
 	keys    *keyring // nil: no keys required
 	metrics *metrics
 	refused refusalLog
@@ -215,16 +218,20 @@ func New(emb Embedder, opts Options) *Handler {
 	}
 	if !opts.NoMetrics {
 		h.metrics = newMetrics(emb)
-		h.mux.Handle("GET /metrics", h.metrics.handler)
+		h.handle("GET /metrics", h.metrics.handler.ServeHTTP)
 	}
-	h.mux.HandleFunc("POST /v1/embeddings", h.embeddings)
-	h.mux.HandleFunc("POST /embeddings", h.embeddings)
-	h.mux.HandleFunc("GET /v1/models", h.models)
-	h.mux.HandleFunc("GET /health", h.health)
+	h.handle("POST /v1/embeddings", h.embeddings)
+	h.handle("POST /embeddings", h.embeddings)
+	h.handle("GET /v1/models", h.models)
+	h.handle("GET /health", h.health)
 	h.registerCompat()
-	for _, p := range []string{"/v1/embeddings", "/embeddings", "/v1/models", "/health", "/metrics", "/api/embed", "/api/embeddings",
-		"/embed", "/embed_all", "/info", "/v1/rerank", "/rerank", "/v1/score", "/score", "/pooling"} {
-		h.mux.HandleFunc(p, methodNotAllowed)
+	h.handle("GET /openapi.json", h.openapi)
+	seen := map[string]bool{}
+	for _, r := range h.routes {
+		if _, p, _ := strings.Cut(r, " "); !seen[p] {
+			seen[p] = true
+			h.mux.HandleFunc(p, methodNotAllowed)
+		}
 	}
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found_error", "", "", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
@@ -439,4 +446,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(append(b, '\n'))
+}
+
+// handle registers a route and records it for /openapi.json.
+func (h *Handler) handle(pattern string, fn http.HandlerFunc) {
+	h.routes = append(h.routes, pattern)
+	h.mux.HandleFunc(pattern, fn)
 }

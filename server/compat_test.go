@@ -21,6 +21,7 @@ import (
 	"testing"
 
 	"github.com/vembed/vembed/engine"
+	"github.com/vembed/vembed/model/heads"
 	"github.com/vembed/vembed/synth"
 )
 
@@ -354,5 +355,31 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 		if !slices.Contains(h.routes, r) {
 			t.Errorf("routeDocs describes %s, which is not registered", r)
 		}
+	}
+}
+
+// TestPoolFactor: pool_factor clusters each input's multi-vectors as
+// heads.PoolTokens does on the vectors /v1/embeddings returns unpooled.
+func TestPoolFactor(t *testing.T) {
+	url := tinyServer(t)
+	img := testImage(t)
+	body := `{"input":["a longer text with several tokens in it",{"image":"` + img + `"}],"return_multivector":true%s}`
+	full := reference(t, url, fmt.Sprintf(body, ""))
+	pooled := reference(t, url, fmt.Sprintf(body, `,"pool_factor":3`))
+	for i := range full.Data {
+		want := heads.PoolTokens(full.Data[i].Embeddings, 3)
+		if len(want) != max(len(full.Data[i].Embeddings)/3, 1) {
+			t.Fatalf("input %d: %d rows pooled to %d", i, len(full.Data[i].Embeddings), len(want))
+		}
+		sameVectors(t, fmt.Sprintf("pooled input %d", i), pooled.Data[i].Embeddings, want)
+	}
+	h := newTestHandler(&fakeEmbedder{}, Options{})
+	for _, b := range []string{`{"input":"a","pool_factor":2}`, `{"input":"a","return_multivector":true,"pool_factor":-1}`} {
+		status, out := do(t, h, "POST", "/v1/embeddings", b)
+		if status != 400 {
+			t.Errorf("%s: %d", b, status)
+			continue
+		}
+		checkError(t, out, "pool_factor", "")
 	}
 }

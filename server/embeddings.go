@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/vembed/vembed/engine"
+	"github.com/vembed/vembed/model/heads"
 )
 
 // embeddingsRequest is the body of POST /v1/embeddings: the OpenAI fields,
@@ -38,6 +39,9 @@ type embeddingsRequest struct {
 	// Modality is Infinity's: "image" makes every input string an image
 	// (URL, data URI or base64).
 	Modality string `json:"modality"`
+	// PoolFactor clusters each input's multi-vectors down to
+	// max(n/pool_factor, 1) (heads.PoolTokens).
+	PoolFactor int `json:"pool_factor"`
 }
 
 type embeddingsResponse struct {
@@ -72,7 +76,7 @@ type badRequest struct {
 func (h *Handler) embeddings(w http.ResponseWriter, r *http.Request) {
 	// The body is read and checked before a slot is taken: a client that
 	// sends slowly holds a connection, never a slot.
-	req, enc, bad := h.parseRequest(w, r)
+	req, enc, poolFactor, bad := h.parseEmbeddings(w, r)
 	if bad != nil {
 		writeError(w, bad.status, "invalid_request_error", bad.param, bad.code, bad.msg)
 		return
@@ -80,6 +84,11 @@ func (h *Handler) embeddings(w http.ResponseWriter, r *http.Request) {
 	resp, ok := h.run(w, r, req)
 	if !ok {
 		return
+	}
+	if poolFactor > 1 {
+		for i := range resp.Embeddings {
+			resp.Embeddings[i].Multi = heads.PoolTokens(resp.Embeddings[i].Multi, poolFactor)
+		}
 	}
 	info := h.emb.Info()
 	out := embeddingsResponse{Object: "list", Model: info.Name, Data: make([]embeddingData, len(resp.Embeddings)),
@@ -119,32 +128,51 @@ func allFinite(vs [][]float32) bool {
 // parseRequest reads and validates the body. It returns the engine request
 // and the output encoding, or the refusal.
 func (h *Handler) parseRequest(w http.ResponseWriter, r *http.Request) (engine.Request, string, *badRequest) {
+	req, enc, _, bad := h.parseEmbeddings(w, r)
+	return req, enc, bad
+}
+
+// parseEmbeddings is parseRequest that also returns the pool factor.
+func (h *Handler) parseEmbeddings(w http.ResponseWriter, r *http.Request) (engine.Request, string, int, *badRequest) {
+	req, enc, er, bad := h.parseEmbeddingsRequest(w, r)
+	if bad == nil && er.PoolFactor != 0 {
+		switch {
+		case er.PoolFactor < 1:
+			bad = &badRequest{http.StatusBadRequest, "pool_factor", engine.CodeInvalid, fmt.Sprintf("pool_factor must be at least 1, got %d", er.PoolFactor)}
+		case !er.ReturnMultivector:
+			bad = &badRequest{http.StatusBadRequest, "pool_factor", engine.CodeInvalid, "pool_factor pools multi-vectors: it needs return_multivector"}
+		}
+	}
+	return req, enc, er.PoolFactor, bad
+}
+
+func (h *Handler) parseEmbeddingsRequest(w http.ResponseWriter, r *http.Request) (engine.Request, string, embeddingsRequest, *badRequest) {
 	var req engine.Request
 	var er embeddingsRequest
 	if bad := h.decodeBody(w, r, &er); bad != nil {
-		return req, "", bad
+		return req, "", er, bad
 	}
 	enc, bad := outputEncoding(er.EncodingFormat, er.EmbeddingType)
 	if bad != nil {
-		return req, "", bad
+		return req, "", er, bad
 	}
 	input, bad := inputField(er)
 	if bad != nil {
-		return req, "", bad
+		return req, "", er, bad
 	}
 	if er.LateChunking {
-		return req, "", &badRequest{http.StatusBadRequest, "late_chunking", "unsupported", "late_chunking is not supported"}
+		return req, "", er, &badRequest{http.StatusBadRequest, "late_chunking", "unsupported", "late_chunking is not supported"}
 	}
 	if er.Dimensions != nil && *er.Dimensions <= 0 {
-		return req, "", &badRequest{http.StatusBadRequest, "dimensions", engine.CodeInvalid,
+		return req, "", er, &badRequest{http.StatusBadRequest, "dimensions", engine.CodeInvalid,
 			fmt.Sprintf("dimensions must be a positive integer, got %d", *er.Dimensions)}
 	}
 	if er.Normalized != nil && er.Normalize != nil && *er.Normalized != *er.Normalize {
-		return req, "", &badRequest{http.StatusBadRequest, "normalized", engine.CodeInvalid, "normalized and normalize disagree"}
+		return req, "", er, &badRequest{http.StatusBadRequest, "normalized", engine.CodeInvalid, "normalized and normalize disagree"}
 	}
 	ins, bad := h.inputs(r, input, "input")
 	if bad != nil {
-		return req, "", bad
+		return req, "", er, bad
 	}
 	req = engine.Request{Inputs: ins, Task: er.Task, Multivector: er.ReturnMultivector, PerSpan: er.PerSpan, Truncate: er.Truncate}
 	if er.Dimensions != nil {
@@ -162,11 +190,11 @@ func (h *Handler) parseRequest(w http.ResponseWriter, r *http.Request) (engine.R
 			continue
 		}
 		if *p.v <= 0 {
-			return req, "", &badRequest{http.StatusBadRequest, p.name, engine.CodeInvalid, fmt.Sprintf("%s must be positive, got %d", p.name, *p.v)}
+			return req, "", er, &badRequest{http.StatusBadRequest, p.name, engine.CodeInvalid, fmt.Sprintf("%s must be positive, got %d", p.name, *p.v)}
 		}
 		*p.dst = *p.v
 	}
-	return req, enc, nil
+	return req, enc, er, nil
 }
 
 // outputEncoding resolves encoding_format (OpenAI) and embedding_type (Jina),

@@ -23,6 +23,9 @@
 //	dimensions          Matryoshka size (see GET /v1/models)
 //	encoding_format     float | base64 | binary | ubinary (alias: embedding_type)
 //	return_multivector  one 128-d vector per token, in data[i].embeddings
+//	pool_factor         with return_multivector: cluster each input's
+//	                    vectors down to max(n/pool_factor, 1), as
+//	                    colpali-engine's hierarchical token pooling does
 //	per_span            also one vector per image span, in data[i].span_embeddings
 //	normalized          false skips L2 normalization (alias: normalize)
 //	min_pixels, max_pixels  per-request image budget (max may only lower

@@ -19,9 +19,9 @@ func init() {
 }
 
 func runTokenize(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("tokenize", "--model LM.gguf [--special] [--nfc=BOOL] [--json] TEXT...", stderr)
+	fs := newFlags("tokenize", "--model LM.gguf [--special=BOOL] [--nfc=BOOL] [--json] TEXT...", stderr)
 	model := fs.String("model", "", "GGUF file holding the tokenizer (the language model)")
-	special := fs.Bool("special", false, "special-token texts such as <|im_start|> become their ids")
+	special := fs.Bool("special", true, "special-token texts such as <|im_start|> become their ids, as in the server and the reference tokenizer; false reads them as plain text")
 	nfc := fs.Bool("nfc", true, "normalize text to NFC like the Hugging Face tokenizer; false gives llama.cpp's ids")
 	asJSON := fs.Bool("json", false, "print one JSON object per text: text, ids, tokens")
 	texts, err := parseFlags(fs, args)

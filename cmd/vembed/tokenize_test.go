@@ -21,11 +21,14 @@ func TestTokenizeCommand(t *testing.T) {
 		return out.String()
 	}
 	// Ids from the fixtures' tokenizer_cases.json.
-	if got, want := tokenize("Hello world", "<|im_start|>"), "9707 1879\n27 91 318 4906 91 29\n"; got != want {
+	// Special-token texts are parsed by default, as the server and the
+	// reference tokenizer do (DECISIONS.md §3); --special=false reads them
+	// as plain text.
+	if got, want := tokenize("--special=false", "Hello world", "<|im_start|>"), "9707 1879\n27 91 318 4906 91 29\n"; got != want {
 		t.Errorf("plain: %q, want %q", got, want)
 	}
-	if got, want := tokenize("--special", "abc<|im_end|>def"), "13683 151645 750\n"; got != want {
-		t.Errorf("--special: %q, want %q", got, want)
+	if got, want := tokenize("abc<|im_end|>def"), "13683 151645 750\n"; got != want {
+		t.Errorf("default: %q, want %q", got, want)
 	}
 	decomposed := "e\u0301t\u00e9"
 	if got, want := tokenize("--nfc=false", decomposed), "68 53839 128294\n"; got != want {

@@ -99,8 +99,14 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	for _, hook := range benchFlagHooks {
 		hook(fs)
 	}
-	if _, err := parseFlags(fs, args); err != nil {
+	pos, err := parseFlags(fs, args)
+	if err != nil {
 		return err
+	}
+	if len(pos) > 0 {
+		// "bench --model FILE" reads as a model file, but --model only
+		// switches the model figures on: say so rather than drop FILE.
+		return usageError(fs, stderr, "unexpected argument %q: give the model files as --lm LM.gguf --mmproj MMPROJ.gguf (--model turns the model figures on)", pos[0])
 	}
 	types, err := parseTypes(*typesFlag)
 	if err != nil {

@@ -88,9 +88,8 @@ func runEmbed(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "vembed embed: unexpected argument %q (use --text, --image or --input)\n", pos[0])
 		return errUsage
 	}
-	if mf.model == "" || len(specs) == 0 {
-		fs.Usage()
-		return errUsage
+	if len(specs) == 0 {
+		return usageError(fs, stderr, "nothing to embed: give --text, --image or --input")
 	}
 	req := engine.Request{Task: *task, Dimensions: *dims, Multivector: *multi, MinPixels: *minPix, MaxPixels: *maxPix}
 	for _, s := range specs {
@@ -107,10 +106,27 @@ func runEmbed(args []string, stdout, stderr io.Writer) error {
 		}
 		req.Trace = d
 	}
-	if err := mf.resolveRefs(context.Background(), stderr, nil); err != nil {
+	cfg := mf.config()
+	if mf.model == "" {
+		if mf.mmproj != "" || mf.mvproj != "" {
+			return usageError(fs, stderr, "--mmproj and --mvproj need --model")
+		}
+		// As serve does: the demonstration model, said loudly.
+		dir, err := os.MkdirTemp("", "vembed-demo-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if err := writeDemoModel(dir, &cfg); err != nil {
+			return fmt.Errorf("building the demo model: %w", err)
+		}
+		fmt.Fprintln(stderr, "vembed embed: no --model given: using the DEMO model with RANDOM WEIGHTS; its embeddings carry no meaning")
+	} else if err := mf.resolveRefs(context.Background(), stderr, nil); err != nil {
 		return err
+	} else {
+		cfg = mf.config()
 	}
-	eng, err := engine.New(mf.config())
+	eng, err := engine.New(cfg)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"io"
 	"strings"
 )
@@ -16,6 +17,14 @@ func newFlags(name, usageLine string, stderr io.Writer) *flag.FlagSet {
 		fs.PrintDefaults()
 	}
 	return fs
+}
+
+// usageError prints what is wrong with a command line, then the
+// command's usage, and returns errUsage.
+func usageError(fs *flag.FlagSet, stderr io.Writer, format string, args ...any) error {
+	fmt.Fprintf(stderr, "%s: %s\n\n", fs.Name(), fmt.Sprintf(format, args...))
+	fs.Usage()
+	return errUsage
 }
 
 // parseFlags parses args allowing flags and positional arguments in any

@@ -38,9 +38,11 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 || *values < 0 {
-		fs.Usage()
-		return errUsage
+	if len(pos) != 1 {
+		return usageError(fs, stderr, "give one FILE.gguf (got %d arguments)", len(pos))
+	}
+	if *values < 0 {
+		return usageError(fs, stderr, "--values must not be negative")
 	}
 	f, err := gguf.Open(pos[0])
 	if err != nil {

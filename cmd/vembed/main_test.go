@@ -51,3 +51,39 @@ func TestVersion(t *testing.T) {
 		t.Errorf("version: %q", s)
 	}
 }
+
+// TestMissingArgumentsNamed: a command line missing what a command needs
+// says what is missing, not only the usage.
+func TestMissingArgumentsNamed(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tokenize", "hi"}, "--model is required"},
+		{[]string{"tokenize", "--model", "x.gguf"}, "at least one TEXT"},
+		{[]string{"preprocess", "img.png"}, "--mmproj is required"},
+		{[]string{"preprocess", "--mmproj", "m.gguf", "img.png"}, "--out is required"},
+		{[]string{"inspect"}, "one FILE.gguf"},
+		{[]string{"quantize", "in.gguf"}, "IN.gguf and OUT.gguf"},
+		{[]string{"synth"}, "--out is required"},
+		{[]string{"pull"}, "ORG/NAME"},
+		{[]string{"embed"}, "nothing to embed"},
+		{[]string{"embed", "--mmproj", "m.gguf", "--text", "a"}, "need --model"},
+		{[]string{"bench", "--model", "lm.gguf"}, `unexpected argument "lm.gguf"`},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(c.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, errb.String(), c.want)
+		}
+	}
+}
+
+func TestEmbedWithoutModelUsesDemo(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"embed", "--text", "hello", "--dimensions", "8"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(errb.String(), "RANDOM WEIGHTS") || len(strings.Fields(out.String())) != 8 {
+		t.Errorf("stdout %q, stderr %q", out.String(), errb.String())
+	}
+}

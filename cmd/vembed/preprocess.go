@@ -32,9 +32,13 @@ func runPreprocess(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *mmproj == "" || *out == "" || len(pos) != 1 {
-		fs.Usage()
-		return errUsage
+	switch {
+	case *mmproj == "":
+		return usageError(fs, stderr, "--mmproj is required")
+	case *out == "":
+		return usageError(fs, stderr, "--out is required")
+	case len(pos) != 1:
+		return usageError(fs, stderr, "give one IMAGE (got %d arguments)", len(pos))
 	}
 	cfg, err := preprocessConfig(*mmproj)
 	if err != nil {

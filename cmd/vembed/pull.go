@@ -50,8 +50,7 @@ func runPull(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(pos) != 1 {
-		fs.Usage()
-		return errUsage
+		return usageError(fs, stderr, "give one ORG/NAME[/FILE] (got %d arguments)", len(pos))
 	}
 	ref, err := hub.ParseRef(pos[0])
 	if err != nil {

@@ -40,8 +40,7 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(pos) != 2 && !(*dry && len(pos) == 1) {
-		fs.Usage()
-		return errUsage
+		return usageError(fs, stderr, "give IN.gguf and OUT.gguf (got %d arguments)", len(pos))
 	}
 	in := pos[0]
 	arch, err := fileArch(in)

@@ -36,9 +36,11 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 || *out == "" {
-		fs.Usage()
-		return errUsage
+	if len(pos) > 0 {
+		return usageError(fs, stderr, "unexpected argument %q", pos[0])
+	}
+	if *out == "" {
+		return usageError(fs, stderr, "--out is required")
 	}
 	cfg, err := synth.Preset(*preset)
 	if err != nil {

@@ -28,9 +28,11 @@ func runTokenize(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *model == "" || len(texts) == 0 {
-		fs.Usage()
-		return errUsage
+	if *model == "" {
+		return usageError(fs, stderr, "--model is required")
+	}
+	if len(texts) == 0 {
+		return usageError(fs, stderr, "give at least one TEXT")
 	}
 	f, err := gguf.Open(*model)
 	if err != nil {

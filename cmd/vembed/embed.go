@@ -257,7 +257,7 @@ func (d *dumper) Tensor(name string, data []float32, shape ...int) error {
 	for i, x := range data {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
 	}
-	if err := os.WriteFile(filepath.Join(d.dir, file), b, 0o644); err != nil {
+	if err := writeFileAtomic(filepath.Join(d.dir, file), b); err != nil {
 		return fmt.Errorf("--dump: %w", err)
 	}
 	d.entries = append(d.entries, dumpEntry{Name: name, File: file, DType: "float32", Shape: shape})
@@ -269,7 +269,7 @@ func (d *dumper) finish() error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(d.dir, "index.json"), append(b, '\n'), 0o644); err != nil {
+	if err := writeFileAtomic(filepath.Join(d.dir, "index.json"), append(b, '\n')); err != nil {
 		return fmt.Errorf("--dump: %w", err)
 	}
 	return nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -71,7 +70,7 @@ func runPreprocess(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *resized != "" {
-		if err := os.WriteFile(*resized, img.Pix, 0o644); err != nil {
+		if err := writeFileAtomic(*resized, img.Pix); err != nil {
 			return err
 		}
 	}
@@ -107,19 +106,14 @@ func preprocessConfig(path string) (imageproc.Config, error) {
 
 // writeFloat32s writes v as little-endian float32 values.
 func writeFloat32s(path string, v []float32) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	var b [4]byte
-	for _, x := range v {
-		binary.LittleEndian.PutUint32(b[:], math.Float32bits(x))
-		w.Write(b[:])
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return writeAtomic(path, func(w io.Writer) error {
+		var b [4]byte
+		for _, x := range v {
+			binary.LittleEndian.PutUint32(b[:], math.Float32bits(x))
+			if _, err := w.Write(b[:]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

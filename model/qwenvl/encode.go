@@ -6,6 +6,7 @@ import (
 
 	"github.com/vembed/vembed/kernels"
 	"github.com/vembed/vembed/model"
+	"github.com/vembed/vembed/model/internal/vlm"
 )
 
 // ImageInput is one preprocessed image: GridT·GridH·GridW patch rows of
@@ -66,7 +67,7 @@ type visionPass struct {
 	trace bool
 	stage int
 	x     []float32 // n×width activations in window order
-	s     *scratch
+	s     *vlm.Scratch
 
 	out, vitOut [][]float32
 }
@@ -132,10 +133,10 @@ func (p *visionPass) Step(n int) error {
 				}
 			}
 			emb := make([]float32, nRows*W)
-			matMul(emb, pv, nRows, vm.patch, nil)
+			vlm.MatMul(emb, pv, nRows, vm.patch, nil)
 			p.x = make([]float32, nRows*W)
 			permuteUnits(p.x, emb, lay.order, u2*W, false)
-			p.s = newScratch(nRows, W, W, W, vm.ffn)
+			p.s = vlm.NewScratch(nRows, W, W, W, vm.ffn)
 		case st <= len(vm.blocks):
 			vm.blocks[st-1].forward(vm, p.x, lay, p.s)
 		default:
@@ -158,13 +159,13 @@ func (p *visionPass) merge() {
 		p.vitOut = lay.split(emb, u2*W)
 	}
 	units := n / u2
-	xn := s.xn[:n*W]
+	xn := s.XN[:n*W]
 	vm.norm(xn, x, vm.postNormW, vm.postNormB)
 	hid := make([]float32, units*u2*W)
-	matMul(hid, xn, units, vm.mm0, vm.mm0B)
+	vlm.MatMul(hid, xn, units, vm.mm0, vm.mm0B)
 	kernels.GELU(hid)
 	y := make([]float32, units*vm.outDim)
-	matMul(y, hid, units, vm.mm2, vm.mm2B)
+	vlm.MatMul(y, hid, units, vm.mm2, vm.mm2B)
 	out := make([]float32, len(y))
 	permuteUnits(out, y, lay.order, vm.outDim, true)
 	p.out = lay.split(out, vm.outDim)

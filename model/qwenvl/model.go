@@ -15,8 +15,8 @@ import (
 	"fmt"
 
 	"github.com/vembed/vembed/gguf"
-	"github.com/vembed/vembed/kernels"
 	"github.com/vembed/vembed/model"
+	"github.com/vembed/vembed/model/internal/vlm"
 )
 
 // Still images are cut into patches of 2 identical frames (the Conv3d's
@@ -34,10 +34,9 @@ const (
 // several goroutines at once: all state is read-only after Load.
 type Model struct {
 	lmFile, mmFile *gguf.File
-	lm             *textModel
+	lm             *vlm.Decoder
 	vis            *visionModel // nil for a text-only model
 	info           Info
-	imagePad       int32 // id of <|image_pad|>, -1 when the vocabulary lacks it
 }
 
 // Info describes a loaded model for the layers above.
@@ -46,29 +45,31 @@ type Info = model.Info
 // Load opens the LM GGUF and, when mmprojPath is not empty, its mmproj GGUF,
 // and binds every weight after checking its shape against the metadata.
 func Load(lmPath, mmprojPath string) (*Model, error) {
-	m := &Model{imagePad: -1}
+	m := &Model{}
 	var err error
 	if m.lmFile, err = gguf.Open(lmPath); err != nil {
 		return nil, fmt.Errorf("qwenvl: %w", err)
 	}
-	if m.lm, err = loadText(m.lmFile); err != nil {
+	if err = checkArch(m.lmFile, "qwen2vl", "language model"); err == nil {
+		m.lm, err = vlm.LoadDecoder(m.lmFile)
+	}
+	if err != nil {
 		m.Close()
 		return nil, fmt.Errorf("qwenvl: %s: %w", lmPath, err)
 	}
 	m.info = Info{
-		Arch:              m.lm.arch,
-		Hidden:            m.lm.hidden,
-		Layers:            len(m.lm.layers),
-		ContextLength:     m.lm.ctx,
-		Vocab:             m.lm.vocab,
+		Arch:              m.lm.Arch,
+		Hidden:            m.lm.Hidden,
+		Layers:            m.lm.Layers(),
+		ContextLength:     m.lm.Ctx,
+		Vocab:             m.lm.Vocab,
 		PatchSize:         14,
 		MergeSize:         2,
 		TemporalPatchSize: temporalPatchSize,
 		MinPixels:         defaultMinPixels,
 		MaxPixels:         defaultMaxPixels,
 	}
-	m.info.FlopsPerToken = m.lm.flops()
-	m.imagePad = findToken(m.lmFile, "<|image_pad|>")
+	m.info.FlopsPerToken = m.lm.Flops()
 	if mmprojPath == "" {
 		return m, nil
 	}
@@ -80,7 +81,7 @@ func Load(lmPath, mmprojPath string) (*Model, error) {
 		m.Close()
 		return nil, fmt.Errorf("qwenvl: %s: %w", mmprojPath, err)
 	}
-	if out, hidden := m.vis.outDim, m.lm.hidden; out != hidden {
+	if out, hidden := m.vis.outDim, m.lm.Hidden; out != hidden {
 		m.Close()
 		return nil, fmt.Errorf("qwenvl: mmproj %s projects to %d values but the LM hidden width is %d: not a matching pair", mmprojPath, out, hidden)
 	}
@@ -92,6 +93,12 @@ func Load(lmPath, mmprojPath string) (*Model, error) {
 	m.info.FlopsPerPatchStage = v.flops() / int64(len(v.blocks)+2)
 	m.info.PatchSize = v.patchSize
 	m.info.MergeSize = v.mergeSize
+	m.lm.MergeSize = v.mergeSize
+	if v.windowed {
+		// Qwen2.5-VL scales the temporal position by seconds per frame,
+		// which is 0 for still images; Qwen2-VL counts frames.
+		m.lm.TemporalStride = 0
+	}
 	m.info.ImageMean, m.info.ImageStd = v.mean, v.std
 	if v.minPixels > 0 {
 		m.info.MinPixels = v.minPixels
@@ -130,49 +137,15 @@ func checkArch(f *gguf.File, want, kind string) error {
 	return nil
 }
 
-// findToken returns the id of a token in the LM's vocabulary, or -1.
-func findToken(f *gguf.File, tok string) int32 {
-	toks, err := f.Strings("tokenizer.ggml.tokens")
-	if err != nil {
-		return -1
-	}
-	for i, s := range toks {
-		if s == tok {
-			return int32(i)
-		}
-	}
-	return -1
-}
-
 // Model implements the engine's model contract.
 var _ model.Model = (*Model)(nil)
 
-// matFlops is 2·rows·cols of each matrix (nil ones count 0).
-func matFlops(ms ...*kernels.Matrix) int64 {
-	var n int64
-	for _, m := range ms {
-		if m != nil {
-			n += 2 * int64(m.Rows) * int64(m.Cols)
-		}
-	}
-	return n
-}
-
-// flops is the weight-product work per token.
-func (lm *textModel) flops() int64 {
-	var n int64
-	for _, l := range lm.layers {
-		n += matFlops(l.q, l.k, l.v, l.o, l.mlp.gate, l.mlp.up, l.mlp.down)
-	}
-	return n
-}
-
 // flops is the weight-product work per patch of a whole pass.
 func (vm *visionModel) flops() int64 {
-	n := matFlops(vm.patch)
+	n := vlm.Flops(vm.patch)
 	for _, b := range vm.blocks {
-		n += matFlops(b.q, b.k, b.v, b.out, b.mlp.gate, b.mlp.up, b.mlp.down)
+		n += vlm.Flops(b.q, b.k, b.v, b.out, b.mlp.Gate, b.mlp.Up, b.mlp.Down)
 	}
 	u2 := int64(vm.mergeSize * vm.mergeSize)
-	return n + (matFlops(vm.mm0)+matFlops(vm.mm2))/u2
+	return n + (vlm.Flops(vm.mm0)+vlm.Flops(vm.mm2))/u2
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/vembed/vembed/model/heads"
+	"github.com/vembed/vembed/model/internal/vlm"
 )
 
 // Tolerances against the float64 reference. Intermediates: float32
@@ -110,11 +111,11 @@ func checkPositions(t *testing.T, m *Model, c *fixtureCase) {
 		g := im.GridTHW
 		embs = append(embs, ImageEmbedding{Rows: make([]float32, g[0]*g[1]*g[2]/4*m.Info().Hidden), First: c.ImageTokenRanges[k][0], GridT: g[0], GridH: g[1], GridW: g[2]})
 	}
-	imgs, err := m.placeImages(c.TokenIDs, embs)
+	imgs, err := m.lm.PlaceImages(c.TokenIDs, embs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pos := mropePositions(len(c.TokenIDs), imgs, m.temporalStride())
+	pos := vlm.MRoPEPositions(len(c.TokenIDs), imgs, m.lm.TemporalStride)
 	for i, p := range pos {
 		for a := 0; a < 3; a++ {
 			if p[a] != c.MropePositions[a][i] {

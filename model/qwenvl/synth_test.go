@@ -101,7 +101,7 @@ func sequence(r *rand.Rand, m *Model, n int, imgs []ImageEmbedding) []int32 {
 	}
 	for _, im := range imgs {
 		for j := 0; j < im.GridT*im.GridH*im.GridW/4; j++ {
-			ids[im.First+j] = m.imagePad
+			ids[im.First+j] = m.lm.ImagePad
 		}
 	}
 	return ids

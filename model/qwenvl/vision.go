@@ -8,6 +8,7 @@ import (
 
 	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/kernels"
+	"github.com/vembed/vembed/model/internal/vlm"
 )
 
 // Constants of the Qwen vision tower that the mmproj does not store.
@@ -48,7 +49,7 @@ type visionBlock struct {
 	q, k, v, out     *kernels.Matrix
 	qB, kB, vB, outB []float32
 	norm2W, norm2B   []float32
-	mlp              mlp
+	mlp              vlm.MLP
 	fullAttn         bool // attends within whole frames rather than windows
 }
 
@@ -106,20 +107,20 @@ func loadVision(f *gguf.File) (*visionModel, error) {
 	}
 	vm.patchVals = 3 * temporalPatchSize * vm.patchSize * vm.patchSize
 
-	b := &binder{f: f, file: "mmproj"}
+	b := &vlm.Binder{F: f, File: "mmproj"}
 	// Qwen2-VL converters record the LM width as feed_forward_length, so the
 	// real MLP width comes from the tensor.
-	if t := b.tensor("v.blk.0.ffn_up.weight"); t != nil && len(t.Dims) == 2 {
+	if t := b.Tensor("v.blk.0.ffn_up.weight"); t != nil && len(t.Dims) == 2 {
 		vm.ffn = int(t.Dims[1])
 	}
 	if vm.windowed && vm.ffn != c.FeedForwardLength {
-		b.fail("v.blk.0.ffn_up.weight has %d outputs but feed_forward_length is %d", vm.ffn, c.FeedForwardLength)
+		b.Fail("v.blk.0.ffn_up.weight has %d outputs but feed_forward_length is %d", vm.ffn, c.FeedForwardLength)
 	}
-	if t := b.tensor("mm.2.weight"); t != nil && len(t.Dims) == 2 {
+	if t := b.Tensor("mm.2.weight"); t != nil && len(t.Dims) == 2 {
 		vm.outDim = int(t.Dims[1])
 	}
 	if c.ProjectionDim != 0 && vm.outDim != c.ProjectionDim {
-		b.fail("mm.2.weight has %d outputs but projection_dim is %d", vm.outDim, c.ProjectionDim)
+		b.Fail("mm.2.weight has %d outputs but projection_dim is %d", vm.outDim, c.ProjectionDim)
 	}
 	vm.patch = vm.loadPatchEmbedding(b)
 
@@ -132,45 +133,45 @@ func loadVision(f *gguf.File) (*visionModel, error) {
 	for i := range vm.blocks {
 		p := fmt.Sprintf("v.blk.%d.", i)
 		blk := visionBlock{
-			norm1W: b.vector(p+"ln1.weight", W),
-			q:      b.matrix(p+"attn_q.weight", W, W),
-			qB:     b.vector(p+"attn_q.bias", W),
-			k:      b.matrix(p+"attn_k.weight", W, W),
-			kB:     b.vector(p+"attn_k.bias", W),
-			v:      b.matrix(p+"attn_v.weight", W, W),
-			vB:     b.vector(p+"attn_v.bias", W),
-			out:    b.matrix(p+"attn_out.weight", W, W),
-			outB:   b.vector(p+"attn_out.bias", W),
-			norm2W: b.vector(p+"ln2.weight", W),
-			mlp: mlp{
-				up:    b.matrix(p+"ffn_up.weight", vm.ffn, W),
-				upB:   b.vector(p+"ffn_up.bias", vm.ffn),
-				down:  b.matrix(p+"ffn_down.weight", W, vm.ffn),
-				downB: b.vector(p+"ffn_down.bias", W),
-				act:   act,
+			norm1W: b.Vector(p+"ln1.weight", W),
+			q:      b.Matrix(p+"attn_q.weight", W, W),
+			qB:     b.Vector(p+"attn_q.bias", W),
+			k:      b.Matrix(p+"attn_k.weight", W, W),
+			kB:     b.Vector(p+"attn_k.bias", W),
+			v:      b.Matrix(p+"attn_v.weight", W, W),
+			vB:     b.Vector(p+"attn_v.bias", W),
+			out:    b.Matrix(p+"attn_out.weight", W, W),
+			outB:   b.Vector(p+"attn_out.bias", W),
+			norm2W: b.Vector(p+"ln2.weight", W),
+			mlp: vlm.MLP{
+				Up:    b.Matrix(p+"ffn_up.weight", vm.ffn, W),
+				UpB:   b.Vector(p+"ffn_up.bias", vm.ffn),
+				Down:  b.Matrix(p+"ffn_down.weight", W, vm.ffn),
+				DownB: b.Vector(p+"ffn_down.bias", W),
+				Act:   act,
 			},
 			fullAttn: !vm.windowed || (i+1)%c.WAPattern == 0,
 		}
 		if vm.rms {
-			blk.mlp.gate = b.matrix(p+"ffn_gate.weight", vm.ffn, W)
-			blk.mlp.gateB = b.vector(p+"ffn_gate.bias", vm.ffn)
+			blk.mlp.Gate = b.Matrix(p+"ffn_gate.weight", vm.ffn, W)
+			blk.mlp.GateB = b.Vector(p+"ffn_gate.bias", vm.ffn)
 		} else {
-			blk.norm1B = b.vector(p+"ln1.bias", W)
-			blk.norm2B = b.vector(p+"ln2.bias", W)
+			blk.norm1B = b.Vector(p+"ln1.bias", W)
+			blk.norm2B = b.Vector(p+"ln2.bias", W)
 		}
 		vm.blocks[i] = blk
 	}
-	vm.postNormW = b.vector("v.post_ln.weight", W)
+	vm.postNormW = b.Vector("v.post_ln.weight", W)
 	if !vm.rms {
-		vm.postNormB = b.vector("v.post_ln.bias", W)
+		vm.postNormB = b.Vector("v.post_ln.bias", W)
 	}
 	unitW := W * vm.mergeSize * vm.mergeSize
-	vm.mm0 = b.matrix("mm.0.weight", unitW, unitW)
-	vm.mm0B = b.vector("mm.0.bias", unitW)
-	vm.mm2 = b.matrix("mm.2.weight", vm.outDim, unitW)
-	vm.mm2B = b.vector("mm.2.bias", vm.outDim)
-	if b.err != nil {
-		return nil, b.err
+	vm.mm0 = b.Matrix("mm.0.weight", unitW, unitW)
+	vm.mm0B = b.Vector("mm.0.bias", unitW)
+	vm.mm2 = b.Matrix("mm.2.weight", vm.outDim, unitW)
+	vm.mm2B = b.Vector("mm.2.bias", vm.outDim)
+	if b.Err != nil {
+		return nil, b.Err
 	}
 	return vm, nil
 }
@@ -180,14 +181,14 @@ func loadVision(f *gguf.File) (*visionModel, error) {
 // v.patch_embd.weight_flat as stored when present; otherwise it interleaves
 // the converter's two per-frame conv2d kernels (weight = frame 0, weight.1 =
 // frame 1) channel by channel.
-func (vm *visionModel) loadPatchEmbedding(b *binder) *kernels.Matrix {
-	if b.has("v.patch_embd.weight_flat") {
-		return b.matrix("v.patch_embd.weight_flat", vm.width, vm.patchVals)
+func (vm *visionModel) loadPatchEmbedding(b *vlm.Binder) *kernels.Matrix {
+	if b.Has("v.patch_embd.weight_flat") {
+		return b.Matrix("v.patch_embd.weight_flat", vm.width, vm.patchVals)
 	}
 	ps := vm.patchSize
-	f0 := b.floats("v.patch_embd.weight", ps, ps, 3, vm.width)
-	f1 := b.floats("v.patch_embd.weight.1", ps, ps, 3, vm.width)
-	if b.err != nil {
+	f0 := b.Floats("v.patch_embd.weight", ps, ps, 3, vm.width)
+	f1 := b.Floats("v.patch_embd.weight.1", ps, ps, 3, vm.width)
+	if b.Err != nil {
 		return nil
 	}
 	plane := ps * ps
@@ -200,9 +201,9 @@ func (vm *visionModel) loadPatchEmbedding(b *binder) *kernels.Matrix {
 			copy(flat[dst+plane:dst+2*plane], f1[src:src+plane])
 		}
 	}
-	w, err := f32Matrix(flat, vm.width, vm.patchVals)
+	w, err := vlm.F32Matrix(flat, vm.width, vm.patchVals)
 	if err != nil {
-		b.fail("flattened patch embedding: %v", err)
+		b.Fail("flattened patch embedding: %v", err)
 	}
 	return w
 }
@@ -217,24 +218,24 @@ func (vm *visionModel) norm(dst, x, w, b []float32) {
 }
 
 // forward applies the block to x (n×width, window order) in place.
-func (blk *visionBlock) forward(vm *visionModel, x []float32, lay *visionLayout, s *scratch) {
+func (blk *visionBlock) forward(vm *visionModel, x []float32, lay *visionLayout, s *vlm.Scratch) {
 	n, W := lay.n, vm.width
-	xn, q, k, v, att := s.xn[:n*W], s.q[:n*W], s.k[:n*W], s.v[:n*W], s.att[:n*W]
+	xn, q, k, v, att := s.XN[:n*W], s.Q[:n*W], s.K[:n*W], s.V[:n*W], s.Att[:n*W]
 	mask := kernels.Mask{Segments: lay.window}
 	if blk.fullAttn {
 		mask.Segments = lay.full
 	}
 
 	vm.norm(xn, x, blk.norm1W, blk.norm1B)
-	matMul(q, xn, n, blk.q, blk.qB)
-	matMul(k, xn, n, blk.k, blk.kB)
-	matMul(v, xn, n, blk.v, blk.vB)
+	vlm.MatMul(q, xn, n, blk.q, blk.qB)
+	vlm.MatMul(k, xn, n, blk.k, blk.kB)
+	vlm.MatMul(v, xn, n, blk.v, blk.vB)
 	kernels.RoPE(q, n, vm.nHead, vm.headDim, lay.cos, lay.sin)
 	kernels.RoPE(k, n, vm.nHead, vm.headDim, lay.cos, lay.sin)
 	kernels.Attention(att, q, k, v, n, vm.nHead, vm.nHead, vm.headDim, float32(1/math.Sqrt(float64(vm.headDim))), mask)
-	matMul(xn, att, n, blk.out, blk.outB)
+	vlm.MatMul(xn, att, n, blk.out, blk.outB)
 	kernels.Add(x, x, xn)
 
 	vm.norm(xn, x, blk.norm2W, blk.norm2B)
-	blk.mlp.addTo(x, xn, n, s)
+	blk.mlp.AddTo(x, xn, n, s)
 }

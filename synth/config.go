@@ -86,6 +86,10 @@ type Config struct {
 	// Workers is the number of goroutines generating and encoding tensors
 	// (default 2). The output does not depend on it.
 	Workers int
+
+	// Progress, when set, is called as each file's tensors are written
+	// with the values written so far and the file's total.
+	Progress func(file string, done, total int64)
 }
 
 var presets = map[string]func() Config{

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"sync"
 
 	"github.com/vembed/vembed/gguf"
@@ -118,13 +119,19 @@ func (f *fileSpec) generate(c *chunk, vals []float32) ([]byte, error) {
 
 // write streams the file to path (via a temporary file renamed when
 // complete).
-func (f *fileSpec) write(path string, workers int) error {
+func (f *fileSpec) write(path string, workers int, progress func(file string, done, total int64)) error {
 	w := gguf.NewWriter()
 	for _, p := range f.kvs {
 		w.Add(p.key, p.val)
 	}
 	s := f.start(workers)
 	defer s.stop()
+	if progress != nil {
+		for _, t := range f.tensors {
+			s.total += t.elements()
+		}
+		s.progress = func(done, total int64) { progress(filepath.Base(path), done, total) }
+	}
 	for _, t := range f.tensors {
 		if err := w.AddTensorFunc(t.name, t.typ, t.ne, s.fill(t)); err != nil {
 			return fmt.Errorf("synth: %w", err)
@@ -142,6 +149,10 @@ type stream struct {
 	order chan *chunk // chunks in file order, each with its pending result
 	done  chan struct{}
 	wg    sync.WaitGroup
+	// progress, when set, hears of each chunk written: values so far
+	// (written) out of total.
+	progress       func(done, total int64)
+	written, total int64
 }
 
 func (f *fileSpec) start(workers int) *stream {
@@ -210,6 +221,10 @@ func (s *stream) fill(t *tensorSpec) func(io.Writer) error {
 			}
 			if _, err := dst.Write(r.data); err != nil {
 				return err
+			}
+			if s.progress != nil {
+				s.written += c.rows * t.ne[0]
+				s.progress(s.written, s.total)
 			}
 			if c.lastOfTens {
 				return nil

@@ -21,7 +21,7 @@ func TestWriteFailure(t *testing.T) {
 	f.add("c", gguf.TypeF32, initWeight, 1024, 256*16) // more chunks than the stream buffers
 	dir := t.TempDir()
 	before := runtime.NumGoroutine()
-	err := f.write(filepath.Join(dir, "x.gguf"), 3)
+	err := f.write(filepath.Join(dir, "x.gguf"), 3, nil)
 	if err == nil || !strings.Contains(err.Error(), `"bad"`) {
 		t.Fatalf("write error %v, want one naming the tensor \"bad\"", err)
 	}

@@ -77,5 +77,5 @@ func writeSpec(path string, cfg Config, plan func() (*fileSpec, error)) error {
 	if err != nil {
 		return err
 	}
-	return f.write(path, cfg.Workers)
+	return f.write(path, cfg.Workers, cfg.Progress)
 }

@@ -12,6 +12,11 @@ import (
 // newByteBar returns a progress bar of total bytes on w, drawn only when w
 // is a terminal: redirected output gets no carriage-return lines.
 func newByteBar(w io.Writer, total int64, desc string) *progressbar.ProgressBar {
+	return newBar(w, total, desc, true)
+}
+
+// newBar is newByteBar for a count of bytes (bytes) or of other things.
+func newBar(w io.Writer, total int64, desc string, bytes bool) *progressbar.ProgressBar {
 	visible := false
 	if f, ok := w.(*os.File); ok {
 		visible = term.IsTerminal(int(f.Fd()))
@@ -20,7 +25,8 @@ func newByteBar(w io.Writer, total int64, desc string) *progressbar.ProgressBar 
 		progressbar.OptionSetWriter(w),
 		progressbar.OptionSetVisibility(visible),
 		progressbar.OptionSetDescription(desc),
-		progressbar.OptionShowBytes(true),
+		progressbar.OptionShowBytes(bytes),
+		progressbar.OptionShowCount(),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionSetPredictTime(true),

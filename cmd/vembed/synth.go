@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
+
 	"github.com/vembed/vembed/synth"
 )
 
@@ -68,6 +70,7 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg.VocabFrom = *vocabFrom
 
+	cfg.Progress = synthProgress(stderr)
 	start := time.Now()
 	lm, mm, err := synth.WritePair(*out, cfg)
 	if err != nil {
@@ -84,4 +87,17 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "wrote %s in %.1fs\n", *preset, time.Since(start).Seconds())
 	return nil
+}
+
+// synthProgress draws one bar of weights per file written (on a terminal).
+func synthProgress(w io.Writer) func(file string, done, total int64) {
+	var bar *progressbar.ProgressBar
+	var cur string
+	return func(file string, done, total int64) {
+		if file != cur {
+			cur = file
+			bar = newBar(w, total, file, false)
+		}
+		bar.Set64(done)
+	}
 }

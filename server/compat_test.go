@@ -383,3 +383,35 @@ func TestPoolFactor(t *testing.T) {
 		checkError(t, out, "pool_factor", "")
 	}
 }
+
+// TestEmbeddingTypeList: Jina's list of embedding types gives each vector
+// in every type asked, equal to asking for each alone.
+func TestEmbeddingTypeList(t *testing.T) {
+	url := tinyServer(t)
+	var both struct {
+		Data []struct {
+			Embedding map[string]json.RawMessage `json:"embedding"`
+		} `json:"data"`
+	}
+	call(t, url+"/v1/embeddings", `{"input":["alpha","beta"],"embedding_type":["float","ubinary","base64"]}`, &both)
+	for _, typ := range []string{"float", "ubinary", "base64"} {
+		var one struct {
+			Data []struct {
+				Embedding json.RawMessage `json:"embedding"`
+			} `json:"data"`
+		}
+		call(t, url+"/v1/embeddings", `{"input":["alpha","beta"],"embedding_type":"`+typ+`"}`, &one)
+		for i := range one.Data {
+			if string(both.Data[i].Embedding[typ]) != string(one.Data[i].Embedding) {
+				t.Errorf("%s of input %d differs from asking for %s alone", typ, i, typ)
+			}
+		}
+	}
+	h := newTestHandler(&fakeEmbedder{}, Options{})
+	for _, b := range []string{`{"input":"a","embedding_type":[]}`, `{"input":"a","embedding_type":["float","int4"]}`,
+		`{"input":"a","embedding_type":["float"],"encoding_format":"base64"}`} {
+		if status, _ := do(t, h, "POST", "/v1/embeddings", b); status != 400 {
+			t.Errorf("%s: %d", b, status)
+		}
+	}
+}

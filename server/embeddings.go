@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/vembed/vembed/engine"
@@ -22,7 +23,7 @@ type embeddingsRequest struct {
 	Model             string          `json:"model"`
 	User              string          `json:"user"`
 	EncodingFormat    string          `json:"encoding_format"`
-	EmbeddingType     string          `json:"embedding_type"`
+	EmbeddingType     json.RawMessage `json:"embedding_type"` // a name, or Jina's list of names
 	Dimensions        *int            `json:"dimensions"`
 	Task              string          `json:"task"`
 	ReturnMultivector bool            `json:"return_multivector"`
@@ -96,7 +97,7 @@ func (h *Handler) embeddings(w http.ResponseWriter, r *http.Request) {
 	for i, e := range resp.Embeddings {
 		d := embeddingData{Object: "embedding", Index: i}
 		if e.Vector != nil {
-			d.Embedding = encodeVector(e.Vector, enc)
+			d.Embedding = encodeOut(e.Vector, enc)
 		}
 		d.Embeddings = encodeAll(e.Multi, enc)
 		d.SpanEmbeddings = encodeAll(e.Spans, enc)
@@ -111,7 +112,7 @@ func encodeAll(vs [][]float32, enc string) []any {
 	}
 	out := make([]any, len(vs))
 	for i, v := range vs {
-		out[i] = encodeVector(v, enc)
+		out[i] = encodeOut(v, enc)
 	}
 	return out
 }
@@ -152,7 +153,7 @@ func (h *Handler) parseEmbeddingsRequest(w http.ResponseWriter, r *http.Request)
 	if bad := h.decodeBody(w, r, &er); bad != nil {
 		return req, "", er, bad
 	}
-	enc, bad := outputEncoding(er.EncodingFormat, er.EmbeddingType)
+	enc, bad := embeddingTypes(er.EncodingFormat, er.EmbeddingType)
 	if bad != nil {
 		return req, "", er, bad
 	}
@@ -195,6 +196,46 @@ func (h *Handler) parseEmbeddingsRequest(w http.ResponseWriter, r *http.Request)
 		*p.dst = *p.v
 	}
 	return req, enc, er, nil
+}
+
+// listPrefix marks an encoding that is Jina's list of embedding types.
+const listPrefix = "list:"
+
+// embeddingTypes resolves encoding_format and embedding_type, which may be
+// Jina's list of types: each vector then becomes an object with one
+// encoding per type ({"float": […], "binary": […]}).
+func embeddingTypes(format string, typ json.RawMessage) (string, *badRequest) {
+	var one string
+	if len(typ) == 0 || json.Unmarshal(typ, &one) == nil {
+		return outputEncoding(format, one)
+	}
+	var list []string
+	if err := json.Unmarshal(typ, &list); err != nil || len(list) == 0 {
+		return "", &badRequest{http.StatusBadRequest, "embedding_type", engine.CodeInvalid, "embedding_type must be a type name or a non-empty list of them"}
+	}
+	if format != "" {
+		return "", &badRequest{http.StatusBadRequest, "encoding_format", engine.CodeInvalid, "encoding_format cannot be given with a list of embedding types"}
+	}
+	for _, t := range list {
+		if _, bad := outputEncoding("", t); bad != nil || t == "" {
+			return "", &badRequest{http.StatusBadRequest, "embedding_type", engine.CodeInvalid,
+				fmt.Sprintf("unknown embedding_type %q (want float, base64, binary or ubinary)", t)}
+		}
+	}
+	return listPrefix + strings.Join(list, ","), nil
+}
+
+// encodeOut encodes a vector in enc, or in each type of a list.
+func encodeOut(v []float32, enc string) any {
+	names, ok := strings.CutPrefix(enc, listPrefix)
+	if !ok {
+		return encodeVector(v, enc)
+	}
+	out := map[string]any{}
+	for _, n := range strings.Split(names, ",") {
+		out[n] = encodeVector(v, n)
+	}
+	return out
 }
 
 // outputEncoding resolves encoding_format (OpenAI) and embedding_type (Jina),

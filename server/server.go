@@ -22,6 +22,8 @@
 //	                    prompt for text, passage for inputs with images)
 //	dimensions          Matryoshka size (see GET /v1/models)
 //	encoding_format     float | base64 | binary | ubinary (alias: embedding_type)
+//	embedding_type      also Jina's list of types: each vector is then an
+//	                    object with one encoding per type
 //	return_multivector  one 128-d vector per token, in data[i].embeddings
 //	pool_factor         with return_multivector: cluster each input's
 //	                    vectors down to max(n/pool_factor, 1), as

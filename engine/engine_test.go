@@ -605,3 +605,27 @@ func TestTrainedDimensions(t *testing.T) {
 		}
 	}
 }
+
+// TestMinPixelsCounted: min_pixels enlarges an image's token count, which
+// is known from the header and checked against the token limit before the
+// image is decoded; min_pixels may not exceed the model's max_pixels. (A
+// 7.6 KB request once expanded to 24,928 tokens this way.)
+func TestMinPixelsCounted(t *testing.T) {
+	e := newEngine(t, func(c *Config) { c.MaxTokens = 64; c.EmbeddingCacheBytes = -1; c.EncoderCacheBytes = -1 })
+	img := testPNG(t, 28, 28, 3)
+	if _, err := e.Embed(context.Background(), Request{Inputs: []Input{ImageInput(img)}}); err != nil {
+		t.Fatalf("a small image: %v", err)
+	}
+	before := e.Stats().Images
+	_, err := e.Embed(context.Background(), Request{Inputs: []Input{ImageInput(img)}, MinPixels: e.Info().MaxPixels})
+	ie, ok := AsInputError(err)
+	if !ok || ie.Code != CodeTooLong {
+		t.Fatalf("min_pixels = max_pixels under a 64-token limit: %v", err)
+	}
+	if n := e.Stats().Images - before; n != 0 {
+		t.Errorf("%d images encoded for a refused request", n)
+	}
+	if _, err := e.Embed(context.Background(), Request{Inputs: []Input{ImageInput(img)}, MinPixels: e.Info().MaxPixels + 1}); err == nil {
+		t.Error("min_pixels above max_pixels accepted")
+	}
+}

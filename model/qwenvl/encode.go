@@ -2,7 +2,6 @@ package qwenvl
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/vembed/vembed/kernels"
 	"github.com/vembed/vembed/model"
@@ -160,7 +159,7 @@ func (p *visionPass) merge() {
 	}
 	units := n / u2
 	xn := s.XN[:n*W]
-	vm.norm(xn, x, vm.postNormW, vm.postNormB)
+	vm.shape().Norm(xn, x, vm.postNormW, vm.postNormB)
 	hid := make([]float32, units*u2*W)
 	vlm.MatMul(hid, xn, units, vm.mm0, vm.mm0B)
 	kernels.GELU(hid)
@@ -257,27 +256,12 @@ func (vm *visionModel) layout(imgs []ImageInput) (*visionLayout, error) {
 	lay.first = append(lay.first, len(pos))
 	lay.n = len(pos) * u2
 
-	// Rotary: dims (d, d+headDim/2) rotate by hpos·inv[d] for d < headDim/4,
-	// by wpos·inv[d-headDim/4] above, where inv[i] = θ^(-2i/(headDim/2)).
-	half, quarter := vm.headDim/2, vm.headDim/4
-	inv := make([]float64, quarter)
-	for i := range inv {
-		inv[i] = math.Pow(visionRopeTheta, -2*float64(i)/float64(half))
-	}
+	half := vm.headDim / 2
 	lay.cos = make([]float32, lay.n*half)
 	lay.sin = make([]float32, lay.n*half)
 	for k, u := range lay.order {
 		for s := 0; s < u2; s++ {
-			r := k*u2 + s
-			hpos, wpos := pos[u].i*ms+s/ms, pos[u].j*ms+s%ms
-			for d := 0; d < half; d++ {
-				a := float64(hpos) * inv[d%quarter]
-				if d >= quarter {
-					a = float64(wpos) * inv[d-quarter]
-				}
-				lay.cos[r*half+d] = float32(math.Cos(a))
-				lay.sin[r*half+d] = float32(math.Sin(a))
-			}
+			vlm.VisionRope(lay.cos, lay.sin, k*u2+s, pos[u].i*ms+s/ms, pos[u].j*ms+s%ms, vm.headDim, visionRopeTheta)
 		}
 	}
 	return lay, nil

@@ -144,7 +144,7 @@ var _ model.Model = (*Model)(nil)
 func (vm *visionModel) flops() int64 {
 	n := vlm.Flops(vm.patch)
 	for _, b := range vm.blocks {
-		n += vlm.Flops(b.q, b.k, b.v, b.out, b.mlp.Gate, b.mlp.Up, b.mlp.Down)
+		n += vlm.Flops(b.Q, b.K, b.V, b.Out, b.MLP.Gate, b.MLP.Up, b.MLP.Down)
 	}
 	u2 := int64(vm.mergeSize * vm.mergeSize)
 	return n + (vlm.Flops(vm.mm0)+vlm.Flops(vm.mm2))/u2

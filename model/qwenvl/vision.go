@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 
 	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/kernels"
@@ -45,12 +44,8 @@ type visionModel struct {
 // positions over a block-diagonal mask (windows or whole frames), then the
 // MLP.
 type visionBlock struct {
-	norm1W, norm1B   []float32
-	q, k, v, out     *kernels.Matrix
-	qB, kB, vB, outB []float32
-	norm2W, norm2B   []float32
-	mlp              vlm.MLP
-	fullAttn         bool // attends within whole frames rather than windows
+	vlm.VisionBlock
+	fullAttn bool // attends within whole frames rather than windows
 }
 
 func loadVision(f *gguf.File) (*visionModel, error) {
@@ -122,7 +117,7 @@ func loadVision(f *gguf.File) (*visionModel, error) {
 	if c.ProjectionDim != 0 && vm.outDim != c.ProjectionDim {
 		b.Fail("mm.2.weight has %d outputs but projection_dim is %d", vm.outDim, c.ProjectionDim)
 	}
-	vm.patch = vm.loadPatchEmbedding(b)
+	vm.patch = vlm.PatchEmbedding(b, vm.width, vm.patchSize)
 
 	act := kernels.QuickGELU
 	if c.UseGelu {
@@ -132,32 +127,31 @@ func loadVision(f *gguf.File) (*visionModel, error) {
 	vm.blocks = make([]visionBlock, c.BlockCount)
 	for i := range vm.blocks {
 		p := fmt.Sprintf("v.blk.%d.", i)
-		blk := visionBlock{
-			norm1W: b.Vector(p+"ln1.weight", W),
-			q:      b.Matrix(p+"attn_q.weight", W, W),
-			qB:     b.Vector(p+"attn_q.bias", W),
-			k:      b.Matrix(p+"attn_k.weight", W, W),
-			kB:     b.Vector(p+"attn_k.bias", W),
-			v:      b.Matrix(p+"attn_v.weight", W, W),
-			vB:     b.Vector(p+"attn_v.bias", W),
-			out:    b.Matrix(p+"attn_out.weight", W, W),
-			outB:   b.Vector(p+"attn_out.bias", W),
-			norm2W: b.Vector(p+"ln2.weight", W),
-			mlp: vlm.MLP{
+		blk := visionBlock{VisionBlock: vlm.VisionBlock{
+			Norm1W: b.Vector(p+"ln1.weight", W),
+			Q:      b.Matrix(p+"attn_q.weight", W, W),
+			QB:     b.Vector(p+"attn_q.bias", W),
+			K:      b.Matrix(p+"attn_k.weight", W, W),
+			KB:     b.Vector(p+"attn_k.bias", W),
+			V:      b.Matrix(p+"attn_v.weight", W, W),
+			VB:     b.Vector(p+"attn_v.bias", W),
+			Out:    b.Matrix(p+"attn_out.weight", W, W),
+			OutB:   b.Vector(p+"attn_out.bias", W),
+			Norm2W: b.Vector(p+"ln2.weight", W),
+			MLP: vlm.MLP{
 				Up:    b.Matrix(p+"ffn_up.weight", vm.ffn, W),
 				UpB:   b.Vector(p+"ffn_up.bias", vm.ffn),
 				Down:  b.Matrix(p+"ffn_down.weight", W, vm.ffn),
 				DownB: b.Vector(p+"ffn_down.bias", W),
 				Act:   act,
 			},
-			fullAttn: !vm.windowed || (i+1)%c.WAPattern == 0,
-		}
+		}, fullAttn: !vm.windowed || (i+1)%c.WAPattern == 0}
 		if vm.rms {
-			blk.mlp.Gate = b.Matrix(p+"ffn_gate.weight", vm.ffn, W)
-			blk.mlp.GateB = b.Vector(p+"ffn_gate.bias", vm.ffn)
+			blk.MLP.Gate = b.Matrix(p+"ffn_gate.weight", vm.ffn, W)
+			blk.MLP.GateB = b.Vector(p+"ffn_gate.bias", vm.ffn)
 		} else {
-			blk.norm1B = b.Vector(p+"ln1.bias", W)
-			blk.norm2B = b.Vector(p+"ln2.bias", W)
+			blk.Norm1B = b.Vector(p+"ln1.bias", W)
+			blk.Norm2B = b.Vector(p+"ln2.bias", W)
 		}
 		vm.blocks[i] = blk
 	}
@@ -176,66 +170,16 @@ func loadVision(f *gguf.File) (*visionModel, error) {
 	return vm, nil
 }
 
-// loadPatchEmbedding returns the Conv3d patch kernel as one width×1176
-// matrix over patch vectors ordered (channel, frame, row, col). It uses
-// v.patch_embd.weight_flat as stored when present; otherwise it interleaves
-// the converter's two per-frame conv2d kernels (weight = frame 0, weight.1 =
-// frame 1) channel by channel.
-func (vm *visionModel) loadPatchEmbedding(b *vlm.Binder) *kernels.Matrix {
-	if b.Has("v.patch_embd.weight_flat") {
-		return b.Matrix("v.patch_embd.weight_flat", vm.width, vm.patchVals)
-	}
-	ps := vm.patchSize
-	f0 := b.Floats("v.patch_embd.weight", ps, ps, 3, vm.width)
-	f1 := b.Floats("v.patch_embd.weight.1", ps, ps, 3, vm.width)
-	if b.Err != nil {
-		return nil
-	}
-	plane := ps * ps
-	flat := make([]float32, vm.width*vm.patchVals)
-	for o := 0; o < vm.width; o++ {
-		for c := 0; c < 3; c++ {
-			src := (o*3 + c) * plane
-			dst := o*vm.patchVals + c*temporalPatchSize*plane
-			copy(flat[dst:dst+plane], f0[src:src+plane])
-			copy(flat[dst+plane:dst+2*plane], f1[src:src+plane])
-		}
-	}
-	w, err := vlm.F32Matrix(flat, vm.width, vm.patchVals)
-	if err != nil {
-		b.Fail("flattened patch embedding: %v", err)
-	}
-	return w
-}
-
-// norm applies the tower's norm (RMSNorm or LayerNorm) to rows of width.
-func (vm *visionModel) norm(dst, x, w, b []float32) {
-	if vm.rms {
-		kernels.RMSNorm(dst, x, w, vm.width, vm.eps)
-	} else {
-		kernels.LayerNorm(dst, x, w, b, vm.width, vm.eps)
-	}
+// shape is what the blocks share.
+func (vm *visionModel) shape() vlm.VisionShape {
+	return vlm.VisionShape{Width: vm.width, NHead: vm.nHead, HeadDim: vm.headDim, Eps: vm.eps, RMS: vm.rms}
 }
 
 // forward applies the block to x (n×width, window order) in place.
 func (blk *visionBlock) forward(vm *visionModel, x []float32, lay *visionLayout, s *vlm.Scratch) {
-	n, W := lay.n, vm.width
-	xn, q, k, v, att := s.XN[:n*W], s.Q[:n*W], s.K[:n*W], s.V[:n*W], s.Att[:n*W]
 	mask := kernels.Mask{Segments: lay.window}
 	if blk.fullAttn {
 		mask.Segments = lay.full
 	}
-
-	vm.norm(xn, x, blk.norm1W, blk.norm1B)
-	vlm.MatMul(q, xn, n, blk.q, blk.qB)
-	vlm.MatMul(k, xn, n, blk.k, blk.kB)
-	vlm.MatMul(v, xn, n, blk.v, blk.vB)
-	kernels.RoPE(q, n, vm.nHead, vm.headDim, lay.cos, lay.sin)
-	kernels.RoPE(k, n, vm.nHead, vm.headDim, lay.cos, lay.sin)
-	kernels.Attention(att, q, k, v, n, vm.nHead, vm.nHead, vm.headDim, float32(1/math.Sqrt(float64(vm.headDim))), mask)
-	vlm.MatMul(xn, att, n, blk.out, blk.outB)
-	kernels.Add(x, x, xn)
-
-	vm.norm(xn, x, blk.norm2W, blk.norm2B)
-	blk.mlp.AddTo(x, xn, n, s)
+	blk.Forward(vm.shape(), x, lay.n, mask, lay.cos, lay.sin, s)
 }

@@ -1,0 +1,105 @@
+package vlm
+
+import (
+	"math"
+
+	"github.com/vembed/vembed/kernels"
+)
+
+// VisionBlock is one pre-norm ViT block of the Qwen towers: self-attention
+// with biased q/k/v and 2-D rotary positions over a block-diagonal mask,
+// then the MLP (SwiGLU or two-layer).
+type VisionBlock struct {
+	Norm1W, Norm1B   []float32 // Norm1B nil for RMSNorm
+	Q, K, V, Out     *kernels.Matrix
+	QB, KB, VB, OutB []float32
+	Norm2W, Norm2B   []float32
+	MLP              MLP
+}
+
+// VisionShape is what a tower's blocks share.
+type VisionShape struct {
+	Width, NHead, HeadDim int
+	Eps                   float32
+	RMS                   bool // RMSNorm (Qwen2.5-VL) instead of LayerNorm
+}
+
+// Norm applies the tower's norm to rows of Width values.
+func (vs VisionShape) Norm(dst, x, w, b []float32) {
+	if vs.RMS {
+		kernels.RMSNorm(dst, x, w, vs.Width, vs.Eps)
+	} else {
+		kernels.LayerNorm(dst, x, w, b, vs.Width, vs.Eps)
+	}
+}
+
+// Forward applies the block to the n rows of x in place; cos and sin are
+// the n×HeadDim/2 rotary tables of the rows.
+func (blk *VisionBlock) Forward(vs VisionShape, x []float32, n int, mask kernels.Mask, cos, sin []float32, s *Scratch) {
+	W := vs.Width
+	xn, q, k, v, att := s.XN[:n*W], s.Q[:n*W], s.K[:n*W], s.V[:n*W], s.Att[:n*W]
+
+	vs.Norm(xn, x, blk.Norm1W, blk.Norm1B)
+	MatMul(q, xn, n, blk.Q, blk.QB)
+	MatMul(k, xn, n, blk.K, blk.KB)
+	MatMul(v, xn, n, blk.V, blk.VB)
+	kernels.RoPE(q, n, vs.NHead, vs.HeadDim, cos, sin)
+	kernels.RoPE(k, n, vs.NHead, vs.HeadDim, cos, sin)
+	kernels.Attention(att, q, k, v, n, vs.NHead, vs.NHead, vs.HeadDim, float32(1/math.Sqrt(float64(vs.HeadDim))), mask)
+	MatMul(xn, att, n, blk.Out, blk.OutB)
+	kernels.Add(x, x, xn)
+
+	vs.Norm(xn, x, blk.Norm2W, blk.Norm2B)
+	blk.MLP.AddTo(x, xn, n, s)
+}
+
+// VisionRope fills row r of the n×headDim/2 rotary tables of a tower for a
+// patch at full-resolution position (hpos, wpos): pairs d < headDim/4
+// rotate by hpos·inv[d], the next quarter by wpos·inv[d−headDim/4], where
+// inv[i] = θ^(−2i/(headDim/2)) (transformers' VisionRotaryEmbedding).
+func VisionRope(cos, sin []float32, r, hpos, wpos, headDim int, theta float64) {
+	half, quarter := headDim/2, headDim/4
+	for d := 0; d < half; d++ {
+		pos, i := hpos, d
+		if d >= quarter {
+			pos, i = wpos, d-quarter
+		}
+		a := float64(pos) * math.Pow(theta, -2*float64(i)/float64(half))
+		cos[r*half+d] = float32(math.Cos(a))
+		sin[r*half+d] = float32(math.Sin(a))
+	}
+}
+
+// PatchEmbedding returns the Conv3d patch kernel as one width×(3·2·P·P)
+// matrix over patch vectors ordered (channel, frame, row, col). It uses
+// v.patch_embd.weight_flat as stored when present; otherwise it interleaves
+// the converter's two per-frame conv2d kernels (weight = frame 0, weight.1 =
+// frame 1) channel by channel.
+func PatchEmbedding(b *Binder, width, patchSize int) *kernels.Matrix {
+	const frames = 2
+	vals := 3 * frames * patchSize * patchSize
+	if b.Has("v.patch_embd.weight_flat") {
+		return b.Matrix("v.patch_embd.weight_flat", width, vals)
+	}
+	ps := patchSize
+	f0 := b.Floats("v.patch_embd.weight", ps, ps, 3, width)
+	f1 := b.Floats("v.patch_embd.weight.1", ps, ps, 3, width)
+	if b.Err != nil {
+		return nil
+	}
+	plane := ps * ps
+	flat := make([]float32, width*vals)
+	for o := 0; o < width; o++ {
+		for c := 0; c < 3; c++ {
+			src := (o*3 + c) * plane
+			dst := o*vals + c*frames*plane
+			copy(flat[dst:dst+plane], f0[src:src+plane])
+			copy(flat[dst+plane:dst+2*plane], f1[src:src+plane])
+		}
+	}
+	w, err := F32Matrix(flat, width, vals)
+	if err != nil {
+		b.Fail("flattened patch embedding: %v", err)
+	}
+	return w
+}

@@ -14,10 +14,10 @@ import (
 
 // fixCase is the part of a qwen3vl fixture case.json the model tests use.
 type fixCase struct {
-	ID             string    `json:"id"`
-	Kind           string    `json:"kind"`
-	TokenIDs       []int32   `json:"token_ids"`
-	MropePositions [3][]int  `json:"mrope_positions"`
+	ID             string   `json:"id"`
+	Kind           string   `json:"kind"`
+	TokenIDs       []int32  `json:"token_ids"`
+	MropePositions [3][]int `json:"mrope_positions"`
 	Images         []struct {
 		GridTHW [3]int       `json:"grid_thw"`
 		Patches fixtures.Raw `json:"patches"`

@@ -131,3 +131,38 @@ func ycbcrRows(out *Image, src *image.YCbCr, lo, hi int) {
 		}
 	}
 }
+
+// onWhite converts an RGBA image to RGB composited on a white background
+// as qwen-vl-utils does (Pillow's paste with the alpha band as mask):
+// out = (255·(255−a) + c·a) / 255 with Pillow's rounding division.
+// Sixteen-bit samples keep their high byte first, as Pillow's RGBA does.
+func onWhite(m image.Image) *Image {
+	var pix []uint8
+	var stride, step int
+	switch src := m.(type) {
+	case *image.NRGBA:
+		pix, stride, step = src.Pix, src.Stride, 1
+	case *image.NRGBA64:
+		pix, stride, step = src.Pix, src.Stride, 2
+	default:
+		return toRGB(m) // no straight alpha to composite
+	}
+	b := m.Bounds()
+	w, h := b.Dx(), b.Dy()
+	out := NewImage(w, h)
+	parallelRows(h, 4*w, func(lo, hi int) {
+		for y := lo; y < hi; y++ {
+			s := pix[y*stride : y*stride+4*step*w]
+			d := out.Pix[y*w*3 : (y+1)*w*3]
+			for x := 0; x < w; x++ {
+				p := s[4*step*x:]
+				a := int(p[3*step])
+				for c := 0; c < 3; c++ {
+					v := 255*(255-a) + int(p[c*step])*a + 128
+					d[3*x+c] = uint8((v + v>>8) >> 8)
+				}
+			}
+		}
+	})
+	return out
+}

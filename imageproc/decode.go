@@ -130,7 +130,7 @@ func decode(data []byte, opts DecodeOptions, prepare func(w, h int) jpeg.RowsFun
 	if prepare != nil && f == formatJPEG {
 		rows = prepare(w, h)
 	}
-	img, err := decodePixels(f, data, lim.MaxPixels, rows)
+	img, err := decodePixels(f, data, lim.MaxPixels, rows, opts.alphaOnWhite)
 	if err != nil {
 		return nil, fmt.Errorf("imageproc: %s: %w", f, err)
 	}
@@ -145,7 +145,7 @@ func decode(data []byte, opts DecodeOptions, prepare func(w, h int) jpeg.RowsFun
 	return img, nil
 }
 
-func decodePixels(f format, data []byte, maxPixels int64, rows jpeg.RowsFunc) (img *Image, err error) {
+func decodePixels(f format, data []byte, maxPixels int64, rows jpeg.RowsFunc, alphaOnWhite bool) (img *Image, err error) {
 	defer recoverDecoder(&err)
 	r := bytes.NewReader(data)
 	var m image.Image
@@ -181,7 +181,17 @@ func decodePixels(f format, data []byte, maxPixels int64, rows jpeg.RowsFunc) (i
 	if err != nil {
 		return nil, classify(err)
 	}
+	if alphaOnWhite && f == formatPNG && pngIsRGBA(data) {
+		return onWhite(m), nil
+	}
 	return toRGB(m), nil
+}
+
+// pngIsRGBA reports whether a PNG's IHDR declares colour type 6 (RGBA),
+// the one Pillow opens as mode "RGBA" (gray+alpha is "LA", a tRNS key
+// leaves "RGB").
+func pngIsRGBA(data []byte) bool {
+	return len(data) >= 26 && string(data[12:16]) == "IHDR" && data[25] == 6
 }
 
 // catchPanics is cleared by the fuzz test so that a panic is reported

@@ -57,6 +57,9 @@ type DecodeOptions struct {
 	// images as their EXIF Orientation tag says. The reference does not, so
 	// the default (false) keeps the stored orientation.
 	ApplyEXIFOrientation bool
+
+	// alphaOnWhite composites RGBA images on white (Config.QwenVLUtils).
+	alphaOnWhite bool
 }
 
 // orDefault fills zero fields from DefaultLimits.

@@ -15,6 +15,12 @@ type Config struct {
 	Mean, Std         [3]float32
 	MinPixels         int
 	MaxPixels         int
+	// QwenVLUtils follows qwen-vl-utils' fetch_image (Qwen3-VL-Embedding's
+	// official pipeline) instead of transformers' image processor: an RGBA
+	// image is composited on white rather than losing its alpha, and smart
+	// resize rounds a side shorter than Factor up to Factor instead of
+	// refusing the image.
+	QwenVLUtils bool
 }
 
 // CLIP's normalization constants, as float32 (what the mmproj stores).
@@ -90,7 +96,11 @@ func (c Config) TargetSize(width, height int) (w, h int, err error) {
 	if err := c.validate(); err != nil {
 		return 0, 0, err
 	}
-	h, w, err = SmartResize(height, width, c.Factor(), c.MinPixels, c.MaxPixels)
+	if c.QwenVLUtils {
+		h, w, err = SmartResizeVLUtils(height, width, c.Factor(), c.MinPixels, c.MaxPixels)
+	} else {
+		h, w, err = SmartResize(height, width, c.Factor(), c.MinPixels, c.MaxPixels)
+	}
 	return w, h, err
 }
 
@@ -109,6 +119,7 @@ func FromImage(img *Image, cfg Config) (*Patches, error) {
 // soon as they are decoded, overlapping the decoding of the rest; the
 // result is the same as FromImage on the decoded image.
 func Preprocess(data []byte, cfg Config, opts DecodeOptions) (*Patches, error) {
+	opts.alphaOnWhite = cfg.QwenVLUtils
 	if opts.ApplyEXIFOrientation {
 		img, err := Decode(data, opts)
 		if err != nil {

@@ -58,3 +58,33 @@ func pyFloat(v float64) string {
 	}
 	return s
 }
+
+// SmartResizeVLUtils is qwen-vl-utils' smart_resize, which Qwen3-VL's
+// official embedding and reranking code uses: like SmartResize, except
+// that no side is refused for being short: each rounded side is at least
+// factor, also after scaling down to maxPixels.
+func SmartResizeVLUtils(height, width, factor, minPixels, maxPixels int) (h, w int, err error) {
+	if factor <= 0 || height <= 0 || width <= 0 {
+		return 0, 0, fmt.Errorf("imageproc: %w: %dx%d (HxW) with factor %d", ErrSize, height, width, factor)
+	}
+	hf, wf, ff := float64(height), float64(width), float64(factor)
+	if ratio := math.Max(hf, wf) / math.Min(hf, wf); ratio > maxAspectRatio {
+		return 0, 0, fmt.Errorf("imageproc: %w: absolute aspect ratio must be smaller than %d, got %s", ErrSize, maxAspectRatio, pyFloat(ratio))
+	}
+	hBar := max(factor, int(math.RoundToEven(hf/ff))*factor)
+	wBar := max(factor, int(math.RoundToEven(wf/ff))*factor)
+	switch {
+	case int64(hBar)*int64(wBar) > int64(maxPixels):
+		beta := math.Sqrt(hf * wf / float64(maxPixels))
+		hBar = max(factor, int(math.Floor(hf/beta/ff))*factor)
+		wBar = max(factor, int(math.Floor(wf/beta/ff))*factor)
+	case int64(hBar)*int64(wBar) < int64(minPixels):
+		beta := math.Sqrt(float64(minPixels) / (hf * wf))
+		hBar = int(math.Ceil(hf*beta/ff)) * factor
+		wBar = int(math.Ceil(wf*beta/ff)) * factor
+	}
+	if int64(hBar)*int64(wBar) > MaxPixelsLimit {
+		return 0, 0, fmt.Errorf("imageproc: %w: %dx%d (HxW) resizes to %dx%d, over %d pixels", ErrSize, height, width, hBar, wBar, MaxPixelsLimit)
+	}
+	return hBar, wBar, nil
+}

@@ -19,11 +19,11 @@ import (
 // `vembed serve` does without --model.
 func demoServer() (url string, stop func()) {
 	dir, _ := os.MkdirTemp("", "vembed-client-example-")
-	sc, _ := synth.Preset("tiny")
-	lm, mmproj, _ := synth.WritePair(dir, sc)
-	mv := filepath.Join(dir, "mv.gguf")
-	synth.WriteMVProj(mv, sc)
-	eng, err := engine.New(engine.Config{Model: lm, MMProj: mmproj, MVProj: mv})
+	m, err := synth.WriteDemo(dir)
+	if err != nil {
+		panic(err)
+	}
+	eng, err := engine.New(engine.Config{Model: m.LM, MMProj: m.MMProj, MVProj: m.MVProj})
 	if err != nil {
 		panic(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -40,21 +39,12 @@ func tinyServer(t *testing.T) string {
 		if tiny.dir, tiny.err = os.MkdirTemp("", "vembed-server-test-"); tiny.err != nil {
 			return
 		}
-		sc, err := synth.Preset("tiny")
+		m, err := synth.WriteDemo(tiny.dir)
 		if err != nil {
 			tiny.err = err
 			return
 		}
-		lm, mmproj, err := synth.WritePair(tiny.dir, sc)
-		if err != nil {
-			tiny.err = err
-			return
-		}
-		mv := filepath.Join(tiny.dir, "mv.gguf")
-		if tiny.err = synth.WriteMVProj(mv, sc); tiny.err != nil {
-			return
-		}
-		tiny.eng, tiny.err = engine.New(engine.Config{Model: lm, MMProj: mmproj, MVProj: mv})
+		tiny.eng, tiny.err = engine.New(engine.Config{Model: m.LM, MMProj: m.MMProj, MVProj: m.MVProj})
 	})
 	if tiny.err != nil {
 		t.Fatal(tiny.err)

@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -264,19 +263,11 @@ func releaseMemory(ctx context.Context, eng *engine.Engine) {
 // writeDemoModel writes the tiny synthetic model pair and its multi-vector
 // projector into dir and points cfg at them.
 func writeDemoModel(dir string, cfg *engine.Config) error {
-	sc, err := synth.Preset("tiny")
+	m, err := synth.WriteDemo(dir)
 	if err != nil {
 		return err
 	}
-	lm, mmproj, err := synth.WritePair(dir, sc)
-	if err != nil {
-		return err
-	}
-	mv := filepath.Join(dir, "mvproj.gguf")
-	if err := synth.WriteMVProj(mv, sc); err != nil {
-		return err
-	}
-	cfg.Model, cfg.MMProj, cfg.MVProj = lm, mmproj, mv
+	cfg.Model, cfg.MMProj, cfg.MVProj = m.LM, m.MMProj, m.MVProj
 	cfg.RandomWeights = true
 	if cfg.Name == "" {
 		cfg.Name = "vembed-demo-tiny-random-weights"

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/vembed/vembed/client"
+	"github.com/vembed/vembed/engine"
+	"github.com/vembed/vembed/eval"
+)
+
+func init() {
+	register(&command{name: "eval", summary: "retrieval quality (nDCG, recall, MRR) of a model on BEIR-layout datasets, in-process or against a server", run: runEval})
+}
+
+const evalUsage = `--dataset DIR[,DIR...] [--split test] [--model LM.gguf [--mmproj MMPROJ.gguf] [--mvproj MV.gguf] | --url URL]
+       [--multivector] [--dimensions N] [--k 1,5,10] [--json] [--skip-bad] [--cache-dir DIR]
+
+Embeds each dataset's queries (task retrieval.query) and corpus (retrieval.passage),
+ranks the whole corpus for every query (cosine, or MaxSim with --multivector) and
+prints nDCG@k, recall@k and MRR@k per dataset and their average (definitions:
+package eval). Without --model or --url it uses the demo model.`
+
+func runEval(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("eval", evalUsage, stderr)
+	var mf modelFlags
+	mf.register(fs)
+	datasets := fs.String("dataset", "", "comma-separated dataset `directories` (BEIR layout)")
+	split := fs.String("split", "test", "qrels split (qrels/SPLIT.tsv)")
+	url := fs.String("url", "", "evaluate a running vembed server at `URL` instead of loading a model")
+	key := fs.String("api-key", os.Getenv("VEMBED_API_KEY"), "API key for --url")
+	multi := fs.Bool("multivector", false, "score by MaxSim of multi-vectors")
+	dims := fs.Int("dimensions", 0, "Matryoshka size (0: full width)")
+	ksFlag := fs.String("k", "1,5,10", "comma-separated cut-offs")
+	asJSON := fs.Bool("json", false, "print one JSON line instead of the table")
+	skipBad := fs.Bool("skip-bad", false, "count unreadable rows and undecodable images as failed and go on")
+	cacheDir := fs.String("cache-dir", "", "keep finished corpus embeddings here and reuse them")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError(fs, stderr, "unexpected argument %q", pos[0])
+	}
+	if *datasets == "" {
+		return usageError(fs, stderr, "--dataset is required")
+	}
+	ks, err := parseInts(*ksFlag)
+	if err != nil || len(ks) == 0 {
+		return usageError(fs, stderr, "--k: want comma-separated positive integers")
+	}
+	var emb eval.Embedder
+	if *url != "" {
+		if mf.model != "" {
+			return usageError(fs, stderr, "give --model or --url, not both")
+		}
+		emb = eval.Server{C: client.New(*url, client.WithAPIKey(*key)), URL: *url}
+	} else {
+		cfg := mf.config()
+		if mf.model == "" {
+			dir, err := os.MkdirTemp("", "vembed-demo-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+			if err := writeDemoModel(dir, &cfg); err != nil {
+				return err
+			}
+			fmt.Fprintln(stderr, "vembed eval: no --model given: using the DEMO model with RANDOM WEIGHTS; its scores mean nothing")
+		} else {
+			if err := mf.resolveRefs(context.Background(), stderr, nil); err != nil {
+				return err
+			}
+			cfg = mf.config()
+		}
+		e, err := engine.New(cfg)
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		emb = eval.Engine{E: e}
+	}
+	var reports []*eval.Report
+	for _, dir := range strings.Split(*datasets, ",") {
+		d, err := eval.LoadBEIR(strings.TrimSpace(dir), *split, *skipBad)
+		if err != nil {
+			return err
+		}
+		bar := newBar(stderr, int64(len(d.Corpus)+len(d.Queries)), d.Name, false)
+		rep, err := eval.EvaluateDataset(context.Background(), d, emb, eval.Options{
+			Ks: ks, Multivector: *multi, Dimensions: *dims, CacheDir: *cacheDir, SkipBad: *skipBad,
+			Progress: func(done, total int) { bar.Set(done) },
+		})
+		if err != nil {
+			return err
+		}
+		bar.Finish()
+		for _, f := range rep.Failed {
+			fmt.Fprintln(stderr, "vembed eval: failed:", f)
+		}
+		reports = append(reports, rep)
+	}
+	return printEval(stdout, reports, ks, *asJSON)
+}
+
+func printEval(w io.Writer, reports []*eval.Report, ks []int, asJSON bool) error {
+	avg := eval.Scores{}
+	for _, r := range reports {
+		for m, v := range r.Result.Mean {
+			avg[m] += v / float64(len(reports))
+		}
+	}
+	if asJSON {
+		type entry struct {
+			Dataset string      `json:"dataset"`
+			Queries int         `json:"queries"`
+			Failed  int         `json:"failed"`
+			Scores  eval.Scores `json:"scores"`
+		}
+		out := struct {
+			Datasets []entry     `json:"datasets"`
+			Average  eval.Scores `json:"average"`
+		}{Average: avg}
+		for _, r := range reports {
+			out.Datasets = append(out.Datasets, entry{r.Dataset, r.Result.Queries, len(r.Failed), r.Result.Mean})
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	var names []string
+	for m := range avg {
+		names = append(names, m)
+	}
+	sort.Slice(names, func(i, j int) bool { return metricOrder(names[i]) < metricOrder(names[j]) })
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "dataset\tqueries\tfailed")
+	for _, m := range names {
+		fmt.Fprint(tw, "\t", m)
+	}
+	fmt.Fprintln(tw)
+	row := func(name string, q, failed int, s eval.Scores) {
+		fmt.Fprintf(tw, "%s\t%d\t%d", name, q, failed)
+		for _, m := range names {
+			fmt.Fprintf(tw, "\t%.4f", s[m])
+		}
+		fmt.Fprintln(tw)
+	}
+	for _, r := range reports {
+		row(r.Dataset, r.Result.Queries, len(r.Failed), r.Result.Mean)
+	}
+	if len(reports) > 1 {
+		row("average", 0, 0, avg)
+	}
+	return tw.Flush()
+}
+
+// metricOrder sorts ndcg before recall before mrr, each by cut-off.
+func metricOrder(m string) string {
+	name, k, _ := strings.Cut(m, "@")
+	rank := map[string]string{"ndcg": "0", "recall": "1", "mrr": "2"}[name]
+	return rank + fmt.Sprintf("%06s", k)
+}

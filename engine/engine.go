@@ -44,7 +44,6 @@ import (
 	"github.com/vembed/vembed/imageproc"
 	"github.com/vembed/vembed/model"
 	"github.com/vembed/vembed/model/heads"
-	"github.com/vembed/vembed/model/qwenvl"
 	"github.com/vembed/vembed/recipe"
 	"github.com/vembed/vembed/tokenizer"
 )
@@ -162,8 +161,8 @@ func (c *Config) defaults() {
 type Engine struct {
 	cfg    Config
 	lmFile *gguf.File
-	qm     *qwenvl.Model
 	model  model.Model
+	ranker *heads.Ranker // set for a reranker
 	mi     model.Info
 	recipe recipe.Recipe
 	tok    *tokenizer.Tokenizer
@@ -201,11 +200,11 @@ type Engine struct {
 // multi-vector projector when there is one, and starts the scheduler.
 func New(cfg Config) (*Engine, error) {
 	cfg.defaults()
-	qm, err := qwenvl.Load(cfg.Model, cfg.MMProj)
+	m, err := openModel(cfg.Model, cfg.MMProj)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	e := &Engine{cfg: cfg, qm: qm, model: qm}
+	e := &Engine{cfg: cfg, model: m}
 	if err := e.init(); err != nil {
 		e.closeFiles()
 		return nil, err
@@ -225,6 +224,11 @@ func (e *Engine) init() error {
 	e.lmFile = f
 	if e.recipe, err = recipe.Select(f); err != nil {
 		return fmt.Errorf("engine: %s: %w", cfg.Model, err)
+	}
+	if _, ok := e.recipe.(recipe.Pairs); ok {
+		if e.ranker, err = heads.RankerFrom(f); err != nil {
+			return fmt.Errorf("engine: %s: %w", cfg.Model, err)
+		}
 	}
 	if e.tok, err = tokenizer.FromGGUF(f, cfg.Tokenizer); err != nil {
 		return fmt.Errorf("engine: tokenizer of %s: %w", cfg.Model, err)
@@ -262,6 +266,10 @@ func (e *Engine) init() error {
 		RandomWeights: cfg.RandomWeights,
 		Recipe:        e.recipe.Name(),
 		Dimensions:    e.recipe.Dimensions(mi.Hidden),
+		Reranker:      e.ranker != nil,
+	}
+	if _, ok := e.recipe.(recipe.Instructed); ok {
+		e.info.Instruction = true
 	}
 	if cfg.MaxTokens <= 0 {
 		e.info.ContextLength = min(DefaultMaxTokens, mi.ContextLength)
@@ -384,8 +392,8 @@ func (e *Engine) closeFiles() error {
 	if e.lmFile != nil {
 		errs = append(errs, e.lmFile.Close())
 	}
-	if e.qm != nil {
-		errs = append(errs, e.qm.Close())
+	if e.model != nil {
+		errs = append(errs, e.model.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -405,6 +413,15 @@ func (e *Engine) options(req *Request) (options, error) {
 	t, err := e.recipe.Task(req.Task)
 	if err != nil {
 		return o, invalid("task", CodeInvalid, "%v", err)
+	}
+	if req.Instruction != "" {
+		if !e.info.Instruction {
+			return o, invalid("instruction", CodeUnsupported, "this model takes a task, not an instruction (tasks: %s)", strings.Join(e.info.Tasks, ", "))
+		}
+		if _, err := e.checkText("instruction", req.Instruction, e.info.ContextLength, false); err != nil {
+			return o, err
+		}
+		t.Instruction = req.Instruction
 	}
 	o.task = t
 	if o.multi && e.mv == nil {
@@ -459,6 +476,14 @@ func (e *Engine) checkDims(d int) error {
 // take the request; when ctx ends the request stops computing at the next
 // step and Embed returns ctx's error.
 func (e *Engine) Embed(ctx context.Context, req Request) (*Response, error) {
+	if e.ranker != nil {
+		return nil, invalid("input", CodeUnsupported, "this model is a reranker: it scores (query, document) pairs (rerank) and makes no embeddings")
+	}
+	return e.embed(ctx, req)
+}
+
+// embed runs a request through the processor and the scheduler.
+func (e *Engine) embed(ctx context.Context, req Request) (*Response, error) {
 	e.mu.Lock()
 	if e.closing {
 		e.mu.Unlock()

@@ -197,7 +197,7 @@ func (p *processor) plan(i int, in Input, o options, truncate bool) (*input, err
 		it.images = append(it.images, im)
 		tparts[k] = tokenizer.Part{ImageTokens: im.tokens}
 	}
-	prompt, err := e.prompt(in.Template, tparts, o, it.param)
+	prompt, err := e.prompt(in, tparts, o, it.param)
 	if err != nil {
 		return nil, err
 	}
@@ -246,8 +246,8 @@ func (e *Engine) checkText(param, text string, limit int, truncate bool) (string
 
 // prompt builds the recipe's prompt of the parts, or fills the template of
 // a raw input with the image token counts.
-func (e *Engine) prompt(template string, parts []tokenizer.Part, o options, param string) (*tokenizer.Prompt, error) {
-	if template != "" {
+func (e *Engine) prompt(in Input, parts []tokenizer.Part, o options, param string) (*tokenizer.Prompt, error) {
+	if template := in.Template; template != "" {
 		if _, err := e.checkText(param+".template", template, e.info.ContextLength, false); err != nil {
 			return nil, err
 		}
@@ -261,7 +261,13 @@ func (e *Engine) prompt(template string, parts []tokenizer.Part, o options, para
 		}
 		return p, nil
 	}
-	p, err := e.recipe.Prompt(e.tok, o.task, parts)
+	var p *tokenizer.Prompt
+	var err error
+	if q := in.pairQuery; q > 0 {
+		p, err = e.recipe.(recipe.Pairs).PairPrompt(e.tok, o.task, parts[:q], parts[q:])
+	} else {
+		p, err = e.recipe.Prompt(e.tok, o.task, parts)
+	}
 	if err != nil {
 		return nil, &InputError{Param: param, Code: CodeInvalid, Err: err}
 	}

@@ -35,6 +35,11 @@ type Input struct {
 	// part, which must all be images. Inputs with images are then pooled
 	// over the vision spans, as the reference pools any image prompt.
 	Template string
+
+	// pairQuery, when positive, makes the input a (query, document) pair
+	// for a reranker: its first pairQuery parts are the query, the rest
+	// the document.
+	pairQuery int
 }
 
 // TextInput is an input made of a single text.
@@ -55,6 +60,12 @@ type Request struct {
 	// only selects the prompt: the task's adapter is whichever one is
 	// merged into the loaded model file.
 	Task string
+
+	// Instruction replaces the default instruction of models whose prompts
+	// take one (Info.Instruction; Qwen3-VL-Embedding: a system message such
+	// as "Retrieve images or text relevant to the user's query."). Models
+	// that take a task refuse it.
+	Instruction string
 
 	// Dimensions truncates single vectors (Matryoshka); 0 keeps all. See
 	// Info.Dimensions for the allowed values. Multi-vector requests refuse
@@ -138,6 +149,12 @@ type Info struct {
 	RandomWeights bool
 	// Recipe names the model family's rules (package recipe).
 	Recipe string
+	// Instruction reports that requests may give an instruction
+	// (Request.Instruction) and no task.
+	Instruction bool
+	// Reranker reports a model that scores (query, document) pairs
+	// (Engine.Rerank) and makes no embeddings.
+	Reranker bool
 }
 
 // Codes of InputError, stable for API clients.

@@ -40,9 +40,26 @@ type Recipe interface {
 	Image(mi model.Info) imageproc.Config
 }
 
+// Instructed is a recipe whose prompts take a free-text instruction
+// (Task.Instruction) rather than a task name.
+type Instructed interface {
+	Recipe
+	Instructed()
+}
+
+// Pairs is a recipe that scores (query, document) pairs: one prompt per
+// pair, whose pooled hidden state a rank head scores.
+type Pairs interface {
+	Recipe
+	PairPrompt(tok *tokenizer.Tokenizer, task Task, query, doc []tokenizer.Part) (*tokenizer.Prompt, error)
+}
+
 // Task is a request's task as a recipe resolved it.
 type Task struct {
 	Name string // as the request gave it, or the default
+	// Instruction is the request's instruction, for Instructed recipes
+	// ("" for the recipe's default).
+	Instruction string
 	// side picks the prompt per input: a fixed task, or one that depends
 	// on whether the input has images.
 	fixed   tokenizer.Task
@@ -77,6 +94,12 @@ type Pooling struct {
 	Lo, Hi int
 }
 
+// llama.cpp's pooling types (LLAMA_POOLING_TYPE_*).
+const (
+	poolingLast = 3
+	poolingRank = 4
+)
+
 // Select returns the recipe for a language model file: the one named by
 // its `vembed.recipe` key, else the family its architecture implies.
 func Select(f *gguf.File) (Recipe, error) {
@@ -86,6 +109,17 @@ func Select(f *gguf.File) (Recipe, error) {
 		switch arch {
 		case "qwen2vl":
 			name = JinaV4{}.Name()
+		case "qwen3vl":
+			// llama.cpp writes no pooling type for Qwen3-VL-Embedding; its
+			// reranker conversion writes RANK.
+			switch p, err := f.Uint(arch + ".pooling_type"); {
+			case err != nil || p == poolingLast:
+				name = Qwen3VLEmbedding{}.Name()
+			case p == poolingRank:
+				name = Qwen3VLReranker{}.Name()
+			default:
+				return nil, fmt.Errorf("recipe: %s.pooling_type %d: Qwen3-VL files are embedders (LAST or none) or rerankers (RANK)", arch, p)
+			}
 		default:
 			return nil, fmt.Errorf("recipe: no embedding recipe for architecture %q", arch)
 		}
@@ -95,6 +129,10 @@ func Select(f *gguf.File) (Recipe, error) {
 		return JinaV4{}, nil
 	case GME{}.Name():
 		return GME{}, nil
+	case Qwen3VLEmbedding{}.Name():
+		return Qwen3VLEmbedding{}, nil
+	case Qwen3VLReranker{}.Name():
+		return Qwen3VLReranker{}, nil
 	}
 	return nil, fmt.Errorf("recipe: unknown recipe %q", name)
 }

@@ -1,0 +1,35 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/model"
+	"github.com/vembed/vembed/model/qwen3vl"
+	"github.com/vembed/vembed/model/qwenvl"
+)
+
+// modelLoaders opens a model family's LM (and optional mmproj) by the LM's
+// general.architecture.
+var modelLoaders = map[string]func(lm, mmproj string) (model.Model, error){
+	"qwen2vl": func(lm, mm string) (model.Model, error) { return qwenvl.Load(lm, mm) },
+	"qwen3vl": func(lm, mm string) (model.Model, error) { return qwen3vl.Load(lm, mm) },
+}
+
+// openModel loads the model pair with the loader of the LM's architecture.
+func openModel(lm, mmproj string) (model.Model, error) {
+	f, err := gguf.Open(lm)
+	if err != nil {
+		return nil, err
+	}
+	arch, err := f.String("general.architecture")
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", lm, err)
+	}
+	load, ok := modelLoaders[arch]
+	if !ok {
+		return nil, fmt.Errorf("%s: architecture %q is not supported (qwen2vl, qwen3vl)", lm, arch)
+	}
+	return load(lm, mmproj)
+}

@@ -53,7 +53,7 @@ func (f inputFlag) Set(s string) error {
 	return nil
 }
 
-const embedUsage = `--model LM.gguf [--mmproj MMPROJ.gguf] [--mvproj MV.gguf] [--task T] [--dimensions N]
+const embedUsage = `--model LM.gguf [--mmproj MMPROJ.gguf] [--mvproj MV.gguf] [--task T | --instruction TEXT] [--dimensions N]
        [--multivector] [--min-pixels N] [--max-pixels N] [--json] [--dump DIR]
        (--text S | --image PATH | --input JSON)...
 
@@ -74,6 +74,7 @@ func runEmbed(args []string, stdout, stderr io.Writer) error {
 	fs.Var(inputFlag{"image", &specs}, "image", "an image file input (repeatable)")
 	fs.Var(inputFlag{"input", &specs}, "input", "an input as JSON: a string, an item object or a list of parts (repeatable)")
 	task := fs.String("task", "", "retrieval.query, retrieval.passage, text-matching, code.query or code.passage (default: retrieval, query for text, passage for images)")
+	instruction := fs.String("instruction", "", "the instruction of models that take one instead of a task (Qwen3-VL-Embedding; default: the model's)")
 	dims := fs.Int("dimensions", 0, "Matryoshka truncation of single vectors (0: full width)")
 	multi := fs.Bool("multivector", false, "one vector per token (needs a projector)")
 	minPix := fs.Int("min-pixels", 0, "lower bound of the resized image area (0: model default)")
@@ -91,7 +92,7 @@ func runEmbed(args []string, stdout, stderr io.Writer) error {
 	if len(specs) == 0 {
 		return usageError(fs, stderr, "nothing to embed: give --text, --image or --input")
 	}
-	req := engine.Request{Task: *task, Dimensions: *dims, Multivector: *multi, MinPixels: *minPix, MaxPixels: *maxPix}
+	req := engine.Request{Task: *task, Instruction: *instruction, Dimensions: *dims, Multivector: *multi, MinPixels: *minPix, MaxPixels: *maxPix}
 	for _, s := range specs {
 		in, err := parseSpec(s)
 		if err != nil {

@@ -26,6 +26,7 @@ type embeddingsRequest struct {
 	EmbeddingType     json.RawMessage `json:"embedding_type"` // a name, or Jina's list of names
 	Dimensions        *int            `json:"dimensions"`
 	Task              string          `json:"task"`
+	Instruction       string          `json:"instruction"`
 	ReturnMultivector bool            `json:"return_multivector"`
 	PerSpan           bool            `json:"per_span"`
 	Normalized        *bool           `json:"normalized"`
@@ -175,7 +176,7 @@ func (h *Handler) parseEmbeddingsRequest(w http.ResponseWriter, r *http.Request)
 	if bad != nil {
 		return req, "", er, bad
 	}
-	req = engine.Request{Inputs: ins, Task: er.Task, Multivector: er.ReturnMultivector, PerSpan: er.PerSpan, Truncate: er.Truncate}
+	req = engine.Request{Inputs: ins, Task: er.Task, Instruction: er.Instruction, Multivector: er.ReturnMultivector, PerSpan: er.PerSpan, Truncate: er.Truncate}
 	if er.Dimensions != nil {
 		req.Dimensions = *er.Dimensions
 	}

@@ -19,7 +19,12 @@
 //	model, user         accepted and ignored (one model per server)
 //	task                retrieval.query | retrieval.passage | text-matching |
 //	                    code.query | code.passage (default: retrieval, query
-//	                    prompt for text, passage for inputs with images)
+//	                    prompt for text, passage for inputs with images);
+//	                    models that take an instruction (Qwen3-VL-Embedding)
+//	                    refuse it with a message saying so
+//	instruction         the instruction of such models (a system message,
+//	                    e.g. "Retrieve images or text relevant to the user's
+//	                    query."; default "Represent the user's input.")
 //	dimensions          Matryoshka size (see GET /v1/models)
 //	encoding_format     float | base64 | binary | ubinary (alias: embedding_type)
 //	embedding_type      also Jina's list of types: each vector is then an

@@ -1,0 +1,111 @@
+package eval
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+func writeParquet[T any](t *testing.T, path string, rows []T) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[T](f)
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
+func strp(s string) *string { return &s }
+
+// TestViDoRe reads a ViDoRe v1 table (a page repeated for two queries, a
+// page without a query, a page without a file name) and evaluates it.
+func TestViDoRe(t *testing.T) {
+	dir := t.TempDir()
+	rows := []vidoreRow{
+		{Query: strp("what is on page one"), Image: &hfImage{Bytes: page(1)}, ImageFilename: strp("p1.png")},
+		{Query: strp("and again page one"), Image: &hfImage{Bytes: page(1)}, ImageFilename: strp("p1.png")},
+		{Query: nil, Image: &hfImage{Bytes: page(2)}, ImageFilename: strp("p2.png")},
+		{Query: strp("the third"), Image: &hfImage{Bytes: page(3), Path: strp("x")}},
+	}
+	writeParquet(t, filepath.Join(dir, "test-00000-of-00001.parquet"), rows)
+	d, err := Load(dir, "test", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Corpus) != 3 || len(d.Queries) != 3 || len(d.Qrels) != 3 {
+		t.Fatalf("%d pages, %d queries, %d judged", len(d.Corpus), len(d.Queries), len(d.Qrels))
+	}
+	if d.Qrels[d.Queries[1].ID]["p1.png"] != 1 || !strings.HasPrefix(d.Corpus[2].ID, "sha256:") {
+		t.Errorf("qrels %v, corpus ids %s", d.Qrels, d.Corpus[2].ID)
+	}
+	rep, err := EvaluateDataset(context.Background(), d, Engine{tinyEngine(t)}, Options{Ks: []int{1, 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Result.Queries != 3 || rep.Result.Mean["recall@3"] != 1 {
+		t.Errorf("3 pages, recall@3 must be 1: %v", rep.Result.Mean)
+	}
+}
+
+func TestViDoReBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.parquet")
+	writeParquet(t, good, []vidoreRow{{Query: strp("q"), Image: &hfImage{Bytes: page(1)}, ImageFilename: strp("a")}})
+	data, _ := os.ReadFile(good)
+	for name, b := range map[string][]byte{
+		"truncated": data[:len(data)/2],
+		"garbage":   []byte("PAR1 this is not a parquet file PAR1"),
+		"empty":     nil,
+	} {
+		p := filepath.Join(dir, name+".parquet")
+		os.WriteFile(p, b, 0o644)
+		if _, err := LoadViDoRe(p, false); err == nil || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	type noImage struct {
+		Query string `parquet:"query"`
+	}
+	p := filepath.Join(dir, "noimage.parquet")
+	writeParquet(t, p, []noImage{{"q"}})
+	if _, err := LoadViDoRe(p, false); err == nil || !strings.Contains(err.Error(), `no "image" column`) {
+		t.Errorf("missing column: %v", err)
+	}
+	p = filepath.Join(dir, "nobytes.parquet")
+	writeParquet(t, p, []vidoreRow{{Query: strp("q"), ImageFilename: strp("a")}, {Query: strp("r"), Image: &hfImage{Bytes: page(2)}, ImageFilename: strp("b")}})
+	if _, err := LoadViDoRe(p, false); err == nil || !strings.Contains(err.Error(), "row 1") {
+		t.Errorf("row without image: %v", err)
+	}
+	d, err := LoadViDoRe(p, true)
+	if err != nil || len(d.Bad) != 1 || len(d.Queries) != 1 {
+		t.Errorf("skip-bad: %v %+v", err, d)
+	}
+}
+
+func FuzzViDoRe(f *testing.F) {
+	dir := f.TempDir()
+	good := filepath.Join(dir, "seed.parquet")
+	fw, _ := os.Create(good)
+	w := parquet.NewGenericWriter[vidoreRow](fw)
+	w.Write([]vidoreRow{{Query: strp("q"), Image: &hfImage{Bytes: []byte("img")}, ImageFilename: strp("a")}})
+	w.Close()
+	fw.Close()
+	seed, _ := os.ReadFile(good)
+	f.Add(seed)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(t.TempDir(), "x.parquet")
+		os.WriteFile(p, data, 0o644)
+		LoadViDoRe(p, true) // an error or a dataset, never a panic
+	})
+}

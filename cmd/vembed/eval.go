@@ -31,7 +31,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("eval", evalUsage, stderr)
 	var mf modelFlags
 	mf.register(fs)
-	datasets := fs.String("dataset", "", "comma-separated dataset `directories` (BEIR layout)")
+	datasets := fs.String("dataset", "", "comma-separated datasets: BEIR-layout `directories` or ViDoRe v1 Parquet tables")
 	split := fs.String("split", "test", "qrels split (qrels/SPLIT.tsv)")
 	url := fs.String("url", "", "evaluate a running vembed server at `URL` instead of loading a model")
 	key := fs.String("api-key", os.Getenv("VEMBED_API_KEY"), "API key for --url")
@@ -88,7 +88,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	}
 	var reports []*eval.Report
 	for _, dir := range strings.Split(*datasets, ",") {
-		d, err := eval.LoadBEIR(strings.TrimSpace(dir), *split, *skipBad)
+		d, err := eval.Load(strings.TrimSpace(dir), *split, *skipBad)
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -16,6 +17,23 @@ import (
 // "multivector": true the MaxSim of the two multi-vectors (for every query
 // vector the best dot product with a document vector, summed), as
 // late-interaction retrievers score.
+
+// Reranker is implemented by an Embedder whose model scores (query,
+// document) pairs itself (*engine.Engine with a reranker model such as
+// Qwen3-VL-Reranker: Info().Reranker). Rerank and score then use it
+// instead of comparing embeddings.
+type Reranker interface {
+	Rerank(ctx context.Context, query engine.Input, docs []engine.Input, instruction string) ([]float64, int, error)
+}
+
+// pairScorer returns the embedder's own pair scoring, when its model has
+// one.
+func (h *Handler) pairScorer() Reranker {
+	if rr, ok := h.emb.(Reranker); ok && h.emb.Info().Reranker {
+		return rr
+	}
+	return nil
+}
 
 func (h *Handler) registerScore() {
 	for _, p := range []string{"/v1/rerank", "/rerank"} {
@@ -87,6 +105,7 @@ func dot(a, b []float32) float64 {
 
 type rerankRequest struct {
 	Model           string            `json:"model"`
+	Instruction     string            `json:"instruction"`
 	Query           json.RawMessage   `json:"query"`
 	Documents       []json.RawMessage `json:"documents"`
 	TopN            *int              `json:"top_n"`
@@ -123,6 +142,7 @@ func (h *Handler) rerank(w http.ResponseWriter, r *http.Request) {
 		refuse(w, &badRequest{http.StatusBadRequest, "top_n", engine.CodeInvalid, "top_n must be positive"})
 		return
 	}
+	var ok bool
 	query, bad := h.inputs(r, req.Query, "query")
 	if bad == nil && len(query) != 1 {
 		bad = &badRequest{http.StatusBadRequest, "query", engine.CodeInvalid, "query must be one input (a string or an item)"}
@@ -137,7 +157,13 @@ func (h *Handler) rerank(w http.ResponseWriter, r *http.Request) {
 		refuse(w, bad)
 		return
 	}
-	scores, tokens, ok := h.scorePairs(w, r, query, docs, func(int) int { return 0 }, req.Multivector)
+	var scores []float64
+	var tokens int
+	if rr := h.pairScorer(); rr != nil {
+		scores, tokens, ok = h.rankPairs(w, r, rr, query[0], docs, req.Instruction)
+	} else {
+		scores, tokens, ok = h.scorePairs(w, r, query, docs, func(int) int { return 0 }, req.Multivector)
+	}
 	if !ok {
 		return
 	}
@@ -209,7 +235,26 @@ func (h *Handler) score(w http.ResponseWriter, r *http.Request) {
 	if len(a) == 1 {
 		pair = func(int) int { return 0 }
 	}
-	scores, tokens, ok := h.scorePairs(w, r, a, b, pair, req.Multivector)
+	var scores []float64
+	var tokens int
+	var ok bool
+	if rr := h.pairScorer(); rr != nil && len(a) == 1 {
+		scores, tokens, ok = h.rankPairs(w, r, rr, a[0], b, "")
+	} else if rr != nil {
+		// Pair by pair, each its own query.
+		scores = make([]float64, len(b))
+		for i := range b {
+			var s []float64
+			var n int
+			if s, n, ok = h.rankPairs(w, r, rr, a[i], b[i:i+1], ""); !ok {
+				return
+			}
+			scores[i], tokens = s[0], tokens+n
+		}
+		ok = true
+	} else {
+		scores, tokens, ok = h.scorePairs(w, r, a, b, pair, req.Multivector)
+	}
 	if !ok {
 		return
 	}
@@ -220,4 +265,22 @@ func (h *Handler) score(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"id": fmt.Sprintf("score-%d", time.Now().UnixNano()), "object": "list",
 		"created": time.Now().Unix(), "model": h.emb.Info().Name, "data": data,
 		"usage": map[string]int{"prompt_tokens": tokens, "total_tokens": tokens}})
+}
+
+// rankPairs scores documents with the model's own pair scoring, under the
+// handler's admission and deadline.
+func (h *Handler) rankPairs(w http.ResponseWriter, r *http.Request, rr Reranker, query engine.Input, docs []engine.Input, instruction string) ([]float64, int, bool) {
+	release, ok := h.admit(w)
+	if !ok {
+		return nil, 0, false
+	}
+	defer release()
+	ctx, cancel := h.deadline(r.Context())
+	defer cancel()
+	scores, tokens, err := rr.Rerank(ctx, query, docs, instruction)
+	if err != nil {
+		h.writeEngineError(w, r, err)
+		return nil, 0, false
+	}
+	return scores, tokens, true
 }

@@ -122,7 +122,9 @@
 //
 // Scores embed the query with the model's query task and documents with
 // its passage task, and are the cosine of the two vectors, or with
-// "multivector": true the MaxSim of their multi-vectors.
+// "multivector": true the MaxSim of their multi-vectors. A reranker model
+// (Qwen3-VL-Reranker; GET /v1/models) scores each pair itself: the score
+// is its P(yes), and /v1/rerank takes an "instruction".
 //
 // # GET /v1/models
 //

@@ -4,9 +4,11 @@ import "fmt"
 
 // Tracing: a request with a Tracer bypasses every cache and receives its
 // intermediates as each stage finishes (so that the times at which they
-// arrive measure the stages): per image its patches after preprocessing,
-// the tower's output and the merger rows when the vision pass ends, per
-// input its final hidden states when its last chunk is computed.
+// arrive measure the stages): per image its grid (t, h, w in patches) and
+// patches after preprocessing, the tower's output and the merger rows when
+// the vision pass ends, per input its final hidden states when its last
+// chunk is computed, with each image's placeholder span [first, end) in
+// them.
 
 func traceName(in, img int, what string) string {
 	return fmt.Sprintf("input%d.image%d.%s", in, img, what)
@@ -19,6 +21,10 @@ func (pr *prepared) tracePatches(tr Tracer) error {
 			rows := im.grid[0] * im.grid[1] * im.grid[2]
 			if rows == 0 || len(im.patches) == 0 {
 				continue
+			}
+			grid := []float32{float32(im.grid[0]), float32(im.grid[1]), float32(im.grid[2])}
+			if err := tr.Tensor(traceName(it.index, k, "grid"), grid, 3); err != nil {
+				return fmt.Errorf("engine: trace: %w", err)
 			}
 			if err := tr.Tensor(traceName(it.index, k, "patches"), im.patches, rows, len(im.patches)/rows); err != nil {
 				return fmt.Errorf("engine: trace: %w", err)
@@ -56,6 +62,11 @@ func (e *Engine) traceHidden(tr Tracer, it *input, hidden []float32) error {
 	}
 	if err := tr.Tensor(fmt.Sprintf("input%d.hidden_states", it.index), hidden, n, e.mi.Hidden); err != nil {
 		return fmt.Errorf("engine: trace: %w", err)
+	}
+	for k, sp := range it.prompt.Images {
+		if err := tr.Tensor(traceName(it.index, k, "span"), []float32{float32(sp.First), float32(sp.End)}, 2); err != nil {
+			return fmt.Errorf("engine: trace: %w", err)
+		}
 	}
 	return nil
 }

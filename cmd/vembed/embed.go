@@ -137,6 +137,13 @@ func runEmbed(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if d != nil {
+		for i, e := range resp.Embeddings {
+			if e.Vector != nil {
+				if err := d.Tensor(fmt.Sprintf("input%d.embedding", i), e.Vector, len(e.Vector)); err != nil {
+					return err
+				}
+			}
+		}
 		if err := d.finish(); err != nil {
 			return err
 		}

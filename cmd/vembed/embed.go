@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/vembed/vembed/engine"
+	"github.com/vembed/vembed/internal/atomicfile"
 	"github.com/vembed/vembed/server"
 )
 
@@ -265,7 +266,7 @@ func (d *dumper) Tensor(name string, data []float32, shape ...int) error {
 	for i, x := range data {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
 	}
-	if err := writeFileAtomic(filepath.Join(d.dir, file), b); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(d.dir, file), b); err != nil {
 		return fmt.Errorf("--dump: %w", err)
 	}
 	d.entries = append(d.entries, dumpEntry{Name: name, File: file, DType: "float32", Shape: shape})
@@ -277,7 +278,7 @@ func (d *dumper) finish() error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(d.dir, "index.json"), append(b, '\n')); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(d.dir, "index.json"), append(b, '\n')); err != nil {
 		return fmt.Errorf("--dump: %w", err)
 	}
 	return nil

@@ -54,3 +54,28 @@ func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestEvalSynthDataset: the synthetic dataset evaluates end to end in both
+// its layouts (BEIR and the ViDoRe Parquet table).
+func TestEvalSynthDataset(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	var out, errb bytes.Buffer
+	if code := run([]string{"synth", "--dataset", dir, "--docs", "6", "--queries", "4"}, &out, &errb); code != 0 {
+		t.Fatalf("synth --dataset: exit %d: %s", code, errb.String())
+	}
+	for _, ds := range []string{dir, filepath.Join(dir, "vidore", "test.parquet")} {
+		out.Reset()
+		if code := run([]string{"eval", "--dataset", ds, "--json"}, &out, &errb); code != 0 {
+			t.Fatalf("eval %s: exit %d: %s", ds, code, errb.String())
+		}
+		var m struct {
+			Datasets []struct {
+				Queries int
+				Failed  int
+			}
+		}
+		if err := json.Unmarshal(out.Bytes(), &m); err != nil || len(m.Datasets) != 1 || m.Datasets[0].Queries != 4 || m.Datasets[0].Failed != 0 {
+			t.Errorf("eval %s: %v %s", ds, err, out.String())
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/imageproc"
+	"github.com/vembed/vembed/internal/atomicfile"
 )
 
 func init() {
@@ -70,7 +71,7 @@ func runPreprocess(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *resized != "" {
-		if err := writeFileAtomic(*resized, img.Pix); err != nil {
+		if err := atomicfile.WriteFile(*resized, img.Pix); err != nil {
 			return err
 		}
 	}
@@ -106,7 +107,7 @@ func preprocessConfig(path string) (imageproc.Config, error) {
 
 // writeFloat32s writes v as little-endian float32 values.
 func writeFloat32s(path string, v []float32) error {
-	return writeAtomic(path, func(w io.Writer) error {
+	return atomicfile.Write(path, func(w io.Writer) error {
 		var b [4]byte
 		for _, x := range v {
 			binary.LittleEndian.PutUint32(b[:], math.Float32bits(x))

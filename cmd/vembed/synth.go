@@ -24,7 +24,10 @@ func init() {
 }
 
 func runSynth(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("synth", "--out DIR [flags]", stderr)
+	fs := newFlags("synth", "--out DIR [flags] | --dataset DIR [--docs N] [--queries N]", stderr)
+	dataset := fs.String("dataset", "", "write a small retrieval dataset with rendered pages into `DIR` (BEIR and ViDoRe layouts) instead of a model")
+	docs := fs.Int("docs", 12, "pages of the --dataset corpus")
+	queries := fs.Int("queries", 8, "queries of the --dataset, one per page at most")
 	preset := fs.String("preset", "tiny", "model shapes: "+strings.Join(synth.Presets(), ", "))
 	out := fs.String("out", "", "output directory (required)")
 	lmType := fs.String("type", "", "LM weight type: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, IQ4_XS, ... or a mix (Q4_K_M, Q4_K_S, Q5_K_M, Q5_K_S); default the preset's (F32)")
@@ -40,6 +43,14 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	}
 	if len(pos) > 0 {
 		return usageError(fs, stderr, "unexpected argument %q", pos[0])
+	}
+	if *dataset != "" {
+		if err := synth.WriteDataset(*dataset, synth.DatasetOptions{Docs: *docs, Queries: *queries, Seed: *seed}); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, *dataset)
+		fmt.Fprintln(stdout, filepath.Join(*dataset, "vidore", "test.parquet"))
+		return nil
 	}
 	if *out == "" {
 		return usageError(fs, stderr, "--out is required")

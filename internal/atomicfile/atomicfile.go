@@ -1,4 +1,8 @@
-package main
+// Package atomicfile writes files through a temporary file in the same
+// directory, renamed over the destination only once complete: an
+// interrupted write leaves either the old file or none, never a partial
+// one.
+package atomicfile
 
 import (
 	"bufio"
@@ -8,10 +12,8 @@ import (
 	"path/filepath"
 )
 
-// writeAtomic writes a file through a temporary one in the same directory,
-// renamed over path only once complete: an interrupted command leaves
-// either the old file or none, never a partial one.
-func writeAtomic(path string, write func(w io.Writer) error) (err error) {
+// Write writes path with write's output.
+func Write(path string, write func(w io.Writer) error) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
@@ -29,6 +31,7 @@ func writeAtomic(path string, write func(w io.Writer) error) (err error) {
 	if err = w.Flush(); err != nil {
 		return err
 	}
+	// CreateTemp makes the file private; these are ordinary files.
 	if err = tmp.Chmod(0o644); err != nil {
 		return err
 	}
@@ -41,9 +44,9 @@ func writeAtomic(path string, write func(w io.Writer) error) (err error) {
 	return nil
 }
 
-// writeFileAtomic is os.WriteFile through writeAtomic.
-func writeFileAtomic(path string, data []byte) error {
-	return writeAtomic(path, func(w io.Writer) error {
+// WriteFile is os.WriteFile through Write.
+func WriteFile(path string, data []byte) error {
+	return Write(path, func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
 	})

@@ -156,11 +156,209 @@ func addViDoRe(d *Dataset, pages map[string]bool, row vidoreRow, file string, n 
 }
 
 // Load reads a dataset in whichever layout path holds: a BEIR directory
-// (corpus.jsonl), or a ViDoRe v1 table (a .parquet file or a directory of
-// them).
+// (corpus.jsonl), the BEIR layout in Parquet (corpus.parquet or corpus/),
+// or a ViDoRe v1 table (a .parquet file or a directory of them).
 func Load(path, split string, skipBad bool) (*Dataset, error) {
 	if _, err := os.Stat(filepath.Join(path, "corpus.jsonl")); err == nil {
 		return LoadBEIR(path, split, skipBad)
 	}
+	for _, n := range []string{"corpus.parquet", "corpus"} {
+		if _, err := os.Stat(filepath.Join(path, n)); err == nil {
+			return LoadBEIRParquet(path, split, skipBad)
+		}
+	}
 	return LoadViDoRe(path, skipBad)
+}
+
+// cell is a leaf value of a Parquet row: text, bytes or a number, as
+// text.
+type cell struct {
+	s     string
+	b     []byte
+	valid bool
+}
+
+// readTable reads every row of a Parquet file (or a directory of shards)
+// as its leaf columns by dotted path ("corpus-id", "image.bytes"),
+// whatever their physical types. A corrupt file can make the decoder
+// panic; that becomes an error naming the file.
+func readTable(path string) (rows []map[string]cell, err error) {
+	files, err := parquetFiles(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, file := range files {
+		if err := readTableFile(file, &rows); err != nil {
+			return nil, err
+		}
+	}
+	return rows, nil
+}
+
+func readTableFile(path string, rows *[]map[string]cell) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("eval: %s: corrupt Parquet file: %v", path, r)
+		}
+	}()
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		return fmt.Errorf("eval: %s: not a readable Parquet file: %w", path, err)
+	}
+	cols := pf.Schema().Columns()
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = strings.Join(c, ".")
+	}
+	r := parquet.NewReader(pf)
+	defer r.Close()
+	buf := make([]parquet.Row, 32)
+	for {
+		n, rerr := r.ReadRows(buf)
+		for _, row := range buf[:n] {
+			m := make(map[string]cell, len(names))
+			for _, v := range row {
+				if c := v.Column(); c >= 0 && c < len(names) && !v.IsNull() {
+					m[names[c]] = valueCell(v)
+				}
+			}
+			*rows = append(*rows, m)
+		}
+		if errors.Is(rerr, io.EOF) {
+			return nil
+		}
+		if rerr != nil {
+			return fmt.Errorf("eval: %s row %d: %w", path, len(*rows)+1, rerr)
+		}
+	}
+}
+
+func valueCell(v parquet.Value) cell {
+	switch v.Kind() {
+	case parquet.ByteArray, parquet.FixedLenByteArray:
+		b := append([]byte(nil), v.ByteArray()...)
+		return cell{s: string(b), b: b, valid: true}
+	case parquet.Int32:
+		return cell{s: fmt.Sprint(v.Int32()), valid: true}
+	case parquet.Int64:
+		return cell{s: fmt.Sprint(v.Int64()), valid: true}
+	case parquet.Float:
+		return cell{s: fmt.Sprint(v.Float()), valid: true}
+	case parquet.Double:
+		return cell{s: fmt.Sprint(v.Double()), valid: true}
+	case parquet.Boolean:
+		return cell{s: fmt.Sprint(v.Boolean()), valid: true}
+	}
+	return cell{}
+}
+
+// first returns the first present column among names.
+func first(row map[string]cell, names ...string) (cell, string) {
+	for _, n := range names {
+		if c, ok := row[n]; ok && c.valid {
+			return c, n
+		}
+	}
+	return cell{}, ""
+}
+
+// LoadBEIRParquet reads the BEIR layout stored as Parquet, as ViDoRe v2
+// and v3 and MTEB publish it: corpus, queries and qrels tables, each a
+// file (corpus.parquet) or a directory of shards (corpus/), qrels per
+// split (qrels/SPLIT.parquet, qrels.parquet or qrels/). Columns by their
+// usual names: corpus-id or _id, image (bytes) and text or title;
+// query-id or _id and query or text; query-id, corpus-id and score.
+func LoadBEIRParquet(dir, split string, skipBad bool) (*Dataset, error) {
+	find := func(names ...string) (string, error) {
+		for _, n := range names {
+			if _, err := os.Stat(filepath.Join(dir, n)); err == nil {
+				return filepath.Join(dir, n), nil
+			}
+		}
+		return "", fmt.Errorf("eval: %s: none of %v", dir, names)
+	}
+	d := &Dataset{Name: filepath.Base(filepath.Clean(dir)), Qrels: Qrels{}}
+	bad := func(err error) error {
+		if !skipBad {
+			return err
+		}
+		d.Bad = append(d.Bad, err)
+		return nil
+	}
+	cp, err := find("corpus.parquet", "corpus")
+	if err != nil {
+		return nil, err
+	}
+	corpus, err := readTable(cp)
+	if err != nil {
+		return nil, err
+	}
+	for i, row := range corpus {
+		id, _ := first(row, "corpus-id", "_id", "id")
+		img, _ := first(row, "image.bytes", "image")
+		text, _ := first(row, "text", "title")
+		if !id.valid || (!img.valid && text.s == "") {
+			if err := bad(fmt.Errorf("eval: %s row %d: want an id (corpus-id or _id) and an image or text", cp, i+1)); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		d.Corpus = append(d.Corpus, Item{ID: id.s, Text: text.s, Image: img.b})
+	}
+	qp, err := find("queries.parquet", "queries")
+	if err != nil {
+		return nil, err
+	}
+	queries, err := readTable(qp)
+	if err != nil {
+		return nil, err
+	}
+	for i, row := range queries {
+		id, _ := first(row, "query-id", "_id", "id")
+		text, _ := first(row, "query", "text")
+		if !id.valid || text.s == "" {
+			if err := bad(fmt.Errorf("eval: %s row %d: want query-id (or _id) and query (or text)", qp, i+1)); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		d.Queries = append(d.Queries, Item{ID: id.s, Text: text.s})
+	}
+	rp, err := find(filepath.Join("qrels", split+".parquet"), "qrels.parquet", "qrels")
+	if err != nil {
+		return nil, err
+	}
+	qrels, err := readTable(rp)
+	if err != nil {
+		return nil, err
+	}
+	for i, row := range qrels {
+		q, _ := first(row, "query-id")
+		c, _ := first(row, "corpus-id")
+		s, _ := first(row, "score")
+		var grade int
+		if _, err := fmt.Sscan(s.s, &grade); err != nil || !q.valid || !c.valid {
+			if err := bad(fmt.Errorf("eval: %s row %d: want query-id, corpus-id and an integer score", rp, i+1)); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if d.Qrels[q.s] == nil {
+			d.Qrels[q.s] = map[string]int{}
+		}
+		d.Qrels[q.s][c.s] = grade
+	}
+	if len(d.Corpus) == 0 || len(d.Queries) == 0 || len(d.Qrels) == 0 {
+		return nil, fmt.Errorf("eval: %s: empty corpus, queries or qrels (%d, %d, %d)", dir, len(d.Corpus), len(d.Queries), len(d.Qrels))
+	}
+	return d, nil
 }

@@ -225,3 +225,16 @@ func itoa(n int) string {
 	}
 	return itoa(n/10) + string(rune('0'+n%10))
 }
+
+func FuzzOpenDump(f *testing.F) {
+	f.Add([]byte(`{"tensors":[{"name":"input0.image0.grid","file":"g.f32","dtype":"float32","shape":[3]}]}`), []byte{0, 0, 128, 63, 0, 0, 0, 64, 0, 0, 64, 64})
+	f.Add([]byte(`{"tensors":[{"name":"x","file":"g.f32","dtype":"float32","shape":[1000000000,1000]}]}`), []byte{1, 2, 3, 4})
+	f.Fuzz(func(t *testing.T, index, data []byte) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "index.json"), index, 0o644)
+		os.WriteFile(filepath.Join(dir, "g.f32"), data, 0o644)
+		if s, err := Open(dir); err == nil {
+			s.Trace(context.Background(), 0, nil) // an error or a trace, never a panic
+		}
+	})
+}

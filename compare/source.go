@@ -152,7 +152,8 @@ func openDump(dir string) (Source, error) {
 		}
 		n := 1
 		for _, d := range t.Shape {
-			if d < 0 || d > 1<<28 {
+			// Bounded at each step, so the product cannot overflow.
+			if d < 0 || d > 1<<28 || n*d > 1<<30 {
 				return nil, fmt.Errorf("compare: dump %s: tensor %s: bad shape %v", dir, t.Name, t.Shape)
 			}
 			n *= d

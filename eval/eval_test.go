@@ -163,3 +163,18 @@ func FuzzParseRow(f *testing.F) {
 		}
 	})
 }
+
+func FuzzQrels(f *testing.F) {
+	for _, s := range []string{"query-id\tcorpus-id\tscore\nq\td\t1\n", "q 0 d 2\n", "a\tb\n", "\"x\tb\t1\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(t.TempDir(), "q.tsv")
+		os.WriteFile(p, data, 0o644)
+		var bad []error
+		q := Qrels{}
+		if err := readQrels(p, q, true, &bad); err != nil {
+			t.Fatalf("with skipBad a file's rows never fail: %v", err)
+		}
+	})
+}

@@ -111,6 +111,15 @@ type Config struct {
 	// free. DiskCacheBytes bounds it (default 4 GiB).
 	CacheDir       string
 	DiskCacheBytes int64
+	// CacheURL, when set (redis://host:port/db or rediss://…), shares the
+	// embedding and encoder caches with every replica pointing at the
+	// same Valkey or Redis server, as a second level behind memory.
+	// Entries expire after CacheTTL (default 7 days); values over
+	// CacheMaxValue bytes (default 64 MiB) are not shared. An unreachable
+	// server only costs misses.
+	CacheURL      string
+	CacheTTL      time.Duration
+	CacheMaxValue int
 	// PreprocessWorkers is the size of the image decoding pool (default
 	// GOMAXPROCS).
 	PreprocessWorkers int
@@ -153,6 +162,12 @@ func (c *Config) defaults() {
 	def64(&c.EncoderCacheBytes, 512<<20)
 	def64(&c.ImageCacheBytes, 16<<20)
 	def64(&c.DiskCacheBytes, 4<<30)
+	if c.CacheTTL <= 0 {
+		c.CacheTTL = 7 * 24 * time.Hour
+	}
+	if c.CacheMaxValue <= 0 {
+		c.CacheMaxValue = 64 << 20
+	}
 	def64(&c.ImageBudgetBytes, 1<<30)
 }
 
@@ -184,6 +199,7 @@ type Engine struct {
 	encoderCache   *lru[model.EncodedImage]
 	imageCache     *lru[imageMeta]
 	disk           *diskCache
+	shared         *sharedCache // nil without Config.CacheURL
 
 	inflight atomic.Int64
 	stats    counters
@@ -311,6 +327,11 @@ func (e *Engine) init() error {
 			return fmt.Errorf("engine: %w", err)
 		}
 	}
+	if cfg.CacheURL != "" {
+		if e.shared, err = openSharedCache(cfg.CacheURL, cfg.CacheTTL, cfg.CacheMaxValue); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -383,6 +404,9 @@ func (e *Engine) Close() error {
 
 func (e *Engine) closeFiles() error {
 	var errs []error
+	if e.shared != nil {
+		errs = append(errs, e.shared.close())
+	}
 	if e.disk != nil {
 		errs = append(errs, e.disk.close())
 	}
@@ -593,19 +617,58 @@ func (e *Engine) lookupEmbedding(k Key) (*result, bool) {
 	if r, ok := e.embeddingCache.get(k, false); ok {
 		return r, true
 	}
-	if e.disk == nil {
-		return nil, false
+	if e.disk != nil {
+		if r, ok := e.disk.get(k); ok {
+			e.embeddingCache.put(k, r, r.bytes(), false)
+			return r, true
+		}
 	}
-	r, ok := e.disk.get(k)
-	if ok {
-		e.embeddingCache.put(k, r, r.bytes(), false)
+	if e.shared != nil {
+		if b, ok := e.shared.get(context.Background(), kindResult, k); ok {
+			if r, err := decodeResult(b); err == nil {
+				e.embeddingCache.put(k, r, r.bytes(), false)
+				return r, true
+			}
+		}
 	}
-	return r, ok
+	return nil, false
 }
 
 func (e *Engine) storeEmbedding(k Key, r *result) {
 	e.embeddingCache.put(k, r, r.bytes(), false)
 	if e.disk != nil {
 		e.disk.put(k, r)
+	}
+	if e.shared != nil {
+		e.shared.put(kindResult, k, func() []byte { return encodeResult(r) })
+	}
+}
+
+// lookupEncoded finds an image's encoder output in memory (pinning it),
+// then in the shared cache, whose hit becomes a pinned memory entry.
+func (e *Engine) lookupEncoded(k Key) (model.EncodedImage, bool) {
+	if enc, ok := e.encoderCache.get(k, true); ok {
+		return enc, true
+	}
+	if e.shared == nil {
+		return model.EncodedImage{}, false
+	}
+	b, ok := e.shared.get(context.Background(), kindEncoded, k)
+	if !ok {
+		return model.EncodedImage{}, false
+	}
+	enc, err := decodeEncoded(b)
+	if err != nil {
+		return model.EncodedImage{}, false
+	}
+	e.encoderCache.put(k, enc, enc.Bytes(), true)
+	return enc, true
+}
+
+// storeEncoded keeps an image's encoder output in memory and shares it.
+func (e *Engine) storeEncoded(k Key, enc model.EncodedImage) {
+	e.encoderCache.put(k, enc, enc.Bytes(), false)
+	if e.shared != nil {
+		e.shared.put(kindEncoded, k, func() []byte { return encodeEncoded(enc) })
 	}
 }

@@ -322,7 +322,7 @@ func (p *processor) images(ctx context.Context, pr *prepared, tr Tracer) error {
 		if tr == nil {
 			if meta, ok := e.imageCache.get(bytesKey, false); ok {
 				im.content, im.grid = meta.content, meta.grid
-				if enc, ok := e.encoderCache.get(im.content, true); ok {
+				if enc, ok := e.lookupEncoded(im.content); ok {
 					im.enc, im.cached = enc, true
 					continue
 				}
@@ -388,7 +388,7 @@ func (p *processor) decode(ctx context.Context, im *imageItem, bytesKey Key, o o
 	im.content = newHasher("image-content").key(e.visionID).int(pt.GridT).int(pt.GridH).int(pt.GridW).bytes(raw).sum()
 	if !trace {
 		e.imageCache.put(bytesKey, imageMeta{content: im.content, grid: im.grid, tokens: im.tokens}, 128, false)
-		if enc, ok := e.encoderCache.get(im.content, true); ok {
+		if enc, ok := e.lookupEncoded(im.content); ok {
 			im.enc, im.cached = enc, true
 			e.proc.budget.Release(im.budgetHeld)
 			e.inflight.Add(-im.budgetHeld)

@@ -634,7 +634,7 @@ func (s *scheduler) runVision(stages int) {
 		e.stats.patches.Add(int64(len(j.img.Patches) / max(e.patchVals, 1)))
 		enc := res[i]
 		if !j.trace {
-			e.encoderCache.put(j.key, enc, enc.Bytes(), false)
+			e.storeEncoded(j.key, enc)
 		}
 		for _, w := range slices.Clone(j.waiters) {
 			if w.seq.req.finished {

@@ -53,7 +53,8 @@ type CacheStats struct {
 	Name      string // "embedding", "encoder", "image", "disk"
 	Hits      int64
 	Misses    int64
-	Evictions int64
+	Evictions int64 // for the shared cache: writes dropped under load
+	Errors    int64 // failed reads or writes (the shared cache)
 	Entries   int
 	Bytes     int64 // bytes held
 	Capacity  int64 // byte budget; 0 when disabled
@@ -122,6 +123,9 @@ func (e *Engine) Stats() Stats {
 		StepSeconds:     c.stepSeconds.snapshot(),
 		QueueSeconds:    c.queueSeconds.snapshot(),
 		Caches:          []CacheStats{e.embeddingCache.stats(), e.encoderCache.stats(), e.imageCache.stats()},
+	}
+	if e.shared != nil {
+		s.Caches = append(s.Caches, e.shared.stats())
 	}
 	if e.disk != nil {
 		s.Caches = append(s.Caches, e.disk.stats())

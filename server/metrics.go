@@ -94,7 +94,8 @@ var (
 	descQueueSec  = prometheus.NewDesc("vembed_engine_queue_seconds", "Time from admission to a request's first scheduled work.", nil, nil)
 	descHits      = prometheus.NewDesc("vembed_cache_hits_total", "Content cache hits, by cache.", []string{"cache"}, nil)
 	descMisses    = prometheus.NewDesc("vembed_cache_misses_total", "Content cache misses, by cache.", []string{"cache"}, nil)
-	descEvictions = prometheus.NewDesc("vembed_cache_evictions_total", "Content cache evictions, by cache.", []string{"cache"}, nil)
+	descEvictions = prometheus.NewDesc("vembed_cache_evictions_total", "Content cache evictions, by cache (shared: writes dropped under load).", []string{"cache"}, nil)
+	descErrors    = prometheus.NewDesc("vembed_cache_errors_total", "Failed reads and writes of the shared cache.", []string{"cache"}, nil)
 	descEntries   = prometheus.NewDesc("vembed_cache_entries", "Entries held, by cache.", []string{"cache"}, nil)
 	descBytes     = prometheus.NewDesc("vembed_cache_bytes", "Bytes held, by cache.", []string{"cache"}, nil)
 	descCapacity  = prometheus.NewDesc("vembed_cache_capacity_bytes", "Byte budget, by cache (0: disabled).", []string{"cache"}, nil)
@@ -103,7 +104,7 @@ var (
 func (engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueued, descRunning, descInflight, descRequests, descCancelled, descSteps,
 		descTokens, descImages, descPatches, descStepTok, descStepPat, descStepSec, descQueueSec,
-		descHits, descMisses, descEvictions, descEntries, descBytes, descCapacity} {
+		descHits, descMisses, descEvictions, descErrors, descEntries, descBytes, descCapacity} {
 		ch <- d
 	}
 }
@@ -137,6 +138,7 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descHits, cs.Hits, cs.Name)
 		counter(descMisses, cs.Misses, cs.Name)
 		counter(descEvictions, cs.Evictions, cs.Name)
+		counter(descErrors, cs.Errors, cs.Name)
 		gauge(descEntries, float64(cs.Entries), cs.Name)
 		gauge(descBytes, float64(cs.Bytes), cs.Name)
 		gauge(descCapacity, float64(cs.Capacity), cs.Name)

@@ -69,6 +69,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	fs.Int64Var(&o.eng.ImageCacheBytes, "image-cache", 0, "image file -> content key cache in bytes; -1 disables (0: 16 MiB)")
 	fs.StringVar(&o.eng.CacheDir, "cache-dir", "", "keep the embedding cache on disk in this directory too")
 	fs.Int64Var(&o.eng.DiskCacheBytes, "disk-cache", 0, "disk cache budget in bytes (0: 4 GiB)")
+	fs.StringVar(&o.eng.CacheURL, "cache-url", "", "share the embedding and encoder caches with other replicas through Valkey/Redis at `URL` (redis://host:6379/0)")
+	fs.DurationVar(&o.eng.CacheTTL, "cache-ttl", 0, "lifetime of shared cache entries (0: 7 days)")
 	fs.Int64Var(&o.eng.ImageBudgetBytes, "image-budget", 0, "memory for images being decoded or waiting for the vision tower, in bytes (0: 1 GiB)")
 	fs.IntVar(&o.eng.PreprocessWorkers, "preprocess-workers", 0, "image decoding goroutines (0: GOMAXPROCS)")
 	fs.IntVar(&o.eng.MaxImages, "max-images", 0, "most images per request (0: 32)")

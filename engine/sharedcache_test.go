@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"fmt"
+	"net"
+	"os/exec"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/vembed/vembed/model"
+)
+
+// startRedis runs redis-server (or valkey-server) on a free loopback port
+// until the test ends, and returns its URL and a function that kills it.
+func startRedis(t *testing.T) (url string, kill func()) {
+	t.Helper()
+	bin, err := exec.LookPath("valkey-server")
+	if err != nil {
+		if bin, err = exec.LookPath("redis-server"); err != nil {
+			t.Skip("no valkey-server or redis-server on PATH (Debian: apt-get install redis-server)")
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	kill = func() {
+		cmd.Process.Kill()
+		<-done
+	}
+	t.Cleanup(kill)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not start: %v", bin, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Sprintf("redis://127.0.0.1:%d/0", port), kill
+}
+
+func sharedStats(e *Engine) CacheStats {
+	for _, c := range e.Stats().Caches {
+		if c.Name == "shared" {
+			return c
+		}
+	}
+	return CacheStats{}
+}
+
+// TestSharedCacheAcrossReplicas: two engines on the same model share a
+// Redis server: an image and a text one of them computed are hits on the
+// other, with the same bits and no vision work; an image seen with another
+// task hits the shared encoder cache; when the server dies every request
+// is still answered.
+func TestSharedCacheAcrossReplicas(t *testing.T) {
+	url, kill := startRedis(t)
+	a := newEngine(t, func(c *Config) { c.CacheURL = url })
+	b := newEngine(t, func(c *Config) { c.CacheURL = url })
+	img := testPNG(t, 90, 60, 7)
+	req := Request{Inputs: []Input{ImageInput(img), TextInput("shared across replicas")}}
+	want := embed(t, a, req)
+
+	// Writes are asynchronous: wait until b finds both.
+	var got *Response
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if sharedStats(b).Hits >= 2 {
+			break
+		}
+		got = embed(t, b, req)
+		if time.Now().After(deadline) {
+			t.Fatalf("no shared hits on the second replica: %+v", sharedStats(b))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	got = embed(t, b, req)
+	for i := range want.Embeddings {
+		if !slices.Equal(got.Embeddings[i].Vector, want.Embeddings[i].Vector) {
+			t.Errorf("input %d differs across replicas", i)
+		}
+	}
+	if n := b.Stats().Images; n != 0 {
+		t.Errorf("the second replica encoded %d images", n)
+	}
+	// Another task: the embedding differs, the encoder output is shared.
+	c := newEngine(t, func(c *Config) { c.CacheURL = url })
+	embed(t, c, Request{Inputs: []Input{ImageInput(img)}, Task: "text-matching"})
+	if n := c.Stats().Images; n != 0 {
+		t.Errorf("an image seen with another task was encoded again (%d)", n)
+	}
+
+	kill()
+	start := time.Now()
+	for i := range 3 {
+		embed(t, b, Request{Inputs: []Input{ImageInput(testPNG(t, 56, 56, 20+i)), TextInput(fmt.Sprint("after the cache died ", i))}})
+	}
+	if s := sharedStats(b); s.Errors == 0 {
+		t.Errorf("no errors counted with the cache server dead: %+v", s)
+	}
+	t.Logf("three requests with the cache dead in %v", time.Since(start))
+}
+
+func TestEncodedRoundTrip(t *testing.T) {
+	for _, e := range []model.EncodedImage{{Rows: []float32{1, 2, 3}}, {Rows: []float32{1}, Deep: [][]float32{{4, 5}, {6}}}, {}} {
+		got, err := decodeEncoded(encodeEncoded(e))
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(e) {
+			t.Errorf("%v -> %v, %v", e, got, err)
+		}
+	}
+	for _, b := range [][]byte{nil, {1}, {1, 0, 0, 0, 9, 0, 0, 0}, {200, 0, 0, 0}} {
+		if _, err := decodeEncoded(b); err == nil {
+			t.Errorf("%v decoded", b)
+		}
+	}
+}
+
+func FuzzSharedEntry(f *testing.F) {
+	c := &sharedCache{}
+	var err error
+	if c.enc, c.dec, err = zstdPair(); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(c.pack(kindEncoded, encodeEncoded(model.EncodedImage{Rows: []float32{1, 2}})))
+	f.Add(c.pack(kindResult, encodeResult(&result{Vector: []float32{1}})))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if v, err := c.unpack(kindEncoded, b); err == nil {
+			decodeEncoded(v)
+		}
+		if v, err := c.unpack(kindResult, b); err == nil {
+			decodeResult(v)
+		}
+	})
+}

@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -346,5 +348,29 @@ func TestLoneSurrogateRefused(t *testing.T) {
 			}
 			checkError(t, out, "", "surrogate")
 		}
+	}
+}
+
+// TestDeploymentScalesOnExportedMetric: the Kubernetes autoscaler scales
+// on a metric /metrics really exports, and probes a route that exists.
+func TestDeploymentScalesOnExportedMetric(t *testing.T) {
+	hpa, err := os.ReadFile(filepath.Join("..", "deploy", "kustomize", "base", "hpa.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lm, err := os.ReadFile(filepath.Join("..", "deploy", "kustomize", "base", "lm.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := get(t, newTestHandler(&statsEmbedder{}, Options{}), "/metrics").Body.String()
+	for _, line := range strings.Split(string(hpa), "\n") {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "name: vembed_"); ok {
+			if !strings.Contains(body, "\nvembed_"+name+" ") {
+				t.Errorf("the autoscaler's metric vembed_%s is not in /metrics", name)
+			}
+		}
+	}
+	if !strings.Contains(string(lm), "path: /health") || get(t, newTestHandler(&fakeEmbedder{}, Options{APIKeys: []string{"k"}}), "/health").Code != 200 {
+		t.Error("the probes' /health is missing or needs a key")
 	}
 }

@@ -2,55 +2,13 @@ package engine
 
 import (
 	"fmt"
-	"net"
-	"os/exec"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/vembed/vembed/internal/redistest"
 	"github.com/vembed/vembed/model"
 )
-
-// startRedis runs redis-server (or valkey-server) on a free loopback port
-// until the test ends, and returns its URL and a function that kills it.
-func startRedis(t *testing.T) (url string, kill func()) {
-	t.Helper()
-	bin, err := exec.LookPath("valkey-server")
-	if err != nil {
-		if bin, err = exec.LookPath("redis-server"); err != nil {
-			t.Skip("no valkey-server or redis-server on PATH (Debian: apt-get install redis-server)")
-		}
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	kill = func() {
-		cmd.Process.Kill()
-		<-done
-	}
-	t.Cleanup(kill)
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not start: %v", bin, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return fmt.Sprintf("redis://127.0.0.1:%d/0", port), kill
-}
 
 func sharedStats(e *Engine) CacheStats {
 	for _, c := range e.Stats().Caches {
@@ -67,7 +25,7 @@ func sharedStats(e *Engine) CacheStats {
 // task hits the shared encoder cache; when the server dies every request
 // is still answered.
 func TestSharedCacheAcrossReplicas(t *testing.T) {
-	url, kill := startRedis(t)
+	url, kill := redistest.Start(t)
 	a := newEngine(t, func(c *Config) { c.CacheURL = url })
 	b := newEngine(t, func(c *Config) { c.CacheURL = url })
 	img := testPNG(t, 90, 60, 7)

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -286,22 +287,45 @@ func percentile(v []float64, p float64) float64 {
 	return round4(s[i])
 }
 
-// cacheCounts reads the in-process engine's cache counters.
+// cacheCounts reads the cache counters: the in-process engine's, or the
+// sum over every --url replica's /metrics (so that with several replicas
+// the "shared" cache's ratio is the cross-replica hit ratio).
 func (b *serveBench) cacheCounts() map[string][2]int64 {
-	if b.eng == nil {
-		return nil
-	}
 	out := map[string][2]int64{}
-	for _, c := range b.eng.Stats().Caches {
-		out[c.Name] = [2]int64{c.Hits, c.Misses}
+	if b.eng != nil {
+		for _, c := range b.eng.Stats().Caches {
+			out[c.Name] = [2]int64{c.Hits, c.Misses}
+		}
+		return out
+	}
+	for _, u := range b.urls {
+		resp, err := b.client.Get(strings.TrimSuffix(u, "/") + "/metrics")
+		if err != nil {
+			continue
+		}
+		text, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+		resp.Body.Close()
+		for _, line := range strings.Split(string(text), "\n") {
+			for i, metric := range []string{"vembed_cache_hits_total{cache=\"", "vembed_cache_misses_total{cache=\""} {
+				rest, ok := strings.CutPrefix(line, metric)
+				if !ok {
+					continue
+				}
+				name, value, ok := strings.Cut(rest, "\"} ")
+				v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+				if !ok || err != nil {
+					continue
+				}
+				c := out[name]
+				c[i] += int64(v)
+				out[name] = c
+			}
+		}
 	}
 	return out
 }
 
 func (b *serveBench) hitRatios(before map[string][2]int64) map[string]float64 {
-	if b.eng == nil {
-		return nil
-	}
 	out := map[string]float64{}
 	for name, now := range b.cacheCounts() {
 		h, m := now[0]-before[name][0], now[1]-before[name][1]

@@ -3,8 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/vembed/vembed/engine"
+	"github.com/vembed/vembed/internal/redistest"
+	"github.com/vembed/vembed/server"
 )
 
 // TestBenchServe runs the load benchmark's scenarios on the tiny model and
@@ -39,5 +46,42 @@ func TestBenchServe(t *testing.T) {
 	}
 	if h := by["repeat again"].CacheHits; h["embedding"] != 1 {
 		t.Errorf("a repeated request missed the embedding cache: %v", h)
+	}
+}
+
+// TestBenchServeReplicas drives two replicas sharing a Valkey/Redis cache
+// through --url A,B: I-50's repeated images, sent to the other replica,
+// are hits in the shared cache, and the report says how many.
+func TestBenchServeReplicas(t *testing.T) {
+	url, _ := redistest.Start(t)
+	m := writeTestModel(t, t.TempDir())
+	var urls []string
+	for range 2 {
+		cfg := m.config()
+		cfg.CacheURL = url
+		e, err := engine.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		srv := httptest.NewServer(server.New(e, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+		t.Cleanup(srv.Close)
+		urls = append(urls, srv.URL)
+	}
+	var out, errw bytes.Buffer
+	if err := runBenchServe([]string{"--url", strings.Join(urls, ","), "--scenarios", "I-50", "--requests", "8", "--clients", "1", "--image-sizes", "56", "--json"}, &out, &errw); err != nil {
+		t.Fatalf("%v\n%s", err, errw.String())
+	}
+	var rep struct {
+		Rows []serveFigure `json:"bench_serve"`
+	}
+	line := out.String()[strings.LastIndex(strings.TrimSpace(out.String()), "\n")+1:]
+	if err := json.Unmarshal([]byte(line), &rep); err != nil {
+		t.Fatalf("%v: %q", err, line)
+	}
+	for _, r := range rep.Rows {
+		if r.Scenario == "I-50" && r.CacheHits["shared"] <= 0 {
+			t.Errorf("no cross-replica hits: %+v", r.CacheHits)
+		}
 	}
 }

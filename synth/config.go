@@ -10,9 +10,11 @@ import (
 const (
 	ProjectorQwen25VL = "qwen2.5vl_merger" // Qwen2.5-VL: RMSNorm, SwiGLU MLP, window attention
 	ProjectorQwen2VL  = "qwen2vl_merger"   // Qwen2-VL: LayerNorm, quick-GELU MLP, full attention
+	ProjectorQwen3VL  = "qwen3vl_merger"   // Qwen3-VL: learned positions, fused qkv, GELU-tanh MLP, DeepStack
 )
 
-// LMConfig holds the language-model hyper-parameters (architecture qwen2vl).
+// LMConfig holds the language-model hyper-parameters (architecture qwen2vl,
+// or qwen3vl beside a ProjectorQwen3VL tower).
 type LMConfig struct {
 	Hidden        int
 	Layers        int
@@ -25,6 +27,24 @@ type LMConfig struct {
 	RMSEps        float32  // qwen2vl.attention.layer_norm_rms_epsilon
 	MRoPE         [4]int32 // qwen2vl.rope.dimension_sections (t, h, w, unused)
 	Untied        bool     // write output.weight (the models here tie it to token_embd)
+
+	// HeadDim is qwen3vl.attention.key_length (= value_length), which
+	// Qwen3 decouples from Hidden/Heads; 0 means Hidden/Heads. qwen2vl
+	// files have no such key, so it must be 0 or Hidden/Heads there.
+	HeadDim int
+	// Pooling is qwen3vl.pooling_type as llama.cpp's converter writes it:
+	// "" (none, what it writes for Qwen3-VL-Embedding), "last", or "rank"
+	// (the Qwen3-VL-Reranker form, which also gets the yes/no classifier
+	// head cls.output.weight and classifier.output_labels).
+	Pooling string
+}
+
+// headDim is the attention head width the LM file stores.
+func (lm *LMConfig) headDim() int {
+	if lm.HeadDim > 0 {
+		return lm.HeadDim
+	}
+	return lm.Hidden / max(lm.Heads, 1)
 }
 
 // VisionConfig holds the vision tower hyper-parameters.
@@ -41,6 +61,14 @@ type VisionConfig struct {
 	NWAPattern int
 	ImageMean  [3]float32
 	ImageStd   [3]float32
+
+	// DeepStack lists the blocks (ascending) after which a Qwen3-VL tower
+	// taps a DeepStack merger (clip.vision.is_deepstack_layers); the LM
+	// adds one set of rows per tap (qwen3vl.n_deepstack_layers).
+	DeepStack []int
+	// PositionSide is the side of Qwen3-VL's learned position table
+	// (v.position_embd.weight has PositionSide² rows).
+	PositionSide int
 }
 
 // MVProjConfig describes the multi-vector projector side-car.
@@ -56,8 +84,9 @@ type MVProjConfig struct {
 type Config struct {
 	Name     string // general.name
 	BaseName string // general.basename
-	// Projector is ProjectorQwen25VL or ProjectorQwen2VL; it selects the
-	// vision block layout.
+	// Projector is ProjectorQwen25VL, ProjectorQwen2VL or ProjectorQwen3VL;
+	// it selects the vision block layout, and ProjectorQwen3VL the qwen3vl
+	// LM architecture.
 	Projector string
 	LM        LMConfig
 	Vision    VisionConfig
@@ -93,15 +122,18 @@ type Config struct {
 }
 
 var presets = map[string]func() Config{
-	"tiny":         tinyPreset,
-	"tiny-qwen2vl": tinyQwen2VLPreset,
-	"jina-v4":      jinaV4Preset,
-	"qwen2vl-2b":   qwen2VL2BPreset,
+	"tiny":                  tinyPreset,
+	"tiny-qwen2vl":          tinyQwen2VLPreset,
+	"jina-v4":               jinaV4Preset,
+	"qwen2vl-2b":            qwen2VL2BPreset,
+	"tiny-qwen3vl":          tinyQwen3VLPreset,
+	"qwen3-vl-embedding-2b": qwen3VLEmbedding2BPreset,
+	"qwen3-vl-reranker-2b":  qwen3VLReranker2BPreset,
 }
 
 // Presets lists the preset names Preset accepts.
 func Presets() []string {
-	return []string{"tiny", "tiny-qwen2vl", "jina-v4", "qwen2vl-2b"}
+	return []string{"tiny", "tiny-qwen2vl", "jina-v4", "qwen2vl-2b", "tiny-qwen3vl", "qwen3-vl-embedding-2b", "qwen3-vl-reranker-2b"}
 }
 
 // Preset returns a named configuration:
@@ -110,7 +142,14 @@ func Presets() []string {
 //     vocabulary; ViT 32 wide, 4 blocks, 2 heads, FFN 64, n_wa_pattern 4);
 //   - "tiny-qwen2vl": the same sizes with the Qwen2-VL vision tower;
 //   - "jina-v4": jina-embeddings-v4 (Qwen2.5-VL-3B) shapes;
-//   - "qwen2vl-2b": Qwen2-VL-2B shapes (GME-2B, ColQwen2).
+//   - "qwen2vl-2b": Qwen2-VL-2B shapes (GME-2B, ColQwen2);
+//   - "tiny-qwen3vl": the shapes of the shared fixtures' tiny Qwen3-VL pair
+//     (LM 64 wide, 3 layers, 4/2 heads of 32, FFN 128, M-RoPE [6,5,5,0],
+//     pooling LAST, 512-token vocabulary; ViT 32 wide, 4 blocks, 2 heads,
+//     FFN 64, patch 16, DeepStack taps 0, 2, 3);
+//   - "qwen3-vl-embedding-2b", "qwen3-vl-reranker-2b": Qwen3-VL-Embedding-2B
+//     and Qwen3-VL-Reranker-2B shapes, in the form llama.cpp converts them
+//     (no pooling type; RANK with the yes/no head).
 func Preset(name string) (Config, error) {
 	f, ok := presets[name]
 	if !ok {
@@ -224,7 +263,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	switch {
-	case lm.Hidden%lm.Heads != 0:
+	case lm.HeadDim < 0 || lm.HeadDim > maxDim:
+		return fmt.Errorf("synth: LM.HeadDim = %d out of range [0, %d]", lm.HeadDim, maxDim)
+	case lm.HeadDim == 0 && lm.Hidden%lm.Heads != 0:
 		return fmt.Errorf("synth: LM.Hidden %d is not a multiple of LM.Heads %d", lm.Hidden, lm.Heads)
 	case lm.Heads%lm.KVHeads != 0:
 		return fmt.Errorf("synth: LM.Heads %d is not a multiple of LM.KVHeads %d", lm.Heads, lm.KVHeads)
@@ -238,8 +279,19 @@ func (c *Config) Validate() error {
 		}
 		sec += s
 	}
-	if hd := lm.Hidden / lm.Heads; int(sec)*2 != hd {
+	if hd := lm.headDim(); int(sec)*2 != hd {
 		return fmt.Errorf("synth: M-RoPE sections %v cover %d rotary pairs, head_dim %d needs %d", lm.MRoPE, sec, hd, hd/2)
+	}
+	if c.Projector != ProjectorQwen3VL {
+		// qwen2vl files store neither a head width nor DeepStack or pooling.
+		switch {
+		case lm.HeadDim != 0 && lm.HeadDim*lm.Heads != lm.Hidden:
+			return fmt.Errorf("synth: LM.HeadDim %d: a qwen2vl LM's heads are Hidden/Heads = %d wide", lm.HeadDim, lm.Hidden/lm.Heads)
+		case lm.Pooling != "":
+			return fmt.Errorf("synth: LM.Pooling %q: only qwen3vl LMs get a pooling type", lm.Pooling)
+		case len(vi.DeepStack) > 0:
+			return errors.New("synth: Vision.DeepStack: only Qwen3-VL towers have DeepStack taps")
+		}
 	}
 	switch c.Projector {
 	case ProjectorQwen25VL:
@@ -247,6 +299,10 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("synth: Vision.NWAPattern = %d out of range [1, %d]", vi.NWAPattern, vi.Blocks)
 		}
 	case ProjectorQwen2VL:
+	case ProjectorQwen3VL:
+		if err := c.validateQwen3(); err != nil {
+			return err
+		}
 	default:
 		return fmt.Errorf("synth: unknown projector type %q", c.Projector)
 	}

@@ -1,4 +1,5 @@
-// Package synth writes synthetic Qwen2-VL / Qwen2.5-VL models: a language
+// Package synth writes synthetic Qwen2-VL / Qwen2.5-VL and Qwen3-VL models
+// (embedders and, for Qwen3-VL, llama.cpp's reranker form): a language
 // model GGUF and a vision (mmproj) GGUF laid out exactly as llama.cpp's
 // convert_hf_to_gguf.py lays out converted checkpoints (metadata keys and
 // value types, tensor names, shapes and storage types), filled with seeded

@@ -52,24 +52,37 @@ func generalKVs(arch, typ, name, base string, ts []*tensorSpec) []kv {
 	}
 }
 
-// lmSpec plans the language-model file.
+// lmSpec plans the language-model file: qwen2vl (q/k/v biases), or
+// qwen3vl beside a Qwen3-VL tower (per-head q/k norms instead, heads of
+// LM.HeadDim, and the reranker's head).
 func (c *Config) lmSpec(tok []kv) (*fileSpec, error) {
 	spec, err := ParseTypeSpec(c.LMType)
 	if err != nil {
 		return nil, err
 	}
 	lm := c.LM
-	H, F := int64(lm.Hidden), int64(lm.FFN)
-	hd := H / int64(lm.Heads)
-	kvDim := hd * int64(lm.KVHeads)
+	qwen3 := c.Projector == ProjectorQwen3VL
+	arch := "qwen2vl"
+	if qwen3 {
+		arch = "qwen3vl"
+	}
+	H, F, hd := int64(lm.Hidden), int64(lm.FFN), int64(lm.headDim())
+	qDim, kvDim := hd*int64(lm.Heads), hd*int64(lm.KVHeads)
 	f := &fileSpec{seed: c.Seed, std: c.Std}
 	mat := func(name string, r role, layer int, ne0, ne1 int64) {
 		f.add(name, spec.Pick(r, ne0, layer, lm.Layers), initWeight, ne0, ne1)
 	}
 	vec := func(name string, init initKind, n int64) { f.add(name, gguf.TypeF32, init, n) }
 
-	embRole := roleOutput // tied: llama-quantize treats token_embd as the output matrix
-	if lm.Untied {
+	// The reranker conversion turns the LM head into cls.output.weight, the
+	// rows of "yes" and "no", and writes no output.weight; the head comes
+	// from lm_head when untied (sorting first) and from embed_tokens, just
+	// before token_embd, when tied.
+	embRole := roleOutput // no output.weight: llama-quantize treats token_embd as the output matrix
+	switch {
+	case lm.Pooling == "rank":
+		mat("cls.output.weight", roleOther, 0, H, 2)
+	case lm.Untied:
 		embRole = roleOther
 		mat("output.weight", roleOutput, 0, H, int64(lm.Vocab)) // lm_head sorts first
 	}
@@ -81,18 +94,28 @@ func (c *Config) lmSpec(tok []kv) (*fileSpec, error) {
 		mat(p+"ffn_gate.weight", roleOther, i, H, F)
 		mat(p+"ffn_up.weight", roleOther, i, H, F)
 		vec(p+"ffn_norm.weight", initNorm, H)
-		vec(p+"attn_k.bias", initWeight, kvDim)
+		if qwen3 { // self_attn.k_norm sorts before k_proj
+			vec(p+"attn_k_norm.weight", initNorm, hd)
+		} else {
+			vec(p+"attn_k.bias", initWeight, kvDim)
+		}
 		mat(p+"attn_k.weight", roleOther, i, H, kvDim)
-		mat(p+"attn_output.weight", roleAttnOutput, i, H, H)
-		vec(p+"attn_q.bias", initWeight, H)
-		mat(p+"attn_q.weight", roleOther, i, H, H)
-		vec(p+"attn_v.bias", initWeight, kvDim)
+		mat(p+"attn_output.weight", roleAttnOutput, i, qDim, H)
+		if qwen3 {
+			vec(p+"attn_q_norm.weight", initNorm, hd)
+		} else {
+			vec(p+"attn_q.bias", initWeight, qDim)
+		}
+		mat(p+"attn_q.weight", roleOther, i, H, qDim)
+		if !qwen3 {
+			vec(p+"attn_v.bias", initWeight, kvDim)
+		}
 		mat(p+"attn_v.weight", roleAttnV, i, H, kvDim)
 	}
 	vec("output_norm.weight", initNorm, H)
 
-	const a = "qwen2vl."
-	f.kvs = append(generalKVs("qwen2vl", "model", c.Name, c.BaseName, f.tensors),
+	a := arch + "."
+	f.kvs = append(generalKVs(arch, "model", c.Name, c.BaseName, f.tensors),
 		kv{a + "block_count", uint32(lm.Layers)},
 		kv{a + "context_length", uint32(lm.ContextLength)},
 		kv{a + "embedding_length", uint32(lm.Hidden)},
@@ -102,14 +125,39 @@ func (c *Config) lmSpec(tok []kv) (*fileSpec, error) {
 		kv{a + "rope.dimension_sections", lm.MRoPE[:]},
 		kv{a + "rope.freq_base", lm.RopeTheta},
 		kv{a + "attention.layer_norm_rms_epsilon", lm.RMSEps},
-		kv{"general.file_type", spec.FileType()},
-		kv{"general.quantization_version", uint32(quantizationVersion)},
 	)
+	if qwen3 {
+		f.kvs = append(f.kvs, c.qwen3LMKVs(spec)...)
+	} else {
+		f.kvs = append(f.kvs, kv{"general.file_type", spec.FileType()})
+	}
+	f.kvs = append(f.kvs, kv{"general.quantization_version", uint32(quantizationVersion)})
 	f.kvs = append(f.kvs, tok...)
 	if spec.Mix != "" || spec.Base.BlockSize() > 1 {
 		quantizeLayout(f)
 	}
 	return f, nil
+}
+
+// visionKVs returns the clip keys every Qwen-VL mmproj starts with (after
+// general.*), in the converter's order; ffnLen is what it stores as the
+// feed-forward length.
+func (c *Config) visionKVs(spec TypeSpec, ffnLen int) []kv {
+	const v = "clip.vision."
+	vi := c.Vision
+	return []kv{
+		{"general.file_type", spec.FileType()},
+		{"clip.has_vision_encoder", true},
+		{v + "projection_dim", uint32(c.LM.Hidden)},
+		{v + "image_size", uint32(vi.ImageSize)},
+		{v + "patch_size", uint32(vi.PatchSize)},
+		{v + "embedding_length", uint32(vi.Width)},
+		{v + "feed_forward_length", uint32(ffnLen)},
+		{v + "block_count", uint32(vi.Blocks)},
+		{v + "attention.head_count", uint32(vi.Heads)},
+		{v + "image_mean", vi.ImageMean[:]},
+		{v + "image_std", vi.ImageStd[:]},
+	}
 }
 
 // quantizeLayout reorders a file as llama-quantize writes it (quantized
@@ -198,6 +246,9 @@ func (c *Config) tokenizerKVs() ([]kv, error) {
 
 // mmprojSpec plans the vision file.
 func (c *Config) mmprojSpec() (*fileSpec, error) {
+	if c.Projector == ProjectorQwen3VL {
+		return c.qwen3MMProjSpec()
+	}
 	spec, err := ParseTypeSpec(c.MMProjType)
 	if err != nil {
 		return nil, err
@@ -264,25 +315,13 @@ func (c *Config) mmprojSpec() (*fileSpec, error) {
 	// Qwen2-VL's converter writes the vision config's hidden_size, which is
 	// the LM width, as the feed-forward length; the real MLP width is only in
 	// the tensor shapes.
-	ffnLen := uint32(vi.FFN)
+	ffnLen := vi.FFN
 	if qwen2 {
-		ffnLen = uint32(c.LM.Hidden)
+		ffnLen = c.LM.Hidden
 	}
 	const v = "clip.vision."
-	f.kvs = append(generalKVs("clip", "mmproj", c.Name, c.BaseName, f.tensors),
-		kv{"general.file_type", spec.FileType()},
-		kv{"clip.has_vision_encoder", true},
-		kv{v + "projection_dim", uint32(c.LM.Hidden)},
-		kv{v + "image_size", uint32(vi.ImageSize)},
-		kv{v + "patch_size", uint32(vi.PatchSize)},
-		kv{v + "embedding_length", uint32(vi.Width)},
-		kv{v + "feed_forward_length", ffnLen},
-		kv{v + "block_count", uint32(vi.Blocks)},
-		kv{v + "attention.head_count", uint32(vi.Heads)},
-		kv{v + "image_mean", vi.ImageMean[:]},
-		kv{v + "image_std", vi.ImageStd[:]},
-		kv{"clip.projector_type", c.Projector},
-	)
+	f.kvs = append(generalKVs("clip", "mmproj", c.Name, c.BaseName, f.tensors), c.visionKVs(spec, ffnLen)...)
+	f.kvs = append(f.kvs, kv{"clip.projector_type", c.Projector})
 	if !qwen2 {
 		f.kvs = append(f.kvs,
 			kv{"clip.use_silu", true},

@@ -18,7 +18,7 @@ import (
 func init() {
 	register(&command{
 		name:    "synth",
-		summary: "write a synthetic Qwen2-VL / Qwen2.5-VL GGUF pair (LM + mmproj)",
+		summary: "write a synthetic Qwen2-VL / Qwen2.5-VL / Qwen3-VL GGUF pair (LM + mmproj)",
 		run:     runSynth,
 	})
 }

@@ -1,0 +1,91 @@
+package convert
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vembed/vembed/safetensors"
+)
+
+func writeAdapter(t *testing.T, cfg map[string]any, tensors []safetensors.Data) string {
+	dir := t.TempDir()
+	b, _ := json.Marshal(cfg)
+	os.WriteFile(filepath.Join(dir, "adapter_config.json"), b, 0o644)
+	if err := safetensors.Write(filepath.Join(dir, "adapter_model.safetensors"), tensors, nil); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestMergeByHand: W + (alpha/r)·B·A on a 3×4 weight, computed by hand.
+func TestMergeByHand(t *testing.T) {
+	// A is r×cols = 2×4, B is rows×r = 3×2.
+	A := []float32{1, 0, 2, 0, 0, 1, 0, -1}
+	B := []float32{1, 0, 0, 2, 1, 1}
+	dir := writeAdapter(t, map[string]any{"peft_type": "LORA", "r": 2, "lora_alpha": 4, "target_modules": []string{"q_proj", "v_proj"}},
+		[]safetensors.Data{
+			{Name: "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight", DType: safetensors.F32, Shape: []int64{2, 4}, Values: A},
+			{Name: "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight", DType: safetensors.F32, Shape: []int64{3, 2}, Values: B},
+		})
+	a, err := OpenAdapter(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	w := make([]float64, 12)
+	got, err := a.Merge("model.layers.0.self_attn.q_proj.weight", w, 3, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// s = 2; row 0 = 2·(1·A0) = [2 0 4 0]; row 1 = 2·(2·A1) = [0 4 0 -4];
+	// row 2 = 2·(A0 + A1) = [2 2 4 -2].
+	want := []float64{2, 0, 4, 0, 0, 4, 0, -4, 2, 2, 4, -2}
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1e-12 {
+			t.Fatalf("merged %v, want %v", got, want)
+		}
+	}
+	// An untouched module comes back as it was.
+	if same, err := a.Merge("model.layers.0.mlp.up_proj.weight", w, 3, 4); err != nil || &same[0] != &w[0] {
+		t.Errorf("untargeted module: %v", err)
+	}
+	// A targeted module without adapter tensors is an error, as is a
+	// weight of another shape.
+	if _, err := a.Merge("model.layers.0.self_attn.v_proj.weight", w, 3, 4); err == nil {
+		t.Error("a targeted module without lora tensors merged")
+	}
+	if _, err := a.Merge("model.layers.0.self_attn.q_proj.weight", make([]float64, 10), 2, 5); err == nil || !strings.Contains(err.Error(), "weight is 2×5") {
+		t.Errorf("mismatched shapes: %v", err)
+	}
+}
+
+func TestAdapterConfigErrors(t *testing.T) {
+	ok := []safetensors.Data{
+		{Name: "m.q.lora_A.weight", DType: safetensors.F32, Shape: []int64{2, 2}, Values: make([]float32, 4)},
+		{Name: "m.q.lora_B.weight", DType: safetensors.F32, Shape: []int64{2, 2}, Values: make([]float32, 4)},
+	}
+	for name, c := range map[string]struct {
+		cfg     map[string]any
+		tensors []safetensors.Data
+		want    string
+	}{
+		"dora":       {map[string]any{"r": 2, "lora_alpha": 2, "use_dora": true}, ok, "DoRA"},
+		"prefix":     {map[string]any{"peft_type": "PREFIX_TUNING", "r": 2}, ok, "only LORA"},
+		"zero rank":  {map[string]any{"r": 0}, ok, "r = 0"},
+		"rank":       {map[string]any{"r": 4, "lora_alpha": 4}, ok, "do not match r = 4"},
+		"no B":       {map[string]any{"r": 2, "lora_alpha": 2}, ok[:1], "no lora_B"},
+		"bad regexp": {map[string]any{"r": 2, "target_modules": "(q"}, ok, "target_modules"},
+	} {
+		if _, err := OpenAdapter(writeAdapter(t, c.cfg, c.tensors)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error about %q", name, err, c.want)
+		}
+	}
+	rs := AdapterConfig{R: 16, Alpha: 32, UseRSLoRA: true}
+	if s := rs.Scaling(); math.Abs(s-8) > 1e-12 {
+		t.Errorf("rslora scaling %v, want 8", s)
+	}
+}

@@ -2,11 +2,17 @@ package engine
 
 import (
 	"container/list"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"hash"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
+
+	"github.com/vembed/vembed/model"
+	"github.com/vembed/vembed/visionsvc"
 )
 
 // Key identifies cached content: a SHA-256 digest, so that no input can be
@@ -165,4 +171,132 @@ func (c *lru[V]) stats() CacheStats {
 	c.mu.Unlock()
 	s.Hits, s.Misses, s.Evictions = c.hits.Load(), c.misses.Load(), c.evictions.Load()
 	return s
+}
+
+// A store is a cache level below memory that keeps values as bytes,
+// encoded: the disk (bbolt, results only) and the server shared by
+// replicas (Valkey or Redis, results and encoder outputs). Memory stays in
+// front of them holding decoded values, so that its hits cost nothing and
+// its entries can be pinned. A store's reads may wait on I/O and run on
+// the request's goroutine; its writes never wait (they are queued, and
+// dropped when the queue is full) because the scheduler makes them; it
+// turns its own failures into misses, so no request fails because of it.
+type store interface {
+	// holds reports whether the store keeps values of kind.
+	holds(kind byte) bool
+	// get returns the value of kind under k; false on a miss or error.
+	get(ctx context.Context, kind byte, k Key) ([]byte, bool)
+	// put queues the value encode returns (called off the caller's
+	// goroutine when the store can) for writing under k.
+	put(kind byte, k Key, encode func() []byte)
+	stats() CacheStats
+	close() error
+}
+
+// Kinds of stored values.
+const (
+	kindResult  = 'e' // an input's result (embedding cache)
+	kindEncoded = 'v' // an image's encoder output (encoder cache)
+)
+
+// openStores opens the levels below memory that cfg asks for, nearest
+// first.
+func openStores(cfg Config) ([]store, error) {
+	var out []store
+	if cfg.CacheDir != "" {
+		d, err := openDiskCache(filepath.Join(cfg.CacheDir, "embeddings.db"), cfg.DiskCacheBytes)
+		if err != nil {
+			return nil, fmt.Errorf("engine: %w", err)
+		}
+		out = append(out, d)
+	}
+	if cfg.CacheURL != "" {
+		s, err := openSharedCache(cfg.CacheURL, cfg.CacheTTL, cfg.CacheMaxValue)
+		if err != nil {
+			for _, st := range out {
+				st.close()
+			}
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// fetch reads a value of kind from the stores, nearest first; a hit is
+// copied into the nearer stores that missed (a shared hit lands on disk).
+func (e *Engine) fetch(ctx context.Context, kind byte, k Key) ([]byte, bool) {
+	for i, st := range e.stores {
+		if !st.holds(kind) {
+			continue
+		}
+		b, ok := st.get(ctx, kind, k)
+		if !ok {
+			continue
+		}
+		for _, near := range e.stores[:i] {
+			if near.holds(kind) {
+				near.put(kind, k, func() []byte { return b })
+			}
+		}
+		return b, true
+	}
+	return nil, false
+}
+
+// keep queues a value of kind for every store that holds such values.
+func (e *Engine) keep(kind byte, k Key, encode func() []byte) {
+	for _, st := range e.stores {
+		if st.holds(kind) {
+			st.put(kind, k, encode)
+		}
+	}
+}
+
+// lookupEmbedding finds an input's result in memory, then in the stores;
+// a stored hit is kept in memory.
+func (e *Engine) lookupEmbedding(ctx context.Context, k Key) (*result, bool) {
+	if r, ok := e.embeddingCache.get(k, false); ok {
+		return r, true
+	}
+	b, ok := e.fetch(ctx, kindResult, k)
+	if !ok {
+		return nil, false
+	}
+	r, err := decodeResult(b)
+	if err != nil {
+		return nil, false
+	}
+	e.embeddingCache.put(k, r, r.bytes(), false)
+	return r, true
+}
+
+// storeEmbedding keeps an input's result in memory and the stores.
+func (e *Engine) storeEmbedding(k Key, r *result) {
+	e.embeddingCache.put(k, r, r.bytes(), false)
+	e.keep(kindResult, k, func() []byte { return encodeResult(r) })
+}
+
+// lookupEncoded finds an image's encoder output in memory (pinning it),
+// then in the stores, whose hit becomes a pinned memory entry.
+func (e *Engine) lookupEncoded(ctx context.Context, k Key) (model.EncodedImage, bool) {
+	if enc, ok := e.encoderCache.get(k, true); ok {
+		return enc, true
+	}
+	b, ok := e.fetch(ctx, kindEncoded, k)
+	if !ok {
+		return model.EncodedImage{}, false
+	}
+	enc, err := visionsvc.DecodeEncoded(b)
+	if err != nil {
+		return model.EncodedImage{}, false
+	}
+	e.encoderCache.put(k, enc, enc.Bytes(), true)
+	return enc, true
+}
+
+// storeEncoded keeps an image's encoder output in memory and the stores.
+func (e *Engine) storeEncoded(k Key, enc model.EncodedImage) {
+	e.encoderCache.put(k, enc, enc.Bytes(), false)
+	e.keep(kindEncoded, k, func() []byte { return visionsvc.AppendEncoded(nil, enc) })
 }

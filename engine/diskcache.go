@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -32,11 +34,12 @@ type diskCache struct {
 	size     atomic.Int64
 	entries  atomic.Int64
 	writeErr atomic.Int64
+	readErr  atomic.Int64
 }
 
 type diskWrite struct {
-	key Key
-	val []byte
+	key    Key
+	encode func() []byte
 }
 
 var (
@@ -87,31 +90,30 @@ func be64(v uint64) []byte {
 	return b[:]
 }
 
-func (c *diskCache) get(k Key) (*result, bool) {
-	var r *result
+func (c *diskCache) holds(kind byte) bool { return kind == kindResult }
+
+func (c *diskCache) get(_ context.Context, _ byte, k Key) ([]byte, bool) {
+	var val []byte
 	err := c.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketValues).Get(k[:])
-		if v == nil {
-			return nil
-		}
-		var err error
-		r, err = decodeResult(v)
-		return err
+		// The value is only valid inside the transaction.
+		val = bytes.Clone(tx.Bucket(bucketValues).Get(k[:]))
+		return nil
 	})
-	if err != nil || r == nil {
-		if err != nil {
-			slog.Warn("disk cache: unreadable entry", "err", err)
-		}
+	if err != nil {
+		c.readErr.Add(1)
+		slog.Warn("disk cache: read failed", "err", err)
+	}
+	if val == nil {
 		c.misses.Add(1)
 		return nil, false
 	}
 	c.hits.Add(1)
-	return r, true
+	return val, true
 }
 
-func (c *diskCache) put(k Key, r *result) {
+func (c *diskCache) put(_ byte, k Key, encode func() []byte) {
 	select {
-	case c.writes <- diskWrite{k, encodeResult(r)}:
+	case c.writes <- diskWrite{k, encode}:
 	default:
 	}
 }
@@ -146,17 +148,21 @@ func (c *diskCache) commit(batch []diskWrite) error {
 		size, seq := int64(u64(meta.Get(metaSize))), u64(meta.Get(metaSeq))
 		n := c.entries.Load()
 		for _, w := range batch {
-			if vals.Get(w.key[:]) != nil || int64(len(w.val)) > c.cap {
+			if vals.Get(w.key[:]) != nil {
+				continue
+			}
+			val := w.encode()
+			if int64(len(val)) > c.cap {
 				continue
 			}
 			seq++
-			if err := vals.Put(w.key[:], w.val); err != nil {
+			if err := vals.Put(w.key[:], val); err != nil {
 				return err
 			}
 			if err := order.Put(be64(seq), w.key[:]); err != nil {
 				return err
 			}
-			size += int64(len(w.val))
+			size += int64(len(val))
 			n++
 		}
 		// Evict the oldest entries beyond the budget.
@@ -195,7 +201,7 @@ func (c *diskCache) close() error {
 
 func (c *diskCache) stats() CacheStats {
 	return CacheStats{Name: "disk", Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evicted.Load(),
-		Entries: int(c.entries.Load()), Bytes: c.size.Load(), Capacity: c.cap}
+		Errors: c.readErr.Load() + c.writeErr.Load(), Entries: int(c.entries.Load()), Bytes: c.size.Load(), Capacity: c.cap}
 }
 
 // The encoding of a result: a format byte, then three float32 lists of

@@ -46,6 +46,7 @@ import (
 	"github.com/vembed/vembed/model/heads"
 	"github.com/vembed/vembed/recipe"
 	"github.com/vembed/vembed/tokenizer"
+	"github.com/vembed/vembed/visionsvc"
 )
 
 // DefaultMaxTokens is the default limit on one input's prompt, in tokens.
@@ -120,6 +121,15 @@ type Config struct {
 	CacheURL      string
 	CacheTTL      time.Duration
 	CacheMaxValue int
+	// EncoderURLs, when any, are vision encoder replicas (vembed serve
+	// --role encoder on the same mmproj file): images this engine needs
+	// encoded go to them, content keys first and patches only for keys
+	// they do not hold, and come back bit-identical to a local pass.
+	// Images they fail to answer within EncoderTimeout (default 60s) are
+	// encoded here. EncoderAPIKey is sent to them as a bearer token.
+	EncoderURLs    []string
+	EncoderTimeout time.Duration
+	EncoderAPIKey  string
 	// PreprocessWorkers is the size of the image decoding pool (default
 	// GOMAXPROCS).
 	PreprocessWorkers int
@@ -198,8 +208,8 @@ type Engine struct {
 	embeddingCache *lru[*result]
 	encoderCache   *lru[model.EncodedImage]
 	imageCache     *lru[imageMeta]
-	disk           *diskCache
-	shared         *sharedCache // nil without Config.CacheURL
+	stores         []store        // disk, then shared: the levels below memory
+	remote         *remoteEncoder // nil without Config.EncoderURLs
 
 	inflight atomic.Int64
 	stats    counters
@@ -322,15 +332,15 @@ func (e *Engine) init() error {
 	e.encoderCache = newLRU[model.EncodedImage]("encoder", cfg.EncoderCacheBytes)
 	e.imageCache = newLRU[imageMeta]("image", cfg.ImageCacheBytes)
 	e.stats.init()
-	if cfg.CacheDir != "" {
-		if e.disk, err = openDiskCache(filepath.Join(cfg.CacheDir, "embeddings.db"), cfg.DiskCacheBytes); err != nil {
+	if e.stores, err = openStores(cfg); err != nil {
+		return err
+	}
+	if len(cfg.EncoderURLs) > 0 && mi.HasVision {
+		c, err := visionsvc.NewClient(visionsvc.ClientOptions{URLs: cfg.EncoderURLs, Timeout: cfg.EncoderTimeout, APIKey: cfg.EncoderAPIKey})
+		if err != nil {
 			return fmt.Errorf("engine: %w", err)
 		}
-	}
-	if cfg.CacheURL != "" {
-		if e.shared, err = openSharedCache(cfg.CacheURL, cfg.CacheTTL, cfg.CacheMaxValue); err != nil {
-			return err
-		}
+		e.remote = &remoteEncoder{c: c}
 	}
 	return nil
 }
@@ -404,11 +414,11 @@ func (e *Engine) Close() error {
 
 func (e *Engine) closeFiles() error {
 	var errs []error
-	if e.shared != nil {
-		errs = append(errs, e.shared.close())
+	if e.remote != nil {
+		e.remote.c.Close()
 	}
-	if e.disk != nil {
-		errs = append(errs, e.disk.close())
+	for _, st := range e.stores {
+		errs = append(errs, st.close())
 	}
 	if e.mv != nil {
 		errs = append(errs, e.mv.Close())
@@ -508,13 +518,9 @@ func (e *Engine) Embed(ctx context.Context, req Request) (*Response, error) {
 
 // embed runs a request through the processor and the scheduler.
 func (e *Engine) embed(ctx context.Context, req Request) (*Response, error) {
-	e.mu.Lock()
-	if e.closing {
-		e.mu.Unlock()
-		return nil, ErrShuttingDown
+	if err := e.enter(); err != nil {
+		return nil, err
 	}
-	e.wg.Add(1)
-	e.mu.Unlock()
 	defer e.wg.Done()
 
 	o, err := e.options(&req)
@@ -544,30 +550,48 @@ func (e *Engine) embed(ctx context.Context, req Request) (*Response, error) {
 	}
 	r.left = len(r.seqs)
 	if r.left > 0 {
-		if err := e.admit(r); err != nil {
-			pr.release(e)
-			return nil, err
-		}
-		select {
-		case e.sched.submit <- r:
-		case <-e.sched.done:
-			e.unadmit(r)
-			pr.release(e)
-			return nil, ErrShuttingDown
-		case <-ctx.Done():
-			// The scheduler is inside a step; the request never got in.
-			e.unadmit(r)
-			pr.release(e)
-			return nil, ctx.Err()
-		}
-		err := <-r.done
-		e.unadmit(r)
-		if err != nil {
+		if err := e.schedule(ctx, r); err != nil {
 			return nil, err
 		}
 	}
 	e.stats.requests.Add(1)
 	return e.respond(pr, req.Trace)
+}
+
+// enter counts a call in e.wg, or refuses it once the engine is closing.
+func (e *Engine) enter() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closing {
+		return ErrShuttingDown
+	}
+	e.wg.Add(1)
+	return nil
+}
+
+// schedule admits r, hands it to the scheduler and waits until it is
+// done. On an error before the scheduler took it, what r holds is
+// released here; after, the scheduler released it.
+func (e *Engine) schedule(ctx context.Context, r *request) error {
+	if err := e.admit(r); err != nil {
+		r.pr.release(e)
+		return err
+	}
+	select {
+	case e.sched.submit <- r:
+	case <-e.sched.done:
+		e.unadmit(r)
+		r.pr.release(e)
+		return ErrShuttingDown
+	case <-ctx.Done():
+		// The scheduler is inside a step; the request never got in.
+		e.unadmit(r)
+		r.pr.release(e)
+		return ctx.Err()
+	}
+	err := <-r.done
+	e.unadmit(r)
+	return err
 }
 
 // admit counts a request against the queue limits.
@@ -609,66 +633,4 @@ func (e *Engine) respond(pr *prepared, tr Tracer) (*Response, error) {
 		resp.PromptTokens += emb.Tokens
 	}
 	return resp, nil
-}
-
-// lookupEmbedding finds an input's result in the memory cache, then on
-// disk.
-func (e *Engine) lookupEmbedding(k Key) (*result, bool) {
-	if r, ok := e.embeddingCache.get(k, false); ok {
-		return r, true
-	}
-	if e.disk != nil {
-		if r, ok := e.disk.get(k); ok {
-			e.embeddingCache.put(k, r, r.bytes(), false)
-			return r, true
-		}
-	}
-	if e.shared != nil {
-		if b, ok := e.shared.get(context.Background(), kindResult, k); ok {
-			if r, err := decodeResult(b); err == nil {
-				e.embeddingCache.put(k, r, r.bytes(), false)
-				return r, true
-			}
-		}
-	}
-	return nil, false
-}
-
-func (e *Engine) storeEmbedding(k Key, r *result) {
-	e.embeddingCache.put(k, r, r.bytes(), false)
-	if e.disk != nil {
-		e.disk.put(k, r)
-	}
-	if e.shared != nil {
-		e.shared.put(kindResult, k, func() []byte { return encodeResult(r) })
-	}
-}
-
-// lookupEncoded finds an image's encoder output in memory (pinning it),
-// then in the shared cache, whose hit becomes a pinned memory entry.
-func (e *Engine) lookupEncoded(k Key) (model.EncodedImage, bool) {
-	if enc, ok := e.encoderCache.get(k, true); ok {
-		return enc, true
-	}
-	if e.shared == nil {
-		return model.EncodedImage{}, false
-	}
-	b, ok := e.shared.get(context.Background(), kindEncoded, k)
-	if !ok {
-		return model.EncodedImage{}, false
-	}
-	enc, err := decodeEncoded(b)
-	if err != nil {
-		return model.EncodedImage{}, false
-	}
-	e.encoderCache.put(k, enc, enc.Bytes(), true)
-	return enc, true
-}
-
-// storeEncoded keeps an image's encoder output in memory and shares it.
-func (e *Engine) storeEncoded(k Key, enc model.EncodedImage) {
-	e.encoderCache.put(k, enc, enc.Bytes(), false)
-	if e.shared != nil {
-		e.shared.put(kindEncoded, k, func() []byte { return encodeEncoded(enc) })
-	}
 }

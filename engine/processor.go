@@ -119,12 +119,18 @@ func (p *processor) prepare(ctx context.Context, req *Request, o options) (*prep
 		if req.Trace != nil {
 			continue
 		}
-		if r, ok := e.lookupEmbedding(it.key); ok {
+		if r, ok := e.lookupEmbedding(ctx, it.key); ok {
 			pr.results[it.index] = r
 			// Its images are not needed any more.
 			for _, im := range it.images {
 				pr.dropImage(e, im)
 			}
+		}
+	}
+	if req.Trace == nil {
+		e.storedEncodings(ctx, pr)
+		if e.remote != nil {
+			p.remoteEncode(ctx, pr)
 		}
 	}
 	return pr, nil
@@ -136,11 +142,7 @@ func (pr *prepared) dropImage(e *Engine, im *imageItem) {
 		e.encoderCache.unpin(im.content)
 		im.cached = false
 	}
-	if im.budgetHeld > 0 {
-		e.proc.budget.Release(im.budgetHeld)
-		e.inflight.Add(-im.budgetHeld)
-		im.budgetHeld = 0
-	}
+	e.freeBudget(im)
 	im.patches = nil
 }
 
@@ -322,7 +324,7 @@ func (p *processor) images(ctx context.Context, pr *prepared, tr Tracer) error {
 		if tr == nil {
 			if meta, ok := e.imageCache.get(bytesKey, false); ok {
 				im.content, im.grid = meta.content, meta.grid
-				if enc, ok := e.lookupEncoded(im.content); ok {
+				if enc, ok := e.lookupEncoded(ctx, im.content); ok {
 					im.enc, im.cached = enc, true
 					continue
 				}
@@ -384,15 +386,14 @@ func (p *processor) decode(ctx context.Context, im *imageItem, bytesKey Key, o o
 		return invalid(im.param, CodeBadImage, "image data disagrees with its header (%d tokens, header says %d)", n, im.tokens)
 	}
 	im.grid = [3]int{pt.GridT, pt.GridH, pt.GridW}
-	raw := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(pt.Data))), len(pt.Data)*4)
-	im.content = newHasher("image-content").key(e.visionID).int(pt.GridT).int(pt.GridH).int(pt.GridW).bytes(raw).sum()
+	im.content = e.contentKey(im.grid, pt.Data)
 	if !trace {
 		e.imageCache.put(bytesKey, imageMeta{content: im.content, grid: im.grid, tokens: im.tokens}, 128, false)
-		if enc, ok := e.lookupEncoded(im.content); ok {
+		// Memory only: the stores are asked after the embedding cache,
+		// for the inputs that missed it (storedEncodings).
+		if enc, ok := e.encoderCache.get(im.content, true); ok {
 			im.enc, im.cached = enc, true
-			e.proc.budget.Release(im.budgetHeld)
-			e.inflight.Add(-im.budgetHeld)
-			im.budgetHeld = 0
+			e.freeBudget(im)
 			return nil
 		}
 	}

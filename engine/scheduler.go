@@ -65,6 +65,9 @@ type seqJob struct {
 	// from; followers are those waiting on this one.
 	lead      *seqJob
 	followers []*seqJob
+	// encodeOnly: the job only waits for its images (EncodeImages) and
+	// is done once they are encoded.
+	encodeOnly bool
 }
 
 func (s *seqJob) left() int {
@@ -233,7 +236,7 @@ func (s *scheduler) admit(r *request) {
 	s.reqs = append(s.reqs, r)
 	s.e.stats.queued.Add(1)
 	for _, sq := range r.seqs {
-		if !r.trace {
+		if !r.trace && !sq.encodeOnly {
 			// An identical input already in flight is computed once: this
 			// one follows it and takes its result.
 			if lead := s.leaders[sq.in.key]; lead != nil {
@@ -273,6 +276,10 @@ func (s *scheduler) attach(sq *seqJob) {
 
 // ready makes a sequence's model state once its images are encoded.
 func (s *scheduler) ready(sq *seqJob) {
+	if sq.encodeOnly {
+		s.done1(sq)
+		return
+	}
 	p := sq.in.prompt
 	seq := model.Sequence{IDs: p.IDs}
 	for k, im := range sq.in.images {
@@ -642,11 +649,7 @@ func (s *scheduler) runVision(stages int) {
 			}
 			w.im.enc = enc
 			w.im.patches = nil
-			if w.im.budgetHeld > 0 {
-				e.proc.budget.Release(w.im.budgetHeld)
-				e.inflight.Add(-w.im.budgetHeld)
-				w.im.budgetHeld = 0
-			}
+			e.freeBudget(w.im)
 			if tr := w.seq.req.tracer; tr != nil {
 				var out []float32
 				if i < len(vit) {

@@ -7,15 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"math"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/vembed/vembed/model"
 )
 
 // sharedCache is the second level of the embedding and encoder caches,
@@ -43,9 +41,11 @@ type sharedCache struct {
 	wg       sync.WaitGroup
 
 	hits, misses, errs, dropped atomic.Int64
+	written                     atomic.Int64 // values stored
 	mu                          sync.Mutex
-	openAt                      time.Time     // the breaker lets requests through again at
+	openAt                      time.Time     // zero: breaker closed; else open until then
 	pause                       time.Duration // the next pause after an error
+	probing                     bool          // a request is testing an open breaker
 }
 
 type sharedWrite struct {
@@ -54,11 +54,9 @@ type sharedWrite struct {
 	val  func() []byte // encodes the value, on the writer's goroutine
 }
 
-const (
-	sharedFormat = 1
-	kindResult   = 'e' // an input's result (embedding cache)
-	kindEncoded  = 'v' // an image's encoder output
-)
+// sharedFormat is the version byte of shared values; a change of the
+// encoding changes it, and the key prefix with it.
+const sharedFormat = 1
 
 func openSharedCache(url string, ttl time.Duration, maxValue int) (*sharedCache, error) {
 	opt, err := redis.ParseURL(url)
@@ -97,28 +95,56 @@ func (c *sharedCache) name(kind byte, k Key) string {
 	return c.prefix + string(kind) + ":" + hex.EncodeToString(k[:])
 }
 
-// allowed reports whether the breaker lets a request through.
+// allowed reports whether the breaker lets a request through: always
+// when closed; once its pause is over, one request at a time (a probe)
+// until one succeeds, so that a dead server costs one timeout per pause,
+// not one per request.
 func (c *sharedCache) allowed() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return time.Now().After(c.openAt)
+	if c.openAt.IsZero() {
+		return true
+	}
+	if time.Now().Before(c.openAt) || c.probing {
+		return false
+	}
+	c.probing = true
+	return true
 }
 
 // failed counts an error and opens the breaker for the current pause,
-// doubling it up to a minute; ok closes it.
+// doubling it up to a minute.
 func (c *sharedCache) failed(err error) {
 	c.errs.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.openAt.IsZero() {
+		slog.Warn("shared cache unreachable; serving from local caches", "err", err, "retry_in", c.pause)
+	}
 	c.openAt = time.Now().Add(c.pause)
 	c.pause = min(2*c.pause, time.Minute)
+	c.probing = false
 }
 
+// ok closes the breaker.
 func (c *sharedCache) ok() {
 	c.mu.Lock()
-	c.pause = time.Second
+	defer c.mu.Unlock()
+	if !c.openAt.IsZero() {
+		slog.Info("shared cache reachable again")
+	}
+	c.openAt, c.pause, c.probing = time.Time{}, time.Second, false
+}
+
+// abandon ends a request the breaker let through that neither succeeded nor
+// failed (its caller gave up): a probe may go out again.
+func (c *sharedCache) abandon() {
+	c.mu.Lock()
+	c.probing = false
 	c.mu.Unlock()
 }
+
+func (c *sharedCache) holds(byte) bool { return true }
 
 // get reads a value; false on a miss, an error or an open breaker.
 func (c *sharedCache) get(ctx context.Context, kind byte, k Key) ([]byte, bool) {
@@ -137,6 +163,8 @@ func (c *sharedCache) get(ctx context.Context, kind byte, k Key) ([]byte, bool) 
 	case err != nil:
 		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			c.failed(err)
+		} else {
+			c.abandon()
 		}
 		c.misses.Add(1)
 		return nil, false
@@ -155,7 +183,10 @@ func (c *sharedCache) get(ctx context.Context, kind byte, k Key) ([]byte, bool) 
 // put queues a value for writing; it never blocks, and the encoding and
 // compression happen on the writer's goroutine (the scheduler calls it).
 func (c *sharedCache) put(kind byte, k Key, v func() []byte) {
-	if !c.allowed() {
+	c.mu.Lock()
+	open := !c.openAt.IsZero() && time.Now().Before(c.openAt)
+	c.mu.Unlock()
+	if open {
 		return
 	}
 	select {
@@ -172,11 +203,8 @@ func (c *sharedCache) writer() {
 		case <-c.done:
 			return
 		case w := <-c.writes:
-			if !c.allowed() {
-				continue
-			}
 			packed := c.pack(w.kind, w.val())
-			if len(packed) > c.maxValue {
+			if len(packed) > c.maxValue || !c.allowed() {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*c.timeout)
@@ -185,6 +213,7 @@ func (c *sharedCache) writer() {
 			if err != nil {
 				c.failed(err)
 			} else {
+				c.written.Add(1)
 				c.ok()
 			}
 		}
@@ -220,64 +249,4 @@ func (c *sharedCache) close() error {
 
 func (c *sharedCache) stats() CacheStats {
 	return CacheStats{Name: "shared", Hits: c.hits.Load(), Misses: c.misses.Load(), Errors: c.errs.Load(), Evictions: c.dropped.Load()}
-}
-
-// encodeEncoded writes an image's encoder output: the rows, then the
-// DeepStack rows, each as a count and little-endian float32 values.
-func encodeEncoded(e model.EncodedImage) []byte {
-	b := binary.LittleEndian.AppendUint32(nil, uint32(len(e.Deep)))
-	put := func(v []float32) {
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(v)))
-		for _, x := range v {
-			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
-		}
-	}
-	put(e.Rows)
-	for _, d := range e.Deep {
-		put(d)
-	}
-	return b
-}
-
-func decodeEncoded(b []byte) (model.EncodedImage, error) {
-	var e model.EncodedImage
-	take := func() ([]float32, bool) {
-		if len(b) < 4 {
-			return nil, false
-		}
-		n := binary.LittleEndian.Uint32(b)
-		b = b[4:]
-		if int64(n) > int64(len(b)/4) {
-			return nil, false
-		}
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-		}
-		b = b[4*n:]
-		return v, true
-	}
-	if len(b) < 4 {
-		return e, errBadEntry
-	}
-	deep := binary.LittleEndian.Uint32(b)
-	b = b[4:]
-	if deep > 64 {
-		return e, errBadEntry
-	}
-	var ok bool
-	if e.Rows, ok = take(); !ok {
-		return e, errBadEntry
-	}
-	for range deep {
-		d, ok := take()
-		if !ok {
-			return e, errBadEntry
-		}
-		e.Deep = append(e.Deep, d)
-	}
-	if len(b) != 0 {
-		return e, errBadEntry
-	}
-	return e, nil
 }

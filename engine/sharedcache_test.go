@@ -8,7 +8,29 @@ import (
 
 	"github.com/vembed/vembed/internal/redistest"
 	"github.com/vembed/vembed/model"
+	"github.com/vembed/vembed/visionsvc"
 )
+
+// waitWritten waits until e's shared cache has stored n values (writes
+// are asynchronous).
+func waitWritten(t *testing.T, e *Engine, n int64) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); sharedOf(e).written.Load() < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the shared cache stored %d values, want %d", sharedOf(e).written.Load(), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func sharedOf(e *Engine) *sharedCache {
+	for _, st := range e.stores {
+		if s, ok := st.(*sharedCache); ok {
+			return s
+		}
+	}
+	return nil
+}
 
 func sharedStats(e *Engine) CacheStats {
 	for _, c := range e.Stats().Caches {
@@ -31,20 +53,11 @@ func TestSharedCacheAcrossReplicas(t *testing.T) {
 	img := testPNG(t, 90, 60, 7)
 	req := Request{Inputs: []Input{ImageInput(img), TextInput("shared across replicas")}}
 	want := embed(t, a, req)
-
-	// Writes are asynchronous: wait until b finds both.
-	var got *Response
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if sharedStats(b).Hits >= 2 {
-			break
-		}
-		got = embed(t, b, req)
-		if time.Now().After(deadline) {
-			t.Fatalf("no shared hits on the second replica: %+v", sharedStats(b))
-		}
-		time.Sleep(50 * time.Millisecond)
+	waitWritten(t, a, 3) // two results and the image's encoder output
+	got := embed(t, b, req)
+	if s := sharedStats(b); s.Hits != 2 {
+		t.Errorf("the second replica's shared cache: %+v, want 2 hits", s)
 	}
-	got = embed(t, b, req)
 	for i := range want.Embeddings {
 		if !slices.Equal(got.Embeddings[i].Vector, want.Embeddings[i].Vector) {
 			t.Errorf("input %d differs across replicas", i)
@@ -71,31 +84,17 @@ func TestSharedCacheAcrossReplicas(t *testing.T) {
 	t.Logf("three requests with the cache dead in %v", time.Since(start))
 }
 
-func TestEncodedRoundTrip(t *testing.T) {
-	for _, e := range []model.EncodedImage{{Rows: []float32{1, 2, 3}}, {Rows: []float32{1}, Deep: [][]float32{{4, 5}, {6}}}, {}} {
-		got, err := decodeEncoded(encodeEncoded(e))
-		if err != nil || fmt.Sprint(got) != fmt.Sprint(e) {
-			t.Errorf("%v -> %v, %v", e, got, err)
-		}
-	}
-	for _, b := range [][]byte{nil, {1}, {1, 0, 0, 0, 9, 0, 0, 0}, {200, 0, 0, 0}} {
-		if _, err := decodeEncoded(b); err == nil {
-			t.Errorf("%v decoded", b)
-		}
-	}
-}
-
 func FuzzSharedEntry(f *testing.F) {
 	c := &sharedCache{}
 	var err error
 	if c.enc, c.dec, err = zstdPair(); err != nil {
 		f.Fatal(err)
 	}
-	f.Add(c.pack(kindEncoded, encodeEncoded(model.EncodedImage{Rows: []float32{1, 2}})))
+	f.Add(c.pack(kindEncoded, visionsvc.AppendEncoded(nil, model.EncodedImage{Rows: []float32{1, 2}, Deep: [][]float32{{3}}})))
 	f.Add(c.pack(kindResult, encodeResult(&result{Vector: []float32{1}})))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if v, err := c.unpack(kindEncoded, b); err == nil {
-			decodeEncoded(v)
+			visionsvc.DecodeEncoded(v)
 		}
 		if v, err := c.unpack(kindResult, b); err == nil {
 			decodeResult(v)

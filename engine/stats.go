@@ -50,11 +50,11 @@ type Histogram struct {
 
 // CacheStats describes one content cache.
 type CacheStats struct {
-	Name      string // "embedding", "encoder", "image", "disk"
+	Name      string // "embedding", "encoder", "image", "disk", "shared", "encoder-service"
 	Hits      int64
 	Misses    int64
 	Evictions int64 // for the shared cache: writes dropped under load
-	Errors    int64 // failed reads or writes (the shared cache)
+	Errors    int64 // failed reads or writes (disk, shared)
 	Entries   int
 	Bytes     int64 // bytes held
 	Capacity  int64 // byte budget; 0 when disabled
@@ -124,11 +124,11 @@ func (e *Engine) Stats() Stats {
 		QueueSeconds:    c.queueSeconds.snapshot(),
 		Caches:          []CacheStats{e.embeddingCache.stats(), e.encoderCache.stats(), e.imageCache.stats()},
 	}
-	if e.shared != nil {
-		s.Caches = append(s.Caches, e.shared.stats())
+	for _, st := range e.stores {
+		s.Caches = append(s.Caches, st.stats())
 	}
-	if e.disk != nil {
-		s.Caches = append(s.Caches, e.disk.stats())
+	if e.remote != nil {
+		s.Caches = append(s.Caches, e.remote.stats())
 	}
 	return s
 }

@@ -59,7 +59,10 @@ func (h *Handler) openapiDoc() map[string]any {
 	paths := map[string]any{}
 	for _, route := range h.routes {
 		method, path, _ := strings.Cut(route, " ")
-		d := routeDocs[route]
+		d, ok := routeDocs[route]
+		if !ok {
+			d = optionalRouteDocs[route]
+		}
 		op := map[string]any{
 			"summary": d.summary,
 			"responses": map[string]any{

@@ -185,6 +185,9 @@ type Options struct {
 	ImageFetcher *imagefetch.Fetcher
 	// Logger receives one line per request (default slog.Default()).
 	Logger *slog.Logger
+	// Vision, when set, serves POST /v1/vision/encode to other replicas
+	// (vembed serve --role encoder).
+	Vision VisionEncoder
 }
 
 const (
@@ -237,6 +240,7 @@ func New(emb Embedder, opts Options) *Handler {
 	h.handle("GET /v1/models", h.models)
 	h.handle("GET /health", h.health)
 	h.registerCompat()
+	h.registerVision()
 	h.handle("GET /openapi.json", h.openapi)
 	seen := map[string]bool{}
 	for _, r := range h.routes {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/vembed/vembed/imagefetch"
 	"github.com/vembed/vembed/server"
 	"github.com/vembed/vembed/synth"
+	"github.com/vembed/vembed/visionsvc"
 )
 
 func init() {
@@ -29,7 +31,15 @@ const serveUsage = `[--addr HOST:PORT] [--model LM.gguf [--mmproj MMPROJ.gguf] [
 
 Serves POST /v1/embeddings (OpenAI and Jina request forms), GET /v1/models
 and GET /health. Without --model it serves a demonstration model with random
-weights, generated at start-up.`
+weights, generated at start-up.
+
+Several replicas share their caches through Valkey or Redis with
+--cache-url redis://HOST:6379/0. A replica started with --role encoder also
+serves its vision encoder to the others; replicas started with
+--encoder-url URL[,URL...] send it their images (keys first, pixels on a
+miss) and encode locally whenever it fails or is slower than
+--encoder-timeout. Set VEMBED_ENCODER_API_KEY when the encoders require a
+key.`
 
 // serveOptions is everything serve needs; tests fill it directly.
 type serveOptions struct {
@@ -51,6 +61,9 @@ type serveOptions struct {
 	// ready, when set, receives the listening address once the server
 	// accepts connections.
 	ready func(addr string)
+	// role is "lm" or "encoder"; encoders lists encoder replicas.
+	role     string
+	encoders string
 }
 
 func runServe(args []string, stdout, stderr io.Writer) error {
@@ -71,6 +84,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	fs.Int64Var(&o.eng.DiskCacheBytes, "disk-cache", 0, "disk cache budget in bytes (0: 4 GiB)")
 	fs.StringVar(&o.eng.CacheURL, "cache-url", "", "share the embedding and encoder caches with other replicas through Valkey/Redis at `URL` (redis://host:6379/0)")
 	fs.DurationVar(&o.eng.CacheTTL, "cache-ttl", 0, "lifetime of shared cache entries (0: 7 days)")
+	fs.IntVar(&o.eng.CacheMaxValue, "cache-max-value", 0, "largest value shared through --cache-url, in bytes after compression (0: 64 MiB)")
+	fs.StringVar(&o.role, "role", "lm", "`role` of this replica: lm (embeddings) or encoder (also serves its vision encoder to lm replicas at "+visionsvc.Path+")")
+	fs.StringVar(&o.encoders, "encoder-url", "", "comma-separated `URLs` of encoder replicas (--role encoder, same mmproj) that encode this replica's images; it encodes them itself when they fail")
+	fs.DurationVar(&o.eng.EncoderTimeout, "encoder-timeout", 0, "longest wait for an encoder replica's answer before encoding locally (0: 60s)")
 	fs.Int64Var(&o.eng.ImageBudgetBytes, "image-budget", 0, "memory for images being decoded or waiting for the vision tower, in bytes (0: 1 GiB)")
 	fs.IntVar(&o.eng.PreprocessWorkers, "preprocess-workers", 0, "image decoding goroutines (0: GOMAXPROCS)")
 	fs.IntVar(&o.eng.MaxImages, "max-images", 0, "most images per request (0: 32)")
@@ -139,11 +156,17 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger) error {
 		m := o.models.config()
 		cfg.Model, cfg.MMProj, cfg.MVProj = m.Model, m.MMProj, m.MVProj
 	}
+	if err := o.distributed(&cfg); err != nil {
+		return err
+	}
 	eng, err := engine.New(cfg)
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
+	if o.role == "encoder" && !slices.Contains(eng.Info().Modalities, "image") {
+		return errors.New("--role encoder needs a model with a vision tower (--mmproj)")
+	}
 	info := eng.Info()
 	log.Info("model loaded", "name", info.Name, "arch", info.Arch, "dimensions", info.Hidden,
 		"context", info.ContextLength, "modalities", info.Modalities, "multivector", info.MultivectorDim, "random_weights", info.RandomWeights)
@@ -160,6 +183,9 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger) error {
 	hopts.Logger = log
 	hopts.APIKeys = keys
 	hopts.ImageFetcher = fetcher
+	if o.role == "encoder" {
+		hopts.Vision = eng
+	}
 	grace := o.grace
 	if grace <= 0 {
 		grace = 30 * time.Second
@@ -182,6 +208,27 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger) error {
 	if err := <-drained; err != nil {
 		log.Warn("requests still running at the end of the grace period were stopped", "grace", grace)
 	}
+	return nil
+}
+
+// distributed checks --role and --encoder-url and puts the encoder
+// replicas in cfg; their API key comes from VEMBED_ENCODER_API_KEY.
+func (o *serveOptions) distributed(cfg *engine.Config) error {
+	switch o.role {
+	case "", "lm":
+	case "encoder":
+		if o.encoders != "" {
+			return errors.New("--encoder-url is for lm replicas, not --role encoder")
+		}
+	default:
+		return fmt.Errorf("--role %q: want lm or encoder", o.role)
+	}
+	for _, u := range strings.Split(o.encoders, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			cfg.EncoderURLs = append(cfg.EncoderURLs, u)
+		}
+	}
+	cfg.EncoderAPIKey = strings.TrimSpace(os.Getenv("VEMBED_ENCODER_API_KEY"))
 	return nil
 }
 

@@ -66,12 +66,16 @@ type serveFigure struct {
 	Ratio     float64            `json:"ratio,omitempty"` // scenario-specific, see Note
 	Note      string             `json:"note,omitempty"`
 	CacheHits map[string]float64 `json:"cache_hit_ratio,omitempty"`
-	Errors    int                `json:"errors,omitempty"`
+	// CrossReplica is, with several --url replicas, the hit ratio of
+	// their shared cache: lookups one replica's memory missed that
+	// another replica's work answered.
+	CrossReplica float64 `json:"cross_replica_hit_ratio,omitempty"`
+	Errors       int     `json:"errors,omitempty"`
 }
 
 func runBenchServe(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench serve", "[--url URL[,URL...] | --lm LM.gguf --mmproj MMPROJ.gguf] [--scenarios Q,T,I-0,I-50,I-50-text,repeat,M] [--clients 4] [--requests 24] [--image-sizes 448,640] [--large 896] [--json]", stderr)
-	urls := fs.String("url", "", "comma-separated `URLs` of running servers (requests spread over them); default: an in-process server")
+	urls := fs.String("url", "", "comma-separated `URLs` of running replicas, sent requests round robin (cache hit ratios are summed over their /metrics; with a shared cache, its ratio is the cross-replica one); default: an in-process server")
 	lm := fs.String("lm", "", "LM `GGUF` of the in-process server (default: the tiny synthetic model)")
 	mmproj := fs.String("mmproj", "", "mmproj `GGUF` of the in-process server")
 	scen := fs.String("scenarios", "Q,T,I-0,I-50,I-50-text,repeat,M", "`scenarios` to run, in order")
@@ -246,6 +250,9 @@ func (b *serveBench) load(name string, clients int, bodies []map[string]any) (se
 		TokPerSec: round4(float64(tokens.Load()) / secs), Errors: int(failed.Load())}
 	f.P50, f.P95, f.P99 = percentile(lat, 50), percentile(lat, 95), percentile(lat, 99)
 	f.CacheHits = b.hitRatios(before)
+	if len(b.urls) > 1 {
+		f.CrossReplica = f.CacheHits["shared"]
+	}
 	return f, nil
 }
 

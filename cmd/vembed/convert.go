@@ -13,17 +13,20 @@ func init() {
 	register(&command{name: "convert", summary: "a Hugging Face Qwen2-VL / Qwen2.5-VL checkpoint's language model to GGUF, with a LoRA adapter merged", run: runConvert})
 }
 
-const convertUsage = `HF_DIR --out LM.gguf [--type F16|BF16|F32] [--adapter ADAPTER_DIR] [--recipe NAME]
+const convertUsage = `HF_DIR --out LM.gguf [--mmproj-out MMPROJ.gguf] [--type F16|BF16|F32] [--adapter ADAPTER_DIR] [--recipe NAME]
 
 Writes the checkpoint's language model (config.json, tokenizer.json,
 safetensors, sharded or not) as llama.cpp names it, with the PEFT adapter in
 ADAPTER_DIR (adapter_config.json + adapter_model.safetensors, e.g. one of
 jina-embeddings-v4's task adapters) merged in float64 before the single
-rounding. Quantize the result with vembed quantize.`
+rounding, and with --mmproj-out the Qwen2.5-VL vision tower and merger as
+llama.cpp's mmproj (fused qkv split, Conv3D patch embedding split along
+time). Quantize the results with vembed quantize.`
 
 func runConvert(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("convert", convertUsage, stderr)
 	out := fs.String("out", "", "output `file`")
+	mmOut := fs.String("mmproj-out", "", "also write the vision tower as an mmproj GGUF `file`")
 	typ := fs.String("type", "F16", "weight type: F16, BF16 or F32")
 	adapter := fs.String("adapter", "", "merge the PEFT LoRA adapter in `dir`")
 	recipe := fs.String("recipe", "", "write vembed.recipe = `NAME` (jina-embeddings-v4, gme, ...) so serve picks the model's prompts and pooling")
@@ -57,5 +60,11 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(stdout, *out)
+	if *mmOut != "" {
+		if err := convert.ConvertMMProj(pos[0], *mmOut, t); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, *mmOut)
+	}
 	return nil
 }

@@ -248,3 +248,72 @@ func ConvertMMProj(dir, out string, t gguf.Type) error {
 	}
 	return nil
 }
+
+// mvprojNames are the multi-vector heads of the supported layouts:
+// jina-embeddings-v4's multi_vector_projector and ColQwen's
+// custom_text_proj, with or without the "model." prefix.
+var mvprojNames = []string{"multi_vector_projector", "model.multi_vector_projector", "custom_text_proj", "model.custom_text_proj"}
+
+// ConvertMVProj writes a checkpoint's multi-vector head (with the
+// adapter's update merged when it targets it) as the mvproj side-car
+// package model/heads reads: mvproj.weight and mvproj.bias in F32 and the
+// input and output widths; task names the merged adapter.
+func ConvertMVProj(dir, out string, adapter *Adapter, task string) error {
+	ck, err := safetensors.OpenCheckpoint(dir)
+	if err != nil {
+		return fmt.Errorf("convert: %w", err)
+	}
+	defer ck.Close()
+	for _, base := range mvprojNames {
+		info, f, ok := ck.Tensor(base + ".weight")
+		if !ok {
+			continue
+		}
+		if len(info.Shape) != 2 {
+			return fmt.Errorf("convert: %s.weight: shape %v, want [out, in]", base, info.Shape)
+		}
+		rows, cols := int(info.Shape[0]), int(info.Shape[1])
+		w, err := f.Float64(base + ".weight")
+		if err != nil {
+			return err
+		}
+		if adapter != nil {
+			if w, err = adapter.Merge(base+".weight", w, rows, cols); err != nil {
+				return err
+			}
+		}
+		gw := gguf.NewWriter()
+		gw.Add("general.architecture", "mvproj")
+		gw.Add("general.type", "mvproj")
+		gw.Add("mvproj.input_dim", uint32(cols))
+		gw.Add("mvproj.output_dim", uint32(rows))
+		gw.Add("mvproj.normalize", true)
+		if task != "" {
+			gw.Add("mvproj.task", task)
+		}
+		if err := gw.AddTensorFunc("mvproj.weight", gguf.TypeF32, []int64{int64(cols), int64(rows)}, func(dst io.Writer) error {
+			return writeAs(dst, gguf.TypeF32, w)
+		}); err != nil {
+			return err
+		}
+		if _, bf, ok := ck.Tensor(base + ".bias"); ok {
+			b, err := bf.Float64(base + ".bias")
+			if err != nil {
+				return err
+			}
+			if len(b) != rows {
+				return fmt.Errorf("convert: %s.bias: %d values for %d outputs", base, len(b), rows)
+			}
+			if err := gw.AddTensorFunc("mvproj.bias", gguf.TypeF32, []int64{int64(rows)}, func(dst io.Writer) error {
+				return writeAs(dst, gguf.TypeF32, b)
+			}); err != nil {
+				return err
+			}
+		}
+		if err := gw.WriteFile(out); err != nil {
+			return fmt.Errorf("convert: %w", err)
+		}
+		return nil
+	}
+	return fmt.Errorf("convert: %s holds no multi-vector head (%v)", dir, mvprojNames)
+}

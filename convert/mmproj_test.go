@@ -150,3 +150,46 @@ func TestConvertMMProjRoundTrip(t *testing.T) {
 		t.Error("a directory without a checkpoint converted")
 	}
 }
+
+// TestConvertMVProj: jina-v4's multi_vector_projector becomes the mvproj
+// side-car the engine loads, and multi-vector output works with it.
+func TestConvertMVProj(t *testing.T) {
+	dir := t.TempDir()
+	cfg, _ := synth.Preset("tiny")
+	lm := filepath.Join(dir, "lm.gguf")
+	if err := synth.WriteLM(lm, cfg); err != nil {
+		t.Fatal(err)
+	}
+	ck := filepath.Join(dir, "hf")
+	os.MkdirAll(ck, 0o755)
+	const in, outDim = 64, 16
+	w := make([]float32, outDim*in)
+	for i := range w {
+		w[i] = float32(i%11-5) / 32
+	}
+	bias := make([]float32, outDim)
+	bias[3] = 0.5
+	safetensors.Write(filepath.Join(ck, "model.safetensors"), []safetensors.Data{
+		{Name: "multi_vector_projector.weight", DType: safetensors.BF16, Shape: []int64{outDim, in}, Values: w},
+		{Name: "multi_vector_projector.bias", DType: safetensors.F32, Shape: []int64{outDim}, Values: bias},
+	}, nil)
+	mv := filepath.Join(dir, "mvproj.gguf")
+	if err := ConvertMVProj(ck, mv, nil, "retrieval"); err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(engine.Config{Model: lm, MVProj: mv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if e.Info().MultivectorDim != outDim {
+		t.Fatalf("multi-vector width %d", e.Info().MultivectorDim)
+	}
+	r, err := e.Embed(t.Context(), engine.Request{Inputs: []engine.Input{engine.TextInput("late interaction")}, Multivector: true})
+	if err != nil || len(r.Embeddings[0].Multi) == 0 || len(r.Embeddings[0].Multi[0]) != outDim {
+		t.Fatalf("multi-vector output: %v", err)
+	}
+	if err := ConvertMVProj(t.TempDir(), mv, nil, ""); err == nil {
+		t.Error("a directory without a checkpoint converted")
+	}
+}

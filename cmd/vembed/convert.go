@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/vembed/vembed/convert"
@@ -13,7 +14,7 @@ func init() {
 	register(&command{name: "convert", summary: "a Hugging Face Qwen2-VL / Qwen2.5-VL checkpoint's language model to GGUF, with a LoRA adapter merged", run: runConvert})
 }
 
-const convertUsage = `HF_DIR --out LM.gguf [--mmproj-out MMPROJ.gguf] [--type F16|BF16|F32] [--adapter ADAPTER_DIR] [--recipe NAME]
+const convertUsage = `HF_DIR --out LM.gguf [--mmproj-out MMPROJ.gguf] [--mvproj-out MV.gguf] [--type F16|BF16|F32] [--adapter ADAPTER_DIR] [--recipe NAME]
 
 Writes the checkpoint's language model (config.json, tokenizer.json,
 safetensors, sharded or not) as llama.cpp names it, with the PEFT adapter in
@@ -27,6 +28,7 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("convert", convertUsage, stderr)
 	out := fs.String("out", "", "output `file`")
 	mmOut := fs.String("mmproj-out", "", "also write the vision tower as an mmproj GGUF `file`")
+	mvOut := fs.String("mvproj-out", "", "also write the multi-vector head (jina-v4's multi_vector_projector, ColQwen's custom_text_proj) as an mvproj `file`, the adapter merged")
 	typ := fs.String("type", "F16", "weight type: F16, BF16 or F32")
 	adapter := fs.String("adapter", "", "merge the PEFT LoRA adapter in `dir`")
 	recipe := fs.String("recipe", "", "write vembed.recipe = `NAME` (jina-embeddings-v4, gme, ...) so serve picks the model's prompts and pooling")
@@ -65,6 +67,16 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		fmt.Fprintln(stdout, *mmOut)
+	}
+	if *mvOut != "" {
+		task := ""
+		if o.Adapter != nil {
+			task = filepath.Base(filepath.Clean(*adapter))
+		}
+		if err := convert.ConvertMVProj(pos[0], *mvOut, o.Adapter, task); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, *mvOut)
 	}
 	return nil
 }

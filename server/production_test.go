@@ -354,14 +354,12 @@ func TestLoneSurrogateRefused(t *testing.T) {
 // TestDeploymentScalesOnExportedMetric: the Kubernetes autoscaler scales
 // on a metric /metrics really exports, and probes a route that exists.
 func TestDeploymentScalesOnExportedMetric(t *testing.T) {
-	hpa, err := os.ReadFile(filepath.Join("..", "deploy", "kustomize", "base", "hpa.yaml"))
+	// The chart's servers, their probes and autoscalers are one template.
+	hpa, err := os.ReadFile(filepath.Join("..", "deploy", "helm", "vembed", "templates", "_helpers.tpl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	lm, err := os.ReadFile(filepath.Join("..", "deploy", "kustomize", "base", "lm.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	lm := hpa
 	body := get(t, newTestHandler(&statsEmbedder{}, Options{}), "/metrics").Body.String()
 	for _, line := range strings.Split(string(hpa), "\n") {
 		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "name: vembed_"); ok {

@@ -183,7 +183,7 @@ func (c *Client) Lookup(ctx context.Context, vision Key, items []Item) ([]Result
 	out := make([]Result, len(items))
 	for lo := 0; lo < len(keys); lo += MaxItems {
 		hi := min(lo+MaxItems, len(keys))
-		res, err := c.call(ctx, Request{Kind: KindKeys, Vision: vision, Items: keys[lo:hi]})
+		res, err := c.call(ctx, Request{Kind: KindKeys, Vision: vision, Items: keys[lo:hi]}, min(c.opts.Timeout, lookupTimeout))
 		if err != nil {
 			return out, err
 		}
@@ -215,7 +215,7 @@ func (c *Client) Encode(ctx context.Context, vision Key, items []Item) ([]Result
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := c.call(ctx, Request{Kind: KindPatches, Vision: vision, Items: items[bt[0]:bt[1]]})
+			res, err := c.call(ctx, Request{Kind: KindPatches, Vision: vision, Items: items[bt[0]:bt[1]]}, c.opts.Timeout)
 			if err != nil {
 				errs[k] = err
 				return
@@ -227,8 +227,13 @@ func (c *Client) Encode(ctx context.Context, vision Key, items []Item) ([]Result
 	return out, errors.Join(errs...)
 }
 
-// call sends one frame, trying a second replica when the first fails.
-func (c *Client) call(ctx context.Context, req Request) ([]Result, error) {
+// lookupTimeout bounds a keys-only call: the encoder only reads its
+// caches for it, so a slow answer means a sick replica.
+const lookupTimeout = 5 * time.Second
+
+// call sends one frame, trying a second replica when the first fails;
+// each attempt may take timeout.
+func (c *Client) call(ctx context.Context, req Request, timeout time.Duration) ([]Result, error) {
 	body := AppendRequest(nil, req)
 	compressed := req.Kind == KindPatches
 	if compressed {
@@ -242,7 +247,7 @@ func (c *Client) call(ctx context.Context, req Request) ([]Result, error) {
 			break
 		}
 		tried[ep] = true
-		res, err := c.send(ctx, ep, body, compressed, len(req.Items))
+		res, err := c.send(ctx, ep, body, compressed, len(req.Items), timeout)
 		if err == nil {
 			c.succeeded(ep)
 			return res, nil
@@ -275,11 +280,11 @@ func (c *Client) call(ctx context.Context, req Request) ([]Result, error) {
 // rows per patch, far below this for any frame the client sends.
 const maxResponse = 1 << 30
 
-func (c *Client) send(ctx context.Context, ep *endpoint, body []byte, compressed bool, items int) ([]Result, error) {
+func (c *Client) send(ctx context.Context, ep *endpoint, body []byte, compressed bool, items int, timeout time.Duration) ([]Result, error) {
 	c.calls.Add(1)
 	ep.inflight.Add(1)
 	defer ep.inflight.Add(-1)
-	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.url+Path, bytes.NewReader(body))
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/model/internal/modeltest"
 	"github.com/vembed/vembed/synth"
 )
 
@@ -60,18 +61,7 @@ func rewriteGGUF(t *testing.T, src string, meta map[string]any, edit func(*gguf.
 
 func synthFiles(t *testing.T, preset string, edit func(*synth.Config)) (lm, mm string) {
 	t.Helper()
-	cfg, err := synth.Preset(preset)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if edit != nil {
-		edit(&cfg)
-	}
-	lm, mm, err = synth.WritePair(t.TempDir(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lm, mm
+	return modeltest.SynthPair(t, preset, "", "", edit)
 }
 
 // TestPatchEmbeddingFlat checks that a v.patch_embd.weight_flat tensor (the

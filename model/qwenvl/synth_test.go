@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/vembed/vembed/kernels"
+	"github.com/vembed/vembed/model/internal/modeltest"
 	"github.com/vembed/vembed/synth"
 )
 
@@ -14,19 +15,7 @@ import (
 // and loads it.
 func loadSynth(t testing.TB, preset, lmType, mmType string, edit func(*synth.Config)) *Model {
 	t.Helper()
-	cfg, err := synth.Preset(preset)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.LMType, cfg.MMProjType = lmType, mmType
-	if edit != nil {
-		edit(&cfg)
-	}
-	lm, mm, err := synth.WritePair(t.TempDir(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := Load(lm, mm)
+	m, err := Load(modeltest.SynthPair(t, preset, lmType, mmType, edit))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -244,3 +244,88 @@ func TestConvertMergesAdapter(t *testing.T) {
 		t.Error("an untargeted layer changed")
 	}
 }
+
+// TestTasksAll: the jina-embeddings-v4 layout, one adapter per task under
+// adapters/, converts to one LM per task, each with its own adapter
+// merged, and a shared mmproj.
+func TestTasksAll(t *testing.T) {
+	dir := t.TempDir()
+	cfg, _ := synth.Preset("tiny")
+	lm, mm, err := synth.WritePair(dir, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck := filepath.Join(dir, "hf")
+	os.MkdirAll(ck, 0o755)
+	exportHF(t, lm, ck)
+	// Put the vision tower in the same checkpoint: a second shard.
+	vdir := filepath.Join(dir, "v")
+	os.MkdirAll(vdir, 0o755)
+	vision := exportVision(t, mm, vdir)
+	os.Rename(filepath.Join(vdir, "model.safetensors"), filepath.Join(ck, "vision.safetensors"))
+	var idx struct {
+		WeightMap map[string]string `json:"weight_map"`
+	}
+	b, _ := os.ReadFile(filepath.Join(ck, "model.safetensors.index.json"))
+	json.Unmarshal(b, &idx)
+	vf, err := safetensors.Open(filepath.Join(ck, "vision.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range vf.Names() {
+		idx.WeightMap[n] = "vision.safetensors"
+	}
+	vf.Close()
+	writeJSON(t, filepath.Join(ck, "model.safetensors.index.json"), idx)
+	var conf map[string]any
+	b, _ = os.ReadFile(filepath.Join(ck, "config.json"))
+	json.Unmarshal(b, &conf)
+	conf["vision_config"] = vision
+	writeJSON(t, filepath.Join(ck, "config.json"), conf)
+	for k, task := range []string{"retrieval", "text-matching", "code"} {
+		ad := filepath.Join(ck, "adapters", task)
+		os.MkdirAll(ad, 0o755)
+		writeJSON(t, filepath.Join(ad, "adapter_config.json"), map[string]any{"peft_type": "LORA", "r": 1, "lora_alpha": 1, "target_modules": []string{"layers.0.self_attn.q_proj"}})
+		A, B := make([]float32, 64), make([]float32, 64)
+		A[k], B[k] = 1, 1
+		safetensors.Write(filepath.Join(ad, "adapter_model.safetensors"), []safetensors.Data{
+			{Name: "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight", DType: safetensors.F32, Shape: []int64{1, 64}, Values: A},
+			{Name: "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight", DType: safetensors.F32, Shape: []int64{64, 1}, Values: B},
+		}, nil)
+	}
+	out := filepath.Join(dir, "out", "jina.gguf")
+	os.MkdirAll(filepath.Dir(out), 0o755)
+	written, err := Tasks(ck, "all", out, filepath.Join(dir, "out", "mmproj.gguf"), "", LMOptions{Type: gguf.TypeF32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(written) != 4 {
+		t.Fatalf("wrote %v", written)
+	}
+	src, _ := gguf.Open(lm)
+	defer src.Close()
+	orig, _ := src.Tensor("blk.0.attn_q.weight").Float32s()
+	for _, task := range []string{"code", "retrieval", "text-matching"} {
+		f, err := gguf.Open(filepath.Join(dir, "out", "jina-"+task+".gguf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, _ := f.Tensor("blk.0.attn_q.weight").Float32s()
+		if r, _ := f.String("vembed.recipe"); r != "jina-embeddings-v4" {
+			t.Errorf("%s: recipe %q", task, r)
+		}
+		// Adapter k adds 1 at [k, k] (code is k=2, retrieval 0, text-matching 1).
+		d := map[string]int{"retrieval": 0, "text-matching": 1, "code": 2}[task]
+		for i := range q {
+			want := orig[i]
+			if i == d*64+d {
+				want = float32(float64(orig[i]) + 1)
+			}
+			if q[i] != want {
+				t.Errorf("%s: q[%d] = %v, want %v", task, i, q[i], want)
+				break
+			}
+		}
+		f.Close()
+	}
+}

@@ -31,6 +31,7 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	mvOut := fs.String("mvproj-out", "", "also write the multi-vector head (jina-v4's multi_vector_projector, ColQwen's custom_text_proj) as an mvproj `file`, the adapter merged")
 	typ := fs.String("type", "F16", "weight type: F16, BF16 or F32")
 	adapter := fs.String("adapter", "", "merge the PEFT LoRA adapter in `dir`")
+	task := fs.String("task", "", "jina-embeddings-v4 layout: merge HF_DIR/adapters/`TASK` (retrieval, text-matching, code), or all: one LM (and mvproj) per task, named after --out")
 	recipe := fs.String("recipe", "", "write vembed.recipe = `NAME` (jina-embeddings-v4, gme, ...) so serve picks the model's prompts and pooling")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -49,6 +50,16 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	o := convert.LMOptions{Type: t}
 	if *recipe != "" {
 		o.Extra = map[string]any{"vembed.recipe": *recipe}
+	}
+	if *task != "" {
+		if *adapter != "" {
+			return usageError(fs, stderr, "give --task or --adapter, not both")
+		}
+		written, err := convert.Tasks(pos[0], *task, *out, *mmOut, *mvOut, o)
+		for _, w := range written {
+			fmt.Fprintln(stdout, w)
+		}
+		return err
 	}
 	if *adapter != "" {
 		a, err := convert.OpenAdapter(*adapter)

@@ -10,9 +10,12 @@ import (
 // HierarchicalTokenPooler does: with S the cosine similarities of the
 // (normalized) vectors, each vector is described by its row of distances
 // 1 − S, the rows are clustered by Ward linkage on their Euclidean
-// distances until that many clusters remain, and each cluster becomes the
-// L2-normalized mean of its vectors. Clusters come in the order of their
-// first vector. The input is not modified. A factor of 1 or less, or fewer
+// distances, the dendrogram is cut where at most that many clusters
+// remain (scipy's fcluster "maxclust": merges tied at the cut height are
+// all kept, so exact duplicates can leave fewer), and each cluster becomes
+// the L2-normalized mean of its vectors, in the order fcluster numbers the
+// clusters, which is colpali-engine's output order. The input is not
+// modified. A factor of 1 or less, or fewer
 // than two vectors, returns copies of the rows.
 //
 // Storage falls by the factor; late-interaction retrieval quality mostly
@@ -27,10 +30,10 @@ func PoolTokens(rows [][]float32, factor int) [][]float32 {
 		return out
 	}
 	target := max(n/factor, 1)
-	labels := wardClusters(rowDistances(rows), target)
+	labels, k := wardClusters(rowDistances(rows), target)
 	dim := len(rows[0])
-	sums := make([][]float64, target)
-	counts := make([]int, target)
+	sums := make([][]float64, k)
+	counts := make([]int, k)
 	for i, l := range labels {
 		if sums[l] == nil {
 			sums[l] = make([]float64, dim)
@@ -40,7 +43,7 @@ func PoolTokens(rows [][]float32, factor int) [][]float32 {
 		}
 		counts[l]++
 	}
-	out := make([][]float32, 0, target)
+	out := make([][]float32, 0, k)
 	for l, s := range sums {
 		if counts[l] == 0 {
 			continue
@@ -129,22 +132,38 @@ func dot64(a, b []float32) float64 {
 }
 
 // wardClusters builds the Ward dendrogram of n points (their distance
-// matrix, which it overwrites) and cuts it into target clusters, as
-// scipy's fcluster(criterion="maxclust") does: the n−target lowest merges
-// are kept. Points are labelled by cluster, numbered in the order of the
-// clusters' first points. The dendrogram is built by following
-// nearest-neighbour chains, which find the same merges as the closest-pair
-// algorithm for Ward's reducible criterion in O(n²), though not in height
-// order: hence the sort before the cut.
-func wardClusters(dist []float64, target int) []int {
+// matrix, which it overwrites) and cuts it into at most target clusters
+// exactly as scipy's linkage(method="ward") and fcluster(criterion=
+// "maxclust") do, so that pooled vectors come out in colpali-engine's
+// order:
+//
+//   - the dendrogram is built by following nearest-neighbour chains
+//     (scipy's nn_chain: the chain starts at the first live point, ties go
+//     to the previous link, then to the lowest index; the merged cluster
+//     takes the higher index), and its merges are sorted stably by height;
+//   - the cut is at the height of merge n−target, and every merge at or
+//     below it is kept, so merges tied at the cut give fewer clusters;
+//   - clusters are numbered by a walk down from the root, a node's
+//     non-leaf children (left, then right) before its leaves, the left
+//     child being the one with the lower scipy cluster id.
+//
+// It returns each point's cluster and the number of clusters.
+func wardClusters(dist []float64, target int) ([]int, int) {
 	n := int(math.Sqrt(float64(len(dist))))
+	if target >= n {
+		labels := make([]int, n)
+		for i := range labels {
+			labels[i] = i
+		}
+		return labels, n
+	}
 	size := make([]int, n)
 	active := make([]bool, n)
 	for i := range n {
 		size[i], active[i] = 1, true
 	}
 	type link struct {
-		a, b   int // representatives: b joined a
+		x, y   int // the merged points' slots, x < y; y keeps the union
 		height float64
 	}
 	links := make([]link, 0, n-1)
@@ -163,8 +182,6 @@ func wardClusters(dist []float64, target int) []int {
 		if len(chain) > 1 {
 			prev = chain[len(chain)-2]
 		}
-		// The nearest active neighbour of a, preferring the previous link
-		// on ties so that chains end.
 		best, bd := prev, math.Inf(1)
 		if prev >= 0 {
 			bd = dist[a*n+prev]
@@ -179,13 +196,15 @@ func wardClusters(dist []float64, target int) []int {
 			continue
 		}
 		chain = chain[:len(chain)-2]
-		links = append(links, link{a, prev, bd})
-		merge(dist, n, size, active, a, prev)
+		x, y := min(a, prev), max(a, prev)
+		links = append(links, link{x, y, bd})
+		merge(dist, n, size, active, y, x)
 	}
-	// Replay the lowest merges; a link's representatives stand for the
-	// clusters they led when it was made, which union-find recovers.
-	slices.SortStableFunc(links, func(x, y link) int { return cmpFloat(x.height, y.height) })
-	parent := make([]int, n)
+	slices.SortStableFunc(links, func(p, q link) int { return cmpFloat(p.height, q.height) })
+
+	// scipy's cluster ids: points 0…n−1, merge i is n+i; a merge's
+	// children are the clusters holding its two slots' points then.
+	parent := make([]int, 2*n-1)
 	for i := range parent {
 		parent[i] = i
 	}
@@ -196,21 +215,45 @@ func wardClusters(dist []float64, target int) []int {
 		}
 		return i
 	}
-	for _, l := range links[:n-target] {
-		parent[find(l.b)] = find(l.a)
-	}
-	labels := make([]int, n)
-	ids := map[int]int{}
-	for i := range n {
-		r := find(i)
-		id, ok := ids[r]
-		if !ok {
-			id = len(ids)
-			ids[r] = id
+	left, right := make([]int, n-1), make([]int, n-1)
+	top := make([]float64, n-1) // highest merge in each subtree
+	for i, l := range links {
+		cx, cy := find(l.x), find(l.y)
+		left[i], right[i] = min(cx, cy), max(cx, cy)
+		parent[cx], parent[cy] = n+i, n+i
+		top[i] = l.height
+		for _, c := range []int{cx, cy} {
+			if c >= n {
+				top[i] = max(top[i], top[c-n])
+			}
 		}
-		labels[i] = id
 	}
-	return labels
+	cut := top[n-target-1]
+
+	labels := make([]int, n)
+	next := 0
+	var walk func(i, cluster int)
+	walk = func(i, cluster int) {
+		if cluster < 0 && top[i] <= cut {
+			cluster, next = next, next+1
+		}
+		for _, c := range []int{left[i], right[i]} {
+			if c >= n {
+				walk(c-n, cluster)
+			}
+		}
+		for _, c := range []int{left[i], right[i]} {
+			if c < n {
+				if cluster >= 0 {
+					labels[c] = cluster
+				} else {
+					labels[c], next = next, next+1
+				}
+			}
+		}
+	}
+	walk(n-2, -1)
+	return labels, next
 }
 
 func cmpFloat(a, b float64) int {

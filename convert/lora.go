@@ -143,6 +143,15 @@ func (a *Adapter) loraName(weight string) (aName, bName string, ok bool) {
 	return "", "", false
 }
 
+// Touches reports whether Merge would change (or refuse) a weight of the
+// given rows: the adapter holds tensors for it or targets its module.
+func (a *Adapter) Touches(name string, rows int) bool {
+	if _, _, ok := a.loraName(name); ok {
+		return true
+	}
+	return a.Config.targetsModule(strings.TrimSuffix(name, ".weight")) && strings.HasSuffix(name, ".weight") && rows > 1
+}
+
 // Merge returns base weight name (rows × cols, row-major float64) with the
 // adapter's update added, or w itself when the adapter does not touch it.
 // It fails when the adapter targets the module but its tensors are

@@ -204,16 +204,30 @@ func (f *File) Float64(name string) ([]float64, error) {
 	if !ok {
 		return nil, fmt.Errorf("safetensors: %s: no tensor %q", f.Path, name)
 	}
+	return f.Float64Range(name, 0, t.Elements())
+}
+
+// Float64Range reads n values of a floating-point tensor from value
+// start, so that a large tensor can be converted a block at a time.
+func (f *File) Float64Range(name string, start, n int64) ([]float64, error) {
+	t, ok := f.Tensors[name]
+	if !ok {
+		return nil, fmt.Errorf("safetensors: %s: no tensor %q", f.Path, name)
+	}
 	switch t.DType {
 	case F32, F16, BF16, F64:
 	default:
 		return nil, fmt.Errorf("safetensors: %s: tensor %q: dtype %s is not a floating-point type", f.Path, name, t.DType)
 	}
-	b, err := f.Raw(name)
-	if err != nil {
-		return nil, err
+	if start < 0 || n < 0 || start+n > t.Elements() {
+		return nil, fmt.Errorf("safetensors: %s: tensor %q: values [%d, %d) of %d", f.Path, name, start, start+n, t.Elements())
 	}
-	out := make([]float64, t.Elements())
+	es := t.DType.Size()
+	b := make([]byte, n*es)
+	if _, err := f.r.ReadAt(b, f.data+t.Begin+start*es); err != nil {
+		return nil, fmt.Errorf("safetensors: %s: tensor %q: %w", f.Path, name, err)
+	}
+	out := make([]float64, n)
 	for i := range out {
 		switch t.DType {
 		case F32:

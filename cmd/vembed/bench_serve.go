@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -394,10 +395,13 @@ func (b *serveBench) run(name string) error {
 		var bodies []map[string]any
 		var seeds []int
 		tasks := []string{"retrieval.query", "retrieval.passage", "text-matching", "code.query"}
+		pick := rand.New(rand.NewPCG(uint64(len(b.rows)), 50))
 		for i := range b.requests {
 			seed := 10000*len(b.rows) + i
 			if name != "I-0" && i%2 == 1 {
-				seed = seeds[(i*7919)%len(seeds)] // an image already sent
+				// An image already sent, uniform over the history (the
+				// same draws every run).
+				seed = seeds[pick.IntN(len(seeds))]
 			}
 			seeds = append(seeds, seed)
 			img, err := imageItem(b.sizes[seed%len(b.sizes)], seed)

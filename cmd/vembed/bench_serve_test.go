@@ -18,7 +18,7 @@ import (
 // checks that the cache levels hit where each scenario says they must.
 func TestBenchServe(t *testing.T) {
 	var out, errw bytes.Buffer
-	if err := runBenchServe([]string{"--scenarios", "Q,I-0,I-50,I-50-text,repeat", "--requests", "8", "--image-sizes", "56,84", "--json"}, &out, &errw); err != nil {
+	if err := runBenchServe([]string{"--scenarios", "Q,I-0,I-50,I-50-text,repeat", "--requests", "8", "--clients", "1", "--image-sizes", "56,84", "--json"}, &out, &errw); err != nil {
 		t.Fatalf("%v\n%s", err, errw.String())
 	}
 	var rep struct {

@@ -189,7 +189,7 @@ type store interface {
 	// put queues the value encode returns (called off the caller's
 	// goroutine when the store can) for writing under k.
 	put(kind byte, k Key, encode func() []byte)
-	stats() CacheStats
+	stats() []CacheStats
 	close() error
 }
 

@@ -199,9 +199,9 @@ func (c *diskCache) close() error {
 	return c.db.Close()
 }
 
-func (c *diskCache) stats() CacheStats {
-	return CacheStats{Name: "disk", Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evicted.Load(),
-		Errors: c.readErr.Load() + c.writeErr.Load(), Entries: int(c.entries.Load()), Bytes: c.size.Load(), Capacity: c.cap}
+func (c *diskCache) stats() []CacheStats {
+	return []CacheStats{{Name: "disk", Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evicted.Load(),
+		Errors: c.readErr.Load() + c.writeErr.Load(), Entries: int(c.entries.Load()), Bytes: c.size.Load(), Capacity: c.cap}}
 }
 
 // The encoding of a result: a format byte, then three float32 lists of

@@ -40,7 +40,8 @@ type sharedCache struct {
 	done     chan struct{}
 	wg       sync.WaitGroup
 
-	hits, misses, errs, dropped atomic.Int64
+	hits, misses, errs, dropped atomic.Int64 // misses: results; errors, drops: both kinds
+	encHits, encMisses          atomic.Int64
 	written                     atomic.Int64 // values stored
 	mu                          sync.Mutex
 	openAt                      time.Time     // zero: breaker closed; else open until then
@@ -148,8 +149,12 @@ func (c *sharedCache) holds(byte) bool { return true }
 
 // get reads a value; false on a miss, an error or an open breaker.
 func (c *sharedCache) get(ctx context.Context, kind byte, k Key) ([]byte, bool) {
+	hits, misses := &c.hits, &c.misses
+	if kind == kindEncoded {
+		hits, misses = &c.encHits, &c.encMisses
+	}
 	if !c.allowed() {
-		c.misses.Add(1)
+		misses.Add(1)
 		return nil, false
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
@@ -158,7 +163,7 @@ func (c *sharedCache) get(ctx context.Context, kind byte, k Key) ([]byte, bool) 
 	switch {
 	case errors.Is(err, redis.Nil):
 		c.ok()
-		c.misses.Add(1)
+		misses.Add(1)
 		return nil, false
 	case err != nil:
 		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -166,17 +171,17 @@ func (c *sharedCache) get(ctx context.Context, kind byte, k Key) ([]byte, bool) 
 		} else {
 			c.abandon()
 		}
-		c.misses.Add(1)
+		misses.Add(1)
 		return nil, false
 	}
 	c.ok()
 	v, err := c.unpack(kind, raw)
 	if err != nil {
 		c.errs.Add(1)
-		c.misses.Add(1)
+		misses.Add(1)
 		return nil, false
 	}
-	c.hits.Add(1)
+	hits.Add(1)
 	return v, true
 }
 
@@ -247,6 +252,11 @@ func (c *sharedCache) close() error {
 	return c.rdb.Close()
 }
 
-func (c *sharedCache) stats() CacheStats {
-	return CacheStats{Name: "shared", Hits: c.hits.Load(), Misses: c.misses.Load(), Errors: c.errs.Load(), Evictions: c.dropped.Load()}
+// stats reports results (cache "shared", with the errors and dropped
+// writes of both kinds) and encoder outputs ("shared-encoder") apart.
+func (c *sharedCache) stats() []CacheStats {
+	return []CacheStats{
+		{Name: "shared", Hits: c.hits.Load(), Misses: c.misses.Load(), Errors: c.errs.Load(), Evictions: c.dropped.Load()},
+		{Name: "shared-encoder", Hits: c.encHits.Load(), Misses: c.encMisses.Load()},
+	}
 }

@@ -50,7 +50,11 @@ type Histogram struct {
 
 // CacheStats describes one content cache.
 type CacheStats struct {
-	Name      string // "embedding", "encoder", "image", "disk", "shared", "encoder-service"
+	// "embedding", "encoder", "image", "disk", "shared" (results),
+	// "shared-encoder" (encoder outputs), "encoder-service" (the encoder
+	// replicas: hits are images they held, misses images sent with their
+	// pixels, errors images encoded here because they failed).
+	Name      string
 	Hits      int64
 	Misses    int64
 	Evictions int64 // for the shared cache: writes dropped under load
@@ -125,7 +129,7 @@ func (e *Engine) Stats() Stats {
 		Caches:          []CacheStats{e.embeddingCache.stats(), e.encoderCache.stats(), e.imageCache.stats()},
 	}
 	for _, st := range e.stores {
-		s.Caches = append(s.Caches, st.stats())
+		s.Caches = append(s.Caches, st.stats()...)
 	}
 	if e.remote != nil {
 		s.Caches = append(s.Caches, e.remote.stats())

@@ -145,6 +145,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vembed/vembed/engine"
@@ -403,10 +404,17 @@ func version() string {
 }
 
 // Run serves h on ln until ctx is done, then shuts down gracefully, letting
-// running requests finish for up to grace.
+// running requests finish for up to grace. It returns an error only when a
+// request was still running at the end of grace (its client then gets no
+// answer): connections open with no request in progress are closed.
 func Run(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger, grace time.Duration) error {
+	var active atomic.Int64 // handlers running
 	srv := &http.Server{
-		Handler:           h,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			active.Add(1)
+			defer active.Add(-1)
+			h.ServeHTTP(w, r)
+		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		// A large request body (many images) on a slow link still fits.
 		ReadTimeout: 2 * time.Minute,
@@ -426,7 +434,16 @@ func Run(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger,
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("server: shutdown: %w", err)
+		// Shutdown waits five seconds for a connection that has not sent
+		// a request yet (a client's spare connection) before it counts as
+		// idle, so grace can end with only such connections open: closing
+		// them leaves no client without an answer.
+		n := active.Load()
+		srv.Close()
+		if n > 0 {
+			return fmt.Errorf("server: shutdown: %d requests still running after %v: %w", n, grace, err)
+		}
+		log.Info("closed connections with no request in progress at the end of the grace period")
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return err

@@ -51,21 +51,34 @@ func (h *Handler) inputs(r *http.Request, raw json.RawMessage, param string) ([]
 	return ins, nil
 }
 
+// ollamaEmbedRequest is the body of Ollama's /api/embed; keep_alive and
+// options are accepted and ignored (the model stays loaded, its options
+// are the server's).
+type ollamaEmbedRequest struct {
+	Model      string          `json:"model"`
+	Input      json.RawMessage `json:"input"`
+	Truncate   *bool           `json:"truncate"`
+	Dimensions int             `json:"dimensions"`
+	KeepAlive  json.RawMessage `json:"keep_alive"`
+	Options    json.RawMessage `json:"options"`
+}
+
+// ollamaEmbeddingsRequest is the body of Ollama's older /api/embeddings.
+type ollamaEmbeddingsRequest struct {
+	Model     string          `json:"model"`
+	Prompt    *string         `json:"prompt"`
+	KeepAlive json.RawMessage `json:"keep_alive"`
+	Options   json.RawMessage `json:"options"`
+}
+
 // ollamaEmbed is Ollama's POST /api/embed: {"model", "input": string or
 // list, "truncate" (default true, as Ollama), "dimensions", "keep_alive",
 // "options"} -> {"model", "embeddings", "total_duration",
 // "load_duration", "prompt_eval_count"}.
 func (h *Handler) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	var req struct {
-		Model      string          `json:"model"`
-		Input      json.RawMessage `json:"input"`
-		Truncate   *bool           `json:"truncate"`
-		Dimensions int             `json:"dimensions"`
-		KeepAlive  json.RawMessage `json:"keep_alive"`
-		Options    json.RawMessage `json:"options"`
-	}
-	if bad := h.decodeBody(w, r, &req); bad != nil {
+	var req ollamaEmbedRequest
+	if bad := h.decodeBodyOf(w, r, &req, true); bad != nil {
 		refuse(w, bad)
 		return
 	}
@@ -89,12 +102,7 @@ func (h *Handler) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
 // ollamaEmbeddings is Ollama's older POST /api/embeddings: {"model",
 // "prompt"} -> {"embedding"}.
 func (h *Handler) ollamaEmbeddings(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Model     string          `json:"model"`
-		Prompt    *string         `json:"prompt"`
-		KeepAlive json.RawMessage `json:"keep_alive"`
-		Options   json.RawMessage `json:"options"`
-	}
+	var req ollamaEmbeddingsRequest
 	if bad := h.decodeBody(w, r, &req); bad != nil {
 		refuse(w, bad)
 		return
@@ -197,24 +205,22 @@ func (h *Handler) model(w http.ResponseWriter, r *http.Request) {
 }
 
 // pooling is vLLM's POST /pooling: the body of /v1/embeddings (input or
-// messages), answered {"id", "object": "list", "created", "model",
-// "data": [{"index", "object": "pooling", "data"}], "usage"}, where data
-// is the vector, or the multi-vector rows with return_multivector.
+// messages, every field), answered {"id", "object": "list", "created",
+// "model", "data": [{"index", "object": "pooling", "data"}], "usage"},
+// where data is the vector, or the multi-vector rows with
+// return_multivector (pooled by pool_factor), in the encoding asked.
 func (h *Handler) pooling(w http.ResponseWriter, r *http.Request) {
-	req, _, bad := h.parseRequest(w, r)
-	if bad != nil {
-		refuse(w, bad)
-		return
-	}
-	resp, ok := h.run(w, r, req)
+	resp, enc, ok := h.embedBody(w, r)
 	if !ok {
 		return
 	}
 	data := make([]map[string]any, len(resp.Embeddings))
 	for i, e := range resp.Embeddings {
-		var v any = e.Vector
-		if e.Vector == nil {
-			v = e.Multi
+		var v any
+		if e.Vector != nil {
+			v = encodeOut(e.Vector, enc)
+		} else {
+			v = encodeAll(e.Multi, enc)
 		}
 		data[i] = map[string]any{"index": i, "object": "pooling", "data": v}
 	}

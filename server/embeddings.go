@@ -76,21 +76,9 @@ type badRequest struct {
 }
 
 func (h *Handler) embeddings(w http.ResponseWriter, r *http.Request) {
-	// The body is read and checked before a slot is taken: a client that
-	// sends slowly holds a connection, never a slot.
-	req, enc, poolFactor, bad := h.parseEmbeddings(w, r)
-	if bad != nil {
-		writeError(w, bad.status, "invalid_request_error", bad.param, bad.code, bad.msg)
-		return
-	}
-	resp, ok := h.run(w, r, req)
+	resp, enc, ok := h.embedBody(w, r)
 	if !ok {
 		return
-	}
-	if poolFactor > 1 {
-		for i := range resp.Embeddings {
-			resp.Embeddings[i].Multi = heads.PoolTokens(resp.Embeddings[i].Multi, poolFactor)
-		}
 	}
 	info := h.emb.Info()
 	out := embeddingsResponse{Object: "list", Model: info.Name, Data: make([]embeddingData, len(resp.Embeddings)),
@@ -127,14 +115,31 @@ func allFinite(vs [][]float32) bool {
 	return true
 }
 
-// parseRequest reads and validates the body. It returns the engine request
-// and the output encoding, or the refusal.
-func (h *Handler) parseRequest(w http.ResponseWriter, r *http.Request) (engine.Request, string, *badRequest) {
-	req, enc, _, bad := h.parseEmbeddings(w, r)
-	return req, enc, bad
+// embedBody runs the embeddings request in the body (of /v1/embeddings or
+// /pooling) and pools its multi-vectors when pool_factor asks, returning
+// the result and the output encoding. It writes the error response itself
+// when it returns false. The body is read and checked before a slot is
+// taken: a client that sends slowly holds a connection, never a slot.
+func (h *Handler) embedBody(w http.ResponseWriter, r *http.Request) (*engine.Response, string, bool) {
+	req, enc, poolFactor, bad := h.parseEmbeddings(w, r)
+	if bad != nil {
+		refuse(w, bad)
+		return nil, "", false
+	}
+	resp, ok := h.run(w, r, req)
+	if !ok {
+		return nil, "", false
+	}
+	if poolFactor > 1 {
+		for i := range resp.Embeddings {
+			resp.Embeddings[i].Multi = heads.PoolTokens(resp.Embeddings[i].Multi, poolFactor)
+		}
+	}
+	return resp, enc, true
 }
 
-// parseEmbeddings is parseRequest that also returns the pool factor.
+// parseEmbeddings reads and validates the body. It returns the engine
+// request, the output encoding and the pool factor, or the refusal.
 func (h *Handler) parseEmbeddings(w http.ResponseWriter, r *http.Request) (engine.Request, string, int, *badRequest) {
 	req, enc, er, bad := h.parseEmbeddingsRequest(w, r)
 	if bad == nil && er.PoolFactor != 0 {
@@ -441,6 +446,12 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, req engine.Request
 // decodeBody reads a JSON request body into v: bounded, refused early when
 // it holds an over-long text, valid UTF-8, one object.
 func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request, v any) *badRequest {
+	return h.decodeBodyOf(w, r, v, false)
+}
+
+// decodeBodyOf is decodeBody for a route that cuts over-long texts unless
+// told not to (Ollama's): those are not refused early.
+func (h *Handler) decodeBodyOf(w http.ResponseWriter, r *http.Request, v any, truncatesByDefault bool) *badRequest {
 	body, err := readBody(w, r, h.opts.MaxBodyBytes)
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -450,8 +461,10 @@ func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request, v any) *bad
 		}
 		return &badRequest{http.StatusBadRequest, "", "", fmt.Sprintf("reading request body: %v", err)}
 	}
-	if bad := h.refuseLongText(body); bad != nil {
-		return bad
+	if !truncatesByDefault {
+		if bad := h.refuseLongText(body); bad != nil {
+			return bad
+		}
 	}
 	// encoding/json would silently replace invalid UTF-8 by U+FFFD and so
 	// embed a different text than the one sent.

@@ -3,6 +3,8 @@ package server
 import (
 	"net/http"
 	"strings"
+
+	"github.com/vembed/vembed/engine"
 )
 
 // routeDocs describes every route for the OpenAPI document; a test checks
@@ -26,6 +28,7 @@ var routeDocs = map[string]struct {
 	"GET /info":            {"text-embeddings-inference model information", ""},
 	"POST /v1/rerank":      {"Rerank documents for a query (Jina, Cohere)", "RerankRequest"},
 	"POST /rerank":         {"Alias of /v1/rerank", "RerankRequest"},
+	"POST /v2/rerank":      {"Alias of /v1/rerank (Cohere v2 path)", "RerankRequest"},
 	"POST /v1/score":       {"Score text_2 against text_1 (vLLM)", "ScoreRequest"},
 	"POST /score":          {"Alias of /v1/score", "ScoreRequest"},
 }
@@ -47,7 +50,19 @@ func obj(props map[string]any, required ...string) map[string]any {
 	return o
 }
 
+// desc returns schema with a description.
+func desc(schema map[string]any, d string) map[string]any {
+	out := map[string]any{"description": d}
+	for k, v := range schema {
+		out[k] = v
+	}
+	return out
+}
+
 var (
+	enc      = map[string]any{"enum": []any{"float", "base64", "binary", "ubinary"}}
+	anything = map[string]any{}
+
 	str     = map[string]any{"type": "string"}
 	integer = map[string]any{"type": "integer"}
 	boolean = map[string]any{"type": "boolean"}
@@ -73,6 +88,9 @@ func (h *Handler) openapiDoc() map[string]any {
 		if d.request != "" {
 			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/" + d.request}}}}
 		}
+		if route == "GET /health" || (route == "GET /metrics" && h.opts.MetricsPublic) {
+			op["security"] = []any{} // served without a key
+		}
 		if strings.Contains(path, "{id}") {
 			op["parameters"] = []any{map[string]any{"name": "id", "in": "path", "required": true, "schema": str}}
 		}
@@ -96,16 +114,26 @@ func (h *Handler) openapiDoc() map[string]any {
 					"template": str, "images": map[string]any{"type": "array", "items": str},
 				}),
 				"EmbeddingsRequest": obj(map[string]any{
-					"input": inputs, "messages": map[string]any{"type": "array", "items": obj(map[string]any{"role": str, "content": map[string]any{}})},
-					"model": str, "task": str, "dimensions": integer, "encoding_format": str, "embedding_type": str,
-					"return_multivector": boolean, "per_span": boolean, "normalized": boolean, "truncate": boolean,
-					"min_pixels": integer, "max_pixels": integer, "modality": map[string]any{"enum": []any{"text", "image"}},
+					"input": inputs, "messages": map[string]any{"type": "array", "items": obj(map[string]any{"role": str, "content": map[string]any{}}),
+						"description": "vLLM's chat form: the user messages' content parts make one input"},
+					"model": str, "user": str, "task": str,
+					"instruction":     desc(str, "the instruction of models that take one (Qwen3-VL-Embedding)"),
+					"dimensions":      desc(integer, "Matryoshka size; refused with return_multivector"),
+					"encoding_format": enc, "embedding_type": map[string]any{"oneOf": []any{enc, map[string]any{"type": "array", "items": enc}}},
+					"return_multivector": boolean, "per_span": boolean,
+					"pool_factor": desc(integer, "with return_multivector: hierarchical token pooling to max(n/pool_factor, 1) vectors"),
+					"normalized":  boolean, "normalize": boolean,
+					"truncate":      desc(boolean, "cut texts over the model's limit instead of refusing them"),
+					"late_chunking": desc(boolean, "refused when true (not supported)"),
+					"min_pixels":    integer, "max_pixels": integer,
+					"modality": desc(map[string]any{"enum": []any{"text", "image"}}, "Infinity's: image makes every input string an image"),
 				}),
-				"OllamaEmbedRequest":      obj(map[string]any{"model": str, "input": inputs, "truncate": boolean, "dimensions": integer}, "input"),
-				"OllamaEmbeddingsRequest": obj(map[string]any{"model": str, "prompt": str}, "prompt"),
-				"TEIRequest":              obj(map[string]any{"inputs": inputs, "normalize": boolean, "truncate": boolean, "dimensions": integer, "prompt_name": str}, "inputs"),
-				"RerankRequest": obj(map[string]any{"model": str, "query": inputSchema, "documents": map[string]any{"type": "array", "items": inputSchema},
-					"top_n": integer, "return_documents": boolean, "multivector": boolean}, "query", "documents"),
+				"OllamaEmbedRequest":      obj(map[string]any{"model": str, "input": inputs, "truncate": boolean, "dimensions": integer, "keep_alive": anything, "options": anything}, "input"),
+				"OllamaEmbeddingsRequest": obj(map[string]any{"model": str, "prompt": str, "keep_alive": anything, "options": anything}, "prompt"),
+				"TEIRequest":              obj(map[string]any{"inputs": inputs, "normalize": boolean, "truncate": boolean, "dimensions": integer, "prompt_name": desc(str, "one of the model's tasks")}, "inputs"),
+				"RerankRequest": obj(map[string]any{"model": str, "query": inputSchema, "documents": map[string]any{"type": "array", "items": inputSchema, "maxItems": engine.MaxRerankDocuments},
+					"top_n": integer, "return_documents": boolean, "multivector": desc(boolean, "MaxSim of multi-vectors instead of cosine (embedding models)"),
+					"instruction": desc(str, "a reranker's instruction, or for embedding models that take one, the query's")}, "query", "documents"),
 				"ScoreRequest": obj(map[string]any{"model": str, "text_1": inputs, "text_2": inputs, "multivector": boolean}, "text_1", "text_2"),
 				"Error": obj(map[string]any{"error": obj(map[string]any{"message": str, "type": str,
 					"param": map[string]any{"type": []any{"string", "null"}}, "code": map[string]any{"type": []any{"string", "null"}}})}),

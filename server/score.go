@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -36,7 +37,7 @@ func (h *Handler) pairScorer() Reranker {
 }
 
 func (h *Handler) registerScore() {
-	for _, p := range []string{"/v1/rerank", "/rerank"} {
+	for _, p := range []string{"/v1/rerank", "/rerank", "/v2/rerank"} {
 		h.handle("POST "+p, h.rerank)
 	}
 	for _, p := range []string{"/v1/score", "/score"} {
@@ -53,12 +54,78 @@ func (h *Handler) scoreTasks() (query, doc string) {
 	return "", ""
 }
 
+// maxDocuments is the most documents one rerank or score request takes:
+// engine.MaxRerankDocuments (each is a whole prompt through a reranker
+// model), or MaxInputs when that is lower.
+func (h *Handler) maxDocuments() int {
+	return min(h.opts.MaxInputs, engine.MaxRerankDocuments)
+}
+
+// scoreDocs scores document i against query qi(i): with the model's own
+// pair scoring when it has one, else by comparing embeddings (the
+// instruction then goes to the queries' embeddings, for models that take
+// one). It writes the error response itself when it returns false.
+func (h *Handler) scoreDocs(w http.ResponseWriter, r *http.Request, queries, docs []engine.Input, qi func(int) int, multi bool, instruction string) ([]float64, int, bool) {
+	rr := h.pairScorer()
+	if rr == nil {
+		return h.scorePairs(w, r, queries, docs, qi, multi, instruction)
+	}
+	if multi {
+		refuse(w, &badRequest{http.StatusBadRequest, "multivector", engine.CodeUnsupported,
+			"this model is a reranker and scores each pair itself; multivector (MaxSim of embeddings) applies to embedding models"})
+		return nil, 0, false
+	}
+	release, ok := h.admit(w)
+	if !ok {
+		return nil, 0, false
+	}
+	ctx, cancel := h.deadline(r.Context())
+	scores, tokens, err := rankRuns(ctx, rr, queries, docs, qi, instruction)
+	cancel()
+	release()
+	if errors.Is(err, engine.ErrNotReranker) {
+		// Info said reranker but the model scores no pairs: compare
+		// embeddings, as for any embedding model.
+		h.log.Warn("the model reported as a reranker scores no pairs; ranking by embeddings", "err", err)
+		return h.scorePairs(w, r, queries, docs, qi, multi, instruction)
+	}
+	if err != nil {
+		h.writeEngineError(w, r, err)
+		return nil, 0, false
+	}
+	return scores, tokens, true
+}
+
+// rankRuns scores documents with the model's own pair scoring, each run
+// of documents that share a query in one call.
+func rankRuns(ctx context.Context, rr Reranker, queries, docs []engine.Input, qi func(int) int, instruction string) ([]float64, int, error) {
+	scores := make([]float64, len(docs))
+	tokens := 0
+	for start := 0; start < len(docs); {
+		end := start + 1
+		for end < len(docs) && qi(end) == qi(start) {
+			end++
+		}
+		s, n, err := rr.Rerank(ctx, queries[qi(start)], docs[start:end], instruction)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(s) != end-start {
+			return nil, 0, fmt.Errorf("server: the reranker gave %d scores for %d documents", len(s), end-start)
+		}
+		copy(scores[start:end], s)
+		tokens += n
+		start = end
+	}
+	return scores, tokens, nil
+}
+
 // scorePairs embeds the queries and documents and scores document i
 // against query qi(i). It writes the error response itself when it
 // returns false.
-func (h *Handler) scorePairs(w http.ResponseWriter, r *http.Request, queries, docs []engine.Input, qi func(int) int, multi bool) ([]float64, int, bool) {
+func (h *Handler) scorePairs(w http.ResponseWriter, r *http.Request, queries, docs []engine.Input, qi func(int) int, multi bool, instruction string) ([]float64, int, bool) {
 	qt, dt := h.scoreTasks()
-	qr, ok := h.run(w, r, engine.Request{Inputs: queries, Task: qt, Multivector: multi})
+	qr, ok := h.run(w, r, engine.Request{Inputs: queries, Task: qt, Instruction: instruction, Multivector: multi})
 	if !ok {
 		return nil, 0, false
 	}
@@ -133,16 +200,15 @@ func (h *Handler) rerank(w http.ResponseWriter, r *http.Request) {
 		refuse(w, &badRequest{http.StatusBadRequest, "documents", engine.CodeEmpty, "documents is required and may not be empty"})
 		return
 	}
-	if len(req.Documents) > h.opts.MaxInputs {
+	if len(req.Documents) > h.maxDocuments() {
 		refuse(w, &badRequest{http.StatusBadRequest, "documents", engine.CodeInvalid,
-			fmt.Sprintf("too many documents: %d (at most %d per request)", len(req.Documents), h.opts.MaxInputs)})
+			fmt.Sprintf("too many documents: %d (at most %d per request)", len(req.Documents), h.maxDocuments())})
 		return
 	}
 	if req.TopN != nil && *req.TopN <= 0 {
 		refuse(w, &badRequest{http.StatusBadRequest, "top_n", engine.CodeInvalid, "top_n must be positive"})
 		return
 	}
-	var ok bool
 	query, bad := h.inputs(r, req.Query, "query")
 	if bad == nil && len(query) != 1 {
 		bad = &badRequest{http.StatusBadRequest, "query", engine.CodeInvalid, "query must be one input (a string or an item)"}
@@ -157,13 +223,7 @@ func (h *Handler) rerank(w http.ResponseWriter, r *http.Request) {
 		refuse(w, bad)
 		return
 	}
-	var scores []float64
-	var tokens int
-	if rr := h.pairScorer(); rr != nil {
-		scores, tokens, ok = h.rankPairs(w, r, rr, query[0], docs, req.Instruction)
-	} else {
-		scores, tokens, ok = h.scorePairs(w, r, query, docs, func(int) int { return 0 }, req.Multivector)
-	}
+	scores, tokens, ok := h.scoreDocs(w, r, query, docs, func(int) int { return 0 }, req.Multivector, req.Instruction)
 	if !ok {
 		return
 	}
@@ -200,18 +260,21 @@ func documentEcho(raw json.RawMessage) any {
 	return raw
 }
 
+// scoreRequest is the body of /v1/score and /score.
+type scoreRequest struct {
+	Model       string          `json:"model"`
+	Text1       json.RawMessage `json:"text_1"`
+	Text2       json.RawMessage `json:"text_2"`
+	Multivector bool            `json:"multivector"`
+}
+
 // score is vLLM's POST /v1/score and /score: "text_1" and "text_2" (alias
 // "queries"/"documents" are not accepted: vLLM's names), each a string, an
 // item or a list; one text_1 is scored against every text_2, or lists of
 // equal length pair by pair. -> {"data": [{"index", "object": "score",
 // "score"}], "usage"}.
 func (h *Handler) score(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Model       string          `json:"model"`
-		Text1       json.RawMessage `json:"text_1"`
-		Text2       json.RawMessage `json:"text_2"`
-		Multivector bool            `json:"multivector"`
-	}
+	var req scoreRequest
 	if bad := h.decodeBody(w, r, &req); bad != nil {
 		refuse(w, bad)
 		return
@@ -231,30 +294,16 @@ func (h *Handler) score(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("text_1 has %d inputs and text_2 %d: give one text_1, or as many as text_2", len(a), len(b))})
 		return
 	}
+	if len(b) > h.maxDocuments() {
+		refuse(w, &badRequest{http.StatusBadRequest, "text_2", engine.CodeInvalid,
+			fmt.Sprintf("too many inputs in text_2: %d (at most %d per request)", len(b), h.maxDocuments())})
+		return
+	}
 	pair := func(i int) int { return i }
 	if len(a) == 1 {
 		pair = func(int) int { return 0 }
 	}
-	var scores []float64
-	var tokens int
-	var ok bool
-	if rr := h.pairScorer(); rr != nil && len(a) == 1 {
-		scores, tokens, ok = h.rankPairs(w, r, rr, a[0], b, "")
-	} else if rr != nil {
-		// Pair by pair, each its own query.
-		scores = make([]float64, len(b))
-		for i := range b {
-			var s []float64
-			var n int
-			if s, n, ok = h.rankPairs(w, r, rr, a[i], b[i:i+1], ""); !ok {
-				return
-			}
-			scores[i], tokens = s[0], tokens+n
-		}
-		ok = true
-	} else {
-		scores, tokens, ok = h.scorePairs(w, r, a, b, pair, req.Multivector)
-	}
+	scores, tokens, ok := h.scoreDocs(w, r, a, b, pair, req.Multivector, "")
 	if !ok {
 		return
 	}
@@ -265,22 +314,4 @@ func (h *Handler) score(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"id": fmt.Sprintf("score-%d", time.Now().UnixNano()), "object": "list",
 		"created": time.Now().Unix(), "model": h.emb.Info().Name, "data": data,
 		"usage": map[string]int{"prompt_tokens": tokens, "total_tokens": tokens}})
-}
-
-// rankPairs scores documents with the model's own pair scoring, under the
-// handler's admission and deadline.
-func (h *Handler) rankPairs(w http.ResponseWriter, r *http.Request, rr Reranker, query engine.Input, docs []engine.Input, instruction string) ([]float64, int, bool) {
-	release, ok := h.admit(w)
-	if !ok {
-		return nil, 0, false
-	}
-	defer release()
-	ctx, cancel := h.deadline(r.Context())
-	defer cancel()
-	scores, tokens, err := rr.Rerank(ctx, query, docs, instruction)
-	if err != nil {
-		h.writeEngineError(w, r, err)
-		return nil, 0, false
-	}
-	return scores, tokens, true
 }

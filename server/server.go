@@ -96,10 +96,13 @@
 //	                      "user", "content": string | [parts]}]} (one
 //	                      input of all parts) and Infinity's
 //	                      {"modality": "image"} (each input string an image)
-//	POST /pooling         vLLM: the body of /v1/embeddings, answered
-//	                      {"data": [{"index", "object": "pooling", "data"}]}
+//	POST /pooling         vLLM: the body of /v1/embeddings (every field),
+//	                      answered {"data": [{"index", "object": "pooling",
+//	                      "data"}]}, data in the encoding asked
 //	POST /api/embed       Ollama: {"model", "input", "truncate" (default
-//	                      true), "dimensions"} -> {"model", "embeddings",
+//	                      true: long texts are cut), "dimensions",
+//	                      "keep_alive" and "options" (ignored)} ->
+//	                      {"model", "embeddings",
 //	                      "total_duration", "load_duration",
 //	                      "prompt_eval_count"}
 //	POST /api/embeddings  Ollama's older {"prompt"} -> {"embedding"}
@@ -111,20 +114,25 @@
 //	GET  /info            TEI's model description
 //	GET  /v1/models/{id}  one model card (404 for another id)
 //	GET  /openapi.json    an OpenAPI 3.1 document of every route
-//	POST /v1/rerank, /rerank  Jina and Cohere: {"query", "documents":
-//	                      [string | item], "top_n", "return_documents"
-//	                      (default true), "multivector"} -> {"results":
-//	                      [{"index", "relevance_score", "document"}] best
-//	                      first, "usage"}; at most MaxInputs documents
+//	POST /v1/rerank, /rerank, /v2/rerank  Jina and Cohere (vLLM serves
+//	                      the same): {"query", "documents": [string |
+//	                      item], "top_n", "return_documents" (default
+//	                      true), "multivector", "instruction"} ->
+//	                      {"results": [{"index", "relevance_score",
+//	                      "document"}] best first, "usage"}
 //	POST /v1/score, /score  vLLM: {"text_1", "text_2", "multivector"}: one
 //	                      text_1 against each text_2, or lists pair by pair
 //	                      -> {"data": [{"index", "object": "score", "score"}]}
 //
-// Scores embed the query with the model's query task and documents with
-// its passage task, and are the cosine of the two vectors, or with
-// "multivector": true the MaxSim of their multi-vectors. A reranker model
-// (Qwen3-VL-Reranker; GET /v1/models) scores each pair itself: the score
-// is its P(yes), and /v1/rerank takes an "instruction".
+// A rerank or score request takes at most 1000 documents
+// (engine.MaxRerankDocuments, or MaxInputs when lower); more is a 400.
+// With an embedding model, the query is embedded with the model's query
+// task (and the rerank "instruction", for models that take one) and the
+// documents with its passage task, and a score is the cosine of the two
+// vectors, or with "multivector": true the MaxSim of their multi-vectors.
+// A reranker model (Qwen3-VL-Reranker; GET /v1/models) scores each pair
+// itself, through the Reranker interface: the score is its P(yes), the
+// rerank "instruction" is its instruction, and "multivector" is refused.
 //
 // # GET /v1/models
 //

@@ -20,6 +20,12 @@
 // the patches, every preprocessing parameter and the vision tower's
 // identity) and the image cache (a file's bytes and preprocessing
 // parameters -> its content key, so a repeated file is not decoded again).
+// Below memory, the embedding and encoder caches have levels behind one
+// interface (store, cache.go): a bbolt file (Config.CacheDir, results
+// only) and a Valkey or Redis server that replicas share
+// (Config.CacheURL). With Config.EncoderURLs the images are encoded by
+// vision encoder replicas (package visionsvc), whose side is
+// EncodeImages.
 //
 // An input's vector is bit-identical whether it runs alone, batched with
 // any other traffic, or cut into chunks: every kernel computes a row

@@ -95,7 +95,7 @@ var (
 	descHits      = prometheus.NewDesc("vembed_cache_hits_total", "Content cache hits, by cache.", []string{"cache"}, nil)
 	descMisses    = prometheus.NewDesc("vembed_cache_misses_total", "Content cache misses, by cache.", []string{"cache"}, nil)
 	descEvictions = prometheus.NewDesc("vembed_cache_evictions_total", "Content cache evictions, by cache (shared: writes dropped under load).", []string{"cache"}, nil)
-	descErrors    = prometheus.NewDesc("vembed_cache_errors_total", "Failed reads and writes of the shared cache.", []string{"cache"}, nil)
+	descErrors    = prometheus.NewDesc("vembed_cache_errors_total", "Errors by cache: failed reads and writes (disk, shared); for encoder-service, images encoded locally after the encoder replicas failed.", []string{"cache"}, nil)
 	descEntries   = prometheus.NewDesc("vembed_cache_entries", "Entries held, by cache.", []string{"cache"}, nil)
 	descBytes     = prometheus.NewDesc("vembed_cache_bytes", "Bytes held, by cache.", []string{"cache"}, nil)
 	descCapacity  = prometheus.NewDesc("vembed_cache_capacity_bytes", "Byte budget, by cache (0: disabled).", []string{"cache"}, nil)

@@ -2,10 +2,12 @@
 // embeddings of texts, images and interleaved inputs, single or
 // multi-vector; rerank and score; the model card and health.
 //
-// Requests that meet 429 (overloaded) or 503 (shutting down, restarting)
-// are retried, waiting what Retry-After says (or a growing backoff), until
-// the context ends or MaxRetries is reached. Every call honours its
-// context.
+// Vectors travel as base64 of little-endian float32 (about half the bytes
+// of JSON numbers, and exact) and are decoded by the client. Requests that
+// meet 429 (overloaded) or 503 (shutting down, restarting) are retried,
+// waiting what Retry-After says (seconds or an HTTP date; else a growing
+// backoff), until the context ends or the retries set by WithRetries are
+// spent. Every call honours its context.
 //
 //	c := client.New("http://localhost:8080", client.WithAPIKey(os.Getenv("VEMBED_API_KEY")))
 //	res, err := c.Embed(ctx, client.EmbedRequest{
@@ -17,11 +19,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -103,8 +109,11 @@ func (in Input) MarshalJSON() ([]byte, error) {
 type EmbedRequest struct {
 	Inputs      []Input
 	Task        string // the model's task; "" for its default
+	Instruction string // the instruction of models that take one (Qwen3-VL-Embedding)
 	Dimensions  int    // Matryoshka size; 0 for the full width
 	Multivector bool   // one vector per token
+	PoolFactor  int    // with Multivector: cluster each input's vectors down to n/PoolFactor
+	PerSpan     bool   // also one vector per image span, in SpanVector
 	Truncate    bool   // cut texts over the model's limit instead of failing
 }
 
@@ -120,40 +129,87 @@ type Embedding struct {
 type EmbedResponse struct {
 	Model string      `json:"model"`
 	Data  []Embedding `json:"data"`
-	Usage struct {
-		PromptTokens int `json:"prompt_tokens"`
-		TotalTokens  int `json:"total_tokens"`
-	} `json:"usage"`
+	Usage Usage       `json:"usage"`
 }
 
-// Embed computes embeddings.
+// Usage counts the language-model tokens of a request, image placeholder
+// tokens included.
+type Usage struct {
+	PromptTokens int `json:"prompt_tokens"`
+	TotalTokens  int `json:"total_tokens"`
+}
+
+// Embed computes embeddings. Vectors travel as base64 of little-endian
+// float32, a quarter of the size of JSON numbers, and are decoded here.
 func (c *Client) Embed(ctx context.Context, req EmbedRequest) (*EmbedResponse, error) {
-	body := map[string]any{"input": req.Inputs}
-	if req.Task != "" {
-		body["task"] = req.Task
+	body := map[string]any{"input": req.Inputs, "encoding_format": "base64"}
+	for k, v := range map[string]any{"task": req.Task, "instruction": req.Instruction, "dimensions": req.Dimensions,
+		"return_multivector": req.Multivector, "pool_factor": req.PoolFactor, "per_span": req.PerSpan, "truncate": req.Truncate} {
+		if !reflect.ValueOf(v).IsZero() {
+			body[k] = v
+		}
 	}
-	if req.Dimensions > 0 {
-		body["dimensions"] = req.Dimensions
+	var wire struct {
+		Model string `json:"model"`
+		Data  []struct {
+			Index int      `json:"index"`
+			Vec   b64Vec   `json:"embedding"`
+			Multi []b64Vec `json:"embeddings"`
+			Spans []b64Vec `json:"span_embeddings"`
+		} `json:"data"`
+		Usage Usage `json:"usage"`
 	}
-	if req.Multivector {
-		body["return_multivector"] = true
-	}
-	if req.Truncate {
-		body["truncate"] = true
-	}
-	var out EmbedResponse
-	if err := c.do(ctx, "POST", "/v1/embeddings", body, &out); err != nil {
+	if err := c.do(ctx, "POST", "/v1/embeddings", body, &wire); err != nil {
 		return nil, err
 	}
-	return &out, nil
+	out := &EmbedResponse{Model: wire.Model, Usage: wire.Usage, Data: make([]Embedding, len(wire.Data))}
+	rows := func(vs []b64Vec) [][]float32 {
+		if vs == nil {
+			return nil
+		}
+		out := make([][]float32, len(vs))
+		for i, v := range vs {
+			out[i] = v
+		}
+		return out
+	}
+	for i, d := range wire.Data {
+		out.Data[i] = Embedding{Index: d.Index, Vector: d.Vec, Multi: rows(d.Multi), SpanVector: rows(d.Spans)}
+	}
+	return out, nil
+}
+
+// b64Vec is a vector sent as base64 of little-endian float32, or as JSON
+// numbers.
+type b64Vec []float32
+
+func (v *b64Vec) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '[' {
+		return json.Unmarshal(b, (*[]float32)(v))
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("vembed: a vector is neither numbers nor a base64 string: %w", err)
+	}
+	raw, err := base64.StdEncoding.DecodeString(s)
+	if err != nil || len(raw)%4 != 0 {
+		return fmt.Errorf("vembed: a vector's base64 does not hold float32 values (%d bytes, %v)", len(raw), err)
+	}
+	out := make([]float32, len(raw)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+	}
+	*v = out
+	return nil
 }
 
 // RerankRequest is a POST /v1/rerank request.
 type RerankRequest struct {
 	Query       Input
-	Documents   []Input
-	TopN        int  // 0: all
-	Multivector bool // MaxSim of multi-vectors instead of cosine
+	Documents   []Input // at most 1000
+	TopN        int     // 0: all
+	Multivector bool    // MaxSim of multi-vectors instead of cosine (embedding models)
+	Instruction string  // a reranker model's instruction, or the query's for embedding models that take one
 }
 
 // RerankResult is one document's score; Index is its place in Documents.
@@ -164,9 +220,15 @@ type RerankResult struct {
 
 // Rerank orders documents by relevance to the query, best first.
 func (c *Client) Rerank(ctx context.Context, req RerankRequest) ([]RerankResult, error) {
-	body := map[string]any{"query": req.Query, "documents": req.Documents, "return_documents": false, "multivector": req.Multivector}
+	body := map[string]any{"query": req.Query, "documents": req.Documents, "return_documents": false}
 	if req.TopN > 0 {
 		body["top_n"] = req.TopN
+	}
+	if req.Multivector {
+		body["multivector"] = true
+	}
+	if req.Instruction != "" {
+		body["instruction"] = req.Instruction
 	}
 	var out struct {
 		Results []RerankResult `json:"results"`
@@ -179,20 +241,40 @@ func (c *Client) Rerank(ctx context.Context, req RerankRequest) ([]RerankResult,
 
 // Score scores each document against the query, in the documents' order.
 func (c *Client) Score(ctx context.Context, query Input, docs []Input, multivector bool) ([]float64, error) {
+	return c.score(ctx, query, docs, len(docs), multivector)
+}
+
+// ScorePairs scores documents[i] against queries[i] for every i.
+func (c *Client) ScorePairs(ctx context.Context, queries, docs []Input, multivector bool) ([]float64, error) {
+	if len(queries) != len(docs) {
+		return nil, fmt.Errorf("vembed: %d queries for %d documents", len(queries), len(docs))
+	}
+	return c.score(ctx, queries, docs, len(docs), multivector)
+}
+
+func (c *Client) score(ctx context.Context, text1, text2 any, n int, multivector bool) ([]float64, error) {
 	var out struct {
 		Data []struct {
 			Index int     `json:"index"`
 			Score float64 `json:"score"`
 		} `json:"data"`
 	}
-	if err := c.do(ctx, "POST", "/v1/score", map[string]any{"text_1": query, "text_2": docs, "multivector": multivector}, &out); err != nil {
+	body := map[string]any{"text_1": text1, "text_2": text2}
+	if multivector {
+		body["multivector"] = true
+	}
+	if err := c.do(ctx, "POST", "/v1/score", body, &out); err != nil {
 		return nil, err
 	}
-	scores := make([]float64, len(docs))
+	if len(out.Data) != n {
+		return nil, fmt.Errorf("vembed: %d scores for %d documents", len(out.Data), n)
+	}
+	scores := make([]float64, n)
 	for _, d := range out.Data {
-		if d.Index >= 0 && d.Index < len(scores) {
-			scores[d.Index] = d.Score
+		if d.Index < 0 || d.Index >= n {
+			return nil, fmt.Errorf("vembed: a score for document %d of %d", d.Index, n)
 		}
+		scores[d.Index] = d.Score
 	}
 	return scores, nil
 }
@@ -219,6 +301,16 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 		return nil, err
 	}
 	return out.Data, nil
+}
+
+// Model returns the card of the model id (GET /v1/models/{id}); an
+// *Error with Status 404 when the server serves another.
+func (c *Client) Model(ctx context.Context, id string) (*Model, error) {
+	var out Model
+	if err := c.do(ctx, "GET", "/v1/models/"+url.PathEscape(id), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // Health returns nil when the server answers GET /health.
@@ -300,8 +392,8 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		if !retryable(resp.StatusCode) || attempt >= c.maxRetries {
 			return apiErr
 		}
-		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
-			wait = time.Duration(s) * time.Second
+		if d, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+			wait = d
 		}
 		select {
 		case <-ctx.Done():
@@ -310,4 +402,18 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		}
 		wait = min(2*max(wait, c.backoff), 30*time.Second)
 	}
+}
+
+// retryAfter reads a Retry-After header: seconds, or an HTTP date.
+func retryAfter(h string, now time.Time) (time.Duration, bool) {
+	if h == "" {
+		return 0, false
+	}
+	if s, err := strconv.Atoi(h); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second, true
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
 }

@@ -80,3 +80,19 @@ func TestInputForms(t *testing.T) {
 }
 
 func ptr(in Input) *Input { return &in }
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for h, want := range map[string]time.Duration{
+		"0": 0, "7": 7 * time.Second, "Fri, 02 Jan 2026 03:04:15 GMT": 10 * time.Second, "Fri, 02 Jan 2026 03:00:00 GMT": 0,
+	} {
+		if d, ok := retryAfter(h, now); !ok || d != want {
+			t.Errorf("%q: %v %v, want %v", h, d, ok, want)
+		}
+	}
+	for _, h := range []string{"", "-1", "soon"} {
+		if _, ok := retryAfter(h, now); ok {
+			t.Errorf("%q read as a delay", h)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,7 +24,7 @@ func demoServer() (url string, stop func()) {
 	if err != nil {
 		panic(err)
 	}
-	eng, err := engine.New(engine.Config{Model: m.LM, MMProj: m.MMProj, MVProj: m.MVProj})
+	eng, err := engine.New(engine.Config{Model: m.LM, MMProj: m.MMProj, MVProj: m.MVProj, RandomWeights: true})
 	if err != nil {
 		panic(err)
 	}
@@ -77,4 +78,59 @@ func ExampleParts() {
 	}
 	fmt.Println(len(res.Data), len(res.Data[0].Multi) > 0, len(res.Data[0].Multi[0]))
 	// Output: 1 true 128
+}
+
+func ExampleClient_Score() {
+	url, stop := demoServer()
+	defer stop()
+	c := client.New(url)
+	scores, err := c.Score(context.Background(), client.Text("which?"), []client.Input{client.Text("first"), client.Text("second")}, false)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(len(scores), scores[0] >= -1 && scores[0] <= 1)
+	// Output: 2 true
+}
+
+func ExampleClient_Models() {
+	url, stop := demoServer()
+	defer stop()
+	c := client.New(url)
+	if err := c.Health(context.Background()); err != nil {
+		panic(err)
+	}
+	models, err := c.Models(context.Background())
+	if err != nil {
+		panic(err)
+	}
+	m := models[0]
+	fmt.Println(m.Modalities, m.MultivectorDimension, m.RandomWeights)
+	// Output: [text image] 128 true
+}
+
+func ExampleWithAPIKey() {
+	dir, _ := os.MkdirTemp("", "vembed-client-example-")
+	defer os.RemoveAll(dir)
+	m, err := synth.WriteDemo(dir)
+	if err != nil {
+		panic(err)
+	}
+	eng, err := engine.New(engine.Config{Model: m.LM, MMProj: m.MMProj})
+	if err != nil {
+		panic(err)
+	}
+	defer eng.Close()
+	srv := httptest.NewServer(server.New(eng, server.Options{APIKeys: []string{"sesame"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	defer srv.Close()
+
+	_, err = client.New(srv.URL).Models(context.Background())
+	var apiErr *client.Error
+	if errors.As(err, &apiErr) {
+		fmt.Println("without the key:", apiErr.Status, apiErr.Code)
+	}
+	models, err := client.New(srv.URL, client.WithAPIKey("sesame")).Models(context.Background())
+	fmt.Println("with it:", len(models), err)
+	// Output:
+	// without the key: 401 invalid_api_key
+	// with it: 1 <nil>
 }

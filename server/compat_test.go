@@ -286,16 +286,22 @@ func TestRerankBounds(t *testing.T) {
 	}
 }
 
-// FuzzRoutes sends arbitrary bodies to every POST route: each answer is a
-// JSON body with a 200 or 4xx status, never a crash or a 5xx.
+// FuzzRoutes sends arbitrary bodies to every registered POST route: each
+// answer is a JSON body with a 200 or 4xx status, never a crash or a 5xx.
 func FuzzRoutes(f *testing.F) {
-	routes := []string{"/v1/embeddings", "/api/embed", "/api/embeddings", "/embed", "/embed_all", "/pooling", "/v1/rerank", "/v1/score"}
 	for i, s := range []string{`{"input":"a"}`, `{"model":"m","input":["a","b"]}`, `{"prompt":"x"}`, `{"inputs":"a"}`,
 		`{"messages":[{"role":"user","content":"a"}]}`, `{"input":["AAAA"],"modality":"image"}`, `{"query":"q","documents":["a",{"text":"b"}],"top_n":1}`,
-		`{"text_1":"a","text_2":["b","c"]}`, `{"text_1":["a","b"],"text_2":["b"]}`, `{"input":"\ud800"}`, `[]`, `null`} {
+		`{"text_1":"a","text_2":["b","c"]}`, `{"text_1":["a","b"],"text_2":["b"]}`, `{"input":"\ud800"}`, `[]`, `null`, `{"input":"a","return_multivector":true,"pool_factor":2,"encoding_format":"base64"}`,
+		`{"query":"q","documents":["a"],"instruction":"i","multivector":true}`, `{"model":"m","input":"x","truncate":false}`} {
 		f.Add(uint8(i), []byte(s))
 	}
 	h := newTestHandler(&fakeEmbedder{}, Options{})
+	var routes []string
+	for _, r := range h.routes {
+		if p, ok := strings.CutPrefix(r, "POST "); ok {
+			routes = append(routes, p)
+		}
+	}
 	f.Fuzz(func(t *testing.T, route uint8, body []byte) {
 		path := routes[int(route)%len(routes)]
 		rec := httptest.NewRecorder()

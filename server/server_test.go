@@ -49,7 +49,7 @@ func (f *fakeEmbedder) Embed(ctx context.Context, req engine.Request) (*engine.R
 		}
 		e := engine.Embedding{Tokens: 3}
 		if req.Multivector {
-			e.Multi = [][]float32{v, {1, 2}}
+			e.Multi = [][]float32{v, {1, 2, 0, 0}} // rows as wide as a real model's
 		} else {
 			e.Vector = v
 		}

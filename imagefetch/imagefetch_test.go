@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -198,4 +199,35 @@ func TestDialControl(t *testing.T) {
 			t.Errorf("control(%s) = %v, want allowed %v", addr, err, ok)
 		}
 	}
+}
+
+// FuzzCheckURL: whatever the URL, checking it never panics, and a URL it
+// lets through with an IP literal for a host names an address outside the
+// refused ranges, however the literal is spelled.
+func FuzzCheckURL(f *testing.F) {
+	for _, s := range []string{"http://127.0.0.1/", "http://2130706433/", "http://0177.0.0.1/", "http://0x7f.1/",
+		"http://[::ffff:127.0.0.1]/", "https://[fe80::1%25eth0]:8/", "http://user:pw@example.com/a.png?x=1",
+		"http://localhost./", "HTTP://EXAMPLE.COM/", "http://93.184.216.34/", "ftp://x/", "http://[64:ff9b::a00:1]/"} {
+		f.Add(s)
+	}
+	fetch := New(Policy{})
+	f.Fuzz(func(t *testing.T, raw string) {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return
+		}
+		host, err := fetch.checkURL(u)
+		if err != nil {
+			if !errors.Is(err, ErrRefused) {
+				t.Fatalf("checkURL(%q): %v does not wrap ErrRefused", raw, err)
+			}
+			return
+		}
+		if ip, err := netip.ParseAddr(host); err == nil && refusedRange(ip) != "" {
+			t.Fatalf("checkURL(%q) let %s through", raw, ip)
+		}
+		if ip, ok := literal(host); ok && refusedRange(ip) != "" {
+			t.Fatalf("checkURL(%q) let %s (%s) through", raw, host, ip)
+		}
+	})
 }

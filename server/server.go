@@ -53,28 +53,37 @@
 // image placeholder tokens.
 //
 // Errors have the OpenAI shape {"error": {"message", "type", "param",
-// "code"}}: 400 for bad input (invalid JSON or UTF-8, empty input, broken
-// base64, undecodable image, unknown task, bad dimensions, input longer than
-// the context, vision special tokens in text), 401 without a valid API key,
-// 413 for an over-limit body or image, 429 with Retry-After when too many
-// requests are pending or the engine's queue is full, 503 with Retry-After
-// while shutting down, 504 past the request deadline, 500 for engine
-// failures.
+// "code"}}, plus "request_id" (the answer's X-Request-ID): 400 for bad
+// input (invalid JSON or UTF-8, empty input, broken base64, undecodable
+// image, unknown task, bad dimensions, input longer than the context,
+// vision special tokens in text, a refused or failed image URL), 401
+// without a valid API key, 413 for an over-limit body or image, 429 with
+// Retry-After when too many requests are pending or the engine's queue is
+// full, 503 with Retry-After while shutting down, 504 past the request
+// deadline, 500 for engine failures.
 //
 // # Production
 //
-// A request body is read in full (bounded by MaxBodyBytes and the HTTP
-// server's read timeout) before the request takes one of the MaxPending
-// slots, so clients that send slowly hold connections, never slots. Each
-// request runs under RequestTimeout (default 5 minutes); past it, it stops
-// computing at the engine's next step. Refusals under overload are logged
-// once per interval with their count, not once per request.
+// A request body is read in full (bounded by MaxBodyBytes and Run's
+// 2-minute read timeout) before the request takes one of the MaxPending
+// slots, so clients that send slowly hold connections, never slots. A
+// body holding a text over the model's limit is refused before its JSON
+// is decoded. Each request runs under RequestTimeout (default 5 minutes);
+// past it, or when its client goes away, it stops computing at the
+// engine's next step. Image memory is the engine's to bound
+// (engine.Config.ImageBudgetBytes, admitted from image headers). Refusals
+// under overload are logged once per interval with their count, not once
+// per request. Run shuts down gracefully: running requests get the grace
+// period, connections with no request in progress are then closed, and
+// it reports an error only when a request was still running.
 //
 // With APIKeys set, every route but GET /health (and GET /metrics with
 // MetricsPublic) needs "Authorization: Bearer KEY"; keys are compared as
 // SHA-256 digests in constant time. Every response carries X-Request-ID
 // (the client's, when it is a printable token of at most 128 bytes, else a
-// new one), which also tags the request's log line.
+// new one), which also tags the request's log line and error bodies.
+// Every route registered through the handler's one registration function
+// gets the key check, the metrics and the request ID.
 //
 // GET /metrics serves Prometheus metrics: vembed_http_requests_total (by
 // route and code), vembed_http_request_duration_seconds (by route),
@@ -464,11 +473,14 @@ type apiError struct {
 	Type    string  `json:"type"`
 	Param   *string `json:"param"`
 	Code    *string `json:"code"`
+	// RequestID repeats the X-Request-ID header, so that a client that
+	// keeps only the body can still name the request in a report.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 func writeError(w http.ResponseWriter, status int, typ, param, code, msg string) {
 	logAttrs(w, "error", msg)
-	e := apiError{Message: msg, Type: typ}
+	e := apiError{Message: msg, Type: typ, RequestID: w.Header().Get("X-Request-ID")}
 	if param != "" {
 		e.Param = &param
 	}

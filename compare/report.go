@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"html/template"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/vembed/vembed/internal/atomicfile"
 )
 
 // ImageResult is one image's comparison.
@@ -70,7 +73,7 @@ func Run(ctx context.Context, a, b Source, images []Input, outDir string) (*Repo
 					return nil, err
 				}
 				file := fmt.Sprintf("%03d-%s.png", i, strings.ReplaceAll(s.Name, " ", "-"))
-				if err := os.WriteFile(filepath.Join(outDir, file), png, 0o644); err != nil {
+				if err := atomicfile.WriteFile(filepath.Join(outDir, file), png); err != nil {
 					return nil, fmt.Errorf("compare: %w", err)
 				}
 				res.Heatmaps[s.Name] = file
@@ -148,13 +151,8 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 `))
 
 func (r *Report) writeHTML(path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("compare: %w", err)
-	}
-	if err := page.Execute(f, r); err != nil {
-		f.Close()
+	if err := atomicfile.Write(path, func(w io.Writer) error { return page.Execute(w, r) }); err != nil {
 		return fmt.Errorf("compare: report: %w", err)
 	}
-	return f.Close()
+	return nil
 }

@@ -142,6 +142,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	rep.CorePeak = round1(m.corePeak)
 
 	rng := rand.New(rand.NewPCG(1, 2))
+	// Every measurement takes rounds × (time + two peak probes); a full
+	// run is minutes, so say how far it is.
+	bar := newBar(stderr, int64(len(tiers)*(len(types)*len(ms)+len(attnCases(*attnTok)))), "kernels", false)
 	for _, tier := range tiers {
 		if err := kernels.Use(tier); err != nil {
 			return err
@@ -157,6 +160,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 				flops := 2 * float64(rows) * float64(*k) * float64(*n)
 				f := m.measure(flops, func() { kernels.MatMul(dst, x, rows, w, nil) })
 				rep.GEMM = append(rep.GEMM, gemmFigure{string(tier), typ.String(), rows, *k, *n, toFigures(f)})
+				bar.Add(1)
 			}
 		}
 		for _, c := range attnCases(*attnTok) {
@@ -169,8 +173,10 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 				kernels.Attention(out, q, kk, v, c.nTok, c.nHead, c.nKV, c.hd, 0.1, c.mask)
 			})
 			rep.Attention = append(rep.Attention, attnFigure{string(tier), c.name, toFigures(f)})
+			bar.Add(1)
 		}
 	}
+	bar.Finish()
 	if *withModel {
 		// The kernel measurements leave the last tier they measured (the
 		// portable one) active; the model runs on the tier a user gets.

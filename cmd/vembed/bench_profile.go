@@ -4,9 +4,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+
+	"github.com/vembed/vembed/internal/atomicfile"
 )
 
 // Profiles of the end-to-end benchmark: the CPU profile covers the measured
@@ -27,7 +31,9 @@ func init() {
 	})
 }
 
-// profiling is the state of the profiles of one run.
+// profiling is the state of the profiles of one run. The CPU profile is
+// written to a temporary file beside its destination and renamed once
+// complete, so an interrupted run leaves no partial profile.
 type profiling struct {
 	cpuFile *os.File
 }
@@ -46,12 +52,14 @@ func startProfiles() (*profiling, error) {
 	if *benchProfile.cpu == "" {
 		return p, nil
 	}
-	f, err := os.Create(*benchProfile.cpu)
+	path := *benchProfile.cpu
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		f.Close()
+		os.Remove(f.Name())
 		return nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
 	p.cpuFile = f
@@ -63,7 +71,16 @@ func (p *profiling) stop() error {
 	var errs []error
 	if p.cpuFile != nil {
 		pprof.StopCPUProfile()
-		if err := p.cpuFile.Close(); err != nil {
+		tmp := p.cpuFile.Name()
+		err := p.cpuFile.Close()
+		if err == nil {
+			err = os.Chmod(tmp, 0o644)
+		}
+		if err == nil {
+			err = os.Rename(tmp, *benchProfile.cpu)
+		}
+		if err != nil {
+			os.Remove(tmp)
 			errs = append(errs, fmt.Errorf("--cpuprofile: %w", err))
 		}
 		p.cpuFile = nil
@@ -77,14 +94,8 @@ func (p *profiling) stop() error {
 }
 
 func writeAllocProfile(path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
 	runtime.GC() // the in-use figures are as of the last collection
-	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return atomicfile.Write(path, func(w io.Writer) error {
+		return pprof.Lookup("allocs").WriteTo(w, 0)
+	})
 }

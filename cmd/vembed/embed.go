@@ -128,7 +128,7 @@ func runEmbed(args []string, stdout, stderr io.Writer) error {
 	} else {
 		cfg = mf.config()
 	}
-	eng, err := engine.New(cfg)
+	eng, err := loadEngine(stderr, cfg)
 	if err != nil {
 		return err
 	}

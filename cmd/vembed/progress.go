@@ -7,6 +7,8 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
+
+	"github.com/vembed/vembed/engine"
 )
 
 // newByteBar returns a progress bar of total bytes on w, drawn only when w
@@ -17,13 +19,9 @@ func newByteBar(w io.Writer, total int64, desc string) *progressbar.ProgressBar 
 
 // newBar is newByteBar for a count of bytes (bytes) or of other things.
 func newBar(w io.Writer, total int64, desc string, bytes bool) *progressbar.ProgressBar {
-	visible := false
-	if f, ok := w.(*os.File); ok {
-		visible = term.IsTerminal(int(f.Fd()))
-	}
 	return progressbar.NewOptions64(total,
 		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetVisibility(visible),
+		progressbar.OptionSetVisibility(isTerminal(w)),
 		progressbar.OptionSetDescription(desc),
 		progressbar.OptionShowBytes(bytes),
 		progressbar.OptionShowCount(),
@@ -32,4 +30,56 @@ func newBar(w io.Writer, total int64, desc string, bytes bool) *progressbar.Prog
 		progressbar.OptionSetPredictTime(true),
 		progressbar.OptionOnCompletion(func() { io.WriteString(w, "\n") }),
 	)
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// spin draws, while a step of unknown length runs, a spinner with its
+// description and the elapsed time on w (when visible); the returned
+// function stops it and clears its line.
+func spin(w io.Writer, desc string, visible bool) (stop func()) {
+	bar := progressbar.NewOptions64(-1,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetVisibility(visible),
+		progressbar.OptionSetDescription(desc),
+		progressbar.OptionSpinnerType(14),
+		progressbar.OptionSetElapsedTime(true),
+		progressbar.OptionClearOnFinish(),
+	)
+	if !visible {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			bar.Add(1) // each call draws the next spinner frame
+			select {
+			case <-done:
+				bar.Finish()
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
+// loadEngine loads a model, showing a spinner on stderr when it is a
+// terminal: a large model takes seconds to map and to hash (the caches'
+// identity of its files).
+func loadEngine(stderr io.Writer, cfg engine.Config) (*engine.Engine, error) {
+	stop := spin(stderr, "loading the model", isTerminal(stderr))
+	defer stop()
+	return engine.New(cfg)
 }

@@ -159,7 +159,7 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger) error {
 	if err := o.distributed(&cfg); err != nil {
 		return err
 	}
-	eng, err := engine.New(cfg)
+	eng, err := loadEngine(os.Stderr, cfg)
 	if err != nil {
 		return err
 	}

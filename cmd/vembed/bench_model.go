@@ -23,6 +23,7 @@ import (
 	"github.com/vembed/vembed/engine"
 	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/kernels"
+	"github.com/vembed/vembed/recipe"
 	"github.com/vembed/vembed/synth"
 	"github.com/vembed/vembed/tokenizer"
 )
@@ -236,13 +237,13 @@ func (b *e2eRun) textInputs() ([]engine.Input, error) {
 	if c.texts == 0 {
 		return nil, nil
 	}
-	tok, err := lmTokenizer(c.lm)
+	pr, err := lmPrompter(c.lm)
 	if err != nil {
 		return nil, err
 	}
 	inputs := make([]engine.Input, c.texts)
 	for i := range inputs {
-		s, err := textOfTokens(tok, c.textTokens, uint64(i))
+		s, err := textOfTokens(pr, c.textTokens, uint64(i))
 		if err != nil {
 			return nil, err
 		}
@@ -308,14 +309,43 @@ func (b *e2eRun) benchText(inputs []engine.Input) error {
 	return nil
 }
 
-// lmTokenizer loads the tokenizer the engine uses, from the LM GGUF.
-func lmTokenizer(path string) (*tokenizer.Tokenizer, error) {
+// prompter counts the prompt tokens of a text input as the engine builds
+// its prompt: the LM's tokenizer and recipe, the request defaults (no
+// task, no instruction).
+type prompter struct {
+	tok  *tokenizer.Tokenizer
+	rc   recipe.Recipe
+	task recipe.Task
+}
+
+// lmPrompter loads the tokenizer and recipe the engine uses, from the LM
+// GGUF.
+func lmPrompter(path string) (*prompter, error) {
 	f, err := gguf.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return tokenizer.FromGGUF(f, tokenizer.Options{})
+	p := &prompter{}
+	if p.tok, err = tokenizer.FromGGUF(f, tokenizer.Options{}); err != nil {
+		return nil, err
+	}
+	if p.rc, err = recipe.Select(f); err != nil {
+		return nil, err
+	}
+	if p.task, err = p.rc.Task(""); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// count returns the prompt length of text s.
+func (p *prompter) count(s string) (int, error) {
+	pr, err := p.rc.Prompt(p.tok, p.task, []tokenizer.Part{{Text: s}})
+	if err != nil {
+		return 0, err
+	}
+	return len(pr.IDs), nil
 }
 
 // benchWords are common English words; texts are random sequences of them,
@@ -330,33 +360,25 @@ river small light power early great line game story paper model image north fiel
 // exact length when the next word would overshoot it.
 var fillers = []string{" a", " I", ".", ",", "a", "1"}
 
-// textOfTokens returns a text whose retrieval-query prompt (the default
-// for text, "Query: " included) is exactly n tokens long, built from
-// words drawn with seed. The prompt is re-tokenized as a whole after each
+// textOfTokens returns a text whose default prompt (for jina-v4 the
+// retrieval query, "Query: " included; for Qwen3-VL-Embedding the
+// instruction's chat prompt) is exactly n tokens long, built from words
+// drawn with seed. The prompt is re-tokenized as a whole after each
 // addition, since byte-level BPE may merge a word with its neighbours.
-func textOfTokens(tok *tokenizer.Tokenizer, n int, seed uint64) (string, error) {
-	count := func(s string) (int, error) {
-		p, err := tok.JinaV4Prompt(tokenizer.TaskRetrievalQuery, []tokenizer.Part{{Text: s}})
-		if err != nil {
-			return 0, err
-		}
-		return len(p.IDs), nil
-	}
+func textOfTokens(p *prompter, n int, seed uint64) (string, error) {
+	count := p.count
 	rng := rand.New(rand.NewPCG(seed, 7))
 	var sb strings.Builder
-	have, err := count("")
-	if err != nil {
-		return "", err
-	}
-	if have >= n {
-		return "", fmt.Errorf("text of %d tokens: the task prefix alone is %d tokens", n, have)
-	}
+	// No baseline from the empty text: a recipe may stand in for it
+	// (Qwen3-VL writes NULL), so the first word is taken at any length
+	// that fits.
+	have := 0
 	for have < n {
 		grew := false
 		cands := append([]string{" " + benchWords[rng.IntN(len(benchWords))]}, fillers...)
 		for _, add := range cands {
 			if sb.Len() == 0 {
-				add = strings.TrimPrefix(add, " ") // the prefix ends in a space
+				add = strings.TrimPrefix(add, " ") // the prompt's text starts here
 			}
 			k, err := count(sb.String() + add)
 			if err != nil {
@@ -368,7 +390,10 @@ func textOfTokens(tok *tokenizer.Tokenizer, n int, seed uint64) (string, error) 
 				break
 			}
 		}
-		if !grew {
+		switch {
+		case !grew && sb.Len() == 0:
+			return "", fmt.Errorf("text of %d tokens: the prompt around a one-word text is longer", n)
+		case !grew:
 			return "", fmt.Errorf("text of %d tokens: stuck at %d tokens", n, have)
 		}
 	}

@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"image"
 	"image/color"
 	"image/png"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -105,16 +109,20 @@ func TestEvalInProcessAndServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a.Result.Queries != 3 || fmt.Sprint(a.Result.Mean) != fmt.Sprint(b.Result.Mean) {
-			t.Errorf("multivector=%v: in-process %v, server %v", multi, a.Result.Mean, b.Result.Mean)
+		if a.Result.Queries != 3 || fmt.Sprint(a.Result.Mean) != fmt.Sprint(b.Result.Mean) || !reflect.DeepEqual(a.Run, b.Run) {
+			t.Errorf("multivector=%v: in-process %v %v, server %v %v", multi, a.Result.Mean, a.Run, b.Result.Mean, b.Run)
+		}
+		if a.CorpusReused != 0 || b.CorpusReused != 0 {
+			t.Errorf("multivector=%v: the server run reused the in-process corpus (%d, %d)", multi, a.CorpusReused, b.CorpusReused)
 		}
 		before := local.items.Load()
 		c, err := EvaluateDataset(context.Background(), d, local, o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !c.CorpusCached || local.items.Load()-before != int64(len(d.Queries)) || fmt.Sprint(c.Result.Mean) != fmt.Sprint(a.Result.Mean) {
-			t.Errorf("second run: cached %v, embedded %d items", c.CorpusCached, local.items.Load()-before)
+		// The probe (two items) and the queries are all that is embedded.
+		if c.CorpusReused != len(d.Corpus) || local.items.Load()-before != int64(2+len(d.Queries)) || !reflect.DeepEqual(c.Run, a.Run) {
+			t.Errorf("second run: reused %d, embedded %d items", c.CorpusReused, local.items.Load()-before)
 		}
 	}
 }
@@ -177,4 +185,141 @@ func FuzzQrels(f *testing.F) {
 			t.Fatalf("with skipBad a file's rows never fail: %v", err)
 		}
 	})
+}
+
+// failingEmbedder refuses any batch holding the item fail.
+type failingEmbedder struct {
+	Embedder
+	fail string
+}
+
+func (f failingEmbedder) Embed(ctx context.Context, task string, items []Item, multi bool, dims int) ([]Vectors, error) {
+	for _, it := range items {
+		if it.ID == f.fail {
+			return nil, fmt.Errorf("refused %s", it.ID)
+		}
+	}
+	return f.Embedder.Embed(ctx, task, items, multi, dims)
+}
+
+// TestResume: a run that stops on an error keeps the documents embedded so
+// far; the next run embeds only the rest and gives the numbers of a run
+// without a cache. A torn record at the end of the store costs only that
+// document.
+func TestResume(t *testing.T) {
+	e := tinyEngine(t)
+	d, err := LoadBEIR(writeDataset(t, ""), "test", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	o := Options{Ks: []int{1, 3}, CacheDir: cache, Batch: 2, Parallel: 1, Multivector: true}
+	if _, err := EvaluateDataset(context.Background(), d, failingEmbedder{Engine{e}, "d5"}, o); err == nil || !strings.Contains(err.Error(), "refused d5") {
+		t.Fatalf("want the refusal of d5, got %v", err)
+	}
+	fresh, err := EvaluateDataset(context.Background(), d, Engine{e}, Options{Ks: o.Ks, Batch: 2, Multivector: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := &countingEmbedder{Embedder: Engine{e}}
+	rep, err := EvaluateDataset(context.Background(), d, local, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// d1..4 were stored; the probe (2), d5 and the queries (3) embedded.
+	if rep.CorpusReused != 4 || local.items.Load() != 6 || !reflect.DeepEqual(rep.Run, fresh.Run) {
+		t.Errorf("resumed: reused %d, embedded %d, run %v, want %v", rep.CorpusReused, local.items.Load(), rep.Run, fresh.Run)
+	}
+	files, _ := filepath.Glob(filepath.Join(cache, "*.vec"))
+	if len(files) != 1 {
+		t.Fatalf("store files %v", files)
+	}
+	st, _ := os.Stat(files[0])
+	os.Truncate(files[0], st.Size()-3)
+	if rep, err = EvaluateDataset(context.Background(), d, Engine{e}, o); err != nil || rep.CorpusReused != 4 || !reflect.DeepEqual(rep.Run, fresh.Run) {
+		t.Errorf("after a torn record: %v, reused %d", err, rep.CorpusReused)
+	}
+	if rep, err = EvaluateDataset(context.Background(), d, Engine{e}, o); err != nil || rep.CorpusReused != 5 {
+		t.Errorf("the torn record was not rewritten: %v, reused %d", err, rep.CorpusReused)
+	}
+}
+
+// FuzzStore: any bytes in a store file give vectors or none, never a
+// panic, and opening it leaves a file the next open reads alike.
+func FuzzStore(f *testing.F) {
+	var seed []byte
+	seed = append(seed, storeMagic...)
+	seed = binary.LittleEndian.AppendUint32(seed, storeVersion)
+	seed = binary.LittleEndian.AppendUint32(seed, 3)
+	seed = appendRecord(seed, 1, &Vectors{Single: []float32{1, 2}, Multi: [][]float32{{3, 4, 5}}})
+	seed = appendRecord(seed, 2, &Vectors{Single: []float32{6}})
+	f.Add(seed)
+	f.Add(seed[:len(seed)-2])
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "k.vec"), data, 0o644)
+		s, have, err := openStore(dir, "k", 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.close()
+		_, again, err := openStore(dir, "k", 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(have, again) {
+			t.Fatalf("read %v, then %v", have, again)
+		}
+	})
+}
+
+// TestSynthDataset evaluates the synthetic dataset in its three layouts
+// through the engine and through a server on a loopback port: the server
+// gives the in-process scores bit for bit, and the BEIR layout in JSONL
+// and in Parquet give one run.
+func TestSynthDataset(t *testing.T) {
+	dir := t.TempDir()
+	if err := synth.WriteDataset(dir, synth.DatasetOptions{Docs: 6, Queries: 4, Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	e := tinyEngine(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: server.New(e, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	url := "http://" + ln.Addr().String()
+	for _, multi := range []bool{false, true} {
+		o := Options{Ks: []int{1, 3, 6}, Multivector: multi}
+		var runs []*Report
+		for _, path := range []string{dir, filepath.Join(dir, "parquet"), filepath.Join(dir, "vidore", "test.parquet")} {
+			d, err := Load(path, "test", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(d.Corpus) != 6 || len(d.Queries) != 4 || d.Corpus[2].Image == nil {
+				t.Fatalf("%s: %d pages, %d queries", path, len(d.Corpus), len(d.Queries))
+			}
+			local, err := EvaluateDataset(context.Background(), d, Engine{e}, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			remote, err := EvaluateDataset(context.Background(), d, Server{C: client.New(url), URL: url}, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(local.Run, remote.Run) || !reflect.DeepEqual(local.Result, remote.Result) {
+				t.Errorf("%s multivector=%v: in-process %v, server %v", path, multi, local.Result.Mean, remote.Result.Mean)
+			}
+			if local.Result.Queries != 4 || local.Result.Mean["recall@6"] != 1 || len(local.Failed) != 0 {
+				t.Errorf("%s: %d queries, recall@6 %v over the whole corpus, failed %v", path, local.Result.Queries, local.Result.Mean["recall@6"], local.Failed)
+			}
+			runs = append(runs, local)
+		}
+		if !reflect.DeepEqual(runs[0].Run, runs[1].Run) || !reflect.DeepEqual(runs[0].Result, runs[1].Result) {
+			t.Errorf("multivector=%v: JSONL %v, Parquet %v", multi, runs[0].Result.Mean, runs[1].Result.Mean)
+		}
+	}
 }

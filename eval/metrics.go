@@ -1,32 +1,47 @@
-// Package eval measures retrieval quality: it reads retrieval datasets in
-// the BEIR layout, embeds their queries and documents through an embedder
-// (the engine in-process, or a server over HTTP), ranks every document for
-// every query by exact search (cosine of single vectors, or MaxSim of
-// multi-vectors) and scores the rankings.
+// Package eval measures retrieval quality: it reads retrieval datasets (the
+// BEIR layout in JSONL or Parquet, ViDoRe v1 tables), embeds their queries
+// and documents through an embedder (the engine in-process, or a server
+// over HTTP), ranks every document for every query by exact search (cosine
+// of single vectors, or MaxSim of multi-vectors) and scores the rankings.
 //
 // # Metrics
 //
-// The definitions are trec_eval's, as pytrec_eval (and so BEIR and MTEB)
-// compute them:
+// The definitions are trec_eval 9's (m_ndcg_cut.c, m_recall.c,
+// m_map_cut.c, m_recip_rank.c, form_res_rels.c), which pytrec_eval runs
+// for BEIR, MTEB and the ViDoRe benchmark:
 //
-//   - a run is ranked by score, descending, ties broken by document id in
-//     descending string order (trec_eval's deterministic tie rule);
-//   - nDCG@k (ndcg_cut_k): DCG = Σ rel_i / log2(i+1) over the first k ranks,
-//     with the graded relevance as gain (not 2^rel − 1), divided by the DCG
-//     of the ideal ordering of the query's judged documents cut at k; 0
-//     when the query has no relevant document;
-//   - recall@k (recall_k): relevant documents (relevance > 0) in the first
-//     k, over all the query's relevant documents; 0 without any;
-//   - MRR@k: 1/rank of the first relevant document within the first k, 0
-//     when there is none (BEIR's definition);
-//   - averages are over the queries present in both the judgments and the
-//     run, as pytrec_eval evaluates; a judged query the run lacks is
-//     reported as missing, not scored.
+//   - a query's run is ranked by score, descending, ties broken by document
+//     id in descending byte order (trec_eval's comp_sim_docno; the order
+//     the caller gave the documents in plays no part);
+//   - a document is relevant when its grade is at least 1; unjudged
+//     documents count as grade 0;
+//   - nDCG@k (ndcg_cut_k): DCG = Σ_{r≤k} grade_r / log2(r+1), the grade
+//     itself as gain (not 2^grade − 1), divided by the DCG of the ideal
+//     ordering of the query's judged grades cut at k;
+//   - recall@k (recall_k): relevant documents in the first k over all the
+//     query's relevant documents;
+//   - MAP@k (map_cut_k): the sum, over the relevant documents in the first
+//     k, of the precision at their rank, divided by the number of all the
+//     query's relevant documents (not by min(k, that number));
+//   - MRR@k: 1/rank of the first relevant document within the first k
+//     (trec_eval's recip_rank cut at k; BEIR's own mrr gives the same value
+//     except in exact score ties, which it leaves in the caller's order).
+//
+// A query with judgments but no relevant document scores 0 on every
+// metric and counts in the average: trec_eval ignores only queries with no
+// judgments at all, pytrec_eval returns 0 for the others, and BEIR divides
+// by the number of queries pytrec_eval returned. Queries without
+// judgments are not evaluated (BEIR keeps only the queries its qrels
+// name); a judged query the run lacks is reported as missing and left out
+// of the average (trec_eval without -c). Documents whose id equals the
+// query id are kept (BEIR's ignore_identical_ids is not applied: ViDoRe
+// v2/v3 number queries and pages from 0 alike).
 package eval
 
 import (
 	"math"
 	"sort"
+	"strconv"
 )
 
 // Qrels holds relevance judgments: query id -> document id -> grade.
@@ -36,7 +51,7 @@ type Qrels map[string]map[string]int
 type Run map[string]map[string]float64
 
 // Scores are one query's metrics, by name ("ndcg@10", "recall@5",
-// "mrr@10").
+// "map@10", "mrr@10").
 type Scores map[string]float64
 
 // Result is an evaluation: per query and the mean over the scored queries.
@@ -93,23 +108,22 @@ func Evaluate(qrels Qrels, run Run, ks []int) Result {
 
 func queryScores(judged map[string]int, ranked []string, ks []int) Scores {
 	var ideal []int
-	relevant := 0
 	for _, g := range judged {
 		if g > 0 {
 			ideal = append(ideal, g)
-			relevant++
 		}
 	}
 	sort.Sort(sort.Reverse(sort.IntSlice(ideal)))
+	relevant := len(ideal)
 	s := Scores{}
 	for _, k := range ks {
-		var dcg, idcg float64
+		var dcg, idcg, precisions float64
 		found, first := 0, 0
 		for i := 0; i < k && i < len(ranked); i++ {
-			g := judged[ranked[i]]
-			if g > 0 {
+			if g := judged[ranked[i]]; g > 0 {
 				dcg += float64(g) / math.Log2(float64(i+2))
 				found++
+				precisions += float64(found) / float64(i+1)
 				if first == 0 {
 					first = i + 1
 				}
@@ -118,49 +132,18 @@ func queryScores(judged map[string]int, ranked []string, ks []int) Scores {
 		for i := 0; i < k && i < len(ideal); i++ {
 			idcg += float64(ideal[i]) / math.Log2(float64(i+2))
 		}
-		name := func(m string) string { return m + "@" + itoa(k) }
-		s[name("ndcg")], s[name("recall")], s[name("mrr")] = 0, 0, 0
+		at := "@" + strconv.Itoa(k)
+		s["ndcg"+at], s["recall"+at], s["map"+at], s["mrr"+at] = 0, 0, 0, 0
 		if idcg > 0 {
-			s[name("ndcg")] = dcg / idcg
+			s["ndcg"+at] = dcg / idcg
 		}
 		if relevant > 0 {
-			s[name("recall")] = float64(found) / float64(relevant)
+			s["recall"+at] = float64(found) / float64(relevant)
+			s["map"+at] = precisions / float64(relevant)
 		}
 		if first > 0 {
-			s[name("mrr")] = 1 / float64(first)
+			s["mrr"+at] = 1 / float64(first)
 		}
 	}
 	return s
-}
-
-func itoa(k int) string {
-	if k < 10 {
-		return string(rune('0' + k))
-	}
-	return itoa(k/10) + string(rune('0'+k%10))
-}
-
-// Cosine is the dot product of two L2-normalized vectors (float64 sum).
-func Cosine(a, b []float32) float64 {
-	var s float64
-	for i := range min(len(a), len(b)) {
-		s += float64(a[i]) * float64(b[i])
-	}
-	return s
-}
-
-// MaxSim is the late-interaction score: for each query vector its largest
-// dot product with a document vector, summed.
-func MaxSim(query, doc [][]float32) float64 {
-	var total float64
-	for _, q := range query {
-		best := math.Inf(-1)
-		for _, d := range doc {
-			best = max(best, Cosine(q, d))
-		}
-		if len(doc) > 0 {
-			total += best
-		}
-	}
-	return total
 }

@@ -19,19 +19,25 @@ func TestMetricsByHand(t *testing.T) {
 		"q2": {"a": 0, "b": 1},
 		"q3": {"x": 0},
 		"q4": {"y": 1},
+		"q5": {"z": 3, "y": 1}, // z judged but never retrieved
 	}
 	run := Run{
 		"q1": {"d1": 0.9, "d2": 0.1, "d4": 0.5}, // d1, d4 (unjudged), d2
 		"q2": {"a": 1.0, "b": 1.0},              // tie: b before a
 		"q3": {"x": 0.5},
+		"q5": {"y": 0.5, "w": 0.4},
 		"q9": {"z": 1}, // not judged: ignored
 	}
 	res := Evaluate(qrels, run, []int{1, 3})
 	idcg := 2 + 1/math.Log2(3)
 	want := map[string]Scores{
-		"q1": {"ndcg@1": 1, "ndcg@3": 2.5 / idcg, "recall@1": 0.5, "recall@3": 1, "mrr@1": 1, "mrr@3": 1},
-		"q2": {"ndcg@1": 1, "ndcg@3": 1, "recall@1": 1, "recall@3": 1, "mrr@1": 1, "mrr@3": 1},
-		"q3": {"ndcg@1": 0, "ndcg@3": 0, "recall@1": 0, "recall@3": 0, "mrr@1": 0, "mrr@3": 0},
+		// d1 (2), d4 (unjudged), d2 (1): MAP@3 = (1/1 + 2/3) / 2.
+		"q1": {"ndcg@1": 1, "ndcg@3": 2.5 / idcg, "recall@1": 0.5, "recall@3": 1, "map@1": 0.5, "map@3": 5.0 / 6, "mrr@1": 1, "mrr@3": 1},
+		"q2": {"ndcg@1": 1, "ndcg@3": 1, "recall@1": 1, "recall@3": 1, "map@1": 1, "map@3": 1, "mrr@1": 1, "mrr@3": 1},
+		"q3": {"ndcg@1": 0, "ndcg@3": 0, "recall@1": 0, "recall@3": 0, "map@1": 0, "map@3": 0, "mrr@1": 0, "mrr@3": 0},
+		// y (1) first, w unjudged; the ideal ranks the unretrieved z (3)
+		// first: nDCG@1 = 1/3, nDCG@3 = 1 / (3 + 1/log2 3).
+		"q5": {"ndcg@1": 1.0 / 3, "ndcg@3": 1 / (3 + 1/math.Log2(3)), "recall@1": 0.5, "recall@3": 0.5, "map@1": 0.5, "map@3": 0.5, "mrr@1": 1, "mrr@3": 1},
 	}
 	for q, w := range want {
 		for m, v := range w {
@@ -40,11 +46,15 @@ func TestMetricsByHand(t *testing.T) {
 			}
 		}
 	}
-	if res.Queries != 3 || !slices.Equal(res.Missing, []string{"q4"}) {
+	if res.Queries != 4 || !slices.Equal(res.Missing, []string{"q4"}) {
 		t.Errorf("scored %d queries, missing %v", res.Queries, res.Missing)
 	}
-	if m := (2.5/idcg + 1 + 0) / 3; !near(res.Mean["ndcg@3"], m) {
+	// The query without relevant documents (q3) counts, as 0.
+	if m := (2.5/idcg + 1 + 0 + 1/(3+1/math.Log2(3))) / 4; !near(res.Mean["ndcg@3"], m) {
 		t.Errorf("mean ndcg@3 = %v, want %v", res.Mean["ndcg@3"], m)
+	}
+	if m := (5.0/6 + 1 + 0 + 0.5) / 4; !near(res.Mean["map@3"], m) {
+		t.Errorf("mean map@3 = %v, want %v", res.Mean["map@3"], m)
 	}
 	// The tie rule decides: a relevant "a" tied with an irrelevant "b"
 	// ranks second.
@@ -54,28 +64,62 @@ func TestMetricsByHand(t *testing.T) {
 	}
 }
 
-// TestMaxSimBruteForce compares MaxSim with a direct triple loop.
-func TestMaxSimBruteForce(t *testing.T) {
+// TestScoreBruteForce compares Score with direct loops in float64:
+// MaxSim of multi-vectors of different lengths and cosine of unnormalized
+// single vectors, a document without vectors scoring −Inf.
+func TestScoreBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for range 20 {
-		q, d := randRows(rng, 1+rng.IntN(8), 16), randRows(rng, 1+rng.IntN(30), 16)
-		var want float64
-		for _, qv := range q {
-			best := math.Inf(-1)
-			for _, dv := range d {
-				var s float64
-				for k := range qv {
-					s += float64(qv[k]) * float64(dv[k])
+	dot := func(a, b []float32) float64 {
+		var s float64
+		for k := range a {
+			s += float64(a[k]) * float64(b[k])
+		}
+		return s
+	}
+	for round := range 6 {
+		dim := 16 + 8*round
+		var qs, ds []Vectors
+		for range 1 + rng.IntN(5) {
+			qs = append(qs, Vectors{Multi: randRows(rng, 1+rng.IntN(9), dim), Single: randRows(rng, 1, dim)[0]})
+		}
+		for range 1 + rng.IntN(7) {
+			ds = append(ds, Vectors{Multi: randRows(rng, 1+rng.IntN(40), dim), Single: randRows(rng, 1, dim)[0]})
+		}
+		ds = append(ds, Vectors{})
+		multi, err := Score(qs, ds, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		single, err := Score(qs, ds, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for qi, q := range qs {
+			for di, d := range ds {
+				var want, cos float64
+				if len(d.Multi) == 0 {
+					want, cos = math.Inf(-1), math.Inf(-1)
+				} else {
+					for _, qv := range q.Multi {
+						best := math.Inf(-1)
+						for _, dv := range d.Multi {
+							best = math.Max(best, dot(qv, dv))
+						}
+						want += best
+					}
+					cos = dot(q.Single, d.Single) / math.Sqrt(dot(q.Single, q.Single)*dot(d.Single, d.Single))
 				}
-				if s > best {
-					best = s
+				if got := multi[qi][di]; !(got == want || math.Abs(got-want) <= 1e-5*(1+math.Abs(want))) {
+					t.Errorf("round %d: MaxSim(q%d, d%d) = %v, want %v", round, qi, di, got, want)
+				}
+				if got := single[qi][di]; !(got == cos || math.Abs(got-cos) <= 1e-6) {
+					t.Errorf("round %d: cosine(q%d, d%d) = %v, want %v", round, qi, di, got, cos)
 				}
 			}
-			want += best
 		}
-		if got := MaxSim(q, d); !near(got, want) {
-			t.Fatalf("MaxSim %v, want %v", got, want)
-		}
+	}
+	if _, err := Score([]Vectors{{Single: make([]float32, 4)}}, []Vectors{{Single: make([]float32, 5)}}, false); err == nil {
+		t.Error("vectors of different widths scored")
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -30,10 +31,13 @@ type hfImage struct {
 
 // LoadViDoRe reads a dataset in ViDoRe v1's layout: one table (a Parquet
 // file, or a directory of them, as Hugging Face shards it) whose rows hold
-// "query" and the page "image" ({"bytes", "path"}) it was asked about,
-// with "image_filename" naming the page. Every distinct page is a
-// document, every non-null query a query judged relevant (1) to its page.
-// Errors name the file and row; with skipBad bad rows are counted instead.
+// a "query" (null on rows that only add a page) and the page "image"
+// ({"bytes", "path"}) it was asked about, with "image_filename" naming the
+// page. It builds what the ViDoRe benchmark's evaluator builds: every
+// distinct page (by image_filename, else by content) is a document; every
+// distinct query text is one query, its id the text, judged relevant (1)
+// to the page of the last row that asks it. Errors name the file and row;
+// with skipBad bad rows are counted instead.
 func LoadViDoRe(path string, skipBad bool) (*Dataset, error) {
 	files, err := parquetFiles(path)
 	if err != nil {
@@ -113,7 +117,7 @@ func readViDoRe(path string, d *Dataset, pages map[string]bool, skipBad bool) (e
 	for n := 0; ; {
 		k, rerr := r.Read(rows)
 		for i := range rows[:k] {
-			if err := addViDoRe(d, pages, rows[i], filepath.Base(path), n+i+1); err != nil {
+			if err := addViDoRe(d, pages, rows[i], filepath.Dir(path), filepath.Base(path), n+i+1); err != nil {
 				if !skipBad {
 					return err
 				}
@@ -130,9 +134,18 @@ func readViDoRe(path string, d *Dataset, pages map[string]bool, skipBad bool) (e
 	}
 }
 
-func addViDoRe(d *Dataset, pages map[string]bool, row vidoreRow, file string, n int) error {
-	if row.Image == nil || len(row.Image.Bytes) == 0 {
-		return fmt.Errorf("eval: %s row %d: no image bytes", file, n)
+func addViDoRe(d *Dataset, pages map[string]bool, row vidoreRow, dir, file string, n int) error {
+	if row.Image == nil || len(row.Image.Bytes) == 0 && (row.Image.Path == nil || *row.Image.Path == "") {
+		return fmt.Errorf("eval: %s row %d: no image bytes or path", file, n)
+	}
+	if len(row.Image.Bytes) == 0 {
+		// An image stored beside the table, as datasets saved without
+		// embedding their files are.
+		b, err := readLocal(dir, *row.Image.Path)
+		if err != nil {
+			return fmt.Errorf("eval: %s row %d: image: %w", file, n, err)
+		}
+		row.Image.Bytes = b
 	}
 	page := ""
 	if row.ImageFilename != nil {
@@ -149,9 +162,11 @@ func addViDoRe(d *Dataset, pages map[string]bool, row vidoreRow, file string, n 
 	if row.Query == nil || strings.TrimSpace(*row.Query) == "" {
 		return nil
 	}
-	qid := fmt.Sprintf("%s:%d", file, n)
-	d.Queries = append(d.Queries, Item{ID: qid, Text: *row.Query})
-	d.Qrels[qid] = map[string]int{page: 1}
+	q := *row.Query
+	if d.Qrels[q] == nil {
+		d.Queries = append(d.Queries, Item{ID: q, Text: q})
+	}
+	d.Qrels[q] = map[string]int{page: 1}
 	return nil
 }
 
@@ -182,20 +197,23 @@ type cell struct {
 // as its leaf columns by dotted path ("corpus-id", "image.bytes"),
 // whatever their physical types. A corrupt file can make the decoder
 // panic; that becomes an error naming the file.
-func readTable(path string) (rows []map[string]cell, err error) {
+// It checks that every file has a column from each group of want (names
+// that serve alike, as "corpus-id" and "_id"), naming the file and the
+// group when one lacks them.
+func readTable(path string, want ...[]string) (rows []map[string]cell, err error) {
 	files, err := parquetFiles(path)
 	if err != nil {
 		return nil, err
 	}
 	for _, file := range files {
-		if err := readTableFile(file, &rows); err != nil {
+		if err := readTableFile(file, &rows, want); err != nil {
 			return nil, err
 		}
 	}
 	return rows, nil
 }
 
-func readTableFile(path string, rows *[]map[string]cell) (err error) {
+func readTableFile(path string, rows *[]map[string]cell, want [][]string) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("eval: %s: corrupt Parquet file: %v", path, r)
@@ -216,8 +234,15 @@ func readTableFile(path string, rows *[]map[string]cell) (err error) {
 	}
 	cols := pf.Schema().Columns()
 	names := make([]string, len(cols))
+	have := map[string]bool{}
 	for i, c := range cols {
 		names[i] = strings.Join(c, ".")
+		have[names[i]] = true
+	}
+	for _, group := range want {
+		if !slices.ContainsFunc(group, func(n string) bool { return have[n] }) {
+			return fmt.Errorf("eval: %s: no %s column (it has %s)", path, strings.Join(group, " or "), strings.Join(names, ", "))
+		}
 	}
 	r := parquet.NewReader(pf)
 	defer r.Close()
@@ -298,7 +323,7 @@ func LoadBEIRParquet(dir, split string, skipBad bool) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	corpus, err := readTable(cp)
+	corpus, err := readTable(cp, []string{"corpus-id", "_id", "id"}, []string{"image.bytes", "image", "text", "title"})
 	if err != nil {
 		return nil, err
 	}
@@ -306,6 +331,16 @@ func LoadBEIRParquet(dir, split string, skipBad bool) (*Dataset, error) {
 		id, _ := first(row, "corpus-id", "_id", "id")
 		img, _ := first(row, "image.bytes", "image")
 		text, _ := first(row, "text", "title")
+		if p, _ := first(row, "image.path"); !img.valid && p.s != "" {
+			b, err := readLocal(dir, p.s)
+			if err != nil {
+				if err := bad(fmt.Errorf("eval: %s row %d: image: %w", cp, i+1, err)); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			img = cell{b: b, valid: true}
+		}
 		if !id.valid || (!img.valid && text.s == "") {
 			if err := bad(fmt.Errorf("eval: %s row %d: want an id (corpus-id or _id) and an image or text", cp, i+1)); err != nil {
 				return nil, err
@@ -318,7 +353,7 @@ func LoadBEIRParquet(dir, split string, skipBad bool) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	queries, err := readTable(qp)
+	queries, err := readTable(qp, []string{"query-id", "_id", "id"}, []string{"query", "text"})
 	if err != nil {
 		return nil, err
 	}
@@ -337,7 +372,7 @@ func LoadBEIRParquet(dir, split string, skipBad bool) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	qrels, err := readTable(rp)
+	qrels, err := readTable(rp, []string{"query-id"}, []string{"corpus-id"}, []string{"score"})
 	if err != nil {
 		return nil, err
 	}

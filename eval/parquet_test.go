@@ -1,9 +1,11 @@
 package eval
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -29,7 +31,8 @@ func writeParquet[T any](t *testing.T, path string, rows []T) {
 func strp(s string) *string { return &s }
 
 // TestViDoRe reads a ViDoRe v1 table (a page repeated for two queries, a
-// page without a query, a page without a file name) and evaluates it.
+// page without a query, a page without a file name, a query asked again
+// about another page, a page stored beside the table) and evaluates it.
 func TestViDoRe(t *testing.T) {
 	dir := t.TempDir()
 	rows := []vidoreRow{
@@ -37,24 +40,29 @@ func TestViDoRe(t *testing.T) {
 		{Query: strp("and again page one"), Image: &hfImage{Bytes: page(1)}, ImageFilename: strp("p1.png")},
 		{Query: nil, Image: &hfImage{Bytes: page(2)}, ImageFilename: strp("p2.png")},
 		{Query: strp("the third"), Image: &hfImage{Bytes: page(3), Path: strp("x")}},
+		{Query: strp("what is on page one"), Image: &hfImage{Path: strp("p4.png")}, ImageFilename: strp("p4.png")},
 	}
+	os.WriteFile(filepath.Join(dir, "p4.png"), page(4), 0o644)
 	writeParquet(t, filepath.Join(dir, "test-00000-of-00001.parquet"), rows)
 	d, err := Load(dir, "test", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(d.Corpus) != 3 || len(d.Queries) != 3 || len(d.Qrels) != 3 {
+	if len(d.Corpus) != 4 || len(d.Queries) != 3 || len(d.Qrels) != 3 {
 		t.Fatalf("%d pages, %d queries, %d judged", len(d.Corpus), len(d.Queries), len(d.Qrels))
 	}
-	if d.Qrels[d.Queries[1].ID]["p1.png"] != 1 || !strings.HasPrefix(d.Corpus[2].ID, "sha256:") {
+	// As the ViDoRe benchmark's evaluator: the query text is the id, a
+	// query asked twice is one query judged against its last page.
+	want := Qrels{"what is on page one": {"p4.png": 1}, "and again page one": {"p1.png": 1}, "the third": {d.Corpus[2].ID: 1}}
+	if !reflect.DeepEqual(d.Qrels, want) || !strings.HasPrefix(d.Corpus[2].ID, "sha256:") || !bytes.Equal(d.Corpus[3].Image, page(4)) {
 		t.Errorf("qrels %v, corpus ids %s", d.Qrels, d.Corpus[2].ID)
 	}
-	rep, err := EvaluateDataset(context.Background(), d, Engine{tinyEngine(t)}, Options{Ks: []int{1, 3}})
+	rep, err := EvaluateDataset(context.Background(), d, Engine{tinyEngine(t)}, Options{Ks: []int{1, 4}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Result.Queries != 3 || rep.Result.Mean["recall@3"] != 1 {
-		t.Errorf("3 pages, recall@3 must be 1: %v", rep.Result.Mean)
+	if rep.Result.Queries != 3 || rep.Result.Mean["recall@4"] != 1 {
+		t.Errorf("4 pages, recall@4 must be 1: %v", rep.Result.Mean)
 	}
 }
 
@@ -84,7 +92,7 @@ func TestViDoReBadFiles(t *testing.T) {
 	}
 	p = filepath.Join(dir, "nobytes.parquet")
 	writeParquet(t, p, []vidoreRow{{Query: strp("q"), ImageFilename: strp("a")}, {Query: strp("r"), Image: &hfImage{Bytes: page(2)}, ImageFilename: strp("b")}})
-	if _, err := LoadViDoRe(p, false); err == nil || !strings.Contains(err.Error(), "row 1") {
+	if _, err := LoadViDoRe(p, false); err == nil || !strings.Contains(err.Error(), "nobytes.parquet row 1") {
 		t.Errorf("row without image: %v", err)
 	}
 	d, err := LoadViDoRe(p, true)
@@ -152,7 +160,21 @@ func TestBEIRParquet(t *testing.T) {
 		QueryID string `parquet:"query-id"`
 	}
 	writeParquet(t, filepath.Join(dir, "qrels", "test.parquet"), []badQrel{{"q1"}})
-	if _, err := Load(dir, "test", false); err == nil || !strings.Contains(err.Error(), "row 1") {
-		t.Errorf("qrels without scores: %v", err)
+	if _, err := Load(dir, "test", false); err == nil || !strings.Contains(err.Error(), "test.parquet: no corpus-id column") {
+		t.Errorf("qrels without corpus ids: %v", err)
+	}
+	// A row without a score is named.
+	type qrelNoScore struct {
+		QueryID  string `parquet:"query-id"`
+		CorpusID int64  `parquet:"corpus-id"`
+		Score    *int64 `parquet:"score,optional"`
+	}
+	two := int64(2)
+	writeParquet(t, filepath.Join(dir, "qrels", "test.parquet"), []qrelNoScore{{"q1", 1, &two}, {"q2", 3, nil}})
+	if _, err := Load(dir, "test", false); err == nil || !strings.Contains(err.Error(), "test.parquet row 2") {
+		t.Errorf("qrels row without a score: %v", err)
+	}
+	if d, err := Load(dir, "test", true); err != nil || len(d.Bad) != 1 || len(d.Qrels) != 1 {
+		t.Errorf("skip-bad: %v", err)
 	}
 }

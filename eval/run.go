@@ -1,13 +1,18 @@
 package eval
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/gob"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"os"
-	"path/filepath"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"slices"
+	"sort"
 	"sync"
 
 	"github.com/vembed/vembed/client"
@@ -115,10 +120,12 @@ type Options struct {
 	Dimensions  int
 	QueryTask   string // default retrieval.query
 	DocTask     string // default retrieval.passage
-	Batch       int    // inputs per request (default 16)
-	Parallel    int    // requests in flight (default 2)
-	// CacheDir, when set, keeps a finished corpus's embeddings, keyed by
-	// the model, the dataset and these options, for the next run.
+	Batch       int    // inputs per request (default 8)
+	Parallel    int    // requests in flight (default 4), so the engine batches across them
+	// CacheDir, when set, keeps the corpus's embeddings as they are
+	// computed, keyed by the model (its description and the vectors of a
+	// fixed probe), the dataset and these options: an interrupted run
+	// resumes, a finished corpus is not embedded again.
 	CacheDir string
 	// Progress hears of embedded items: done of total.
 	Progress func(done, total int)
@@ -129,10 +136,13 @@ type Options struct {
 
 // Report is an evaluation with what it cost.
 type Report struct {
-	Dataset      string
-	Result       Result
+	Dataset string
+	Result  Result
+	// Run holds, per query, the scores of its top max(Ks) documents in
+	// trec_eval's order: all that the metrics at those cut-offs read.
+	Run          Run
 	Failed       []error // rows left out: unreadable or refused
-	CorpusCached bool
+	CorpusReused int     // documents whose embeddings came from the cache
 }
 
 // EvaluateDataset embeds d with emb (documents with DocTask, queries with
@@ -146,10 +156,10 @@ func EvaluateDataset(ctx context.Context, d *Dataset, emb Embedder, o Options) (
 		o.DocTask = "retrieval.passage"
 	}
 	if o.Batch <= 0 {
-		o.Batch = 16
+		o.Batch = 8
 	}
 	if o.Parallel <= 0 {
-		o.Parallel = 2
+		o.Parallel = 4
 	}
 	if len(o.Ks) == 0 {
 		o.Ks = []int{1, 5, 10}
@@ -166,149 +176,225 @@ func EvaluateDataset(ctx context.Context, d *Dataset, emb Embedder, o Options) (
 		}
 		mu.Unlock()
 	}
-	key := cacheKey(emb.Identity(), d, o)
-	docs, ok := loadCorpus(o.CacheDir, key, len(d.Corpus))
-	rep.CorpusCached = ok
-	if ok {
-		tick(len(d.Corpus))
-	} else {
-		var failed []error
-		var err error
-		docs, failed, err = embedAll(ctx, emb, o.DocTask, d.Corpus, o, tick)
+	docs := make([]*Vectors, len(d.Corpus))
+	var store *corpusStore
+	if o.CacheDir != "" {
+		id, err := modelIdentity(ctx, emb, o)
 		if err != nil {
 			return nil, err
 		}
-		rep.Failed = append(rep.Failed, failed...)
-		if len(failed) == 0 {
-			if err := storeCorpus(o.CacheDir, key, docs); err != nil {
-				return nil, err
-			}
+		if store, docs, err = openStore(o.CacheDir, cacheKey(id, d, o), len(d.Corpus)); err != nil {
+			return nil, err
+		}
+		defer store.close()
+	}
+	todo := []int{}
+	for i, v := range docs {
+		if v == nil {
+			todo = append(todo, i)
 		}
 	}
-	queries, failed, err := embedAll(ctx, emb, o.QueryTask, d.Queries, o, tick)
+	rep.CorpusReused = len(docs) - len(todo)
+	tick(rep.CorpusReused)
+	failed, err := embedAll(ctx, emb, o.DocTask, d.Corpus, todo, docs, o, store, tick)
+	rep.Failed = append(rep.Failed, failed...)
 	if err != nil {
 		return nil, err
 	}
+	queries := make([]*Vectors, len(d.Queries))
+	failed, err = embedAll(ctx, emb, o.QueryTask, d.Queries, allIndices(len(d.Queries)), queries, o, nil, tick)
 	rep.Failed = append(rep.Failed, failed...)
-	run := Run{}
-	for qi, q := range d.Queries {
-		if queries[qi] == nil {
-			continue
-		}
-		scores := map[string]float64{}
-		for di, doc := range d.Corpus {
-			if docs[di] == nil {
-				continue
-			}
-			if o.Multivector {
-				scores[doc.ID] = MaxSim(queries[qi].Multi, docs[di].Multi)
-			} else {
-				scores[doc.ID] = Cosine(queries[qi].Single, docs[di].Single)
-			}
-		}
-		run[q.ID] = scores
+	if err != nil {
+		return nil, err
 	}
-	rep.Result = Evaluate(d.Qrels, run, o.Ks)
+	rep.Run, err = search(d, queries, docs, o)
+	if err != nil {
+		return nil, err
+	}
+	rep.Result = Evaluate(d.Qrels, rep.Run, o.Ks)
 	return rep, nil
 }
 
-// embedAll embeds items in batches, Parallel requests at a time. With
-// SkipBad a batch the model refuses is retried item by item and the
-// refused items are left nil.
-func embedAll(ctx context.Context, emb Embedder, task string, items []Item, o Options, tick func(int)) ([]*Vectors, []error, error) {
-	out := make([]*Vectors, len(items))
-	var failed []error
+// search scores every embedded query against every embedded document
+// and keeps each query's top max(Ks) in trec_eval's order.
+func search(d *Dataset, queries, docs []*Vectors, o Options) (Run, error) {
+	var qv, dv []Vectors
+	var qids, dids []string
+	for i, v := range queries {
+		if v != nil {
+			qv, qids = append(qv, *v), append(qids, d.Queries[i].ID)
+		}
+	}
+	for i, v := range docs {
+		if v != nil {
+			dv, dids = append(dv, *v), append(dids, d.Corpus[i].ID)
+		}
+	}
+	scores, err := Score(qv, dv, o.Multivector)
+	if err != nil {
+		return nil, err
+	}
+	top := slices.Max(o.Ks)
+	run := Run{}
+	order := make([]int, len(dids))
+	for q, row := range scores {
+		for i := range order {
+			order[i] = i
+		}
+		sort.Slice(order, func(i, j int) bool {
+			a, b := order[i], order[j]
+			if row[a] != row[b] {
+				return row[a] > row[b]
+			}
+			return dids[a] > dids[b]
+		})
+		kept := map[string]float64{}
+		for _, i := range order[:min(top, len(order))] {
+			kept[dids[i]] = row[i]
+		}
+		run[qids[q]] = kept
+	}
+	return run, nil
+}
+
+func allIndices(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// embedAll embeds the items at the indices todo (ascending) into out, in batches, Parallel requests at a time, appending each
+// finished batch to store when there is one. With SkipBad a batch the
+// model refuses is retried item by item and the refused items stay nil
+// and are returned as failures.
+func embedAll(ctx context.Context, emb Embedder, task string, items []Item, todo []int, out []*Vectors, o Options, store *corpusStore, tick func(int)) ([]error, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var mu sync.Mutex
+	var failed []error
 	var firstErr error
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if firstErr == nil {
+			firstErr = err
+			cancel()
+		}
+	}
 	sem := make(chan struct{}, o.Parallel)
 	var wg sync.WaitGroup
-	for start := 0; start < len(items); start += o.Batch {
-		batch := items[start:min(start+o.Batch, len(items))]
-		sem <- struct{}{}
+	// Consecutive runs of todo make a batch, so each is one store write.
+	for start := 0; start < len(todo) && ctx.Err() == nil; {
+		end := start + 1
+		for end < len(todo) && end-start < o.Batch && todo[end] == todo[end-1]+1 {
+			end++
+		}
+		first, n := todo[start], end-start
+		start = end
+		batch := items[first : first+n]
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			continue
+		}
 		wg.Go(func() {
 			defer func() { <-sem }()
+			got := make([]*Vectors, n)
 			vs, err := emb.Embed(ctx, task, batch, o.Multivector, o.Dimensions)
-			if err != nil && o.SkipBad && ctx.Err() == nil {
+			if err == nil && len(vs) != n {
+				err = fmt.Errorf("%d embeddings for %d inputs", len(vs), n)
+			}
+			switch {
+			case err == nil:
+				for i := range vs {
+					got[i] = &vs[i]
+				}
+			case o.SkipBad && ctx.Err() == nil:
 				// Find the refused items one by one.
-				vs, err = make([]Vectors, len(batch)), nil
 				for i := range batch {
 					one, e := emb.Embed(ctx, task, batch[i:i+1], o.Multivector, o.Dimensions)
-					mu.Lock()
-					if e != nil {
-						failed = append(failed, fmt.Errorf("eval: %s: %w", batch[i].ID, e))
-					} else {
-						v := one[0]
-						out[start+i] = &v
+					if e == nil && len(one) != 1 {
+						e = fmt.Errorf("%d embeddings for 1 input", len(one))
 					}
-					mu.Unlock()
+					if e != nil {
+						if ctx.Err() != nil {
+							fail(fmt.Errorf("eval: embedding %s: %w", batch[i].ID, e))
+							return
+						}
+						mu.Lock()
+						failed = append(failed, fmt.Errorf("eval: %s: %w", batch[i].ID, e))
+						mu.Unlock()
+						continue
+					}
+					got[i] = &one[0]
 				}
-				tick(len(batch))
+			default:
+				fail(fmt.Errorf("eval: embedding %s and the %d items after it: %w", batch[0].ID, n-1, err))
 				return
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				if firstErr == nil {
-					firstErr = fmt.Errorf("eval: embedding %s and the %d items after it: %w", batch[0].ID, len(batch)-1, err)
+			copy(out[first:first+n], got)
+			if store != nil {
+				if err := store.add(first, got); err != nil {
+					fail(err)
+					return
 				}
-				return
 			}
-			for i := range vs {
-				v := vs[i]
-				out[start+i] = &v
-			}
-			tick(len(batch))
+			tick(n)
 		})
 	}
 	wg.Wait()
-	return out, failed, firstErr
+	if firstErr == nil && ctx.Err() != nil {
+		firstErr = fmt.Errorf("eval: %w", context.Cause(ctx))
+	}
+	return failed, firstErr
+}
+
+// probeImage is a fixed 64×48 picture whose embedding, with a fixed
+// text's, identifies a model in cache keys: any change of weights, type,
+// kernels or server behind a URL changes them.
+func probeImage() []byte {
+	img := image.NewRGBA(image.Rect(0, 0, 64, 48))
+	for y := range 48 {
+		for x := range 64 {
+			img.Set(x, y, color.RGBA{uint8(4 * x), uint8(5 * y), uint8(2*x + 3*y), 255})
+		}
+	}
+	var b bytes.Buffer
+	png.Encode(&b, img)
+	return b.Bytes()
+}
+
+// modelIdentity is the embedder's description and a digest of the vectors
+// it gives a probe text and image with the run's options (the text alone
+// for a model without images).
+func modelIdentity(ctx context.Context, emb Embedder, o Options) (string, error) {
+	items := []Item{{ID: "probe", Text: "vembed eval probe: a page about quarterly revenue"}, {ID: "probe-image", Image: probeImage()}}
+	vs, err := emb.Embed(ctx, o.DocTask, items, o.Multivector, o.Dimensions)
+	if err != nil {
+		if vs, err = emb.Embed(ctx, o.DocTask, items[:1], o.Multivector, o.Dimensions); err != nil {
+			return "", fmt.Errorf("eval: embedding the identity probe: %w", err)
+		}
+	}
+	h := sha256.New()
+	io.WriteString(h, emb.Identity())
+	for _, v := range vs {
+		binary.Write(h, binary.LittleEndian, v.Single)
+		for _, r := range v.Multi {
+			binary.Write(h, binary.LittleEndian, r)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func cacheKey(identity string, d *Dataset, o Options) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "corpus/1\x00%s\x00%s\x00%v\x00%d\x00%s\x00", identity, d.Name, o.Multivector, o.Dimensions, o.DocTask)
+	fmt.Fprintf(h, "corpus/2\x00%s\x00%s\x00%v\x00%d\x00%s\x00%d\x00", identity, d.Name, o.Multivector, o.Dimensions, o.DocTask, len(d.Corpus))
 	for _, it := range d.Corpus {
-		fmt.Fprintf(h, "%s\x00%s\x00%d\x00", it.ID, it.Text, len(it.Image))
+		fmt.Fprintf(h, "%d\x00%s\x00%d\x00%s\x00", len(it.ID), it.ID, len(it.Text), it.Text)
+		binary.Write(h, binary.LittleEndian, int64(len(it.Image)))
 		h.Write(it.Image)
 	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-func loadCorpus(dir, key string, n int) ([]*Vectors, bool) {
-	if dir == "" {
-		return nil, false
-	}
-	f, err := os.Open(filepath.Join(dir, key+".gob"))
-	if err != nil {
-		return nil, false
-	}
-	defer f.Close()
-	var vs []*Vectors
-	if err := gob.NewDecoder(f).Decode(&vs); err != nil || len(vs) != n {
-		return nil, false
-	}
-	return vs, true
-}
-
-func storeCorpus(dir, key string, vs []*Vectors) error {
-	if dir == "" {
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("eval: cache: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, key+".tmp*")
-	if err != nil {
-		return fmt.Errorf("eval: cache: %w", err)
-	}
-	if err := gob.NewEncoder(tmp).Encode(vs); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("eval: cache: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, key+".gob"))
+	return hex.EncodeToString(h.Sum(nil))[:32]
 }

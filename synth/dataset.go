@@ -2,16 +2,17 @@ package synth
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"image"
 	"image/color"
 	"image/draw"
+	"image/jpeg"
 	"image/png"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
@@ -41,18 +42,29 @@ var lineWords = []string{"total", "increase", "region", "week", "average", "nort
 
 // datasetPage is one rendered page of the synthetic corpus.
 type datasetPage struct {
-	id, title string
-	lines     []string
-	png       []byte
+	id, title, file string
+	lines           []string
+	image           []byte // PNG or JPEG, as file names
 }
 
-// WriteDataset writes a small retrieval dataset with rendered page images
-// into dir, in both layouts `vembed eval` reads: BEIR (corpus.jsonl with
-// the pages as base64 PNGs beside their title, queries.jsonl,
-// qrels/test.tsv; a query's own page has grade 2, the page on the next
-// topic grade 1) and a ViDoRe v1 table (vidore/test.parquet: query, image
-// {bytes, path}, image_filename; one row per page, queries on their page).
-// Pages show a title and lines of figures drawn in a bitmap font.
+// WriteDataset writes a small retrieval dataset of rendered page images
+// and questions about them into dir, in every layout `vembed eval` reads,
+// all deterministic from o.Seed:
+//
+//   - BEIR in JSONL: corpus.jsonl ({"_id", "image"} with the page as a
+//     path under images/; every third page a JPEG, the others PNG),
+//     queries.jsonl ({"_id", "text"}) and qrels/test.tsv, where a query's
+//     own page has grade 2 and the page on the next topic grade 1;
+//   - the same in Parquet, as ViDoRe v2/v3 publish it: parquet/
+//     corpus.parquet (corpus-id, image {bytes, path}), queries.parquet
+//     (query-id, query) and qrels/test.parquet (query-id, corpus-id,
+//     score);
+//   - a ViDoRe v1 table, vidore/test.parquet: one row per page with query
+//     (null on pages nobody asks about), image {bytes, path} and
+//     image_filename.
+//
+// Pages show a coloured title band and lines of words and figures drawn
+// in a bitmap font; a question names its page's topic and first word.
 func WriteDataset(dir string, o DatasetOptions) error {
 	if o.Docs <= 0 {
 		o.Docs = 12
@@ -76,77 +88,134 @@ func WriteDataset(dir string, o DatasetOptions) error {
 			}
 			p.lines = append(p.lines, fmt.Sprintf("%s %d.%d", strings.Join(w, " "), rng.IntN(1000), rng.IntN(10)))
 		}
+		p.file = p.id + ".png"
+		if i%3 == 2 {
+			p.file = p.id + ".jpg"
+		}
 		var err error
-		if p.png, err = renderPage(p.title, p.lines, rng); err != nil {
+		if p.image, err = renderPage(p.title, p.lines, rng, strings.HasSuffix(p.file, ".jpg")); err != nil {
 			return err
 		}
 	}
-	queries := rng.Perm(o.Docs)[:o.Queries]
-	if err := os.MkdirAll(filepath.Join(dir, "qrels"), 0o755); err != nil {
-		return fmt.Errorf("synth: dataset: %w", err)
+	asked := rng.Perm(o.Docs)[:o.Queries]
+	type query struct{ id, text string }
+	var queries []query
+	var qrels []datasetQrel
+	question := map[int]string{}
+	for qi, pi := range asked {
+		q := query{fmt.Sprintf("q%03d", qi), fmt.Sprintf("what does the %s page say about %s", topics[pi%len(topics)], strings.Fields(pages[pi].lines[0])[0])}
+		queries = append(queries, q)
+		question[pi] = q.text
+		qrels = append(qrels, datasetQrel{q.id, pages[pi].id, 2})
+		if next := (pi + 1) % o.Docs; next != pi {
+			qrels = append(qrels, datasetQrel{q.id, pages[next].id, 1})
+		}
 	}
+
+	files := map[string][]byte{}
 	var corpus, qs bytes.Buffer
 	for _, p := range pages {
-		line, _ := json.Marshal(map[string]any{"_id": p.id, "title": p.title, "image": "data:image/png;base64," + base64.StdEncoding.EncodeToString(p.png)})
+		files[filepath.Join("images", p.file)] = p.image
+		line, _ := json.Marshal(map[string]any{"_id": p.id, "image": "images/" + p.file})
 		corpus.Write(append(line, '\n'))
 	}
-	qrels := "query-id\tcorpus-id\tscore\n"
-	question := make(map[int]string)
-	for qi, pi := range queries {
-		q := fmt.Sprintf("what does the %s page say about %s", topics[pi%len(topics)], strings.Fields(pages[pi].lines[0])[0])
-		question[pi] = q
-		id := fmt.Sprintf("q%03d", qi)
-		line, _ := json.Marshal(map[string]any{"_id": id, "text": q})
+	tsv := "query-id\tcorpus-id\tscore\n"
+	for _, q := range queries {
+		line, _ := json.Marshal(map[string]any{"_id": q.id, "text": q.text})
 		qs.Write(append(line, '\n'))
-		qrels += fmt.Sprintf("%s\t%s\t2\n", id, pages[pi].id)
-		if next := (pi + 1) % o.Docs; next != pi {
-			qrels += fmt.Sprintf("%s\t%s\t1\n", id, pages[next].id)
-		}
 	}
-	for name, data := range map[string][]byte{"corpus.jsonl": corpus.Bytes(), "queries.jsonl": qs.Bytes(), filepath.Join("qrels", "test.tsv"): []byte(qrels)} {
-		if err := atomicfile.WriteFile(filepath.Join(dir, name), data); err != nil {
-			return err
-		}
+	for _, r := range qrels {
+		tsv += fmt.Sprintf("%s\t%s\t%d\n", r.QueryID, r.CorpusID, r.Score)
 	}
-	return writeViDoRe(filepath.Join(dir, "vidore", "test.parquet"), pages, question)
-}
+	files["corpus.jsonl"], files["queries.jsonl"], files[filepath.Join("qrels", "test.tsv")] = corpus.Bytes(), qs.Bytes(), []byte(tsv)
 
-// vidoreRow is a row of ViDoRe v1's table layout.
-type vidoreRow struct {
-	Query         *string      `parquet:"query,optional"`
-	Image         *vidoreImage `parquet:"image,optional"`
-	ImageFilename string       `parquet:"image_filename"`
-}
-
-type vidoreImage struct {
-	Bytes []byte `parquet:"bytes"`
-	Path  string `parquet:"path"`
-}
-
-func writeViDoRe(path string, pages []datasetPage, question map[int]string) error {
-	rows := make([]vidoreRow, len(pages))
+	var corpusRows []datasetDoc
+	var queryRows []datasetQuery
+	vidore := make([]vidoreRow, len(pages))
 	for i, p := range pages {
-		rows[i] = vidoreRow{Image: &vidoreImage{Bytes: p.png, Path: p.id + ".png"}, ImageFilename: p.id + ".png"}
+		corpusRows = append(corpusRows, datasetDoc{p.id, &vidoreImage{Bytes: p.image, Path: p.file}})
+		vidore[i] = vidoreRow{Image: &vidoreImage{Bytes: p.image, Path: p.file}, ImageFilename: p.file}
 		if q, ok := question[i]; ok {
-			rows[i].Query = &q
+			vidore[i].Query = &q
 		}
 	}
+	for _, q := range queries {
+		queryRows = append(queryRows, datasetQuery{q.id, q.text})
+	}
+	var err error
+	put := func(name string, encode func() ([]byte, error)) {
+		if err == nil {
+			files[name], err = encode()
+		}
+	}
+	put(filepath.Join("parquet", "corpus.parquet"), func() ([]byte, error) { return parquetBytes(corpusRows) })
+	put(filepath.Join("parquet", "queries.parquet"), func() ([]byte, error) { return parquetBytes(queryRows) })
+	put(filepath.Join("parquet", "qrels", "test.parquet"), func() ([]byte, error) { return parquetBytes(qrels) })
+	put(filepath.Join("vidore", "test.parquet"), func() ([]byte, error) { return parquetBytes(vidore) })
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return fmt.Errorf("synth: dataset: %w", err)
+		}
+		if err := atomicfile.WriteFile(path, files[name]); err != nil {
+			return fmt.Errorf("synth: dataset: %w", err)
+		}
+	}
+	return nil
+}
+
+// Rows of the Parquet layouts.
+type (
+	datasetDoc struct {
+		CorpusID string       `parquet:"corpus-id"`
+		Image    *vidoreImage `parquet:"image,optional"`
+	}
+	datasetQuery struct {
+		QueryID string `parquet:"query-id"`
+		Query   string `parquet:"query"`
+	}
+	datasetQrel struct {
+		QueryID  string `parquet:"query-id"`
+		CorpusID string `parquet:"corpus-id"`
+		Score    int64  `parquet:"score"`
+	}
+	// vidoreRow is a row of ViDoRe v1's table layout.
+	vidoreRow struct {
+		Query         *string      `parquet:"query,optional"`
+		Image         *vidoreImage `parquet:"image,optional"`
+		ImageFilename string       `parquet:"image_filename"`
+	}
+	// vidoreImage is a Hugging Face datasets image.
+	vidoreImage struct {
+		Bytes []byte `parquet:"bytes"`
+		Path  string `parquet:"path"`
+	}
+)
+
+// parquetBytes encodes rows as a Parquet file.
+func parquetBytes[T any](rows []T) ([]byte, error) {
 	var buf bytes.Buffer
-	w := parquet.NewGenericWriter[vidoreRow](&buf)
+	w := parquet.NewGenericWriter[T](&buf)
 	if _, err := w.Write(rows); err != nil {
-		return fmt.Errorf("synth: dataset: %w", err)
+		return nil, fmt.Errorf("synth: dataset: %w", err)
 	}
 	if err := w.Close(); err != nil {
-		return fmt.Errorf("synth: dataset: %w", err)
+		return nil, fmt.Errorf("synth: dataset: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("synth: dataset: %w", err)
-	}
-	return atomicfile.WriteFile(path, buf.Bytes())
+	return buf.Bytes(), nil
 }
 
-// renderPage draws a page: a coloured title band and lines of text.
-func renderPage(title string, lines []string, rng *rand.Rand) ([]byte, error) {
+// renderPage draws a page, a coloured title band and lines of text, as a
+// PNG or a JPEG.
+func renderPage(title string, lines []string, rng *rand.Rand, jpg bool) ([]byte, error) {
 	const w, h = 400, 260
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	draw.Draw(img, img.Bounds(), image.White, image.Point{}, draw.Src)
@@ -160,7 +229,11 @@ func renderPage(title string, lines []string, rng *rand.Rand) ([]byte, error) {
 		d.DrawString(l)
 	}
 	var b bytes.Buffer
-	if err := png.Encode(&b, img); err != nil {
+	encode := func() error { return png.Encode(&b, img) }
+	if jpg {
+		encode = func() error { return jpeg.Encode(&b, img, &jpeg.Options{Quality: 90}) }
+	}
+	if err := encode(); err != nil {
 		return nil, fmt.Errorf("synth: dataset: %w", err)
 	}
 	return b.Bytes(), nil

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 
 	"github.com/vembed/vembed/client"
@@ -16,16 +19,20 @@ import (
 )
 
 func init() {
-	register(&command{name: "eval", summary: "retrieval quality (nDCG, recall, MRR) of a model on BEIR-layout datasets, in-process or against a server", run: runEval})
+	register(&command{name: "eval", summary: "retrieval quality (nDCG, recall, MAP, MRR) of a model on BEIR and ViDoRe datasets, in-process or against a server", run: runEval})
 }
 
 const evalUsage = `--dataset DIR[,DIR...] [--split test] [--model LM.gguf [--mmproj MMPROJ.gguf] [--mvproj MV.gguf] | --url URL]
        [--multivector] [--dimensions N] [--k 1,5,10] [--json] [--skip-bad] [--cache-dir DIR]
 
+A dataset is a BEIR directory (corpus, queries, qrels/SPLIT in JSONL/TSV or
+Parquet) or a ViDoRe v1 Parquet table (a file or a directory of shards).
 Embeds each dataset's queries (task retrieval.query) and corpus (retrieval.passage),
 ranks the whole corpus for every query (cosine, or MaxSim with --multivector) and
-prints nDCG@k, recall@k and MRR@k per dataset and their average (definitions:
-package eval). Without --model or --url it uses the demo model.`
+prints nDCG@k, recall@k, MAP@k and MRR@k per dataset and their average
+(trec_eval's definitions: package eval). Corpus embeddings are kept in the cache
+directory as they are computed: an interrupted run resumes, a second run embeds
+only the queries. Without --model or --url it uses the demo model.`
 
 func runEval(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("eval", evalUsage, stderr)
@@ -40,7 +47,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	ksFlag := fs.String("k", "1,5,10", "comma-separated cut-offs")
 	asJSON := fs.Bool("json", false, "print one JSON line instead of the table")
 	skipBad := fs.Bool("skip-bad", false, "count unreadable rows and undecodable images as failed and go on")
-	cacheDir := fs.String("cache-dir", "", "keep finished corpus embeddings here and reuse them")
+	cacheDir := fs.String("cache-dir", defaultEvalCache(), "keep corpus embeddings here and reuse them (empty: keep none)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -86,6 +93,8 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		defer e.Close()
 		emb = eval.Engine{E: e}
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	var reports []*eval.Report
 	for _, dir := range strings.Split(*datasets, ",") {
 		d, err := eval.Load(strings.TrimSpace(dir), *split, *skipBad)
@@ -93,16 +102,23 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		bar := newBar(stderr, int64(len(d.Corpus)+len(d.Queries)), d.Name, false)
-		rep, err := eval.EvaluateDataset(context.Background(), d, emb, eval.Options{
+		rep, err := eval.EvaluateDataset(ctx, d, emb, eval.Options{
 			Ks: ks, Multivector: *multi, Dimensions: *dims, CacheDir: *cacheDir, SkipBad: *skipBad,
 			Progress: func(done, total int) { bar.Set(done) },
 		})
 		if err != nil {
+			bar.Exit()
+			if ctx.Err() != nil && *cacheDir != "" {
+				fmt.Fprintln(stderr, "vembed eval: stopped; the documents embedded so far are kept in", *cacheDir)
+			}
 			return err
 		}
 		bar.Finish()
 		for _, f := range rep.Failed {
 			fmt.Fprintln(stderr, "vembed eval: failed:", f)
+		}
+		if rep.CorpusReused > 0 {
+			fmt.Fprintf(stderr, "vembed eval: %s: %d of %d documents' embeddings reused from %s\n", d.Name, rep.CorpusReused, len(d.Corpus), *cacheDir)
 		}
 		reports = append(reports, rep)
 	}
@@ -120,7 +136,9 @@ func printEval(w io.Writer, reports []*eval.Report, ks []int, asJSON bool) error
 		type entry struct {
 			Dataset string      `json:"dataset"`
 			Queries int         `json:"queries"`
+			Missing int         `json:"missing"`
 			Failed  int         `json:"failed"`
+			Reused  int         `json:"corpus_reused"`
 			Scores  eval.Scores `json:"scores"`
 		}
 		out := struct {
@@ -128,7 +146,7 @@ func printEval(w io.Writer, reports []*eval.Report, ks []int, asJSON bool) error
 			Average  eval.Scores `json:"average"`
 		}{Average: avg}
 		for _, r := range reports {
-			out.Datasets = append(out.Datasets, entry{r.Dataset, r.Result.Queries, len(r.Failed), r.Result.Mean})
+			out.Datasets = append(out.Datasets, entry{r.Dataset, r.Result.Queries, len(r.Result.Missing), len(r.Failed), r.CorpusReused, r.Result.Mean})
 		}
 		b, err := json.Marshal(out)
 		if err != nil {
@@ -164,9 +182,19 @@ func printEval(w io.Writer, reports []*eval.Report, ks []int, asJSON bool) error
 	return tw.Flush()
 }
 
-// metricOrder sorts ndcg before recall before mrr, each by cut-off.
+// metricOrder sorts ndcg, recall, map and mrr, each by cut-off.
 func metricOrder(m string) string {
 	name, k, _ := strings.Cut(m, "@")
-	rank := map[string]string{"ndcg": "0", "recall": "1", "mrr": "2"}[name]
+	rank := map[string]string{"ndcg": "0", "recall": "1", "map": "2", "mrr": "3"}[name]
 	return rank + fmt.Sprintf("%06s", k)
+}
+
+// defaultEvalCache is the user cache directory's vembed/eval, or none
+// when the system has no cache directory.
+func defaultEvalCache() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "vembed", "eval")
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,14 +24,15 @@ func TestEvalCommand(t *testing.T) {
 {"_id":"2","text":"beta"}
 `), 0o644)
 	os.WriteFile(filepath.Join(dir, "qrels", "test.tsv"), []byte("query-id\tcorpus-id\tscore\n1\ta\t1\n2\tb\t2\n"), 0o644)
+	cache := t.TempDir()
 	run1 := func(args ...string) map[string]any {
 		t.Helper()
 		var out, errb bytes.Buffer
-		if code := run(append([]string{"eval", "--dataset", dir, "--k", "1,3"}, args...), &out, &errb); code != 0 {
+		if code := run(append([]string{"eval", "--dataset", dir, "--k", "1,3", "--cache-dir", cache}, args...), &out, &errb); code != 0 {
 			t.Fatalf("eval %v: exit %d: %s", args, code, errb.String())
 		}
 		if !strings.Contains(strings.Join(args, " "), "--json") {
-			if !strings.Contains(out.String(), "ndcg@1") {
+			if !strings.Contains(out.String(), "ndcg@1") || !strings.Contains(out.String(), "map@3") {
 				t.Errorf("table: %s", out.String())
 			}
 			return nil
@@ -55,27 +57,39 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
-// TestEvalSynthDataset: the synthetic dataset evaluates end to end in both
-// its layouts (BEIR and the ViDoRe Parquet table).
+// TestEvalSynthDataset: the synthetic dataset evaluates end to end in its
+// three layouts (BEIR in JSONL and Parquet, the ViDoRe table) in one run.
 func TestEvalSynthDataset(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "demo")
 	var out, errb bytes.Buffer
 	if code := run([]string{"synth", "--dataset", dir, "--docs", "6", "--queries", "4"}, &out, &errb); code != 0 {
 		t.Fatalf("synth --dataset: exit %d: %s", code, errb.String())
 	}
-	for _, ds := range []string{dir, filepath.Join(dir, "vidore", "test.parquet")} {
-		out.Reset()
-		if code := run([]string{"eval", "--dataset", ds, "--json"}, &out, &errb); code != 0 {
-			t.Fatalf("eval %s: exit %d: %s", ds, code, errb.String())
+	paths := strings.Fields(out.String())
+	if len(paths) != 3 {
+		t.Fatalf("synth --dataset printed %q", out.String())
+	}
+	out.Reset()
+	if code := run([]string{"eval", "--dataset", strings.Join(paths, ","), "--json", "--multivector", "--cache-dir", ""}, &out, &errb); code != 0 {
+		t.Fatalf("eval: exit %d: %s", code, errb.String())
+	}
+	var m struct {
+		Datasets []struct {
+			Queries int
+			Failed  int
+			Scores  map[string]float64
 		}
-		var m struct {
-			Datasets []struct {
-				Queries int
-				Failed  int
-			}
+		Average map[string]float64
+	}
+	if err := json.Unmarshal(out.Bytes(), &m); err != nil || len(m.Datasets) != 3 {
+		t.Fatalf("eval: %v %s", err, out.String())
+	}
+	for _, d := range m.Datasets {
+		if d.Queries != 4 || d.Failed != 0 || len(d.Scores) != 12 {
+			t.Errorf("eval: %s", out.String())
 		}
-		if err := json.Unmarshal(out.Bytes(), &m); err != nil || len(m.Datasets) != 1 || m.Datasets[0].Queries != 4 || m.Datasets[0].Failed != 0 {
-			t.Errorf("eval %s: %v %s", ds, err, out.String())
-		}
+	}
+	if want := (m.Datasets[0].Scores["ndcg@10"] + m.Datasets[1].Scores["ndcg@10"] + m.Datasets[2].Scores["ndcg@10"]) / 3; math.Abs(m.Average["ndcg@10"]-want) > 1e-12 {
+		t.Errorf("average ndcg@10 %v, want %v", m.Average["ndcg@10"], want)
 	}
 }

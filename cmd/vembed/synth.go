@@ -25,7 +25,7 @@ func init() {
 
 func runSynth(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("synth", "--out DIR [flags] | --dataset DIR [--docs N] [--queries N]", stderr)
-	dataset := fs.String("dataset", "", "write a small retrieval dataset with rendered pages into `DIR` (BEIR and ViDoRe layouts) instead of a model")
+	dataset := fs.String("dataset", "", "write a small retrieval dataset with rendered pages into `DIR` (BEIR in JSONL and Parquet, ViDoRe v1; --seed) instead of a model")
 	docs := fs.Int("docs", 12, "pages of the --dataset corpus")
 	queries := fs.Int("queries", 8, "queries of the --dataset, one per page at most")
 	preset := fs.String("preset", "tiny", "model shapes: "+strings.Join(synth.Presets(), ", "))
@@ -49,6 +49,7 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		fmt.Fprintln(stdout, *dataset)
+		fmt.Fprintln(stdout, filepath.Join(*dataset, "parquet"))
 		fmt.Fprintln(stdout, filepath.Join(*dataset, "vidore", "test.parquet"))
 		return nil
 	}

@@ -181,7 +181,7 @@ func quantizeLayout(f *fileSpec) {
 	var moved [2]kv
 	kvs := f.kvs[:0]
 	for _, p := range f.kvs {
-		switch p.key {
+		switch p.Key {
 		case "general.quantization_version":
 			moved[0] = p
 		case "general.file_type":

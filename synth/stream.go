@@ -38,18 +38,15 @@ type tensorSpec struct {
 	init initKind
 }
 
-func (t *tensorSpec) elements() int64 {
-	n := int64(1)
-	for _, d := range t.ne {
-		n *= d
-	}
-	return n
+func (t *tensorSpec) elements() int64 { return elements(t.ne) }
+
+// KV is one metadata key and its value, typed as the file stores it.
+type KV struct {
+	Key   string
+	Value any
 }
 
-type kv struct {
-	key string
-	val any
-}
+type kv = KV
 
 // fileSpec is everything one GGUF file holds, with tensor values still to be
 // drawn from seed.
@@ -122,7 +119,7 @@ func (f *fileSpec) generate(c *chunk, vals []float32) ([]byte, error) {
 func (f *fileSpec) write(path string, workers int, progress func(file string, done, total int64)) error {
 	w := gguf.NewWriter()
 	for _, p := range f.kvs {
-		w.Add(p.key, p.val)
+		w.Add(p.Key, p.Value)
 	}
 	s := f.start(workers)
 	defer s.stop()

@@ -1,0 +1,462 @@
+package synth
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/vembed/vembed/safetensors"
+)
+
+// Hugging Face checkpoint layouts WriteHF writes (and package convert
+// reads).
+const (
+	// LayoutJinaV4 is jina-embeddings-v4: a Qwen2.5-VL checkpoint with
+	// multi_vector_projector, and under adapters/ one PEFT LoRA adapter
+	// holding every task's A/B pair ("lora_A.<task>.weight").
+	LayoutJinaV4 = "jina-v4"
+	// LayoutColQwen25 and LayoutColQwen2 are colpali-engine's ColQwen2.5 /
+	// ColQwen2: the base model with custom_text_proj, and a LoRA adapter
+	// (adapter_config.json, adapter_model.safetensors) beside it.
+	LayoutColQwen25 = "colqwen2.5"
+	LayoutColQwen2  = "colqwen2"
+	// LayoutGME is GME-Qwen2-VL: a plain Qwen2-VL checkpoint.
+	LayoutGME = "gme"
+)
+
+// Layouts lists the layouts WriteHF accepts.
+func Layouts() []string {
+	return []string{LayoutJinaV4, LayoutColQwen25, LayoutColQwen2, LayoutGME}
+}
+
+// JinaTasks are jina-embeddings-v4's task adapters.
+var JinaTasks = []string{"retrieval", "text-matching", "code"}
+
+// LoRATargets is the target_modules pattern of the synthetic adapters, in
+// colpali-engine's form: the decoder's projections (the tower's names hold
+// no "model") and the multi-vector head.
+const LoRATargets = `(.*(model).*(down_proj|gate_proj|up_proj|k_proj|q_proj|v_proj|o_proj).*$|.*(custom_text_proj|multi_vector_projector).*$)`
+
+// HFOptions control WriteHF.
+type HFOptions struct {
+	// Layout is one of Layouts (default LayoutJinaV4).
+	Layout string
+	// DType of the weights: BF16 (default, as the published checkpoints),
+	// F16 or F32.
+	DType safetensors.DType
+	// ShardBytes bounds the data of one shard (default 2 GB); a checkpoint
+	// of more than one shard gets model.safetensors.index.json.
+	ShardBytes int64
+	// Rank and Alpha of the LoRA adapters (default 8 and 16).
+	Rank  int
+	Alpha float64
+}
+
+// hfModel is one layout's naming and files.
+type hfModel struct {
+	lmPrefix, visionPrefix string // replacing "model." and "visual."
+	head                   string // multi-vector head, "" for none
+	adapter                string // adapter directory relative to the checkpoint, "" for none
+	tasks                  []string
+}
+
+func (o HFOptions) model() (hfModel, string, error) {
+	switch o.Layout {
+	case LayoutJinaV4, "":
+		return hfModel{lmPrefix: "model.", visionPrefix: "visual.", head: "multi_vector_projector", adapter: "adapters", tasks: JinaTasks}, ProjectorQwen25VL, nil
+	case LayoutColQwen25:
+		// colpali-engine on recent transformers: a Qwen2_5_VLModel subclass,
+		// so neither "model." nor lm_head.
+		return hfModel{lmPrefix: "language_model.", visionPrefix: "visual.", head: "custom_text_proj", adapter: "."}, ProjectorQwen25VL, nil
+	case LayoutColQwen2:
+		return hfModel{lmPrefix: "model.", visionPrefix: "visual.", head: "custom_text_proj", adapter: "."}, ProjectorQwen2VL, nil
+	case LayoutGME:
+		return hfModel{lmPrefix: "model.", visionPrefix: "visual."}, ProjectorQwen2VL, nil
+	}
+	return hfModel{}, "", fmt.Errorf("synth: unknown checkpoint layout %q (have %v)", o.Layout, Layouts())
+}
+
+func (m hfModel) rename(canonical string) string {
+	if rest, ok := strings.CutPrefix(canonical, "model."); ok {
+		return m.lmPrefix + rest
+	}
+	if rest, ok := strings.CutPrefix(canonical, "visual."); ok {
+		return m.visionPrefix + rest
+	}
+	return canonical
+}
+
+// WriteHF writes cfg as a Hugging Face checkpoint in the given layout into
+// dir: config.json, tokenizer.json, tokenizer_config.json,
+// preprocessor_config.json, the weights in safetensors shards (with
+// model.safetensors.index.json when there are several), and the layout's
+// multi-vector head and LoRA adapters, all drawn at random from cfg.Seed
+// (weights N(0, Std²), norms 1 + Std·N(0, 1), LoRA A and B N(0, (2.5·Std)²)
+// so that merging them matters). Values are generated and written a block
+// of rows at a time.
+func WriteHF(dir string, cfg Config, o HFOptions) error {
+	m, projector, err := o.model()
+	if err != nil {
+		return err
+	}
+	if cfg.Projector != projector {
+		return fmt.Errorf("synth: layout %s needs a %s tower, the configuration has %s (pick a %s preset)", cmpOr(o.Layout, LayoutJinaV4), projector, cfg.Projector, map[string]string{ProjectorQwen2VL: "Qwen2-VL", ProjectorQwen25VL: "Qwen2.5-VL"}[projector])
+	}
+	if cfg.VocabFrom != "" {
+		return fmt.Errorf("synth: a checkpoint gets the small vocabulary; VocabFrom is not supported")
+	}
+	cfg.LMType, cfg.MMProjType = "F32", "F32"
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if o.DType == "" {
+		o.DType = safetensors.BF16
+	}
+	switch o.DType {
+	case safetensors.BF16, safetensors.F16, safetensors.F32:
+	default:
+		return fmt.Errorf("synth: checkpoint dtype %s: want BF16, F16 or F32", o.DType)
+	}
+	if o.ShardBytes <= 0 {
+		o.ShardBytes = 2 << 30
+	}
+	if o.Rank <= 0 {
+		o.Rank = 8
+	}
+	if o.Alpha == 0 {
+		o.Alpha = 16
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	vocab, err := SmallVocab(cfg.Merges, cfg.LM.Vocab)
+	if err != nil {
+		return err
+	}
+	if err := writeHFJSON(dir, cfg, m, o, vocab); err != nil {
+		return err
+	}
+
+	lm, err := cfg.LMLayout([]KV{})
+	if err != nil {
+		return err
+	}
+	mm, err := cfg.MMProjLayout()
+	if err != nil {
+		return err
+	}
+	var ts []HFTensor
+	for _, l := range []*Layout{lm, mm} {
+		part, err := HFTensors(l, projector)
+		if err != nil {
+			return err
+		}
+		ts = append(ts, part...)
+	}
+	for i := range ts {
+		ts[i].Name = m.rename(ts[i].Name)
+	}
+	if m.head != "" {
+		H, D := int64(cfg.LM.Hidden), int64(cfg.MVProj.OutputDim)
+		ts = append(ts, HFTensor{Name: m.head + ".weight", Shape: []int64{D, H}}, HFTensor{Name: m.head + ".bias", Shape: []int64{D}})
+	}
+	slices.SortFunc(ts, func(a, b HFTensor) int { return strings.Compare(a.Name, b.Name) })
+	g := hfGen{seed: cfg.Seed, std: float64(cfg.Std), dtype: o.DType, progress: cfg.Progress}
+	if err := g.writeShards(dir, "model", ts, o.ShardBytes); err != nil {
+		return err
+	}
+	if m.adapter != "" {
+		if err := writeAdapter(filepath.Join(dir, m.adapter), cfg, m, o, ts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// hfGen draws checkpoint tensors.
+type hfGen struct {
+	seed     uint64
+	std      float64
+	dtype    safetensors.DType
+	progress func(file string, done, total int64)
+}
+
+// write streams tensors into one safetensors file.
+func (g hfGen) write(path string, ts []HFTensor) error {
+	specs := make([]safetensors.Spec, len(ts))
+	var total, done int64
+	for i, t := range ts {
+		specs[i] = safetensors.Spec{Name: t.Name, DType: g.dtype, Shape: t.Shape}
+		total += elements(t.Shape)
+	}
+	vals := make([]float32, 0, chunkValues)
+	return safetensors.WriteStream(path, specs, nil, func(i int, put func([]float32) error) error {
+		t := ts[i]
+		n := elements(t.Shape)
+		base := 0.0
+		if t.Norm {
+			base = 1
+		}
+		for idx, s := int64(0), int64(0); s < n; idx, s = idx+1, s+chunkValues {
+			rng := tensorStream(g.seed, t.Name, idx)
+			vals = vals[:min(chunkValues, n-s)]
+			for j := range vals {
+				vals[j] = float32(base + g.std*rng.NormFloat64())
+			}
+			if err := put(vals); err != nil {
+				return err
+			}
+			done += int64(len(vals))
+			if g.progress != nil {
+				g.progress(filepath.Base(path), done, total)
+			}
+		}
+		return nil
+	})
+}
+
+func elements(shape []int64) int64 {
+	n := int64(1)
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+// writeShards writes ts (sorted by name) as name.safetensors, or as
+// name-0000i-of-0000n.safetensors with name.safetensors.index.json when
+// they exceed one shard.
+func (g hfGen) writeShards(dir, name string, ts []HFTensor, shardBytes int64) error {
+	var shards [][]HFTensor
+	var size, total int64
+	for _, t := range ts {
+		b := elements(t.Shape) * g.dtype.Size()
+		if len(shards) == 0 || (size+b > shardBytes && size > 0) {
+			shards = append(shards, nil)
+			size = 0
+		}
+		shards[len(shards)-1] = append(shards[len(shards)-1], t)
+		size += b
+		total += b
+	}
+	if len(shards) == 1 {
+		return g.write(filepath.Join(dir, name+".safetensors"), shards[0])
+	}
+	weightMap := map[string]string{}
+	for i, s := range shards {
+		file := fmt.Sprintf("%s-%05d-of-%05d.safetensors", name, i+1, len(shards))
+		if err := g.write(filepath.Join(dir, file), s); err != nil {
+			return err
+		}
+		for _, t := range s {
+			weightMap[t.Name] = file
+		}
+	}
+	return writeJSONFile(filepath.Join(dir, name+".safetensors.index.json"), map[string]any{
+		"metadata":   map[string]any{"total_size": total},
+		"weight_map": weightMap,
+	})
+}
+
+// writeAdapter writes a PEFT LoRA adapter for every decoder projection and
+// the multi-vector head: one A/B pair per module, or per task
+// ("lora_A.<task>.weight", jina-embeddings-v4's multi-task form).
+func writeAdapter(dir string, cfg Config, m hfModel, o HFOptions, ts []HFTensor) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	targets := []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+	var lora []HFTensor
+	for _, t := range ts {
+		module, ok := strings.CutSuffix(t.Name, ".weight")
+		if !ok || len(t.Shape) != 2 {
+			continue
+		}
+		target := module == m.head
+		if strings.HasPrefix(module, m.lmPrefix+"layers.") {
+			for _, x := range targets {
+				target = target || strings.HasSuffix(module, "."+x)
+			}
+		}
+		if !target {
+			continue
+		}
+		infixes := []string{""}
+		if len(m.tasks) > 0 {
+			infixes = nil
+			for _, task := range m.tasks {
+				infixes = append(infixes, "."+task)
+			}
+		}
+		for _, in := range infixes {
+			p := "base_model.model." + module
+			lora = append(lora,
+				HFTensor{Name: p + ".lora_A" + in + ".weight", Shape: []int64{int64(o.Rank), t.Shape[1]}},
+				HFTensor{Name: p + ".lora_B" + in + ".weight", Shape: []int64{t.Shape[0], int64(o.Rank)}})
+		}
+	}
+	slices.SortFunc(lora, func(a, b HFTensor) int { return strings.Compare(a.Name, b.Name) })
+	g := hfGen{seed: cfg.Seed + 3, std: 2.5 * float64(cfg.Std), dtype: o.DType, progress: cfg.Progress}
+	if err := g.write(filepath.Join(dir, "adapter_model.safetensors"), lora); err != nil {
+		return err
+	}
+	return writeJSONFile(filepath.Join(dir, "adapter_config.json"), map[string]any{
+		"peft_type":               "LORA",
+		"base_model_name_or_path": cfg.Name,
+		"r":                       o.Rank,
+		"lora_alpha":              o.Alpha,
+		"lora_dropout":            0.0,
+		"target_modules":          LoRATargets,
+		"bias":                    "none",
+		"use_rslora":              false,
+		"use_dora":                false,
+		"fan_in_fan_out":          false,
+		"init_lora_weights":       "gaussian",
+		"task_type":               "FEATURE_EXTRACTION",
+	})
+}
+
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	return nil
+}
+
+// writeHFJSON writes the checkpoint's configuration files.
+func writeHFJSON(dir string, cfg Config, m hfModel, o HFOptions, v *Vocab) error {
+	lm, vi := cfg.LM, cfg.Vision
+	id := func(tok string) int { return slices.Index(v.Tokens, tok) }
+	name := cfg.Name
+	if o.Layout == LayoutGME && !strings.Contains(strings.ToLower(name), "gme") {
+		name = "gme-" + name // what tells a GME checkpoint from a plain Qwen2-VL one
+	}
+	c := map[string]any{
+		"_name_or_path":           name,
+		"hidden_size":             lm.Hidden,
+		"intermediate_size":       lm.FFN,
+		"num_hidden_layers":       lm.Layers,
+		"num_attention_heads":     lm.Heads,
+		"num_key_value_heads":     lm.KVHeads,
+		"max_position_embeddings": lm.ContextLength,
+		"rms_norm_eps":            lm.RMSEps,
+		"rope_theta":              lm.RopeTheta,
+		"vocab_size":              lm.Vocab,
+		"tie_word_embeddings":     !lm.Untied,
+		"hidden_act":              "silu",
+		"bos_token_id":            v.BOS,
+		"eos_token_id":            v.EOS,
+		"vision_start_token_id":   id("<|vision_start|>"),
+		"vision_end_token_id":     id("<|vision_end|>"),
+		"image_token_id":          id("<|image_pad|>"),
+		"video_token_id":          id("<|video_pad|>"),
+		"rope_scaling":            map[string]any{"type": "mrope", "rope_type": "default", "mrope_section": lm.MRoPE[:3]},
+		"torch_dtype":             map[safetensors.DType]string{safetensors.BF16: "bfloat16", safetensors.F16: "float16", safetensors.F32: "float32"}[o.DType],
+	}
+	if cfg.Projector == ProjectorQwen2VL {
+		c["model_type"] = "qwen2_vl"
+		c["architectures"] = []string{"Qwen2VLForConditionalGeneration"}
+		c["vision_config"] = map[string]any{
+			"depth": vi.Blocks, "embed_dim": vi.Width, "num_heads": vi.Heads,
+			"mlp_ratio": float64(vi.FFN) / float64(vi.Width), "hidden_size": lm.Hidden,
+			"in_chans": 3, "patch_size": vi.PatchSize, "spatial_merge_size": 2, "temporal_patch_size": TemporalPatch,
+			"hidden_act": "quick_gelu",
+		}
+	} else {
+		var full []int
+		for i := vi.NWAPattern - 1; i < vi.Blocks; i += vi.NWAPattern {
+			full = append(full, i)
+		}
+		c["model_type"] = "qwen2_5_vl"
+		c["architectures"] = []string{"Qwen2_5_VLForConditionalGeneration"}
+		c["vision_config"] = map[string]any{
+			"depth": vi.Blocks, "hidden_size": vi.Width, "intermediate_size": vi.FFN, "num_heads": vi.Heads,
+			"out_hidden_size": lm.Hidden, "in_chans": 3, "patch_size": vi.PatchSize, "spatial_merge_size": 2,
+			"temporal_patch_size": TemporalPatch, "window_size": 112, "fullatt_block_indexes": full,
+			"hidden_act": "silu",
+		}
+	}
+	switch o.Layout {
+	case LayoutJinaV4, "":
+		c["architectures"] = []string{"JinaEmbeddingsV4Model"}
+		c["task_names"] = JinaTasks
+		c["multi_vector_projector_dim"] = cfg.MVProj.OutputDim
+		c["matryoshka_dims"] = []int{128, 256, 512, 1024, 2048}
+		c["single_vector_pool_strategy"] = "mean"
+	case LayoutColQwen2, LayoutColQwen25:
+		c["architectures"] = []string{map[string]string{LayoutColQwen2: "ColQwen2", LayoutColQwen25: "ColQwen2_5"}[o.Layout]}
+	}
+	if err := writeJSONFile(filepath.Join(dir, "config.json"), c); err != nil {
+		return err
+	}
+
+	// tokenizer.json holds the tokens the vocabulary has; the converter
+	// pads the ids up to vocab_size.
+	vocab := map[string]int{}
+	var added []map[string]any
+	for i, t := range v.Tokens {
+		switch v.Types[i] {
+		case TokenNormal:
+			vocab[t] = i
+		case TokenControl, TokenUserDefined:
+			added = append(added, map[string]any{
+				"id": i, "content": t, "single_word": false, "lstrip": false, "rstrip": false,
+				"normalized": false, "special": v.Types[i] == TokenControl,
+			})
+		}
+	}
+	tj := map[string]any{
+		"version":        "1.0",
+		"added_tokens":   added,
+		"normalizer":     map[string]any{"type": "NFC"},
+		"pre_tokenizer":  map[string]any{"type": "Sequence"},
+		"decoder":        map[string]any{"type": "ByteLevel"},
+		"model":          map[string]any{"type": "BPE", "vocab": vocab, "merges": v.Merges, "byte_fallback": false},
+		"post_processor": nil,
+	}
+	if err := writeJSONFile(filepath.Join(dir, "tokenizer.json"), tj); err != nil {
+		return err
+	}
+	if err := writeJSONFile(filepath.Join(dir, "tokenizer_config.json"), map[string]any{
+		"bos_token":        nil,
+		"eos_token":        v.Tokens[v.EOS],
+		"pad_token":        v.Tokens[v.PAD],
+		"chat_template":    ChatTemplate,
+		"model_max_length": lm.ContextLength,
+		"tokenizer_class":  "Qwen2Tokenizer",
+	}); err != nil {
+		return err
+	}
+	maxPixels := 12845056
+	if o.Layout == LayoutJinaV4 || o.Layout == "" {
+		maxPixels = 602112
+	}
+	return writeJSONFile(filepath.Join(dir, "preprocessor_config.json"), map[string]any{
+		"image_processor_type": "Qwen2VLImageProcessor",
+		"image_mean":           vi.ImageMean[:],
+		"image_std":            vi.ImageStd[:],
+		"patch_size":           vi.PatchSize,
+		"merge_size":           2,
+		"temporal_patch_size":  TemporalPatch,
+		"min_pixels":           3136,
+		"max_pixels":           maxPixels,
+		"do_resize":            true,
+		"do_normalize":         true,
+		"do_rescale":           true,
+		"rescale_factor":       1.0 / 255,
+	})
+}

@@ -1,18 +1,11 @@
-// Package convert turns Hugging Face checkpoints into GGUF files. This file
-// holds the merge of PEFT LoRA adapters into base weights, which
-// jina-embeddings-v4 (one adapter per task), ColQwen and the Qwen3-VL
-// embedders need before their weights can be written: W' = W + s·B·A with
-// s = lora_alpha / r (or lora_alpha / sqrt(r) with use_rslora), computed
-// in float64 one matrix at a time and rounded once when written.
 package convert
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/vembed/vembed/safetensors"
@@ -33,7 +26,8 @@ type AdapterConfig struct {
 	targetsPattern *regexp.Regexp
 }
 
-// Scaling is the factor of B·A.
+// Scaling is the factor of B·A: lora_alpha / r, or lora_alpha / sqrt(r)
+// with rsLoRA.
 func (c *AdapterConfig) Scaling() float64 {
 	if c.UseRSLoRA {
 		return c.Alpha / math.Sqrt(float64(c.R))
@@ -41,24 +35,74 @@ func (c *AdapterConfig) Scaling() float64 {
 	return c.Alpha / float64(c.R)
 }
 
-// Adapter is a LoRA adapter: its configuration and weights.
+// loraPair names one module's A and B tensors in the adapter file.
+type loraPair struct{ a, b string }
+
+// Adapter is a PEFT LoRA adapter (one task's, when the file holds
+// several): its configuration and the A/B pair of each module, keyed by
+// the module's canonical name.
 type Adapter struct {
 	Config AdapterConfig
-	File   *safetensors.File
 	Dir    string
+	// Task is the task whose pairs are merged ("" for a single-task
+	// adapter).
+	Task  string
+	file  *safetensors.File
+	pairs map[string]loraPair
+
+	// the last module's factors, widened once for all its row blocks
+	cached string
+	A, B   []float64
+}
+
+// loraTensor splits an adapter tensor name
+// "[base_model.model.]MODULE.lora_A[.INFIX].weight" into its canonical
+// module, factor ("A" or "B") and infix (a task name; PEFT's adapter name
+// "default" reads as none).
+var loraTensor = regexp.MustCompile(`^(.+)\.lora_(A|B)(?:\.([^.]+))?\.weight$`)
+
+func parseLoRAName(name string) (module, factor, infix string, ok bool) {
+	m := loraTensor.FindStringSubmatch(name)
+	if m == nil {
+		return "", "", "", false
+	}
+	if m[3] == "default" {
+		m[3] = ""
+	}
+	return canonical(m[1]), m[2], m[3], true
+}
+
+// AdapterTasks lists the tasks of a multi-task adapter (the infixes of
+// "lora_A.<task>.weight", jina-embeddings-v4's form), sorted; none for a
+// single-task adapter.
+func AdapterTasks(dir string) ([]string, error) {
+	f, err := safetensors.Open(filepath.Join(dir, "adapter_model.safetensors"))
+	if err != nil {
+		return nil, fmt.Errorf("convert: adapter: %w", err)
+	}
+	defer f.Close()
+	return adapterTasks(f), nil
+}
+
+func adapterTasks(f *safetensors.File) []string {
+	var tasks []string
+	for name := range f.Tensors {
+		if _, _, infix, ok := parseLoRAName(name); ok && infix != "" && !slices.Contains(tasks, infix) {
+			tasks = append(tasks, infix)
+		}
+	}
+	slices.Sort(tasks)
+	return tasks
 }
 
 // OpenAdapter reads dir/adapter_config.json and dir/adapter_model.safetensors
 // and checks what the merge relies on: a LoRA adapter, r > 0, no DoRA or
-// fan-in-fan-out layout (not supported), and A/B pairs of matching rank.
-func OpenAdapter(dir string) (*Adapter, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "adapter_config.json"))
-	if err != nil {
-		return nil, fmt.Errorf("convert: adapter: %w", err)
-	}
+// fan-in-fan-out layout (not supported), A/B pairs of rank r. task picks a
+// task's pairs in a multi-task adapter and must be "" for a single-task one.
+func OpenAdapter(dir, task string) (*Adapter, error) {
 	var c AdapterConfig
-	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("convert: %s/adapter_config.json: %w", dir, err)
+	if err := readJSON(dir, "adapter_config.json", &c); err != nil {
+		return nil, fmt.Errorf("adapter: %w", err)
 	}
 	switch {
 	case c.PeftType != "" && c.PeftType != "LORA":
@@ -69,7 +113,10 @@ func OpenAdapter(dir string) (*Adapter, error) {
 		return nil, fmt.Errorf("convert: %s: DoRA adapters are not supported", dir)
 	case c.FanInFanOut:
 		return nil, fmt.Errorf("convert: %s: fan_in_fan_out adapters are not supported", dir)
+	case math.IsNaN(c.Alpha) || math.IsInf(c.Alpha, 0):
+		return nil, fmt.Errorf("convert: %s: lora_alpha %v", dir, c.Alpha)
 	}
+	var err error
 	switch t := c.TargetModules.(type) {
 	case string:
 		if c.targetsPattern, err = regexp.Compile("^(?:" + t + ")$"); err != nil {
@@ -88,28 +135,49 @@ func OpenAdapter(dir string) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("convert: adapter: %w", err)
 	}
-	a := &Adapter{Config: c, File: f, Dir: dir}
+	a := &Adapter{Config: c, Dir: dir, Task: task, file: f, pairs: map[string]loraPair{}}
+	fail := func(format string, args ...any) (*Adapter, error) {
+		f.Close()
+		return nil, fmt.Errorf("convert: %s: "+format, append([]any{dir}, args...)...)
+	}
+	tasks := adapterTasks(f)
+	switch {
+	case task == "" && len(tasks) > 0:
+		return fail("the adapter holds the tasks %v: choose one", tasks)
+	case task != "" && !slices.Contains(tasks, task):
+		return fail("no task %q in the adapter (it holds %v)", task, tasks)
+	}
 	for _, name := range f.Names() {
-		base, ok := strings.CutSuffix(name, ".lora_A.weight")
-		if !ok {
+		module, factor, infix, ok := parseLoRAName(name)
+		if !ok || infix != task {
 			continue
 		}
-		ta := f.Tensors[name]
-		tb, ok := f.Tensors[base+".lora_B.weight"]
-		if !ok {
-			f.Close()
-			return nil, fmt.Errorf("convert: %s: %s has no lora_B", dir, name)
+		p := a.pairs[module]
+		if factor == "A" {
+			p.a = name
+		} else {
+			p.b = name
 		}
+		a.pairs[module] = p
+	}
+	for module, p := range a.pairs {
+		if p.a == "" || p.b == "" {
+			return fail("%s has lora_A or lora_B but not both", module)
+		}
+		ta, tb := f.Tensors[p.a], f.Tensors[p.b]
 		if len(ta.Shape) != 2 || len(tb.Shape) != 2 || ta.Shape[0] != int64(c.R) || tb.Shape[1] != int64(c.R) {
-			f.Close()
-			return nil, fmt.Errorf("convert: %s: %s is %v and its lora_B %v, which do not match r = %d", dir, base, ta.Shape, tb.Shape, c.R)
+			return fail("%s's lora_A is %v and its lora_B %v, which do not match r = %d", module, ta.Shape, tb.Shape, c.R)
 		}
+	}
+	if len(a.pairs) == 0 {
+		return fail("no LoRA tensors (lora_A/lora_B) for task %q", task)
 	}
 	return a, nil
 }
 
-// targetsModule reports whether the adapter names a module (its last dotted
-// names, as PEFT matches them).
+// targetsModule reports whether adapter_config.json names a module (by
+// its last dotted names as PEFT matches a list, or as a full match of its
+// pattern).
 func (c *AdapterConfig) targetsModule(module string) bool {
 	if c.targetsPattern != nil {
 		return c.targetsPattern.MatchString(module)
@@ -122,80 +190,84 @@ func (c *AdapterConfig) targetsModule(module string) bool {
 	return false
 }
 
-// loraName finds the adapter tensors of a base weight "X.weight": PEFT
-// stores them as "base_model.model.X.lora_A.weight" (some exports drop
-// the prefix, or carry an adapter name: "X.lora_A.default.weight").
-func (a *Adapter) loraName(weight string) (aName, bName string, ok bool) {
-	module, isWeight := strings.CutSuffix(weight, ".weight")
-	if !isWeight {
-		return "", "", false
-	}
-	for _, prefix := range []string{"base_model.model.", ""} {
-		for _, infix := range []string{"", ".default"} {
-			an, bn := prefix+module+".lora_A"+infix+".weight", prefix+module+".lora_B"+infix+".weight"
-			if _, ok := a.File.Tensors[an]; ok {
-				if _, ok := a.File.Tensors[bn]; ok {
-					return an, bn, true
-				}
-			}
+// check holds the adapter against the checkpoint before anything is
+// written: every pair's module is a matrix the checkpoint has, of the
+// shape the pair needs, and every matrix of the decoder or head that
+// adapter_config.json targets has a pair. Vision modules are never merged
+// (the models' towers run without the task adapters).
+func (a *Adapter) check(src *source, mergeable func(canon string) bool) error {
+	for module := range a.pairs {
+		if !mergeable(module + ".weight") {
+			return fmt.Errorf("convert: %s: the adapter holds lora_A/lora_B for %s, which is no decoder or head matrix of the checkpoint", a.Dir, module)
+		}
+		t, ok := src.tensor(module + ".weight")
+		if !ok || len(t.Shape) != 2 {
+			return fmt.Errorf("convert: %s: the adapter adapts %s, which the checkpoint lacks (or is not a matrix)", a.Dir, module)
+		}
+		ta, tb := a.file.Tensors[a.pairs[module].a], a.file.Tensors[a.pairs[module].b]
+		if ta.Shape[1] != t.Shape[1] || tb.Shape[0] != t.Shape[0] {
+			return fmt.Errorf("convert: %s: adapter of %s is %v·%v, the weight is %v", a.Dir, module, tb.Shape, ta.Shape, t.Shape)
 		}
 	}
-	return "", "", false
-}
-
-// Touches reports whether Merge would change (or refuse) a weight of the
-// given rows: the adapter holds tensors for it or targets its module.
-func (a *Adapter) Touches(name string, rows int) bool {
-	if _, _, ok := a.loraName(name); ok {
-		return true
+	for _, name := range src.names() {
+		module, ok := strings.CutSuffix(name, ".weight")
+		t, _ := src.tensor(name)
+		if !ok || len(t.Shape) != 2 || !mergeable(name) || !a.Config.targetsModule(module) {
+			continue
+		}
+		if _, ok := a.pairs[module]; !ok {
+			return fmt.Errorf("convert: %s: adapter_config.json targets %s but the adapter holds no lora_A/lora_B for it", a.Dir, module)
+		}
 	}
-	return a.Config.targetsModule(strings.TrimSuffix(name, ".weight")) && strings.HasSuffix(name, ".weight") && rows > 1
+	return nil
 }
 
-// Merge returns base weight name (rows × cols, row-major float64) with the
-// adapter's update added, or w itself when the adapter does not touch it.
-// It fails when the adapter targets the module but its tensors are
-// missing or their shapes do not fit the weight.
-func (a *Adapter) Merge(name string, w []float64, rows, cols int) ([]float64, error) {
-	an, bn, ok := a.loraName(name)
+// touches reports whether the adapter changes a weight (canonical name).
+func (a *Adapter) touches(weight string) bool {
+	module, ok := strings.CutSuffix(weight, ".weight")
+	_, has := a.pairs[module]
+	return ok && has
+}
+
+// mergeRows adds the update s·B·A to rows [r0, r0+n) of a weight (its
+// canonical name) of cols columns, held row-major in w, in float64.
+func (a *Adapter) mergeRows(weight string, w []float64, r0, cols int) error {
+	module, _ := strings.CutSuffix(weight, ".weight")
+	p, ok := a.pairs[module]
 	if !ok {
-		module := strings.TrimSuffix(name, ".weight")
-		if a.Config.targetsModule(module) && strings.HasSuffix(name, ".weight") && rows > 1 {
-			return nil, fmt.Errorf("convert: %s: the adapter targets %s but holds no lora_A/lora_B for it", a.Dir, module)
+		return nil
+	}
+	if a.cached != module {
+		var err error
+		if a.A, err = a.file.Float64(p.a); err != nil {
+			return err
 		}
-		return w, nil
+		if a.B, err = a.file.Float64(p.b); err != nil {
+			return err
+		}
+		a.cached = module
 	}
-	A, err := a.File.Float64(an)
-	if err != nil {
-		return nil, err
+	r, s := a.Config.R, a.Config.Scaling()
+	n := len(w) / cols
+	if len(a.A) != r*cols || len(a.B) < (r0+n)*r {
+		return fmt.Errorf("convert: %s: adapter of %s does not fit rows [%d, %d) of %d columns", a.Dir, weight, r0, r0+n, cols)
 	}
-	B, err := a.File.Float64(bn)
-	if err != nil {
-		return nil, err
-	}
-	r := a.Config.R
-	if len(A) != r*cols || len(B) != rows*r {
-		return nil, fmt.Errorf("convert: %s: adapter of %s is [%d×%d]·[%d×%d], the weight is %d×%d", a.Dir, name, len(B)/max(r, 1), r, r, len(A)/max(r, 1), rows, cols)
-	}
-	s := a.Config.Scaling()
-	out := make([]float64, len(w))
-	copy(out, w)
-	for i := range rows {
-		bi := B[i*r : (i+1)*r]
-		o := out[i*cols : (i+1)*cols]
+	for i := range n {
+		bi := a.B[(r0+i)*r : (r0+i+1)*r]
+		o := w[i*cols : (i+1)*cols]
 		for k, bik := range bi {
 			if bik == 0 {
 				continue
 			}
 			f := s * bik
-			ak := A[k*cols : (k+1)*cols]
+			ak := a.A[k*cols : (k+1)*cols]
 			for j := range o {
 				o[j] += f * ak[j]
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // Close closes the adapter's weights.
-func (a *Adapter) Close() error { return a.File.Close() }
+func (a *Adapter) Close() error { return a.file.Close() }

@@ -31,34 +31,32 @@ func TestMergeByHand(t *testing.T) {
 			{Name: "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight", DType: safetensors.F32, Shape: []int64{2, 4}, Values: A},
 			{Name: "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight", DType: safetensors.F32, Shape: []int64{3, 2}, Values: B},
 		})
-	a, err := OpenAdapter(dir)
+	a, err := OpenAdapter(dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
 	w := make([]float64, 12)
-	got, err := a.Merge("model.layers.0.self_attn.q_proj.weight", w, 3, 4)
-	if err != nil {
+	const q = "model.layers.0.self_attn.q_proj.weight"
+	if !a.touches(q) || a.touches("model.layers.0.mlp.up_proj.weight") {
+		t.Fatal("touches: wrong modules")
+	}
+	// Rows 1 and 2 alone, as a block of a larger conversion, then row 0.
+	if err := a.mergeRows(q, w[4:], 1, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.mergeRows(q, w[:4], 0, 4); err != nil {
 		t.Fatal(err)
 	}
 	// s = 2; row 0 = 2·(1·A0) = [2 0 4 0]; row 1 = 2·(2·A1) = [0 4 0 -4];
 	// row 2 = 2·(A0 + A1) = [2 2 4 -2].
 	want := []float64{2, 0, 4, 0, 0, 4, 0, -4, 2, 2, 4, -2}
 	for i := range want {
-		if math.Abs(got[i]-want[i]) > 1e-12 {
-			t.Fatalf("merged %v, want %v", got, want)
+		if math.Abs(w[i]-want[i]) > 1e-12 {
+			t.Fatalf("merged %v, want %v", w, want)
 		}
 	}
-	// An untouched module comes back as it was.
-	if same, err := a.Merge("model.layers.0.mlp.up_proj.weight", w, 3, 4); err != nil || &same[0] != &w[0] {
-		t.Errorf("untargeted module: %v", err)
-	}
-	// A targeted module without adapter tensors is an error, as is a
-	// weight of another shape.
-	if _, err := a.Merge("model.layers.0.self_attn.v_proj.weight", w, 3, 4); err == nil {
-		t.Error("a targeted module without lora tensors merged")
-	}
-	if _, err := a.Merge("model.layers.0.self_attn.q_proj.weight", make([]float64, 10), 2, 5); err == nil || !strings.Contains(err.Error(), "weight is 2×5") {
+	if err := a.mergeRows(q, make([]float64, 10), 0, 5); err == nil || !strings.Contains(err.Error(), "does not fit") {
 		t.Errorf("mismatched shapes: %v", err)
 	}
 }
@@ -77,10 +75,10 @@ func TestAdapterConfigErrors(t *testing.T) {
 		"prefix":     {map[string]any{"peft_type": "PREFIX_TUNING", "r": 2}, ok, "only LORA"},
 		"zero rank":  {map[string]any{"r": 0}, ok, "r = 0"},
 		"rank":       {map[string]any{"r": 4, "lora_alpha": 4}, ok, "do not match r = 4"},
-		"no B":       {map[string]any{"r": 2, "lora_alpha": 2}, ok[:1], "no lora_B"},
+		"no B":       {map[string]any{"r": 2, "lora_alpha": 2}, ok[:1], "not both"},
 		"bad regexp": {map[string]any{"r": 2, "target_modules": "(q"}, ok, "target_modules"},
 	} {
-		if _, err := OpenAdapter(writeAdapter(t, c.cfg, c.tensors)); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := OpenAdapter(writeAdapter(t, c.cfg, c.tensors), ""); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error about %q", name, err, c.want)
 		}
 	}

@@ -2,41 +2,25 @@ package convert
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 
-	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/synth"
 )
 
-// Tokenizer is a byte-level BPE tokenizer as llama.cpp's GGUF stores it.
-type Tokenizer struct {
-	Tokens       []string
-	Types        []int32
-	Merges       []string
-	BOS, EOS     int
-	ChatTemplate string
-}
+// maxTokens bounds the vocabulary a tokenizer.json may declare.
+const maxTokens = 4 << 20
 
-// Token types of tokenizer.ggml.token_type.
-const (
-	tokNormal      = 1
-	tokControl     = 3
-	tokUserDefined = 4
-	tokUnused      = 5
-)
-
-// ReadTokenizer reads tokenizer.json (and tokenizer_config.json for the
-// chat template) as llama.cpp's converter does: the vocabulary padded to
-// the model's vocab_size with "[PAD<id>]" tokens, added tokens typed
+// readTokenizer reads tokenizer.json and tokenizer_config.json as
+// llama.cpp's converter does for Qwen: the BPE vocabulary padded to the
+// model's vocab_size with "[PAD<id>]" tokens (UNUSED), added tokens typed
 // CONTROL when special (or shaped <|…|>) else USER_DEFINED, the merges in
-// rank order as "left right".
-func ReadTokenizer(dir string, cfg *TextConfig) (*Tokenizer, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
-	if err != nil {
-		return nil, fmt.Errorf("convert: %w", err)
-	}
+// rank order as "left right"; the end, padding and start tokens named by
+// tokenizer_config.json, else config.json's ids; the chat template.
+func readTokenizer(dir string, cfg *hfConfig) (*synth.Vocab, string, error) {
 	var tj struct {
 		Model struct {
 			Type   string            `json:"type"`
@@ -49,11 +33,11 @@ func ReadTokenizer(dir string, cfg *TextConfig) (*Tokenizer, error) {
 			Special bool   `json:"special"`
 		} `json:"added_tokens"`
 	}
-	if err := json.Unmarshal(b, &tj); err != nil {
-		return nil, fmt.Errorf("convert: %s/tokenizer.json: %w", dir, err)
+	if err := readJSON(dir, "tokenizer.json", &tj); err != nil {
+		return nil, "", err
 	}
 	if tj.Model.Type != "BPE" {
-		return nil, fmt.Errorf("convert: %s/tokenizer.json: model type %q (want BPE)", dir, tj.Model.Type)
+		return nil, "", fmt.Errorf("convert: tokenizer.json: model type %q (want BPE)", tj.Model.Type)
 	}
 	n := cfg.Vocab
 	for _, id := range tj.Model.Vocab {
@@ -62,85 +46,99 @@ func ReadTokenizer(dir string, cfg *TextConfig) (*Tokenizer, error) {
 	for _, a := range tj.AddedTokens {
 		n = max(n, a.ID+1)
 	}
-	if n > 4<<20 {
-		return nil, fmt.Errorf("convert: %s/tokenizer.json: %d tokens", dir, n)
+	if n > maxTokens || n <= 0 {
+		return nil, "", fmt.Errorf("convert: tokenizer.json: %d tokens", n)
 	}
-	t := &Tokenizer{Tokens: make([]string, n), Types: make([]int32, n), BOS: -1, EOS: -1}
+	v := &synth.Vocab{Tokens: make([]string, n), Types: make([]int32, n)}
 	set := make([]bool, n)
 	for tok, id := range tj.Model.Vocab {
 		if id < 0 {
-			return nil, fmt.Errorf("convert: tokenizer.json: token %q has id %d", tok, id)
+			return nil, "", fmt.Errorf("convert: tokenizer.json: token %q has id %d", tok, id)
 		}
-		t.Tokens[id], t.Types[id], set[id] = tok, tokNormal, true
+		v.Tokens[id], v.Types[id], set[id] = tok, synth.TokenNormal, true
 	}
 	for _, a := range tj.AddedTokens {
 		if a.ID < 0 {
-			return nil, fmt.Errorf("convert: tokenizer.json: added token %q has id %d", a.Content, a.ID)
+			return nil, "", fmt.Errorf("convert: tokenizer.json: added token %q has id %d", a.Content, a.ID)
 		}
-		typ := int32(tokUserDefined)
+		typ := synth.TokenUserDefined
 		if a.Special || (strings.HasPrefix(a.Content, "<|") && strings.HasSuffix(a.Content, "|>")) {
-			typ = tokControl
+			typ = synth.TokenControl
 		}
-		t.Tokens[a.ID], t.Types[a.ID], set[a.ID] = a.Content, typ, true
+		v.Tokens[a.ID], v.Types[a.ID], set[a.ID] = a.Content, typ, true
 	}
-	for id := range t.Tokens {
+	for id := range v.Tokens {
 		if !set[id] {
-			t.Tokens[id], t.Types[id] = fmt.Sprintf("[PAD%d]", id), tokUnused
+			v.Tokens[id], v.Types[id] = fmt.Sprintf("[PAD%d]", id), synth.TokenUnused
 		}
 	}
 	for i, m := range tj.Model.Merges {
 		var s string
 		if json.Unmarshal(m, &s) == nil {
-			t.Merges = append(t.Merges, s)
+			v.Merges = append(v.Merges, s)
 			continue
 		}
 		var pair []string
 		if err := json.Unmarshal(m, &pair); err != nil || len(pair) != 2 {
-			return nil, fmt.Errorf("convert: tokenizer.json: merge %d is neither \"a b\" nor [a, b]", i)
+			return nil, "", fmt.Errorf("convert: tokenizer.json: merge %d is neither \"a b\" nor [a, b]", i)
 		}
-		t.Merges = append(t.Merges, pair[0]+" "+pair[1])
+		v.Merges = append(v.Merges, pair[0]+" "+pair[1])
 	}
-	if cfg.BOS != nil {
-		t.BOS = *cfg.BOS
+
+	var tc struct {
+		ChatTemplate any `json:"chat_template"`
+		BOS          any `json:"bos_token"`
+		EOS          any `json:"eos_token"`
+		PAD          any `json:"pad_token"`
 	}
-	switch e := cfg.EOS.(type) {
-	case float64:
-		t.EOS = int(e)
-	case []any:
-		if len(e) > 0 {
-			if f, ok := e[0].(float64); ok {
-				t.EOS = int(f)
+	if err := readJSON(dir, "tokenizer_config.json", &tc); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, "", err
+	}
+	byName := func(t any) int {
+		if m, ok := t.(map[string]any); ok {
+			t = m["content"]
+		}
+		s, ok := t.(string)
+		if !ok {
+			return -1
+		}
+		return slices.Index(v.Tokens, s)
+	}
+	bos, eos, pad := byName(tc.BOS), byName(tc.EOS), byName(tc.PAD)
+	if bos < 0 && cfg.BOS != nil {
+		bos = *cfg.BOS
+	}
+	if eos < 0 {
+		switch e := cfg.EOS.(type) {
+		case float64:
+			eos = int(e)
+		case []any:
+			if f, ok := firstNumber(e); ok {
+				eos = f
 			}
 		}
 	}
-	if tc, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json")); err == nil {
-		var c struct {
-			ChatTemplate any `json:"chat_template"`
-		}
-		if json.Unmarshal(tc, &c) == nil {
-			if s, ok := c.ChatTemplate.(string); ok {
-				t.ChatTemplate = s
-			}
-		}
+	switch {
+	case eos < 0 || eos >= n:
+		return nil, "", fmt.Errorf("convert: no end-of-text token (tokenizer_config.json eos_token or config.json eos_token_id; got id %d of %d)", eos, n)
+	case bos >= n || pad >= n:
+		return nil, "", fmt.Errorf("convert: special token ids (bos %d, pad %d) beyond the %d tokens", bos, pad, n)
 	}
-	return t, nil
+	if bos < 0 {
+		bos = eos
+	}
+	if pad < 0 {
+		pad = bos
+	}
+	v.BOS, v.EOS, v.PAD = uint32(bos), uint32(eos), uint32(pad)
+	tmpl, _ := tc.ChatTemplate.(string)
+	return v, tmpl, nil
 }
 
-func (t *Tokenizer) add(w *gguf.Writer) {
-	w.Add("tokenizer.ggml.model", "gpt2")
-	w.Add("tokenizer.ggml.pre", "qwen2")
-	w.Add("tokenizer.ggml.tokens", t.Tokens)
-	w.Add("tokenizer.ggml.token_type", t.Types)
-	w.Add("tokenizer.ggml.merges", t.Merges)
-	if t.EOS >= 0 {
-		w.Add("tokenizer.ggml.eos_token_id", uint32(t.EOS))
+func firstNumber(list []any) (int, bool) {
+	if len(list) == 0 {
+		return 0, false
 	}
-	if t.BOS >= 0 {
-		w.Add("tokenizer.ggml.bos_token_id", uint32(t.BOS))
-		w.Add("tokenizer.ggml.padding_token_id", uint32(t.BOS))
-	}
-	w.Add("tokenizer.ggml.add_bos_token", false)
-	if t.ChatTemplate != "" {
-		w.Add("tokenizer.chat_template", t.ChatTemplate)
-	}
+	f, ok := list[0].(float64)
+	return int(f), ok
 }

@@ -1,38 +1,51 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
-	"path/filepath"
+	"log/slog"
+	"os"
+	"os/signal"
 	"strings"
+	"time"
 
 	"github.com/vembed/vembed/convert"
-	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/synth"
 )
 
 func init() {
-	register(&command{name: "convert", summary: "a Hugging Face Qwen2-VL / Qwen2.5-VL checkpoint's language model to GGUF, with a LoRA adapter merged", run: runConvert})
+	register(&command{name: "convert", summary: "a Hugging Face Qwen2-VL / Qwen2.5-VL checkpoint (jina-embeddings-v4, ColQwen, GME) to GGUF, task LoRA and multi-vector head merged", run: runConvert})
+	convertCheckpoint = func(ctx context.Context, dir, outDir string, log *slog.Logger) (checkpointFiles, error) {
+		res, err := convert.Convert(ctx, dir, outDir, convert.Options{Log: log})
+		if err != nil {
+			return checkpointFiles{}, err
+		}
+		f := checkpointFiles{model: res.LMs[0], mmproj: res.MMProj}
+		if len(res.MVProjs) > 0 {
+			f.mvproj = res.MVProjs[0]
+		}
+		return f, nil
+	}
 }
 
-const convertUsage = `HF_DIR --out LM.gguf [--mmproj-out MMPROJ.gguf] [--mvproj-out MV.gguf] [--type F16|BF16|F32] [--adapter ADAPTER_DIR] [--recipe NAME]
+const convertUsage = `HF_DIR --out DIR [--task TASK|all] [--type F16] [--mmproj-type F16] [--layout L] [--name NAME] [--recipe NAME]
 
-Writes the checkpoint's language model (config.json, tokenizer.json,
-safetensors, sharded or not) as llama.cpp names it, with the PEFT adapter in
-ADAPTER_DIR (adapter_config.json + adapter_model.safetensors, e.g. one of
-jina-embeddings-v4's task adapters) merged in float64 before the single
-rounding, and with --mmproj-out the Qwen2.5-VL vision tower and merger as
-llama.cpp's mmproj (fused qkv split, Conv3D patch embedding split along
-time). Quantize the results with vembed quantize.`
+Writes the checkpoint's language model, vision encoder (mmproj) and, for
+jina-embeddings-v4 and ColQwen, multi-vector head (mvproj) as GGUFs into
+DIR, keys and tensor names as llama.cpp's converter writes them, LoRA
+adapters merged in float64 before the single rounding. jina-embeddings-v4
+gets one language model per task with --task all.`
 
 func runConvert(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("convert", convertUsage, stderr)
-	out := fs.String("out", "", "output `file`")
-	mmOut := fs.String("mmproj-out", "", "also write the vision tower as an mmproj GGUF `file`")
-	mvOut := fs.String("mvproj-out", "", "also write the multi-vector head (jina-v4's multi_vector_projector, ColQwen's custom_text_proj) as an mvproj `file`, the adapter merged")
-	typ := fs.String("type", "F16", "weight type: F16, BF16 or F32")
-	adapter := fs.String("adapter", "", "merge the PEFT LoRA adapter in `dir`")
-	task := fs.String("task", "", "jina-embeddings-v4 layout: merge HF_DIR/adapters/`TASK` (retrieval, text-matching, code), or all: one LM (and mvproj) per task, named after --out")
-	recipe := fs.String("recipe", "", "write vembed.recipe = `NAME` (jina-embeddings-v4, gme, ...) so serve picks the model's prompts and pooling")
+	out := fs.String("out", "", "output `DIR`")
+	task := fs.String("task", "", "jina-embeddings-v4's task adapter to merge (retrieval, text-matching, code; default retrieval), or all: one LM and mvproj per task")
+	typ := fs.String("type", "F16", "LM weight type: F32, F16, BF16, Q8_0, Q6_K, Q4_K, ... or a llama.cpp mix (Q4_K_M, Q5_K_M, ...)")
+	mmType := fs.String("mmproj-type", "F16", "vision encoder weight type (block types keep the patch embedding, attn_out and the merger in F16, as vembed quantize does)")
+	layout := fs.String("layout", "", "checkpoint layout ("+strings.Join(synth.Layouts(), ", ")+"); default: told from the checkpoint")
+	name := fs.String("name", "", "model name (general.name and file names; default from config.json or HF_DIR)")
+	recipe := fs.String("recipe", "", "override vembed.recipe (jina-embeddings-v4, gme, colqwen2, ...)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -41,53 +54,29 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	case len(pos) != 1:
 		return usageError(fs, stderr, "give one HF_DIR (got %d arguments)", len(pos))
 	case *out == "":
-		return usageError(fs, stderr, "--out is required")
+		return usageError(fs, stderr, "--out DIR is required")
 	}
-	t, ok := map[string]gguf.Type{"F16": gguf.TypeF16, "BF16": gguf.TypeBF16, "F32": gguf.TypeF32}[strings.ToUpper(*typ)]
-	if !ok {
-		return usageError(fs, stderr, "--type %q: F16, BF16 or F32 (quantize the result with vembed quantize)", *typ)
-	}
-	o := convert.LMOptions{Type: t}
-	if *recipe != "" {
-		o.Extra = map[string]any{"vembed.recipe": *recipe}
-	}
-	if *task != "" {
-		if *adapter != "" {
-			return usageError(fs, stderr, "give --task or --adapter, not both")
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	start := time.Now()
+	res, err := convert.Convert(ctx, pos[0], *out, convert.Options{
+		Layout: *layout, Task: *task, Type: *typ, MMProjType: *mmType, Name: *name, Recipe: *recipe,
+		Log: slog.New(slog.NewTextHandler(stderr, nil)), Progress: synthProgress(stderr),
+	})
+	if res != nil {
+		for i, lm := range res.LMs {
+			fmt.Fprintln(stdout, lm)
+			if i < len(res.MVProjs) {
+				fmt.Fprintln(stdout, res.MVProjs[i])
+			}
 		}
-		written, err := convert.Tasks(pos[0], *task, *out, *mmOut, *mvOut, o)
-		for _, w := range written {
-			fmt.Fprintln(stdout, w)
+		if res.MMProj != "" {
+			fmt.Fprintln(stdout, res.MMProj)
 		}
+	}
+	if err != nil {
 		return err
 	}
-	if *adapter != "" {
-		a, err := convert.OpenAdapter(*adapter)
-		if err != nil {
-			return err
-		}
-		defer a.Close()
-		o.Adapter = a
-	}
-	if err := convert.ConvertLM(pos[0], *out, o); err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, *out)
-	if *mmOut != "" {
-		if err := convert.ConvertMMProj(pos[0], *mmOut, t); err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, *mmOut)
-	}
-	if *mvOut != "" {
-		task := ""
-		if o.Adapter != nil {
-			task = filepath.Base(filepath.Clean(*adapter))
-		}
-		if err := convert.ConvertMVProj(pos[0], *mvOut, o.Adapter, task); err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, *mvOut)
-	}
+	fmt.Fprintf(stderr, "converted %s (layout %s) in %.1fs\n", pos[0], cmpOr(res.Layout, "plain"), time.Since(start).Seconds())
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/vembed/vembed/safetensors"
 	"github.com/vembed/vembed/synth"
 )
 
@@ -37,6 +38,9 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	mv := fs.Bool("mvproj", false, "also write the multi-vector projector side-car")
 	vocabFrom := fs.String("vocab-from", "", "copy the tokenizer from this GGUF (its size must match the preset's vocabulary)")
 	workers := fs.Int("workers", 0, "goroutines generating tensors; 0 keeps the default (2)")
+	format := fs.String("format", "gguf", "gguf: a GGUF pair; hf: a Hugging Face checkpoint (see --layout, --dtype) for vembed convert")
+	layout := fs.String("layout", synth.LayoutJinaV4, "--format hf: checkpoint layout, "+strings.Join(synth.Layouts(), ", ")+" (gme and colqwen2 need a Qwen2-VL preset: tiny-qwen2vl, the default for them, or qwen2vl-2b)")
+	dtype := fs.String("dtype", "BF16", "--format hf: weight dtype, BF16, F16 or F32")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -56,6 +60,11 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		return usageError(fs, stderr, "--out is required")
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *format == "hf" && !set["preset"] && (*layout == synth.LayoutGME || *layout == synth.LayoutColQwen2) {
+		*preset = "tiny-qwen2vl"
+	}
 	cfg, err := synth.Preset(*preset)
 	if err != nil {
 		return err
@@ -66,8 +75,6 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	if *mmType != "" {
 		cfg.MMProjType = *mmType
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if set["seed"] {
 		cfg.Seed = *seed
 	}
@@ -84,6 +91,19 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 
 	cfg.Progress = synthProgress(stderr)
 	start := time.Now()
+	switch *format {
+	case "hf":
+		o := synth.HFOptions{Layout: *layout, DType: safetensors.DType(strings.ToUpper(*dtype))}
+		if err := synth.WriteHF(*out, cfg, o); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, *out)
+		fmt.Fprintf(stderr, "wrote %s as a %s checkpoint in %.1fs\n", *preset, *layout, time.Since(start).Seconds())
+		return nil
+	case "gguf":
+	default:
+		return usageError(fs, stderr, "--format %q: gguf or hf", *format)
+	}
 	lm, mm, err := synth.WritePair(*out, cfg)
 	if err != nil {
 		return err

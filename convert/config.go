@@ -1,0 +1,216 @@
+package convert
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/vembed/vembed/synth"
+)
+
+// textConfig is the language model's part of config.json (top level for
+// Qwen2-VL / Qwen2.5-VL, "text_config" in newer exports).
+type textConfig struct {
+	ModelType   string  `json:"model_type"`
+	Layers      int     `json:"num_hidden_layers"`
+	Context     int     `json:"max_position_embeddings"`
+	Hidden      int     `json:"hidden_size"`
+	FFN         int     `json:"intermediate_size"`
+	Heads       int     `json:"num_attention_heads"`
+	KVHeads     int     `json:"num_key_value_heads"`
+	RopeTheta   float64 `json:"rope_theta"`
+	RMSNormEps  float64 `json:"rms_norm_eps"`
+	Vocab       int     `json:"vocab_size"`
+	Tie         *bool   `json:"tie_word_embeddings"`
+	BOS         *int    `json:"bos_token_id"`
+	EOS         any     `json:"eos_token_id"` // a number or a list
+	RopeScaling struct {
+		MRopeSection []int `json:"mrope_section"`
+	} `json:"rope_scaling"`
+}
+
+// visionConfig is config.json's vision_config: Qwen2.5-VL's fields and
+// Qwen2-VL's (embed_dim, mlp_ratio; its hidden_size is the LM's width).
+type visionConfig struct {
+	Depth     int     `json:"depth"`
+	Hidden    int     `json:"hidden_size"`
+	EmbedDim  int     `json:"embed_dim"`
+	FFN       int     `json:"intermediate_size"`
+	MLPRatio  float64 `json:"mlp_ratio"`
+	Heads     int     `json:"num_heads"`
+	PatchSize int     `json:"patch_size"`
+	Temporal  int     `json:"temporal_patch_size"`
+	Merge     int     `json:"spatial_merge_size"`
+	OutHidden int     `json:"out_hidden_size"`
+	FullAttn  []int   `json:"fullatt_block_indexes"`
+}
+
+// hfConfig is what the converter reads of config.json.
+type hfConfig struct {
+	textConfig
+	Text          *textConfig  `json:"text_config"`
+	Vision        visionConfig `json:"vision_config"`
+	Architectures []string     `json:"architectures"`
+	NameOrPath    string       `json:"_name_or_path"`
+	TaskNames     []string     `json:"task_names"`
+	MVDim         int          `json:"multi_vector_projector_dim"`
+}
+
+func readJSON(dir, name string, v any) error {
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return fmt.Errorf("convert: %w", err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("convert: %s: %w", filepath.Join(dir, name), err)
+	}
+	return nil
+}
+
+// readConfig reads config.json.
+func readConfig(dir string) (*hfConfig, error) {
+	var c hfConfig
+	if err := readJSON(dir, "config.json", &c); err != nil {
+		return nil, err
+	}
+	if c.Text != nil && c.Text.Hidden > 0 {
+		mt := c.ModelType
+		c.textConfig = *c.Text
+		if c.ModelType == "" {
+			c.ModelType = mt
+		}
+	}
+	return &c, nil
+}
+
+// projector tells the vision tower's family from config.json.
+func (c *hfConfig) projector() (string, error) {
+	mt := strings.ToLower(c.ModelType)
+	switch {
+	case strings.Contains(mt, "qwen2_5") || strings.Contains(mt, "qwen2.5") || c.Vision.OutHidden > 0 || len(c.Vision.FullAttn) > 0:
+		return synth.ProjectorQwen25VL, nil
+	case strings.Contains(mt, "qwen2_vl") || c.Vision.EmbedDim > 0:
+		return synth.ProjectorQwen2VL, nil
+	}
+	return "", fmt.Errorf("convert: config.json: model_type %q is neither Qwen2-VL nor Qwen2.5-VL", c.ModelType)
+}
+
+// synthConfig describes the checkpoint as the synth package's
+// configuration, whose layouts give every key and tensor of the GGUFs.
+func (c *hfConfig) synthConfig(dir string, vocab int) (synth.Config, error) {
+	proj, err := c.projector()
+	if err != nil {
+		return synth.Config{}, err
+	}
+	t, v := c.textConfig, c.Vision
+	switch {
+	case t.Layers <= 0 || t.Hidden <= 0 || t.Heads <= 0 || t.FFN <= 0:
+		return synth.Config{}, fmt.Errorf("convert: config.json: missing sizes (layers %d, hidden %d, heads %d, ffn %d)", t.Layers, t.Hidden, t.Heads, t.FFN)
+	case t.Hidden%t.Heads != 0:
+		return synth.Config{}, fmt.Errorf("convert: config.json: hidden %d is not a multiple of %d heads", t.Hidden, t.Heads)
+	}
+	if t.KVHeads == 0 {
+		t.KVHeads = t.Heads
+	}
+	if t.RMSNormEps == 0 {
+		t.RMSNormEps = 1e-6
+	}
+	if t.RopeTheta == 0 {
+		t.RopeTheta = 1e6
+	}
+	if t.Context == 0 {
+		t.Context = 32768
+	}
+	sec := t.RopeScaling.MRopeSection
+	if len(sec) == 0 {
+		q := t.Hidden / t.Heads / 2
+		sec = []int{q / 4, q * 3 / 8, q * 3 / 8}
+	}
+	if len(sec) > 4 {
+		return synth.Config{}, fmt.Errorf("convert: config.json: mrope_section %v", sec)
+	}
+	name := cmpOr(filepath.Base(c.NameOrPath), filepath.Base(filepath.Clean(dir)))
+	cfg := synth.Config{
+		Name:      name,
+		BaseName:  name,
+		Projector: proj,
+		LM: synth.LMConfig{
+			Hidden: t.Hidden, Layers: t.Layers, Heads: t.Heads, KVHeads: t.KVHeads, FFN: t.FFN,
+			Vocab: vocab, ContextLength: t.Context,
+			RopeTheta: float32(t.RopeTheta), RMSEps: float32(t.RMSNormEps),
+			Untied: t.Tie != nil && !*t.Tie,
+		},
+		Vision: synth.VisionConfig{
+			Blocks: v.Depth, Heads: v.Heads, PatchSize: v.PatchSize,
+			ImageSize: 560, Eps: 1e-6,
+		},
+		MVProj: synth.MVProjConfig{OutputDim: 1, Normalize: true, Type: "F32"},
+		LMType: "F32", MMProjType: "F32",
+	}
+	for i, s := range sec {
+		cfg.LM.MRoPE[i] = int32(s)
+	}
+	if v.Temporal != 0 && v.Temporal != synth.TemporalPatch {
+		return synth.Config{}, fmt.Errorf("convert: config.json: temporal_patch_size %d (Qwen-VL towers have %d)", v.Temporal, synth.TemporalPatch)
+	}
+	if v.Merge != 0 && v.Merge != 2 {
+		return synth.Config{}, fmt.Errorf("convert: config.json: spatial_merge_size %d (llama.cpp's Qwen-VL mergers are 2x2)", v.Merge)
+	}
+	if proj == synth.ProjectorQwen2VL {
+		cfg.Vision.Width = v.EmbedDim
+		cfg.Vision.FFN = int(float64(v.EmbedDim)*v.MLPRatio + 0.5)
+		if v.MLPRatio == 0 {
+			cfg.Vision.FFN = 4 * v.EmbedDim
+		}
+	} else {
+		cfg.Vision.Width, cfg.Vision.FFN = v.Hidden, v.FFN
+		if v.OutHidden != 0 && v.OutHidden != t.Hidden {
+			return synth.Config{}, fmt.Errorf("convert: config.json: vision out_hidden_size %d differs from the LM's hidden size %d", v.OutHidden, t.Hidden)
+		}
+		full := v.FullAttn
+		if len(full) == 0 {
+			return synth.Config{}, errors.New("convert: config.json: a Qwen2.5-VL vision_config without fullatt_block_indexes")
+		}
+		// llama.cpp stores only the period; the blocks must be evenly spaced.
+		n := full[0] + 1
+		for i, b := range full {
+			if b != (i+1)*n-1 {
+				return synth.Config{}, fmt.Errorf("convert: config.json: fullatt_block_indexes %v are not evenly spaced, which llama.cpp cannot store", full)
+			}
+		}
+		cfg.Vision.NWAPattern = n
+	}
+	var pre struct {
+		Mean []float32 `json:"image_mean"`
+		Std  []float32 `json:"image_std"`
+	}
+	cfg.Vision.ImageMean = [3]float32{0.48145466, 0.4578275, 0.40821073}
+	cfg.Vision.ImageStd = [3]float32{0.26862954, 0.26130258, 0.27577711}
+	if err := readJSON(dir, "preprocessor_config.json", &pre); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return synth.Config{}, err
+	}
+	if len(pre.Mean) == 3 && len(pre.Std) == 3 {
+		copy(cfg.Vision.ImageMean[:], pre.Mean)
+		copy(cfg.Vision.ImageStd[:], pre.Std)
+	}
+	if err := cfg.Validate(); err != nil {
+		return synth.Config{}, fmt.Errorf("convert: config.json: %w", err)
+	}
+	return cfg, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" && a != "." && a != "/" {
+		return a
+	}
+	return b
+}
+
+// isJina reports jina-embeddings-v4's custom architecture.
+func (c *hfConfig) isJina() bool {
+	return slices.Contains(c.Architectures, "JinaEmbeddingsV4Model") || len(c.TaskNames) > 0
+}

@@ -1,0 +1,462 @@
+package convert
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/quantize"
+	"github.com/vembed/vembed/synth"
+)
+
+// Options control Convert.
+type Options struct {
+	// Layout is one of synth.Layouts, or "" to tell it from the checkpoint
+	// (see the package doc).
+	Layout string
+	// Task picks jina-embeddings-v4's task adapter ("" for retrieval), or
+	// "all" for one language model per task.
+	Task string
+	// Type is the language model's weight encoding: F32, F16 (default),
+	// BF16, a block type (Q8_0, Q6_K, ...) or a llama.cpp mix (Q4_K_M, ...).
+	Type string
+	// MMProjType is the vision encoder's (default F16); block types keep
+	// quantize.DefaultKeep's tensor groups in F16, as vembed quantize does.
+	MMProjType string
+	// Name is general.name and the files' base name (default: config.json's
+	// _name_or_path, else the directory's name).
+	Name string
+	// Recipe overrides the vembed.recipe the layout implies.
+	Recipe string
+	// Log receives progress and warnings; nil discards them.
+	Log *slog.Logger
+	// Progress, when set, hears of the values written to each file.
+	Progress func(file string, done, total int64)
+}
+
+// Result lists the files Convert wrote.
+type Result struct {
+	Layout string
+	// Tasks are the converted tasks, one per LM ("" without tasks).
+	Tasks   []string
+	LMs     []string
+	MMProj  string
+	MVProjs []string // one per LM when the layout has a multi-vector head
+}
+
+// layoutInfo is what a layout adds to the plain conversion.
+type layoutInfo struct {
+	recipe  string
+	pooling int    // llama.cpp's LLAMA_POOLING_TYPE_*, -1 for none written
+	head    string // multi-vector head (canonical name without .weight)
+	adapter string // adapter directory, "" for none
+	tasked  bool   // the adapter holds one pair per task
+}
+
+// llama.cpp's pooling types.
+const (
+	poolingNone = 0
+	poolingMean = 1
+	poolingLast = 3
+)
+
+func detectLayout(dir string, cfg *hfConfig, src *source, o Options) (string, error) {
+	if o.Layout != "" {
+		if !slices.Contains(synth.Layouts(), o.Layout) {
+			return "", fmt.Errorf("convert: unknown layout %q (have %v)", o.Layout, synth.Layouts())
+		}
+		return o.Layout, nil
+	}
+	proj, err := cfg.projector()
+	if err != nil {
+		return "", err
+	}
+	_, head := src.tensor("custom_text_proj.weight")
+	// GME ships a plain Qwen2-VL checkpoint: its name (given, in
+	// config.json, the directory's, or the hub cache's models--org--name)
+	// or its gme_inference.py tell it.
+	abs, _ := filepath.Abs(dir)
+	name := strings.ToLower(strings.Join([]string{o.Name, cfg.NameOrPath, filepath.Base(abs)}, " "))
+	if filepath.Base(filepath.Dir(abs)) == "snapshots" {
+		name += " " + strings.ToLower(filepath.Base(filepath.Dir(filepath.Dir(abs))))
+	}
+	switch {
+	case cfg.isJina() || exists(filepath.Join(dir, "adapters", "adapter_config.json")):
+		return synth.LayoutJinaV4, nil
+	case head && proj == synth.ProjectorQwen2VL:
+		return synth.LayoutColQwen2, nil
+	case head:
+		return synth.LayoutColQwen25, nil
+	case strings.Contains(name, "gme") || exists(filepath.Join(dir, "gme_inference.py")):
+		return synth.LayoutGME, nil
+	}
+	return "", nil // a plain Qwen2-VL / Qwen2.5-VL model
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func infoOf(dir, layout string) layoutInfo {
+	switch layout {
+	case synth.LayoutJinaV4:
+		return layoutInfo{recipe: "jina-embeddings-v4", pooling: poolingMean, head: "multi_vector_projector", adapter: filepath.Join(dir, "adapters"), tasked: true}
+	case synth.LayoutColQwen2, synth.LayoutColQwen25:
+		l := layoutInfo{recipe: "colqwen2", pooling: poolingNone, head: "custom_text_proj"}
+		if exists(filepath.Join(dir, "adapter_config.json")) {
+			l.adapter = dir
+		}
+		return l
+	case synth.LayoutGME:
+		return layoutInfo{recipe: "gme", pooling: poolingLast}
+	}
+	return layoutInfo{pooling: -1}
+}
+
+// Convert writes the GGUFs of the Hugging Face checkpoint in dir into
+// outDir (created if missing): the language model (one per task with
+// Task "all"), the vision encoder (mmproj) and the multi-vector head
+// (mvproj) when the layout has one. Each tensor is read, merged with its
+// LoRA update in float64 and rounded once to its type a block of rows at a
+// time.
+func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error) {
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cfg, err := readConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	vocab, tmpl, err := readTokenizer(dir, cfg)
+	if err != nil {
+		return nil, err
+	}
+	base, err := cfg.synthConfig(dir, len(vocab.Tokens))
+	if err != nil {
+		return nil, err
+	}
+	if o.Name != "" {
+		base.Name, base.BaseName = o.Name, o.Name
+	}
+	base.LMType, base.MMProjType = cmpOr(o.Type, "F16"), cmpOr(o.MMProjType, "F16")
+	if err := base.Validate(); err != nil {
+		return nil, fmt.Errorf("convert: %w", err)
+	}
+	src, err := openSource(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	layout, err := detectLayout(dir, cfg, src, o)
+	if err != nil {
+		return nil, err
+	}
+	info := infoOf(dir, layout)
+	if o.Recipe != "" {
+		info.recipe = o.Recipe
+	}
+	if info.head != "" {
+		if _, ok := src.tensor(info.head + ".weight"); !ok {
+			return nil, fmt.Errorf("convert: layout %s: the checkpoint has no %s.weight", layout, info.head)
+		}
+	}
+	tasks := []string{""}
+	if info.tasked {
+		if !exists(filepath.Join(info.adapter, "adapter_config.json")) {
+			return nil, fmt.Errorf("convert: layout %s: no task adapters in %s", layout, info.adapter)
+		}
+		switch o.Task {
+		case "all":
+			if tasks, err = AdapterTasks(info.adapter); err != nil {
+				return nil, err
+			}
+			if len(tasks) == 0 {
+				return nil, fmt.Errorf("convert: %s holds no per-task LoRA pairs", info.adapter)
+			}
+		case "":
+			tasks = []string{"retrieval"}
+		default:
+			tasks = []string{o.Task}
+		}
+	} else if o.Task != "" {
+		return nil, fmt.Errorf("convert: --task: the %s layout has no task adapters", cmpOr(layout, "plain"))
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return nil, fmt.Errorf("convert: %w", err)
+	}
+	c := converter{ctx: ctx, src: src, projector: base.Projector, progress: o.Progress}
+	res := &Result{Layout: layout}
+	var extra []synth.KV
+	if info.recipe != "" {
+		extra = append(extra, synth.KV{Key: "vembed.recipe", Value: info.recipe})
+	}
+	if info.pooling >= 0 {
+		extra = append(extra, synth.KV{Key: "qwen2vl.pooling_type", Value: uint32(info.pooling)})
+	}
+	for _, task := range tasks {
+		cfg := base
+		if len(tasks) > 1 {
+			cfg.Name = base.Name + "-" + task
+		}
+		c.adapter = nil
+		if info.adapter != "" {
+			if c.adapter, err = OpenAdapter(info.adapter, task); err != nil {
+				return res, err
+			}
+			if err := c.adapter.check(src, func(n string) bool { return isDecoder(n) || info.head != "" && strings.HasPrefix(n, info.head+".") }); err != nil {
+				c.adapter.Close()
+				return res, err
+			}
+		}
+		lm, err := c.writeLM(cfg, outDir, synth.VocabKVs(vocab, tmpl), extra)
+		if err == nil {
+			res.LMs, res.Tasks = append(res.LMs, lm), append(res.Tasks, task)
+			log.Info("wrote the language model", "file", lm, "task", task)
+			if info.head != "" {
+				var mv string
+				if mv, err = c.writeMVProj(cfg, outDir, info.head, task); err == nil {
+					res.MVProjs = append(res.MVProjs, mv)
+					log.Info("wrote the multi-vector head", "file", mv)
+				}
+			}
+		}
+		if c.adapter != nil {
+			c.adapter.Close()
+		}
+		if err != nil {
+			return res, err
+		}
+	}
+	if res.MMProj, err = c.writeMMProj(base, outDir); err != nil {
+		return res, err
+	}
+	log.Info("wrote the vision encoder", "file", res.MMProj)
+	var unused []string
+	for _, n := range src.unused() {
+		if !(canonical(n) == "lm_head.weight" && !base.LM.Untied) {
+			unused = append(unused, n)
+		}
+	}
+	if len(unused) > 0 {
+		log.Warn("checkpoint tensors left out of every file", "count", len(unused), "first", unused[:min(5, len(unused))])
+	}
+	return res, nil
+}
+
+// isDecoder reports whether a canonical checkpoint name is the decoder's
+// (rather than the tower's or a head's).
+func isDecoder(canon string) bool {
+	return strings.HasPrefix(canon, "model.") || strings.HasPrefix(canon, "lm_head.")
+}
+
+// converter fills planned tensors from a checkpoint.
+type converter struct {
+	ctx        context.Context
+	src        *source
+	projector  string
+	adapter    *Adapter
+	progress   func(file string, done, total int64)
+	done, size int64
+	file       string
+}
+
+func (c *converter) writeLM(cfg synth.Config, outDir string, tok []synth.KV, extra []synth.KV) (string, error) {
+	l, err := cfg.LMLayout(tok)
+	if err != nil {
+		return "", fmt.Errorf("convert: %w", err)
+	}
+	l.KVs = append(l.KVs, extra...)
+	path := filepath.Join(outDir, cfg.LMFileName())
+	return path, c.write(path, l, c.planned)
+}
+
+func (c *converter) writeMMProj(cfg synth.Config, outDir string) (string, error) {
+	c.adapter = nil // the towers run without the task adapters
+	l, err := cfg.MMProjLayout()
+	if err != nil {
+		return "", fmt.Errorf("convert: %w", err)
+	}
+	spec, err := quantize.ParseSpec(cfg.MMProjType)
+	if err != nil {
+		return "", fmt.Errorf("convert: %w", err)
+	}
+	patch := gguf.TypeF32
+	for i, t := range l.Tensors {
+		if spec.Quantized() && len(t.NE) >= 2 && slices.Contains(quantize.DefaultKeep, quantize.VisionGroup(t.Name)) {
+			l.Tensors[i].Type = gguf.TypeF16
+		}
+		if t.Name == "v.patch_embd.weight" {
+			patch = l.Tensors[i].Type
+		}
+	}
+	// The flat patch weight (proj.weight viewed [W, 3·T·p·p]) lets the
+	// engine embed patches with one matrix product; llama.cpp ignores it.
+	W, p := int64(cfg.Vision.Width), int64(cfg.Vision.PatchSize)
+	l.Tensors = append(l.Tensors, synth.TensorLayout{Name: "v.patch_embd.weight_flat", NE: []int64{3 * synth.TemporalPatch * p * p, W}, Type: patch})
+	path := filepath.Join(outDir, cfg.MMProjFileName())
+	return path, c.write(path, l, func(t synth.TensorLayout, dst io.Writer) error {
+		if t.Name == "v.patch_embd.weight_flat" {
+			return c.rows(dst, t, "visual.patch_embed.proj.weight", 0, false)
+		}
+		return c.planned(t, dst)
+	})
+}
+
+func (c *converter) writeMVProj(cfg synth.Config, outDir, head, task string) (string, error) {
+	t, _ := c.src.tensor(head + ".weight")
+	b, ok := c.src.tensor(head + ".bias")
+	switch {
+	case len(t.Shape) != 2 || t.Shape[1] != int64(cfg.LM.Hidden):
+		return "", fmt.Errorf("convert: %s.weight is %v, want [out, %d]", head, t.Shape, cfg.LM.Hidden)
+	case !ok || len(b.Shape) != 1 || b.Shape[0] != t.Shape[0]:
+		return "", fmt.Errorf("convert: %s.bias is missing or not [%d]", head, t.Shape[0])
+	}
+	cfg.MVProj = synth.MVProjConfig{OutputDim: int(t.Shape[0]), Task: task, Normalize: true, Type: "F32"}
+	l, err := cfg.MVProjLayout()
+	if err != nil {
+		return "", fmt.Errorf("convert: %w", err)
+	}
+	path := filepath.Join(outDir, cfg.MVProjFileName())
+	return path, c.write(path, l, func(t synth.TensorLayout, dst io.Writer) error {
+		return c.rows(dst, t, head+strings.TrimPrefix(t.Name, "mvproj"), 0, true)
+	})
+}
+
+// write streams a planned file.
+func (c *converter) write(path string, l *synth.Layout, fill func(synth.TensorLayout, io.Writer) error) error {
+	w := gguf.NewWriter()
+	for _, kv := range l.KVs {
+		w.Add(kv.Key, kv.Value)
+	}
+	c.file, c.done, c.size = filepath.Base(path), 0, 0
+	for _, t := range l.Tensors {
+		c.size += t.Elements()
+	}
+	for _, t := range l.Tensors {
+		if err := w.AddTensorFunc(t.Name, t.Type, t.NE, func(dst io.Writer) error {
+			if err := fill(t, dst); err != nil {
+				return fmt.Errorf("%s: %w", t.Name, err)
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("convert: %s: %w", t.Name, err)
+		}
+	}
+	if err := w.WriteFile(path); err != nil {
+		return fmt.Errorf("convert: %w", err)
+	}
+	return nil
+}
+
+// planned fills a tensor of an LM or mmproj layout from its checkpoint
+// source, checking the shape first.
+func (c *converter) planned(t synth.TensorLayout, dst io.Writer) error {
+	src, ok := synth.HFSourceOf(t.Name, c.projector)
+	if !ok {
+		return errors.New("no checkpoint source for this tensor")
+	}
+	hf, ok := c.src.tensor(src.Name)
+	if !ok {
+		return fmt.Errorf("the checkpoint has no %s", src.Name)
+	}
+	want, err := synth.HFTensors(&synth.Layout{Tensors: []synth.TensorLayout{t}}, c.projector)
+	if err != nil {
+		return err
+	}
+	if !slices.Equal(hf.Shape, want[0].Shape) {
+		return fmt.Errorf("checkpoint tensor %s is %v, config.json implies %v", src.Name, hf.Shape, want[0].Shape)
+	}
+	if src.Temporal {
+		all, err := c.src.values(src.Name, 0, hf.Elements())
+		if err != nil {
+			return err
+		}
+		// [W, 3, T, p, p] → the T-th [W, 3, p, p] kernel.
+		W, T, pp := hf.Shape[0], hf.Shape[2], hf.Shape[3]*hf.Shape[4]
+		out := make([]float64, 0, W*3*pp)
+		for o := range W {
+			for ch := range int64(3) {
+				at := ((o*3+ch)*T + int64(src.Part)) * pp
+				out = append(out, all[at:at+pp]...)
+			}
+		}
+		return c.emit(dst, t.Type, out)
+	}
+	return c.rows(dst, t, src.Name, int64(src.Part)*t.Elements(), src.Parts == 1)
+}
+
+// rows streams tensor t from the checkpoint tensor name starting at value
+// offset, a block of whole rows at a time, merging the adapter's update
+// when merge is set.
+func (c *converter) rows(dst io.Writer, t synth.TensorLayout, name string, offset int64, merge bool) error {
+	hf, ok := c.src.tensor(name)
+	if !ok {
+		return fmt.Errorf("the checkpoint has no %s", name)
+	}
+	n, cols := t.Elements(), t.NE[0]
+	if offset+n > hf.Elements() || hf.Elements()%cols != 0 {
+		return fmt.Errorf("checkpoint tensor %s is %v, too small for %v", name, hf.Shape, t.NE)
+	}
+	merge = merge && c.adapter != nil && c.adapter.touches(name)
+	per := max(1, (1<<20)/cols) * cols
+	for s := int64(0); s < n; s += per {
+		if err := c.ctx.Err(); err != nil {
+			return err
+		}
+		vals, err := c.src.values(name, offset+s, min(per, n-s))
+		if err != nil {
+			return err
+		}
+		if merge {
+			if err := c.adapter.mergeRows(name, vals, int((offset+s)/cols), int(cols)); err != nil {
+				return err
+			}
+		}
+		if err := c.emit(dst, t.Type, vals); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emit rounds float64 values once to typ (through float32, which holds
+// every F16 and BF16 value and, at 24 bits, rounds no differently from a
+// direct rounding: 24 ≥ 2·11 + 2) and writes them; block types encode
+// the whole rows given as gguf.Quantize does.
+func (c *converter) emit(dst io.Writer, typ gguf.Type, vals []float64) error {
+	f32 := make([]float32, len(vals))
+	for i, v := range vals {
+		if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > math.MaxFloat32 {
+			return fmt.Errorf("a weight is not a finite float32 (%v)", v)
+		}
+		f32[i] = float32(v)
+	}
+	var b []byte
+	if typ == gguf.TypeF32 {
+		b = make([]byte, 4*len(f32))
+		for i, v := range f32 {
+			u := math.Float32bits(v)
+			b[4*i], b[4*i+1], b[4*i+2], b[4*i+3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
+		}
+	} else {
+		var err error
+		if b, err = gguf.Quantize(typ, f32); err != nil {
+			return err
+		}
+	}
+	if _, err := dst.Write(b); err != nil {
+		return err
+	}
+	c.done += int64(len(vals))
+	if c.progress != nil {
+		c.progress(c.file, c.done, c.size)
+	}
+	return nil
+}

@@ -1,0 +1,64 @@
+// Package convert turns Hugging Face checkpoints of Qwen2-VL / Qwen2.5-VL
+// embedders into the GGUF files vembed (and llama.cpp) load, without
+// Python: the language model, the vision encoder (mmproj) and the
+// multi-vector head (mvproj side-car).
+//
+// Every key, tensor name, shape, storage type and order comes from the
+// synth package's layouts, which reproduce what llama.cpp's
+// convert_hf_to_gguf.py writes (and, for block types, what llama-quantize
+// writes); synth's naming table says which checkpoint tensor fills each
+// GGUF tensor (fused vision qkv split in thirds, the Conv3D patch
+// embedding split along time into v.patch_embd.weight and .weight.1). The
+// mmproj also gets v.patch_embd.weight_flat, proj.weight viewed as
+// [W, 3·2·p·p], which the engine uses for its patch GEMM and llama.cpp
+// ignores. The tokenizer comes from tokenizer.json (BPE vocabulary padded
+// to vocab_size with [PAD<id>] tokens, added tokens CONTROL when special,
+// merges, pre-tokenizer qwen2) and tokenizer_config.json (end, padding and
+// start tokens, chat template).
+//
+// Tensors are converted one at a time, a block of about a million values
+// (whole rows) at a time: read from the safetensors shards, widened to
+// float64, the LoRA update s·B·A of those rows added (s = lora_alpha / r,
+// or / sqrt(r) with rsLoRA), and rounded once to the output type (F32,
+// F16, BF16, or a block type through gguf.Quantize with llama-quantize's
+// per-tensor choices from package quantize). Memory stays near one block
+// plus one module's LoRA factors, whatever the model's size.
+//
+// # Layouts
+//
+// Tensor names are accepted with the prefixes of every transformers
+// release: model.layers / model.language_model.layers / language_model.layers
+// for the decoder, visual / model.visual for the tower. The layout is told
+// from the checkpoint, or forced with Options.Layout:
+//
+//   - jina-v4 (jina-embeddings-v4; config.json architectures
+//     JinaEmbeddingsV4Model or task_names, or an adapters/ directory): a
+//     Qwen2.5-VL checkpoint with multi_vector_projector.{weight,bias}
+//     ([128, hidden], [128]) and, in adapters/, one PEFT LoRA adapter
+//     (adapter_config.json: r, lora_alpha, target_modules;
+//     adapter_model.safetensors) holding one A/B pair per task and module:
+//     base_model.model.<module>.lora_A.<task>.weight [r, in] and
+//     lora_B.<task>.weight [out, r], over the decoder's q/k/v/o and MLP
+//     projections and the projector. One LM per task (Options.Task, or
+//     "all": <name>-<task>-<TYPE>.gguf) with its pairs merged, an mvproj per
+//     task with the projector's pair merged, one mmproj (the tower has no
+//     adapter). vembed.recipe jina-embeddings-v4, qwen2vl.pooling_type 1
+//     (mean).
+//   - colqwen2 / colqwen2.5 (colpali-engine's ColQwen2 / ColQwen2.5: a
+//     custom_text_proj.{weight,bias} tensor, [128, hidden]): the base
+//     checkpoint and, when adapter_config.json and adapter_model.safetensors
+//     lie beside it, its single LoRA adapter merged (pairs
+//     base_model.model.<module>.lora_A.weight, custom_text_proj included);
+//     custom_text_proj becomes the mvproj. vembed.recipe colqwen2,
+//     qwen2vl.pooling_type 0 (none: one vector per token).
+//   - gme (GME-Qwen2-VL; told by "gme" in the model's name): a plain
+//     Qwen2-VL checkpoint; vembed.recipe gme, qwen2vl.pooling_type 3
+//     (last token).
+//   - any other Qwen2-VL / Qwen2.5-VL checkpoint converts as llama.cpp
+//     converts it, with neither key.
+//
+// An adapter is checked against the checkpoint before anything is
+// written: its rank, every pair's shapes against its weight, a pair for a
+// module the checkpoint lacks, and a decoder or head matrix that
+// target_modules names but the adapter holds no pair for are errors.
+package convert

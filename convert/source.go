@@ -1,0 +1,96 @@
+package convert
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/vembed/vembed/safetensors"
+)
+
+// prefixes maps the tensor-name prefixes of the exports in use to the
+// canonical ones of synth's naming table ("model." for the decoder,
+// "visual." for the tower): transformers 4.52+ nests both under "model."
+// ("model.language_model.", "model.visual."), colpali-engine's
+// Qwen2_5_VLModel subclasses drop the outer "model." ("language_model.").
+var prefixes = []struct{ from, to string }{
+	{"model.language_model.", "model."},
+	{"language_model.model.", "model."},
+	{"language_model.", "model."},
+	{"model.visual.", "visual."},
+}
+
+// canonical returns a checkpoint (or adapter module) name with canonical
+// prefixes; PEFT's "base_model.model." wrapper is dropped.
+func canonical(name string) string {
+	name = strings.TrimPrefix(name, "base_model.model.")
+	for _, p := range prefixes {
+		if rest, ok := strings.CutPrefix(name, p.from); ok {
+			return p.to + rest
+		}
+	}
+	return name
+}
+
+// source is a checkpoint seen through canonical names.
+type source struct {
+	ck   *safetensors.Checkpoint
+	real map[string]string // canonical → stored name
+	used map[string]bool
+}
+
+func openSource(dir string) (*source, error) {
+	ck, err := safetensors.OpenCheckpoint(dir)
+	if err != nil {
+		return nil, fmt.Errorf("convert: %w", err)
+	}
+	s := &source{ck: ck, real: map[string]string{}, used: map[string]bool{}}
+	for _, n := range ck.Names() {
+		c := canonical(n)
+		if other, dup := s.real[c]; dup {
+			ck.Close()
+			return nil, fmt.Errorf("convert: the checkpoint holds both %s and %s", other, n)
+		}
+		s.real[c] = n
+	}
+	return s, nil
+}
+
+func (s *source) tensor(canon string) (safetensors.Tensor, bool) {
+	t, _, ok := s.ck.Tensor(s.real[canon])
+	return t, ok
+}
+
+// names lists the canonical names, sorted.
+func (s *source) names() []string {
+	out := make([]string, 0, len(s.real))
+	for c := range s.real {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// values reads n values of a tensor from value start, widened to float64.
+func (s *source) values(canon string, start, n int64) ([]float64, error) {
+	name := s.real[canon]
+	_, f, ok := s.ck.Tensor(name)
+	if !ok {
+		return nil, fmt.Errorf("convert: the checkpoint has no %s", canon)
+	}
+	s.used[canon] = true
+	return f.Float64Range(name, start, n)
+}
+
+// unused lists the tensors no output read, with their stored names.
+func (s *source) unused() []string {
+	var out []string
+	for _, c := range s.names() {
+		if !s.used[c] {
+			out = append(out, s.real[c])
+		}
+	}
+	return out
+}
+
+func (s *source) Close() error { return s.ck.Close() }

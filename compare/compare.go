@@ -5,27 +5,47 @@
 // A side is a vembed model run in-process ("LM.gguf,MMPROJ.gguf", with
 // "@TIER" to force a kernel tier, e.g. "lm.gguf,mm.gguf@reference"), or a
 // directory of tensors dumped by any engine in the format `vembed embed
-// --dump DIR` writes:
+// --dump DIR` writes. The kernel tier is process-wide (kernels.Use): a
+// side with a tier switches to it around each of its calls and back after,
+// and the two sides run one after the other, never at once; the tiers
+// keep weights as stored, so a model loaded under one runs under any.
+//
+// The dump format, which `vembed embed --dump DIR --image IMG0 --image
+// IMG1 ...` writes and a short script in any language can write for
+// another engine:
 //
 //	DIR/index.json   {"tensors": [{"name": N, "file": F, "dtype": "float32",
-//	                  "shape": [rows, cols]}, ...]}
-//	DIR/F            the tensor as little-endian float32, row-major
+//	                  "shape": [d0, d1, ...]}, ...]}
+//	DIR/F            the tensor's values as little-endian IEEE float32,
+//	                 row-major, nothing else (4·d0·d1·... bytes)
 //
-// with, for the i-th image given to compare (0-based) embedded as input i
-// on its own:
+// F is a file name relative to DIR (no "..", not absolute); one
+// dimension tensors have shape [n]; integers (grids, spans) are stored as
+// float32 values. The i-th image given to compare (0-based) is input i,
+// embedded as a request of its own with the model's default task (for
+// jina-embeddings-v4 the passage prompt around the image), and its
+// tensors are named:
 //
 //	input{i}.image0.grid           [3]: t, h, w of the patch grid
-//	input{i}.image0.patches        [t·h·w, patch values]: preprocessed patches
-//	input{i}.image0.vit_out        [h·w, vision width]: the tower's output
-//	                               (optional), rows in the patch order
-//	input{i}.image0.merger_out     [h·w/4, hidden]: the image's LM rows
-//	input{i}.hidden_states         [tokens, hidden]: final hidden states
-//	input{i}.image0.span           [2]: first and end row of the image's
-//	                               placeholder tokens in hidden_states
-//	input{i}.embedding             [dim]: the pooled embedding
+//	input{i}.image0.patches        [t·h·w, C·T·P·P]: preprocessed patches
+//	                               (Qwen2-VL's processor: C=3 channels,
+//	                               T=2 frames, P=14 pixels, normalized)
+//	input{i}.image0.vit_out        [t·h·w, vision width]: the tower's
+//	                               output before the merger (optional)
+//	input{i}.image0.merger_out     [t·h·w/4, hidden]: the image's rows for
+//	                               the language model
+//	input{i}.hidden_states         [tokens, hidden]: final hidden states of
+//	                               the whole prompt, after the last norm
+//	input{i}.image0.span           [2]: first and end (exclusive) row of the
+//	                               image's placeholder tokens in
+//	                               hidden_states
+//	input{i}.embedding             [dim]: the pooled, normalized embedding
 //
-// Patch rows follow Qwen2-VL's order: 2×2 merge blocks of patches, blocks
-// in row-major order over the grid. A missing tensor leaves its stage out.
+// Patch and vision rows follow Qwen2-VL's order: 2×2 merge blocks of
+// patches, the four patches of a block consecutive (row-major inside it),
+// blocks in row-major order over the (h/2)×(w/2) block grid; merger rows
+// are one per block in that order. A missing tensor leaves its stage out;
+// a grid other than side A's leaves out every stage but the embedding.
 //
 // Divergence is the cosine distance 1 − cos between the two sides' rows;
 // per stage the report gives its mean, worst row and the cosine of the
@@ -33,6 +53,7 @@
 package compare
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 )
@@ -165,4 +186,20 @@ func PatchGrid(t *Trace, values []float64) (grid []float64, gh, gw int) {
 		return append([]float64(nil), values...), h / m, w / m
 	}
 	return nil, 0, 0
+}
+
+// MarshalJSON writes the figures with null for NaN and infinities (a side
+// that produced NaN), which JSON cannot hold.
+func (s Stage) MarshalJSON() ([]byte, error) {
+	num := func(v float64) any {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil
+		}
+		return v
+	}
+	dist := make([]any, len(s.Distance))
+	for i, v := range s.Distance {
+		dist[i] = num(v)
+	}
+	return json.Marshal(map[string]any{"name": s.Name, "rows": s.Rows, "mean": num(s.Mean), "worst": num(s.Worst), "cosine": num(s.Cosine), "distance": dist})
 }

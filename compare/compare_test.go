@@ -3,7 +3,10 @@ package compare
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"image"
+	"image/color"
 	"image/png"
 	"math"
 	"os"
@@ -12,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/vembed/vembed/internal/fixtures"
+	"github.com/vembed/vembed/kernels"
 	"github.com/vembed/vembed/quantize"
 	"github.com/vembed/vembed/synth"
 )
@@ -38,34 +42,63 @@ func readImages(t *testing.T, dir string, names ...string) []Input {
 	return ins
 }
 
-// TestSelfCompareIsZero: a model compared with itself diverges nowhere,
-// and the report and its heatmaps are written.
-func TestSelfCompareIsZero(t *testing.T) {
+// drawn returns a w×h PNG of gradients and a disc, the same for the same
+// size.
+func drawn(t *testing.T, w, h int) Input {
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			c := color.RGBA{uint8(255 * x / w), uint8(255 * y / h), uint8(x * y % 256), 255}
+			if (x-w/2)*(x-w/2)+(y-h/2)*(y-h/2) < h*h/9 {
+				c = color.RGBA{240, 240, 40, 255}
+			}
+			img.Set(x, y, c)
+		}
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return Input{Name: fmt.Sprintf("drawn_%dx%d.png", w, h), Data: b.Bytes()}
+}
+
+func demoSpec(t *testing.T) string {
 	m, err := synth.WriteDemo(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := m.LM + "," + m.MMProj
-	dir := fixtures.Dir(t, "model/images")
+	return m.LM + "," + m.MMProj
+}
+
+// TestSelfCompareIsZero: a model compared with itself diverges nowhere, on
+// any row of any stage, and the report, its figures and its heatmaps are
+// written.
+func TestSelfCompareIsZero(t *testing.T) {
+	spec := demoSpec(t)
 	out := t.TempDir()
-	rep, err := Run(context.Background(), open(t, spec), open(t, spec), readImages(t, dir, "a_112x84.png", "c_60x50.png"), out)
+	rep, err := Run(context.Background(), open(t, spec), open(t, spec), []Input{drawn(t, 112, 84), drawn(t, 60, 50)}, out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, im := range rep.Images {
-		if len(im.Stages) < 5 {
-			t.Errorf("%s: only %d stages (%v skipped)", im.Name, len(im.Stages), im.Skipped)
+		if len(im.Stages) != 6 || len(im.Skipped) != 0 {
+			t.Errorf("%s: %d stages (%v skipped)", im.Name, len(im.Stages), im.Skipped)
 		}
 		for _, s := range im.Stages {
-			if s.Mean != 0 || s.Worst != 0 {
+			if s.Mean != 0 || s.Worst != 0 || s.Cosine != 1 {
 				t.Errorf("%s %s: distance %v / %v comparing a model with itself", im.Name, s.Name, s.Mean, s.Worst)
 			}
+			for i, d := range s.Distance {
+				if d != 0 {
+					t.Errorf("%s %s row %d: %v", im.Name, s.Name, i, d)
+				}
+			}
 		}
-		if len(im.Heatmaps) != 3 {
+		if len(im.Heatmaps) != 4 {
 			t.Errorf("%s: heatmaps %v", im.Name, im.Heatmaps)
 		}
 		for _, f := range im.Heatmaps {
-			b, err := os.ReadFile(filepath.Join(out, f))
+			b, err := os.ReadFile(filepath.Join(out, f.File))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,8 +108,39 @@ func TestSelfCompareIsZero(t *testing.T) {
 		}
 	}
 	html, err := os.ReadFile(filepath.Join(out, "index.html"))
-	if err != nil || !strings.Contains(string(html), "a_112x84.png") || !strings.Contains(string(html), "000-merger.png") {
+	if err != nil || !strings.Contains(string(html), "drawn_112x84.png") || !strings.Contains(string(html), "000-merger.png") || !strings.Contains(string(html), "<svg") {
 		t.Errorf("index.html: %v", err)
+	}
+	var back Report
+	if b, err := os.ReadFile(filepath.Join(out, "report.json")); err != nil || json.Unmarshal(b, &back) != nil || len(back.Images) != 2 {
+		t.Errorf("report.json: %v", err)
+	}
+}
+
+// TestKernelTiers compares a model on the reference kernels (float64
+// sums) with itself on the generic tier (float32): the tier switch takes
+// effect for each side's calls (small non-zero distances from the vision
+// output on) and is undone after them.
+func TestKernelTiers(t *testing.T) {
+	spec := demoSpec(t)
+	before := kernels.Active()
+	rep, err := Run(context.Background(), open(t, spec+"@reference"), open(t, spec+"@generic"), []Input{drawn(t, 112, 84)}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kernels.Active() != before {
+		t.Errorf("active tier %s after the comparison, was %s", kernels.Active(), before)
+	}
+	for _, s := range rep.Images[0].Stages {
+		switch {
+		case s.Name == "patches" && s.Worst != 0:
+			t.Errorf("patches differ (%v): preprocessing runs no kernels", s.Worst)
+		case s.Name != "patches" && (s.Worst == 0 || s.Worst > 1e-4):
+			t.Errorf("%s: worst distance %v, want float32 rounding between tiers", s.Name, s.Worst)
+		}
+	}
+	if _, err := Open(spec + "@nonsense"); err == nil || !strings.Contains(err.Error(), "nonsense") {
+		t.Errorf("an unknown tier: %v", err)
 	}
 }
 
@@ -151,7 +215,7 @@ func TestF32VersusQ4K(t *testing.T) {
 	if gh*gw != len(grid) || hi <= lo {
 		t.Errorf("image hidden-state map %dx%d, values %v..%v", gh, gw, lo, hi)
 	}
-	f, _ := os.Open(filepath.Join(out, rep.Images[0].Heatmaps["image hidden states"]))
+	f, _ := os.Open(filepath.Join(out, rep.Images[0].Heatmap("image hidden states")))
 	defer f.Close()
 	if im, _, err := image.Decode(f); err != nil || im.Bounds().Dx() < gw*8 {
 		t.Errorf("heatmap: %v", err)

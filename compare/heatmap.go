@@ -19,8 +19,9 @@ import (
 
 // Heatmap draws per-cell values (gh×gw, row-major) over the image as
 // translucent colours, with a title and a labelled colour scale from 0 to
-// the largest value, and returns the PNG.
-func Heatmap(img []byte, grid []float64, gh, gw int, title string) ([]byte, error) {
+// hi (the largest value when hi is not positive), and returns the PNG.
+// Values above hi take the top colour; NaN cells are magenta.
+func Heatmap(img []byte, grid []float64, gh, gw int, title string, hi float64) ([]byte, error) {
 	if gh <= 0 || gw <= 0 || len(grid) != gh*gw {
 		return nil, fmt.Errorf("compare: heatmap: %d values for a %dx%d grid", len(grid), gh, gw)
 	}
@@ -33,24 +34,33 @@ func Heatmap(img []byte, grid []float64, gh, gw int, title string) ([]byte, erro
 		copy(src.Pix[4*i:], dec.Pix[3*i:3*i+3])
 		src.Pix[4*i+3] = 255
 	}
-	// Cells of at least 8 pixels, the picture at most 768 wide.
-	cell := max(8, min(768/gw, 48))
+	// Cells of 8 to 128 pixels, the picture at most 768 wide when the
+	// grid allows.
+	cell := max(8, min(768/gw, 128))
 	w, h := gw*cell, gh*cell
 	const barW, margin, top = 90, 10, 24
-	out := image.NewRGBA(image.Rect(0, 0, w+barW+2*margin, h+top+margin+14))
+	// Wide enough for the title (7 pixels a character) on small grids.
+	out := image.NewRGBA(image.Rect(0, 0, max(w+barW+2*margin, 7*len(title)+2*margin), h+top+margin+14))
 	draw.Draw(out, out.Bounds(), image.White, image.Point{}, draw.Src)
 	pic := image.Rect(margin, top, margin+w, top+h)
 	xdraw.ApproxBiLinear.Scale(out, pic, src, src.Bounds(), xdraw.Src, nil)
 
-	hi := 0.0
-	for _, v := range grid {
-		if !math.IsNaN(v) {
-			hi = max(hi, v)
+	nan := false
+	if !(hi > 0) || math.IsInf(hi, 0) {
+		hi = 0
+		for _, v := range grid {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+				hi = max(hi, v)
+			}
 		}
 	}
 	for gy := range gh {
 		for gx := range gw {
-			c := colormap(grid[gy*gw+gx], hi)
+			v := grid[gy*gw+gx]
+			c := colormap(v, hi)
+			if math.IsNaN(v) {
+				c, nan = color.RGBA{255, 0, 255, 255}, true
+			}
 			r := image.Rect(margin+gx*cell, top+gy*cell, margin+(gx+1)*cell, top+(gy+1)*cell)
 			draw.DrawMask(out, r, image.NewUniform(c), image.Point{}, image.NewUniform(color.Alpha{150}), image.Point{}, draw.Over)
 		}
@@ -67,6 +77,10 @@ func Heatmap(img []byte, grid []float64, gh, gw int, title string) ([]byte, erro
 		label(out, bx+20, y+5, formatValue(hi*f))
 	}
 	label(out, bx, top+h+margin+10, "1 - cos")
+	if nan {
+		draw.Draw(out, image.Rect(margin, top+h+4, margin+10, top+h+14), image.NewUniform(color.RGBA{255, 0, 255, 255}), image.Point{}, draw.Src)
+		label(out, margin+14, top+h+13, "NaN")
+	}
 	var buf bytes.Buffer
 	if err := png.Encode(&buf, out); err != nil {
 		return nil, err

@@ -2,11 +2,14 @@ package compare
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -16,16 +19,26 @@ import (
 // ImageResult is one image's comparison.
 type ImageResult struct {
 	Name     string
-	Grid     [3]int
+	Grid     [3]int // side A's patch grid
 	Stages   []Stage
 	Skipped  []string
-	Heatmaps map[string]string // stage name -> PNG file in the report
+	Heatmaps []HeatmapFile // in the order of the stages
+}
+
+// HeatmapFile is a heatmap PNG written into the report directory.
+type HeatmapFile struct {
+	Stage string
+	File  string
 }
 
 // Report is a comparison of two sides over images.
 type Report struct {
 	A, B   string
 	Images []ImageResult
+	// Scale is, per stage drawn as heatmaps, the top of the colour scale
+	// its maps share: the worst row distance over all images, so that the
+	// maps of one stage compare across images.
+	Scale map[string]float64
 }
 
 // Input is an image to compare.
@@ -34,16 +47,18 @@ type Input struct {
 	Data []byte
 }
 
+// heatmapStages are the stages with one row per place in the image.
+var heatmapStages = []string{"patches", "vision output", "merger", "image hidden states"}
+
 // Run traces every image on both sides, compares them and, when outDir is
-// set, writes one heatmap PNG per image and per-patch stage and an
-// index.html linking everything.
+// set, writes there a heatmap PNG per image and per stage laid out on the
+// image (patches, vision output, merger, image hidden states), the
+// figures as report.json and an index.html linking everything. An image
+// the sides preprocess to different grids is compared on the stages
+// whose shapes still agree (the embedding), the others listed as skipped.
 func Run(ctx context.Context, a, b Source, images []Input, outDir string) (*Report, error) {
-	rep := &Report{A: a.Name(), B: b.Name()}
-	if outDir != "" {
-		if err := os.MkdirAll(outDir, 0o755); err != nil {
-			return nil, fmt.Errorf("compare: %w", err)
-		}
-	}
+	rep := &Report{A: a.Name(), B: b.Name(), Scale: map[string]float64{}}
+	traces := make([]*Trace, len(images))
 	for i, im := range images {
 		ta, err := a.Trace(ctx, i, im.Data)
 		if err != nil {
@@ -53,38 +68,58 @@ func Run(ctx context.Context, a, b Source, images []Input, outDir string) (*Repo
 		if err != nil {
 			return nil, fmt.Errorf("compare: %s: %w", im.Name, err)
 		}
+		res := ImageResult{Name: im.Name, Grid: ta.Grid}
 		if ta.Grid != tb.Grid {
-			return nil, fmt.Errorf("compare: %s: the sides preprocess it to different grids (%v, %v)", im.Name, ta.Grid, tb.Grid)
+			res.Skipped = append(res.Skipped, fmt.Sprintf("the sides preprocess the image to different grids (t, h, w = %v and %v)", ta.Grid, tb.Grid))
 		}
-		res := ImageResult{Name: im.Name, Grid: ta.Grid, Heatmaps: map[string]string{}}
-		res.Stages, res.Skipped = Stages(ta, tb)
-		if outDir != "" {
-			for _, s := range res.Stages {
-				if s.Name == "hidden states" || s.Name == "embedding" || s.Name == "patches" {
-					continue // not one row per place in the image
-				}
-				grid, gh, gw := PatchGrid(ta, s.Distance)
-				if grid == nil {
-					continue
-				}
-				title := fmt.Sprintf("%s: %s, mean %.3g, worst %.3g", im.Name, s.Name, s.Mean, s.Worst)
-				png, err := Heatmap(im.Data, grid, gh, gw, title)
-				if err != nil {
-					return nil, err
-				}
-				file := fmt.Sprintf("%03d-%s.png", i, strings.ReplaceAll(s.Name, " ", "-"))
-				if err := atomicfile.WriteFile(filepath.Join(outDir, file), png); err != nil {
-					return nil, fmt.Errorf("compare: %w", err)
-				}
-				res.Heatmaps[s.Name] = file
+		stages, skipped := Stages(ta, tb)
+		res.Stages, res.Skipped = stages, append(res.Skipped, skipped...)
+		for _, s := range stages {
+			if slices.Contains(heatmapStages, s.Name) {
+				rep.Scale[s.Name] = max(rep.Scale[s.Name], s.Worst)
 			}
 		}
+		traces[i] = ta
 		rep.Images = append(rep.Images, res)
 	}
-	if outDir != "" {
-		if err := rep.writeHTML(filepath.Join(outDir, "index.html")); err != nil {
-			return nil, err
+	if outDir == "" {
+		return rep, nil
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return nil, fmt.Errorf("compare: %w", err)
+	}
+	for i := range rep.Images {
+		res := &rep.Images[i]
+		for _, s := range res.Stages {
+			if !slices.Contains(heatmapStages, s.Name) {
+				continue
+			}
+			grid, gh, gw := PatchGrid(traces[i], s.Distance)
+			if grid == nil {
+				res.Skipped = append(res.Skipped, fmt.Sprintf("%s: %d rows do not tile the %dx%d grid", s.Name, s.Rows, res.Grid[1], res.Grid[2]))
+				continue
+			}
+			title := fmt.Sprintf("%s: %s, mean %.3g, worst %.3g", res.Name, s.Name, s.Mean, s.Worst)
+			png, err := Heatmap(images[i].Data, grid, gh, gw, title, rep.Scale[s.Name])
+			if err != nil {
+				return nil, fmt.Errorf("compare: %s: %w", res.Name, err)
+			}
+			file := fmt.Sprintf("%03d-%s.png", i, strings.ReplaceAll(s.Name, " ", "-"))
+			if err := atomicfile.WriteFile(filepath.Join(outDir, file), png); err != nil {
+				return nil, fmt.Errorf("compare: %w", err)
+			}
+			res.Heatmaps = append(res.Heatmaps, HeatmapFile{s.Name, file})
 		}
+	}
+	if err := atomicfile.Write(filepath.Join(outDir, "report.json"), func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}); err != nil {
+		return nil, fmt.Errorf("compare: report.json: %w", err)
+	}
+	if err := rep.writeHTML(filepath.Join(outDir, "index.html")); err != nil {
+		return nil, err
 	}
 	return rep, nil
 }
@@ -126,18 +161,64 @@ func (r *Report) Summaries() []Summary {
 	return out
 }
 
+// Chart draws the summary of a stage as an inline SVG: its mean and worst
+// row distance against the image size in patches, one point per image.
+func (s Summary) Chart() template.HTML {
+	const w, h, left, bottom, pad = 360, 200, 64, 30, 12
+	xmax, ymax := 1, 0.0
+	for _, p := range s.Points {
+		xmax = max(xmax, p.Patches)
+		if !math.IsNaN(p.Worst) && !math.IsInf(p.Worst, 0) {
+			ymax = max(ymax, p.Worst)
+		}
+	}
+	if ymax == 0 {
+		ymax = 1
+	}
+	px := func(v int) float64 { return left + float64(v)/float64(xmax)*(w-left-pad) }
+	py := func(v float64) float64 {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			v = ymax
+		}
+		return h - bottom - v/ymax*(h-bottom-pad)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="%s against image size">`, w, h, template.HTMLEscapeString(s.Stage))
+	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#444"/><line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#444"/>`, left, h-bottom, w-pad, h-bottom, left, pad, left, h-bottom)
+	fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" text-anchor="end">%.3g</text><text x="%d" y="%d" font-size="11" text-anchor="end">0</text>`, left-4, pad+4, ymax, left-4, h-bottom)
+	fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" text-anchor="end">%d patches</text><text x="%d" y="%d" font-size="11">0</text>`, w-pad, h-bottom+14, xmax, left, h-bottom+14)
+	fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" transform="rotate(-90 12 %d)">1 − cos</text>`, 12, (h-bottom)/2+20, (h-bottom)/2+20)
+	var line []string
+	for _, p := range s.Points {
+		line = append(line, fmt.Sprintf("%.1f,%.1f", px(p.Patches), py(p.Mean)))
+	}
+	fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="#1f5fa8"/>`, strings.Join(line, " "))
+	for _, p := range s.Points {
+		name := template.HTMLEscapeString(p.Image)
+		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="4" fill="#1f5fa8"><title>%s: mean %.4g</title></circle>`, px(p.Patches), py(p.Mean), name, p.Mean)
+		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="4" fill="none" stroke="#c0392b"><title>%s: worst %.4g</title></circle>`, px(p.Patches), py(p.Worst), name, p.Worst)
+	}
+	fmt.Fprintf(&b, `<circle cx="%d" cy="%d" r="4" fill="#1f5fa8"/><text x="%d" y="%d" font-size="11">mean</text>`, left+10, h-8, left+18, h-4)
+	fmt.Fprintf(&b, `<circle cx="%d" cy="%d" r="4" fill="none" stroke="#c0392b"/><text x="%d" y="%d" font-size="11">worst row</text>`, left+70, h-8, left+78, h-4)
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"g": func(v float64) string { return fmt.Sprintf("%.4g", v) },
 }).Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>vembed compare</title>
-<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:3px 8px;text-align:right}th{background:#eee}td:first-child,th:first-child{text-align:left}img{max-width:100%;margin:4px 0}</style>
+<style>body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:3px 8px;text-align:right}th{background:#eee}td:first-child,th:first-child{text-align:left}img{max-width:100%;margin:4px 0}.charts{display:flex;flex-wrap:wrap;gap:1em}.charts div{border:1px solid #ddd;padding:4px}.maps{display:flex;flex-wrap:wrap;gap:8px;align-items:flex-start}.maps img{max-width:560px}</style>
 </head><body>
-<h1>Divergence of {{.B}} from {{.A}}</h1>
-<p>Cosine distance (1 − cos) between the two sides' rows, per stage. The heatmaps colour each patch (or merged block) of the image by its distance, on a scale from 0 to the map's largest value.</p>
+<h1>Divergence of B from A</h1>
+<p>A: <code>{{.A}}</code><br>B: <code>{{.B}}</code></p>
+<p>Cosine distance (1 − cos) between the two sides' rows, stage by stage along the image path: the preprocessed patches, the vision tower's output, the merger's rows (the image's tokens for the language model), the language model's final hidden states at the image's tokens and at every token, and the pooled embedding. The heatmaps colour each patch (or merged 2×2 block) of the image by its distance; the maps of one stage share one scale across images. All figures: <a href="report.json">report.json</a>.</p>
+<p>Images: {{range .Images}}<a href="#{{.Name}}">{{.Name}}</a> ({{index .Grid 1}}×{{index .Grid 2}}) {{end}}</p>
 <h2>Summary by image size</h2>
+<div class="charts">{{range .Summaries}}<div><b>{{.Stage}}</b><br>{{.Chart}}</div>{{end}}</div>
 {{range .Summaries}}<h3>{{.Stage}}</h3>
 <table><tr><th>image</th><th>patches</th><th>mean</th><th>worst</th></tr>
-{{range .Points}}<tr><td>{{.Image}}</td><td>{{.Patches}}</td><td>{{g .Mean}}</td><td>{{g .Worst}}</td></tr>
+{{range .Points}}<tr><td><a href="#{{.Image}}">{{.Image}}</a></td><td>{{.Patches}}</td><td>{{g .Mean}}</td><td>{{g .Worst}}</td></tr>
 {{end}}</table>
 {{end}}
 {{range .Images}}<h2 id="{{.Name}}">{{.Name}} ({{index .Grid 1}}×{{index .Grid 2}} patches)</h2>
@@ -145,7 +226,7 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 {{range .Stages}}<tr><td>{{.Name}}</td><td>{{.Rows}}</td><td>{{g .Mean}}</td><td>{{g .Worst}}</td><td>{{printf "%.8f" .Cosine}}</td></tr>
 {{end}}</table>
 {{range .Skipped}}<p>Not compared: {{.}}</p>{{end}}
-{{range $stage, $file := .Heatmaps}}<p><a href="{{$file}}"><img src="{{$file}}" alt="{{$stage}}"></a></p>{{end}}
+<div class="maps">{{range .Heatmaps}}<a href="{{.File}}"><img src="{{.File}}" alt="{{.Stage}}"></a>{{end}}</div>
 {{end}}
 </body></html>
 `))
@@ -155,4 +236,14 @@ func (r *Report) writeHTML(path string) error {
 		return fmt.Errorf("compare: report: %w", err)
 	}
 	return nil
+}
+
+// Heatmap returns the file of a stage's heatmap ("" when none was drawn).
+func (r ImageResult) Heatmap(stage string) string {
+	for _, h := range r.Heatmaps {
+		if h.Stage == stage {
+			return h.File
+		}
+	}
+	return ""
 }

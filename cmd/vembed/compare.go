@@ -18,11 +18,12 @@ func init() {
 const compareUsage = `--a SIDE --b SIDE [--out DIR] IMAGE...
 
 A SIDE is LM.gguf,MMPROJ.gguf (optionally @TIER to force a kernel tier,
-e.g. @reference) or a directory of tensors dumped by another engine in the
-format of vembed embed --dump (package compare documents it). For each image
-prints the cosine distance of every stage (patches, vision output, merger,
-image hidden states, hidden states, embedding) and, with --out, writes a
-heatmap per stage over the image and DIR/index.html.`
+e.g. @reference or @avx2-int8) or a directory of tensors dumped by another
+engine in the format of vembed embed --dump (package compare documents it).
+For each image prints the cosine distance of every stage (patches, vision
+output, merger, image hidden states, hidden states, embedding) and, with
+--out, writes a heatmap per stage over the image (one colour scale per
+stage across images), report.json and DIR/index.html.`
 
 func runCompare(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("compare", compareUsage, stderr)

@@ -32,6 +32,27 @@ func TestCompareCommand(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "index.html")); err != nil {
 		t.Error(err)
 	}
+	// vembed embed --dump writes the format a dump side reads: the model
+	// against its own dump agrees on every stage.
+	dump := filepath.Join(dir, "dump")
+	img2 := filepath.Join(dir, "q.png")
+	writePNG(t, img2, 90, 70, 3)
+	if code := run([]string{"embed", "--model", m.LM, "--mmproj", m.MMProj, "--dump", dump, "--image", img, "--image", img2}, &stdout, &stderr); code != 0 {
+		t.Fatalf("embed --dump: exit %d: %s", code, stderr.String())
+	}
+	stdout.Reset()
+	if code := run([]string{"compare", "--a", side, "--b", dump, img, img2}, &stdout, &stderr); code != 0 {
+		t.Fatalf("compare with a dump: exit %d: %s", code, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if len(lines) != 13 {
+		t.Errorf("want 12 stage rows:\n%s", stdout.String())
+	}
+	for _, l := range lines[1:] {
+		if f := strings.Fields(l); f[len(f)-1] != "1.00000000" || f[len(f)-2] != "0" {
+			t.Errorf("a model against its own dump: %s", l)
+		}
+	}
 	if code := run([]string{"compare", "--a", side, img}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "--b is required") {
 		t.Errorf("missing --b: exit %d", code)
 	}

@@ -37,6 +37,7 @@ import (
 //	T         texts: queries and passages from --clients clients
 //	I-0       distinct images (mixed sizes), one per request
 //	I-50      the same, every second request repeating an earlier image
+//	          (drawn from those sent before the last --clients requests)
 //	I-50-text like I-50 with a text of its own beside each image (and
 //	          tasks in turn), so only the encoder cache can hit
 //	repeat    one image request sent twice: the second run's cost
@@ -400,8 +401,11 @@ func (b *serveBench) run(name string) error {
 			seed := 10000*len(b.rows) + i
 			if name != "I-0" && i%2 == 1 {
 				// An image already sent, uniform over the history (the
-				// same draws every run).
-				seed = seeds[pick.IntN(len(seeds))]
+				// same draws every run) but for the last requests, which
+				// may still be in flight: a repeat of an image being
+				// computed waits for it, on another replica it is
+				// computed twice, and no cache can change that.
+				seed = seeds[pick.IntN(max(len(seeds)-b.clients+1, 1))]
 			}
 			seeds = append(seeds, seed)
 			img, err := imageItem(b.sizes[seed%len(b.sizes)], seed)

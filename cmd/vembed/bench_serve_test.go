@@ -69,7 +69,7 @@ func TestBenchServeReplicas(t *testing.T) {
 		urls = append(urls, srv.URL)
 	}
 	var out, errw bytes.Buffer
-	if err := runBenchServe([]string{"--url", strings.Join(urls, ","), "--scenarios", "I-50", "--requests", "8", "--clients", "1", "--image-sizes", "56", "--json"}, &out, &errw); err != nil {
+	if err := runBenchServe([]string{"--url", strings.Join(urls, ","), "--scenarios", "I-50", "--requests", "24", "--clients", "1", "--image-sizes", "56", "--json"}, &out, &errw); err != nil {
 		t.Fatalf("%v\n%s", err, errw.String())
 	}
 	var rep struct {

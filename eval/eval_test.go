@@ -81,9 +81,9 @@ type countingEmbedder struct {
 	items atomic.Int64
 }
 
-func (c *countingEmbedder) Embed(ctx context.Context, task string, items []Item, multi bool, dims int) ([]Vectors, error) {
+func (c *countingEmbedder) Embed(ctx context.Context, p Prompt, items []Item, multi bool, dims int) ([]Vectors, error) {
 	c.items.Add(int64(len(items)))
-	return c.Embedder.Embed(ctx, task, items, multi, dims)
+	return c.Embedder.Embed(ctx, p, items, multi, dims)
 }
 
 // TestEvalInProcessAndServer: a run through the engine and one through a
@@ -193,13 +193,13 @@ type failingEmbedder struct {
 	fail string
 }
 
-func (f failingEmbedder) Embed(ctx context.Context, task string, items []Item, multi bool, dims int) ([]Vectors, error) {
+func (f failingEmbedder) Embed(ctx context.Context, p Prompt, items []Item, multi bool, dims int) ([]Vectors, error) {
 	for _, it := range items {
 		if it.ID == f.fail {
 			return nil, fmt.Errorf("refused %s", it.ID)
 		}
 	}
-	return f.Embedder.Embed(ctx, task, items, multi, dims)
+	return f.Embedder.Embed(ctx, p, items, multi, dims)
 }
 
 // TestResume: a run that stops on an error keeps the documents embedded so
@@ -321,5 +321,52 @@ func TestSynthDataset(t *testing.T) {
 		if !reflect.DeepEqual(runs[0].Run, runs[1].Run) || !reflect.DeepEqual(runs[0].Result, runs[1].Result) {
 			t.Errorf("multivector=%v: JSONL %v, Parquet %v", multi, runs[0].Result.Mean, runs[1].Result.Mean)
 		}
+	}
+}
+
+// TestInstructedModel evaluates with a model that takes an instruction and
+// no task (a tiny Qwen3-VL-Embedding): no task is sent, the query
+// instruction reaches the queries, and a server gives the same run.
+func TestInstructedModel(t *testing.T) {
+	cfg, err := synth.Preset("tiny-qwen3vl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lm, mm, err := synth.WritePair(t.TempDir(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(engine.Config{Model: lm, MMProj: mm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	dir := t.TempDir()
+	if err := synth.WriteDataset(dir, synth.DatasetOptions{Docs: 4, Queries: 3, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Load(dir, "test", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(Engine{e}).Instructed() {
+		t.Fatal("a Qwen3-VL-Embedding model is not reported as instructed")
+	}
+	a, err := EvaluateDataset(context.Background(), d, Engine{e}, Options{Ks: []int{4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := EvaluateDataset(context.Background(), d, Engine{e}, Options{Ks: []int{4}, QueryInstruction: "Find the page."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reflect.DeepEqual(a.Run, b.Run) {
+		t.Error("the query instruction changed no score")
+	}
+	srv := httptest.NewServer(server.New(e, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	defer srv.Close()
+	c, err := EvaluateDataset(context.Background(), d, Server{C: client.New(srv.URL), URL: srv.URL}, Options{Ks: []int{4}})
+	if err != nil || !reflect.DeepEqual(a.Run, c.Run) {
+		t.Errorf("server: %v, run %v, want %v", err, c.Run, a.Run)
 	}
 }

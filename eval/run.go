@@ -25,10 +25,25 @@ type Vectors struct {
 	Multi  [][]float32
 }
 
-// Embedder embeds items with a task; the engine in-process and a server
+// Prompt selects how the model embeds: a task (jina-embeddings-v4's
+// retrieval.query, ...) or, for models that take one instead, an
+// instruction (Qwen3-VL-Embedding).
+type Prompt struct {
+	Task        string
+	Instruction string
+}
+
+// DefaultQueryInstruction is the query instruction of models that take
+// instructions, the one Qwen3-VL-Embedding's own examples give queries;
+// documents get the model's default.
+const DefaultQueryInstruction = "Retrieve images or text relevant to the user's query."
+
+// Embedder embeds items with a prompt; the engine in-process and a server
 // over HTTP both serve.
 type Embedder interface {
-	Embed(ctx context.Context, task string, items []Item, multi bool, dims int) ([]Vectors, error)
+	Embed(ctx context.Context, p Prompt, items []Item, multi bool, dims int) ([]Vectors, error)
+	// Instructed reports a model that takes an instruction and no task.
+	Instructed() bool
 	// Identity names the model, so stored corpus embeddings are reused
 	// only for the same one.
 	Identity() string
@@ -39,8 +54,8 @@ type Embedder interface {
 type Engine struct{ E *engine.Engine }
 
 // Embed implements Embedder.
-func (e Engine) Embed(ctx context.Context, task string, items []Item, multi bool, dims int) ([]Vectors, error) {
-	req := engine.Request{Task: task, Multivector: multi, Dimensions: dims}
+func (e Engine) Embed(ctx context.Context, p Prompt, items []Item, multi bool, dims int) ([]Vectors, error) {
+	req := engine.Request{Task: p.Task, Instruction: p.Instruction, Multivector: multi, Dimensions: dims}
 	for _, it := range items {
 		var parts []engine.Part
 		if it.Image != nil {
@@ -62,6 +77,12 @@ func (e Engine) Embed(ctx context.Context, task string, items []Item, multi bool
 	return out, nil
 }
 
+// Instructed implements Embedder.
+func (e Engine) Instructed() bool {
+	i := e.E.Info()
+	return i.Instruction && len(i.Tasks) == 0
+}
+
 // Identity implements Embedder.
 func (e Engine) Identity() string {
 	i := e.E.Info()
@@ -75,8 +96,8 @@ type Server struct {
 }
 
 // Embed implements Embedder.
-func (s Server) Embed(ctx context.Context, task string, items []Item, multi bool, dims int) ([]Vectors, error) {
-	req := client.EmbedRequest{Task: task, Multivector: multi, Dimensions: dims}
+func (s Server) Embed(ctx context.Context, p Prompt, items []Item, multi bool, dims int) ([]Vectors, error) {
+	req := client.EmbedRequest{Task: p.Task, Instruction: p.Instruction, Multivector: multi, Dimensions: dims}
 	for _, it := range items {
 		var parts []client.Input
 		if it.Image != nil {
@@ -104,6 +125,12 @@ func (s Server) Embed(ctx context.Context, task string, items []Item, multi bool
 	return out, nil
 }
 
+// Instructed implements Embedder: the served model lists no tasks.
+func (s Server) Instructed() bool {
+	models, err := s.C.Models(context.Background())
+	return err == nil && len(models) > 0 && len(models[0].Tasks) == 0
+}
+
 // Identity implements Embedder.
 func (s Server) Identity() string {
 	models, err := s.C.Models(context.Background())
@@ -120,8 +147,11 @@ type Options struct {
 	Dimensions  int
 	QueryTask   string // default retrieval.query
 	DocTask     string // default retrieval.passage
-	Batch       int    // inputs per request (default 8)
-	Parallel    int    // requests in flight (default 4), so the engine batches across them
+	// For models that take an instruction instead of a task:
+	QueryInstruction string // default DefaultQueryInstruction
+	DocInstruction   string // default: the model's
+	Batch            int    // inputs per request (default 8)
+	Parallel         int    // requests in flight (default 4), so the engine batches across them
 	// CacheDir, when set, keeps the corpus's embeddings as they are
 	// computed, keyed by the model (its description and the vectors of a
 	// fixed probe), the dataset and these options: an interrupted run
@@ -146,8 +176,9 @@ type Report struct {
 }
 
 // EvaluateDataset embeds d with emb (documents with DocTask, queries with
-// QueryTask), ranks the whole corpus for every query by exact search and
-// scores the rankings.
+// QueryTask, or their instructions for a model that takes instructions),
+// ranks the whole corpus for every query by exact search and scores the
+// rankings.
 func EvaluateDataset(ctx context.Context, d *Dataset, emb Embedder, o Options) (*Report, error) {
 	if o.QueryTask == "" {
 		o.QueryTask = "retrieval.query"
@@ -164,6 +195,13 @@ func EvaluateDataset(ctx context.Context, d *Dataset, emb Embedder, o Options) (
 	if len(o.Ks) == 0 {
 		o.Ks = []int{1, 5, 10}
 	}
+	if o.QueryInstruction == "" {
+		o.QueryInstruction = DefaultQueryInstruction
+	}
+	qp, dp := Prompt{Task: o.QueryTask}, Prompt{Task: o.DocTask}
+	if emb.Instructed() {
+		qp, dp = Prompt{Instruction: o.QueryInstruction}, Prompt{Instruction: o.DocInstruction}
+	}
 	rep := &Report{Dataset: d.Name, Failed: append([]error(nil), d.Bad...)}
 	total := len(d.Corpus) + len(d.Queries)
 	var mu sync.Mutex
@@ -179,11 +217,11 @@ func EvaluateDataset(ctx context.Context, d *Dataset, emb Embedder, o Options) (
 	docs := make([]*Vectors, len(d.Corpus))
 	var store *corpusStore
 	if o.CacheDir != "" {
-		id, err := modelIdentity(ctx, emb, o)
+		id, err := modelIdentity(ctx, emb, dp, o)
 		if err != nil {
 			return nil, err
 		}
-		if store, docs, err = openStore(o.CacheDir, cacheKey(id, d, o), len(d.Corpus)); err != nil {
+		if store, docs, err = openStore(o.CacheDir, cacheKey(id, d, dp, o), len(d.Corpus)); err != nil {
 			return nil, err
 		}
 		defer store.close()
@@ -196,13 +234,13 @@ func EvaluateDataset(ctx context.Context, d *Dataset, emb Embedder, o Options) (
 	}
 	rep.CorpusReused = len(docs) - len(todo)
 	tick(rep.CorpusReused)
-	failed, err := embedAll(ctx, emb, o.DocTask, d.Corpus, todo, docs, o, store, tick)
+	failed, err := embedAll(ctx, emb, dp, d.Corpus, todo, docs, o, store, tick)
 	rep.Failed = append(rep.Failed, failed...)
 	if err != nil {
 		return nil, err
 	}
 	queries := make([]*Vectors, len(d.Queries))
-	failed, err = embedAll(ctx, emb, o.QueryTask, d.Queries, allIndices(len(d.Queries)), queries, o, nil, tick)
+	failed, err = embedAll(ctx, emb, qp, d.Queries, allIndices(len(d.Queries)), queries, o, nil, tick)
 	rep.Failed = append(rep.Failed, failed...)
 	if err != nil {
 		return nil, err
@@ -269,7 +307,7 @@ func allIndices(n int) []int {
 // finished batch to store when there is one. With SkipBad a batch the
 // model refuses is retried item by item and the refused items stay nil
 // and are returned as failures.
-func embedAll(ctx context.Context, emb Embedder, task string, items []Item, todo []int, out []*Vectors, o Options, store *corpusStore, tick func(int)) ([]error, error) {
+func embedAll(ctx context.Context, emb Embedder, p Prompt, items []Item, todo []int, out []*Vectors, o Options, store *corpusStore, tick func(int)) ([]error, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var mu sync.Mutex
@@ -302,7 +340,7 @@ func embedAll(ctx context.Context, emb Embedder, task string, items []Item, todo
 		wg.Go(func() {
 			defer func() { <-sem }()
 			got := make([]*Vectors, n)
-			vs, err := emb.Embed(ctx, task, batch, o.Multivector, o.Dimensions)
+			vs, err := emb.Embed(ctx, p, batch, o.Multivector, o.Dimensions)
 			if err == nil && len(vs) != n {
 				err = fmt.Errorf("%d embeddings for %d inputs", len(vs), n)
 			}
@@ -314,7 +352,7 @@ func embedAll(ctx context.Context, emb Embedder, task string, items []Item, todo
 			case o.SkipBad && ctx.Err() == nil:
 				// Find the refused items one by one.
 				for i := range batch {
-					one, e := emb.Embed(ctx, task, batch[i:i+1], o.Multivector, o.Dimensions)
+					one, e := emb.Embed(ctx, p, batch[i:i+1], o.Multivector, o.Dimensions)
 					if e == nil && len(one) != 1 {
 						e = fmt.Errorf("%d embeddings for 1 input", len(one))
 					}
@@ -369,11 +407,11 @@ func probeImage() []byte {
 // modelIdentity is the embedder's description and a digest of the vectors
 // it gives a probe text and image with the run's options (the text alone
 // for a model without images).
-func modelIdentity(ctx context.Context, emb Embedder, o Options) (string, error) {
+func modelIdentity(ctx context.Context, emb Embedder, p Prompt, o Options) (string, error) {
 	items := []Item{{ID: "probe", Text: "vembed eval probe: a page about quarterly revenue"}, {ID: "probe-image", Image: probeImage()}}
-	vs, err := emb.Embed(ctx, o.DocTask, items, o.Multivector, o.Dimensions)
+	vs, err := emb.Embed(ctx, p, items, o.Multivector, o.Dimensions)
 	if err != nil {
-		if vs, err = emb.Embed(ctx, o.DocTask, items[:1], o.Multivector, o.Dimensions); err != nil {
+		if vs, err = emb.Embed(ctx, p, items[:1], o.Multivector, o.Dimensions); err != nil {
 			return "", fmt.Errorf("eval: embedding the identity probe: %w", err)
 		}
 	}
@@ -388,9 +426,9 @@ func modelIdentity(ctx context.Context, emb Embedder, o Options) (string, error)
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func cacheKey(identity string, d *Dataset, o Options) string {
+func cacheKey(identity string, d *Dataset, p Prompt, o Options) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "corpus/2\x00%s\x00%s\x00%v\x00%d\x00%s\x00%d\x00", identity, d.Name, o.Multivector, o.Dimensions, o.DocTask, len(d.Corpus))
+	fmt.Fprintf(h, "corpus/2\x00%s\x00%s\x00%v\x00%d\x00%q\x00%q\x00%d\x00", identity, d.Name, o.Multivector, o.Dimensions, p.Task, p.Instruction, len(d.Corpus))
 	for _, it := range d.Corpus {
 		fmt.Fprintf(h, "%d\x00%s\x00%d\x00%s\x00", len(it.ID), it.ID, len(it.Text), it.Text)
 		binary.Write(h, binary.LittleEndian, int64(len(it.Image)))

@@ -24,10 +24,12 @@ func init() {
 
 const evalUsage = `--dataset DIR[,DIR...] [--split test] [--model LM.gguf [--mmproj MMPROJ.gguf] [--mvproj MV.gguf] | --url URL]
        [--multivector] [--dimensions N] [--k 1,5,10] [--json] [--skip-bad] [--cache-dir DIR]
+       [--query-task T --doc-task T | --query-instruction S --doc-instruction S]
 
 A dataset is a BEIR directory (corpus, queries, qrels/SPLIT in JSONL/TSV or
 Parquet) or a ViDoRe v1 Parquet table (a file or a directory of shards).
 Embeds each dataset's queries (task retrieval.query) and corpus (retrieval.passage),
+or with instructions for a model that takes them instead of tasks,
 ranks the whole corpus for every query (cosine, or MaxSim with --multivector) and
 prints nDCG@k, recall@k, MAP@k and MRR@k per dataset and their average
 (trec_eval's definitions: package eval). Corpus embeddings are kept in the cache
@@ -47,6 +49,10 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	ksFlag := fs.String("k", "1,5,10", "comma-separated cut-offs")
 	asJSON := fs.Bool("json", false, "print one JSON line instead of the table")
 	skipBad := fs.Bool("skip-bad", false, "count unreadable rows and undecodable images as failed and go on")
+	queryTask := fs.String("query-task", "retrieval.query", "task of the queries")
+	docTask := fs.String("doc-task", "retrieval.passage", "task of the documents")
+	queryInstr := fs.String("query-instruction", eval.DefaultQueryInstruction, "instruction of the queries, for models that take one instead of a task (Qwen3-VL-Embedding)")
+	docInstr := fs.String("doc-instruction", "", "instruction of the documents for such models (default: the model's)")
 	cacheDir := fs.String("cache-dir", defaultEvalCache(), "keep corpus embeddings here and reuse them (empty: keep none)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -104,6 +110,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		bar := newBar(stderr, int64(len(d.Corpus)+len(d.Queries)), d.Name, false)
 		rep, err := eval.EvaluateDataset(ctx, d, emb, eval.Options{
 			Ks: ks, Multivector: *multi, Dimensions: *dims, CacheDir: *cacheDir, SkipBad: *skipBad,
+			QueryTask: *queryTask, DocTask: *docTask, QueryInstruction: *queryInstr, DocInstruction: *docInstr,
 			Progress: func(done, total int) { bar.Set(done) },
 		})
 		if err != nil {

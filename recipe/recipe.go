@@ -129,6 +129,8 @@ func Select(f *gguf.File) (Recipe, error) {
 		return JinaV4{}, nil
 	case GME{}.Name():
 		return GME{}, nil
+	case ColQwen{}.Name():
+		return ColQwen{}, nil
 	case Qwen3VLEmbedding{}.Name():
 		return Qwen3VLEmbedding{}, nil
 	case Qwen3VLReranker{}.Name():

@@ -1,0 +1,589 @@
+package convert
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/vembed/vembed/engine"
+	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/safetensors"
+	"github.com/vembed/vembed/synth"
+	"github.com/vembed/vembed/tokenizer"
+)
+
+// The tests below check the converter against the test's own reading of
+// the synthetic checkpoints: its own name table, its own LoRA merge and
+// its own float64 forward pass, sharing none of the converter's code.
+
+// layoutCase is a synthetic checkpoint of one layout.
+type layoutCase struct {
+	layout, preset     string
+	lmPrefix, vPrefix  string // the layout's tensor-name prefixes
+	adapter            string // adapter directory relative to the checkpoint
+	tasks              []string
+	head               string
+	recipe             string
+	pooling            uint32
+	hasPooling, qwen25 bool
+}
+
+var cases = []layoutCase{
+	{layout: synth.LayoutJinaV4, preset: "tiny", lmPrefix: "model.", vPrefix: "visual.", adapter: "adapters", tasks: synth.JinaTasks, head: "multi_vector_projector", recipe: "jina-embeddings-v4", pooling: 1, hasPooling: true, qwen25: true},
+	{layout: synth.LayoutColQwen25, preset: "tiny", lmPrefix: "language_model.", vPrefix: "visual.", adapter: ".", tasks: []string{""}, head: "custom_text_proj", recipe: "colqwen2", pooling: 0, hasPooling: true, qwen25: true},
+	{layout: synth.LayoutColQwen2, preset: "tiny-qwen2vl", lmPrefix: "model.", vPrefix: "visual.", adapter: ".", tasks: []string{""}, head: "custom_text_proj", recipe: "colqwen2", pooling: 0, hasPooling: true},
+	{layout: synth.LayoutGME, preset: "tiny-qwen2vl", lmPrefix: "model.", vPrefix: "visual.", tasks: []string{""}, recipe: "gme", pooling: 3, hasPooling: true},
+}
+
+func writeCase(t *testing.T, c layoutCase, dtype safetensors.DType) (string, synth.Config) {
+	t.Helper()
+	cfg, err := synth.Preset(c.preset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "hf")
+	// Small shards: the checkpoint is sharded with an index, as published ones are.
+	if err := synth.WriteHF(dir, cfg, synth.HFOptions{Layout: c.layout, DType: dtype, ShardBytes: 200 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	return dir, cfg
+}
+
+// ---- the test's own checkpoint reading and LoRA merge ----
+
+type testCkpt struct {
+	t       *testing.T
+	ck      *safetensors.Checkpoint
+	adapter *safetensors.File
+	scale   float64
+	r       int
+	infix   string
+}
+
+func openTestCkpt(t *testing.T, dir string, c layoutCase, task string) *testCkpt {
+	ck, err := safetensors.OpenCheckpoint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := &testCkpt{t: t, ck: ck}
+	t.Cleanup(func() { ck.Close() })
+	if c.adapter != "" {
+		ad := filepath.Join(dir, c.adapter)
+		var ac struct {
+			R     int     `json:"r"`
+			Alpha float64 `json:"lora_alpha"`
+		}
+		b, err := os.ReadFile(filepath.Join(ad, "adapter_config.json"))
+		if err != nil || json.Unmarshal(b, &ac) != nil {
+			t.Fatal("adapter_config.json", err)
+		}
+		if tc.adapter, err = safetensors.Open(filepath.Join(ad, "adapter_model.safetensors")); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tc.adapter.Close() })
+		tc.r, tc.scale = ac.R, ac.Alpha/float64(ac.R)
+		if task != "" {
+			tc.infix = "." + task
+		}
+	}
+	return tc
+}
+
+// raw reads a checkpoint tensor as stored.
+func (tc *testCkpt) raw(name string) ([]float64, []int64) {
+	info, f, ok := tc.ck.Tensor(name)
+	if !ok {
+		tc.t.Fatalf("checkpoint has no %s", name)
+	}
+	v, err := f.Float64(name)
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	return v, info.Shape
+}
+
+// merged reads a weight with its LoRA update W + (alpha/r)·B·A.
+func (tc *testCkpt) merged(name string) ([]float64, []int64) {
+	w, shape := tc.raw(name)
+	if tc.adapter == nil || !strings.HasSuffix(name, ".weight") {
+		return w, shape
+	}
+	p := "base_model.model." + strings.TrimSuffix(name, ".weight")
+	an, bn := p+".lora_A"+tc.infix+".weight", p+".lora_B"+tc.infix+".weight"
+	if _, ok := tc.adapter.Tensors[an]; !ok {
+		return w, shape
+	}
+	A, _ := tc.adapter.Float64(an)
+	B, _ := tc.adapter.Float64(bn)
+	rows, cols := int(shape[0]), int(shape[1])
+	out := append([]float64(nil), w...)
+	for i := range rows {
+		for j := range cols {
+			var d float64
+			for k := range tc.r {
+				d += B[i*tc.r+k] * A[k*cols+j]
+			}
+			out[i*cols+j] += tc.scale * d
+		}
+	}
+	return out, shape
+}
+
+// ---- the test's own GGUF -> checkpoint name table ----
+
+var testNames = []struct {
+	re *regexp.Regexp
+	hf string
+}{
+	{regexp.MustCompile(`^token_embd\.weight$`), "L.embed_tokens.weight"},
+	{regexp.MustCompile(`^output_norm\.weight$`), "L.norm.weight"},
+	{regexp.MustCompile(`^blk\.(\d+)\.attn_norm\.weight$`), "L.layers.$1.input_layernorm.weight"},
+	{regexp.MustCompile(`^blk\.(\d+)\.ffn_norm\.weight$`), "L.layers.$1.post_attention_layernorm.weight"},
+	{regexp.MustCompile(`^blk\.(\d+)\.attn_(q|k|v)\.(weight|bias)$`), "L.layers.$1.self_attn.${2}_proj.$3"},
+	{regexp.MustCompile(`^blk\.(\d+)\.attn_output\.weight$`), "L.layers.$1.self_attn.o_proj.weight"},
+	{regexp.MustCompile(`^blk\.(\d+)\.ffn_(gate|up|down)\.weight$`), "L.layers.$1.mlp.${2}_proj.weight"},
+	{regexp.MustCompile(`^v\.blk\.(\d+)\.ln(1|2)\.(weight|bias)$`), "V.blocks.$1.norm$2.$3"},
+	{regexp.MustCompile(`^v\.blk\.(\d+)\.attn_out\.(weight|bias)$`), "V.blocks.$1.attn.proj.$2"},
+	{regexp.MustCompile(`^v\.post_ln\.(weight|bias)$`), "V.merger.ln_q.$1"},
+	{regexp.MustCompile(`^mm\.(0|2)\.(weight|bias)$`), "V.merger.mlp.$1.$2"},
+	{regexp.MustCompile(`^mvproj\.(weight|bias)$`), "H.$1"},
+}
+
+// expected returns what the converted tensor must hold, in float64,
+// computed from the checkpoint by the test.
+func (tc *testCkpt) expected(name string, c layoutCase) []float64 {
+	if m := regexp.MustCompile(`^v\.blk\.(\d+)\.attn_(q|k|v)\.(weight|bias)$`).FindStringSubmatch(name); m != nil {
+		all, _ := tc.raw(c.vPrefix + "blocks." + m[1] + ".attn.qkv." + m[3])
+		third := len(all) / 3
+		i := strings.Index("qkv", m[2])
+		return all[i*third : (i+1)*third]
+	}
+	if m := regexp.MustCompile(`^v\.blk\.(\d+)\.ffn_(up|down|gate)\.(weight|bias)$`).FindStringSubmatch(name); m != nil {
+		hf := c.vPrefix + "blocks." + m[1] + ".mlp." + m[2] + "_proj." + m[3]
+		if !c.qwen25 {
+			hf = c.vPrefix + "blocks." + m[1] + ".mlp." + map[string]string{"up": "fc1", "down": "fc2"}[m[2]] + "." + m[3]
+		}
+		v, _ := tc.raw(hf)
+		return v
+	}
+	if name == "v.patch_embd.weight" || name == "v.patch_embd.weight.1" || name == "v.patch_embd.weight_flat" {
+		all, s := tc.raw(c.vPrefix + "patch_embed.proj.weight") // [W, 3, 2, p, p]
+		if name == "v.patch_embd.weight_flat" {
+			return all
+		}
+		tt := 0
+		if strings.HasSuffix(name, ".1") {
+			tt = 1
+		}
+		pp := int(s[3] * s[4])
+		var out []float64
+		for o := range int(s[0]) {
+			for ch := range 3 {
+				at := ((o*3+ch)*2 + tt) * pp
+				out = append(out, all[at:at+pp]...)
+			}
+		}
+		return out
+	}
+	for _, m := range testNames {
+		if m.re.MatchString(name) {
+			hf := m.re.ReplaceAllString(name, m.hf)
+			hf = strings.NewReplacer("L.", c.lmPrefix, "V.", c.vPrefix, "H.", c.head+".").Replace(hf)
+			v, _ := tc.merged(hf)
+			return v
+		}
+	}
+	tc.t.Fatalf("the test has no source for %s", name)
+	return nil
+}
+
+// encode rounds float64 values once to typ and encodes them as ggml does.
+func encode(t *testing.T, typ gguf.Type, v []float64) []byte {
+	f := make([]float32, len(v))
+	for i, x := range v {
+		f[i] = float32(x)
+	}
+	if typ == gguf.TypeF32 {
+		b := make([]byte, 0, 4*len(f))
+		for _, x := range f {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+		}
+		return b
+	}
+	b, err := gguf.Quantize(typ, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// checkFile compares every tensor of a converted GGUF with the checkpoint.
+func checkFile(t *testing.T, path string, tc *testCkpt, c layoutCase) *gguf.File {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	for _, tt := range f.Tensors {
+		want := encode(t, tt.Type, tc.expected(tt.Name, c))
+		if string(want) != string(tt.Data) {
+			t.Errorf("%s: %s %s differs from the checkpoint's merged weight rounded once", filepath.Base(path), tt.Name, tt.Type)
+		}
+	}
+	return f
+}
+
+// TestTensorsAndMetadata converts each layout and checks every tensor
+// against the checkpoint's merged weights rounded once to its type, and
+// the metadata against synth's files of the same configuration.
+func TestTensorsAndMetadata(t *testing.T) {
+	for _, c := range cases {
+		for _, typ := range []string{"F16", "Q8_0"} {
+			t.Run(c.layout+"/"+typ, func(t *testing.T) {
+				dir, cfg := writeCase(t, c, safetensors.BF16)
+				out := t.TempDir()
+				res, err := Convert(context.Background(), dir, out, Options{Type: typ, MMProjType: typ, Task: map[bool]string{true: "all"}[len(c.tasks) > 1]})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Layout != c.layout || len(res.LMs) != len(c.tasks) {
+					t.Fatalf("layout %q, %d LMs; want %s, %d", res.Layout, len(res.LMs), c.layout, len(c.tasks))
+				}
+				for i, task := range res.Tasks {
+					tc := openTestCkpt(t, dir, c, task)
+					lm := checkFile(t, res.LMs[i], tc, c)
+					if r, _ := lm.String("vembed.recipe"); r != c.recipe {
+						t.Errorf("vembed.recipe %q, want %q", r, c.recipe)
+					}
+					if p, err := lm.Uint("qwen2vl.pooling_type"); err != nil || uint32(p) != c.pooling {
+						t.Errorf("pooling_type %d (%v), want %d", p, err, c.pooling)
+					}
+					if c.head != "" {
+						mv := checkFile(t, res.MVProjs[i], tc, c)
+						if got, _ := mv.String("mvproj.task"); got != task {
+							t.Errorf("mvproj.task %q, want %q", got, task)
+						}
+					}
+				}
+				checkFile(t, res.MMProj, openTestCkpt(t, dir, c, ""), c)
+
+				// The same configuration written by synth has the same keys and
+				// values (tokenizer included) and the same tensors in the same
+				// order, types and shapes; the converter only adds its recipe
+				// keys and the flat patch weight.
+				cfg.LMType, cfg.MMProjType = typ, typ
+				syn := t.TempDir()
+				lmPath, mmPath, err := synth.WritePair(syn, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sameLayout(t, lmPath, res.LMs[0], "vembed.recipe", "qwen2vl.pooling_type", "general.name", "general.basename")
+				if typ == "F16" { // block types keep quantize.DefaultKeep's groups, which synth quantizes
+					sameLayout(t, mmPath, res.MMProj, "v.patch_embd.weight_flat", "general.name", "general.basename")
+				}
+			})
+		}
+	}
+}
+
+// sameLayout compares two GGUFs' keys and tensors, but for the names given.
+func sameLayout(t *testing.T, want, got string, except ...string) {
+	t.Helper()
+	a, err := gguf.Open(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := gguf.Open(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	skip := func(n string) bool {
+		for _, e := range except {
+			if n == e {
+				return true
+			}
+		}
+		return false
+	}
+	var ka, kb []string
+	for _, kv := range a.KVs {
+		if !skip(kv.Key) {
+			ka = append(ka, fmt.Sprintf("%s=%v", kv.Key, kv.Value.Interface()))
+		}
+	}
+	for _, kv := range b.KVs {
+		if !skip(kv.Key) {
+			kb = append(kb, fmt.Sprintf("%s=%v", kv.Key, kv.Value.Interface()))
+		}
+	}
+	if strings.Join(ka, "\n") != strings.Join(kb, "\n") {
+		for i := range max(len(ka), len(kb)) {
+			x, y := "", ""
+			if i < len(ka) {
+				x = ka[i]
+			}
+			if i < len(kb) {
+				y = kb[i]
+			}
+			if x != y {
+				t.Errorf("%s: key %d: synth %.120q, converted %.120q", filepath.Base(got), i, x, y)
+				break
+			}
+		}
+	}
+	var ta, tb []string
+	for _, tt := range a.Tensors {
+		ta = append(ta, fmt.Sprintf("%s %s %v", tt.Name, tt.Type, tt.Dims))
+	}
+	for _, tt := range b.Tensors {
+		if !skip(tt.Name) {
+			tb = append(tb, fmt.Sprintf("%s %s %v", tt.Name, tt.Type, tt.Dims))
+		}
+	}
+	if strings.Join(ta, "\n") != strings.Join(tb, "\n") {
+		t.Errorf("%s: tensors differ from synth's:\n%v\n%v", filepath.Base(got), ta, tb)
+	}
+}
+
+// ---- the test's own float64 forward pass ----
+
+type refModel struct {
+	tc                    *testCkpt
+	p                     string
+	hidden, heads, kv, nL int
+	theta, eps            float64
+	w                     map[string][]float64
+}
+
+func (m *refModel) get(name string) []float64 {
+	if v, ok := m.w[name]; ok {
+		return v
+	}
+	v, _ := m.tc.merged(m.p + name)
+	m.w[name] = v
+	return v
+}
+
+// linear: y = W·x + b for W [out, in].
+func linear(w, b, x []float64) []float64 {
+	in := len(x)
+	out := make([]float64, len(w)/in)
+	for o := range out {
+		var s float64
+		for i, xi := range x {
+			s += w[o*in+i] * xi
+		}
+		if b != nil {
+			s += b[o]
+		}
+		out[o] = s
+	}
+	return out
+}
+
+func rmsNorm(x, w []float64, eps float64) []float64 {
+	var ss float64
+	for _, v := range x {
+		ss += v * v
+	}
+	r := 1 / math.Sqrt(ss/float64(len(x))+eps)
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = v * r * w[i]
+	}
+	return out
+}
+
+// rope rotates each head of x at position pos (text positions are equal
+// on M-RoPE's three axes, so it is plain RoPE on halves).
+func rope(x []float64, heads, pos int, theta float64) {
+	d := len(x) / heads
+	for h := range heads {
+		v := x[h*d : (h+1)*d]
+		for i := range d / 2 {
+			a := float64(pos) * math.Pow(theta, -2*float64(i)/float64(d))
+			c, s := math.Cos(a), math.Sin(a)
+			x0, x1 := v[i], v[i+d/2]
+			v[i], v[i+d/2] = x0*c-x1*s, x1*c+x0*s
+		}
+	}
+}
+
+// forward returns the final hidden states (after the last norm).
+func (m *refModel) forward(ids []int32) [][]float64 {
+	H, n := m.hidden, len(ids)
+	d := H / m.heads
+	emb := m.get("embed_tokens.weight")
+	x := make([][]float64, n)
+	for i, id := range ids {
+		x[i] = append([]float64(nil), emb[int(id)*H:(int(id)+1)*H]...)
+	}
+	for l := range m.nL {
+		p := fmt.Sprintf("layers.%d.", l)
+		q, k, v := make([][]float64, n), make([][]float64, n), make([][]float64, n)
+		for i := range n {
+			h := rmsNorm(x[i], m.get(p+"input_layernorm.weight"), m.eps)
+			q[i] = linear(m.get(p+"self_attn.q_proj.weight"), m.get(p+"self_attn.q_proj.bias"), h)
+			k[i] = linear(m.get(p+"self_attn.k_proj.weight"), m.get(p+"self_attn.k_proj.bias"), h)
+			v[i] = linear(m.get(p+"self_attn.v_proj.weight"), m.get(p+"self_attn.v_proj.bias"), h)
+			rope(q[i], m.heads, i, m.theta)
+			rope(k[i], m.kv, i, m.theta)
+		}
+		for i := range n {
+			att := make([]float64, H)
+			for h := range m.heads {
+				kh := h / (m.heads / m.kv)
+				sc := make([]float64, i+1)
+				mx := math.Inf(-1)
+				for j := 0; j <= i; j++ {
+					var s float64
+					for e := range d {
+						s += q[i][h*d+e] * k[j][kh*d+e]
+					}
+					sc[j] = s / math.Sqrt(float64(d))
+					mx = math.Max(mx, sc[j])
+				}
+				var z float64
+				for j := range sc {
+					sc[j] = math.Exp(sc[j] - mx)
+					z += sc[j]
+				}
+				for j := range sc {
+					for e := range d {
+						att[h*d+e] += sc[j] / z * v[j][kh*d+e]
+					}
+				}
+			}
+			o := linear(m.get(p+"self_attn.o_proj.weight"), nil, att)
+			for e := range H {
+				x[i][e] += o[e]
+			}
+			h := rmsNorm(x[i], m.get(p+"post_attention_layernorm.weight"), m.eps)
+			g := linear(m.get(p+"mlp.gate_proj.weight"), nil, h)
+			u := linear(m.get(p+"mlp.up_proj.weight"), nil, h)
+			for e := range g {
+				g[e] = g[e] / (1 + math.Exp(-g[e])) * u[e]
+			}
+			dn := linear(m.get(p+"mlp.down_proj.weight"), nil, g)
+			for e := range H {
+				x[i][e] += dn[e]
+			}
+		}
+	}
+	for i := range x {
+		x[i] = rmsNorm(x[i], m.get("norm.weight"), m.eps)
+	}
+	return x
+}
+
+func cosine(a []float32, b []float64) float64 {
+	var ab, aa, bb float64
+	for i := range b {
+		ab += float64(a[i]) * b[i]
+		aa += float64(a[i]) * float64(a[i])
+		bb += b[i] * b[i]
+	}
+	return ab / math.Sqrt(aa*bb)
+}
+
+// TestEmbeddingAgainstFloat64 converts a bf16 checkpoint of each layout
+// to F32 and embeds a text with the engine (as vembed embed does): the
+// pooled vector, and for layouts with a multi-vector head every token's
+// vector, match the test's float64 forward pass on the checkpoint's
+// weights with the LoRA merged by the test, within cosine 0.99999.
+func TestEmbeddingAgainstFloat64(t *testing.T) {
+	for _, c := range cases {
+		t.Run(c.layout, func(t *testing.T) {
+			dir, cfg := writeCase(t, c, safetensors.BF16)
+			task := c.tasks[len(c.tasks)-1] // code for jina-v4: not the default adapter
+			res, err := Convert(context.Background(), dir, t.TempDir(), Options{Type: "F32", MMProjType: "F32", Task: task})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfgMV := engine.Config{Model: res.LMs[0], MMProj: res.MMProj}
+			if len(res.MVProjs) > 0 {
+				cfgMV.MVProj = res.MVProjs[0]
+			}
+			e, err := engine.New(cfgMV)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			// The recipe's prompt, which the test rebuilds: "Query: " and the
+			// text, and for ColQwen the ten augmentation tokens.
+			const text = "the quick brown fox"
+			in := engine.Input{Parts: []engine.Part{engine.Text(text)}}
+			prompt := "Query: " + text
+			if c.recipe == "colqwen2" {
+				prompt += strings.Repeat("<|endoftext|>", 10)
+			}
+
+			f, err := gguf.Open(res.LMs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok, err := tokenizer.FromGGUF(f, tokenizer.Options{})
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := tok.Encode(prompt, true)
+			tc := openTestCkpt(t, dir, c, task)
+			m := &refModel{tc: tc, p: c.lmPrefix, hidden: cfg.LM.Hidden, heads: cfg.LM.Heads, kv: cfg.LM.KVHeads, nL: cfg.LM.Layers,
+				theta: float64(cfg.LM.RopeTheta), eps: float64(cfg.LM.RMSEps), w: map[string][]float64{}}
+			hs := m.forward(ids)
+
+			if c.head == "" || c.layout == synth.LayoutJinaV4 {
+				r, err := e.Embed(context.Background(), engine.Request{Inputs: []engine.Input{in}, Task: task})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Embeddings[0].Tokens != len(ids) {
+					t.Fatalf("engine prompt %d tokens, test %d", r.Embeddings[0].Tokens, len(ids))
+				}
+				want := make([]float64, cfg.LM.Hidden)
+				if c.pooling == 3 { // last token
+					copy(want, hs[len(hs)-1])
+				} else { // mean over the text's tokens
+					for _, h := range hs {
+						for i, v := range h {
+							want[i] += v / float64(len(hs))
+						}
+					}
+				}
+				if cs := cosine(r.Embeddings[0].Vector, want); cs < 0.99999 {
+					t.Errorf("pooled vector: cosine %.7f to the float64 reference", cs)
+				}
+			}
+			if c.head != "" {
+				r, err := e.Embed(context.Background(), engine.Request{Inputs: []engine.Input{in}, Task: task, Multivector: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				W, _ := tc.merged(c.head + ".weight")
+				b, _ := tc.raw(c.head + ".bias")
+				rows := r.Embeddings[0].Multi
+				if len(rows) != len(hs) {
+					t.Fatalf("%d multi-vector rows, want %d", len(rows), len(hs))
+				}
+				worst := 1.0
+				for i, h := range hs {
+					worst = math.Min(worst, cosine(rows[i], linear(W, b, h)))
+				}
+				if worst < 0.99999 {
+					t.Errorf("multi-vector rows: worst cosine %.7f to the float64 reference", worst)
+				}
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package convert
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -46,6 +47,13 @@ func openSource(dir string) (*source, error) {
 	}
 	s := &source{ck: ck, real: map[string]string{}, used: map[string]bool{}}
 	for _, n := range ck.Names() {
+		t, f, _ := ck.Tensor(n)
+		switch t.DType {
+		case safetensors.BF16, safetensors.F16, safetensors.F32, safetensors.F64:
+		default:
+			ck.Close()
+			return nil, fmt.Errorf("convert: %s: tensor %q is %s; weights must be BF16, F16 or F32", filepath.Base(f.Path), n, t.DType)
+		}
 		c := canonical(n)
 		if other, dup := s.real[c]; dup {
 			ck.Close()

@@ -64,10 +64,10 @@ func TestBadCheckpoints(t *testing.T) {
 	}
 	adapter := func(dir string) string { return filepath.Join(dir, "adapters", "adapter_model.safetensors") }
 	for _, c := range []struct {
-		name  string
-		task  string
+		name   string
+		task   string
 		break_ func(t *testing.T, dir string)
-		want  string
+		want   string
 	}{
 		{name: "truncated shard", break_: func(t *testing.T, dir string) {
 			st, _ := os.Stat(shard(dir))
@@ -97,7 +97,9 @@ func TestBadCheckpoints(t *testing.T) {
 			editJSON(t, filepath.Join(dir, "adapters", "adapter_config.json"), func(m map[string]any) { m["target_modules"] = []string{"q_proj", "embed_tokens"} })
 		}, want: "targets model.embed_tokens but the adapter holds no lora_A/lora_B"},
 		{name: "adapter for a module the checkpoint lacks", break_: func(t *testing.T, dir string) {
-			editHeader(t, adapter(dir), func(h string) string { return strings.ReplaceAll(h, "layers.1.self_attn.q_proj", "layers.7.self_attn.q_proj") })
+			editHeader(t, adapter(dir), func(h string) string {
+				return strings.ReplaceAll(h, "layers.1.self_attn.q_proj", "layers.7.self_attn.q_proj")
+			})
 		}, want: "model.layers.7.self_attn.q_proj, which the checkpoint lacks"},
 		{name: "adapter of another width", break_: func(t *testing.T, dir string) {
 			// Swap q_proj's pairs with k_proj's: k_proj's B has fewer rows.

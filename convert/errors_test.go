@@ -66,42 +66,42 @@ func TestBadCheckpoints(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		task   string
-		break_ func(t *testing.T, dir string)
+		damage func(t *testing.T, dir string)
 		want   string
 	}{
-		{name: "truncated shard", break_: func(t *testing.T, dir string) {
+		{name: "truncated shard", damage: func(t *testing.T, dir string) {
 			st, _ := os.Stat(shard(dir))
 			os.Truncate(shard(dir), st.Size()-100)
 		}, want: "model-00002-of-0000"},
-		{name: "missing shard", break_: func(t *testing.T, dir string) { os.Remove(shard(dir)) }, want: "listed in the index"},
-		{name: "header lies about a size", break_: func(t *testing.T, dir string) {
+		{name: "missing shard", damage: func(t *testing.T, dir string) { os.Remove(shard(dir)) }, want: "listed in the index"},
+		{name: "header lies about a size", damage: func(t *testing.T, dir string) {
 			editHeader(t, shard(dir), func(h string) string { return strings.Replace(h, "64]", "65]", 1) })
 		}, want: "bytes for shape"},
-		{name: "unknown dtype", break_: func(t *testing.T, dir string) {
+		{name: "unknown dtype", damage: func(t *testing.T, dir string) {
 			editHeader(t, shard(dir), func(h string) string { return strings.Replace(h, `"BF16"`, `"F8X9"`, 1) })
 		}, want: `unknown dtype "F8X9"`},
-		{name: "integer dtype", break_: func(t *testing.T, dir string) {
+		{name: "integer dtype", damage: func(t *testing.T, dir string) {
 			editHeader(t, shard(dir), func(h string) string { return strings.ReplaceAll(h, `"BF16"`, `"I16" `) })
 		}, want: "is I16; weights must be BF16, F16 or F32"},
-		{name: "garbage shard", break_: func(t *testing.T, dir string) {
+		{name: "garbage shard", damage: func(t *testing.T, dir string) {
 			os.WriteFile(shard(dir), bytes.Repeat([]byte{0xff}, 64), 0o644)
 		}, want: "header length"},
-		{name: "config does not match the weights", break_: func(t *testing.T, dir string) {
+		{name: "config does not match the weights", damage: func(t *testing.T, dir string) {
 			editJSON(t, filepath.Join(dir, "config.json"), func(m map[string]any) { m["intermediate_size"] = 96 })
 		}, want: "config.json implies"},
-		{name: "no tokenizer", break_: func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "tokenizer.json")) }, want: "tokenizer.json"},
-		{name: "adapter rank", break_: func(t *testing.T, dir string) {
+		{name: "no tokenizer", damage: func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "tokenizer.json")) }, want: "tokenizer.json"},
+		{name: "adapter rank", damage: func(t *testing.T, dir string) {
 			editJSON(t, filepath.Join(dir, "adapters", "adapter_config.json"), func(m map[string]any) { m["r"] = 4 })
 		}, want: "do not match r = 4"},
-		{name: "adapter targets a module it has no pair for", break_: func(t *testing.T, dir string) {
+		{name: "adapter targets a module it has no pair for", damage: func(t *testing.T, dir string) {
 			editJSON(t, filepath.Join(dir, "adapters", "adapter_config.json"), func(m map[string]any) { m["target_modules"] = []string{"q_proj", "embed_tokens"} })
 		}, want: "targets model.embed_tokens but the adapter holds no lora_A/lora_B"},
-		{name: "adapter for a module the checkpoint lacks", break_: func(t *testing.T, dir string) {
+		{name: "adapter for a module the checkpoint lacks", damage: func(t *testing.T, dir string) {
 			editHeader(t, adapter(dir), func(h string) string {
 				return strings.ReplaceAll(h, "layers.1.self_attn.q_proj", "layers.7.self_attn.q_proj")
 			})
 		}, want: "model.layers.7.self_attn.q_proj, which the checkpoint lacks"},
-		{name: "adapter of another width", break_: func(t *testing.T, dir string) {
+		{name: "adapter of another width", damage: func(t *testing.T, dir string) {
 			// Swap q_proj's pairs with k_proj's: k_proj's B has fewer rows.
 			editHeader(t, adapter(dir), func(h string) string {
 				h = strings.ReplaceAll(h, "layers.0.self_attn.q_proj.lora_B", "layers.0.self_attn.Q_proj.lora_B")
@@ -109,11 +109,11 @@ func TestBadCheckpoints(t *testing.T) {
 				return strings.ReplaceAll(h, "layers.0.self_attn.Q_proj.lora_B", "layers.0.self_attn.k_proj.lora_B")
 			})
 		}, want: "the weight is"},
-		{name: "unknown task", task: "summarize", break_: func(t *testing.T, dir string) {}, want: `no task "summarize"`},
+		{name: "unknown task", task: "summarize", damage: func(t *testing.T, dir string) {}, want: `no task "summarize"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir, _ := writeCase(t, cases[0], safetensors.BF16)
-			c.break_(t, dir)
+			c.damage(t, dir)
 			out := t.TempDir()
 			_, err := Convert(context.Background(), dir, out, Options{Task: c.task})
 			if err == nil || !strings.Contains(err.Error(), c.want) {

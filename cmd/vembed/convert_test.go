@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vembed/vembed/hub/hubtest"
+	"github.com/vembed/vembed/synth"
+)
+
+// TestConvertCommand runs synth --format hf and convert as a user does.
+func TestConvertCommand(t *testing.T) {
+	dir := t.TempDir()
+	hf, out := filepath.Join(dir, "hf"), filepath.Join(dir, "gguf")
+	var o, e bytes.Buffer
+	if code := run([]string{"synth", "--format", "hf", "--layout", "jina-v4", "--out", hf}, &o, &e); code != 0 {
+		t.Fatalf("synth: exit %d: %s", code, e.String())
+	}
+	o.Reset()
+	if code := run([]string{"convert", hf, "--out", out, "--task", "all", "--type", "Q8_0"}, &o, &e); code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, e.String())
+	}
+	files := strings.Fields(o.String())
+	if len(files) != 7 { // three LMs, three mvprojs, one mmproj
+		t.Fatalf("convert printed %v", files)
+	}
+	for _, f := range files {
+		if _, err := os.Stat(f); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"convert", hf}, "--out DIR is required"},
+		{[]string{"convert", "--out", out}, "give one HF_DIR"},
+		{[]string{"convert", hf, "--out", out, "--type", "Q9"}, "Q9"},
+		{[]string{"convert", hf, "--out", out, "--layout", "bert"}, "unknown layout"},
+		{[]string{"synth", "--format", "hf", "--layout", "gme", "--preset", "tiny", "--out", out}, "needs a qwen2vl_merger tower"},
+		{[]string{"synth", "--format", "onnx", "--out", out}, "--format"},
+	} {
+		var o, e bytes.Buffer
+		if code := run(bad.args, &o, &e); code == 0 || !strings.Contains(e.String(), bad.want) {
+			t.Errorf("%v: exit %d, stderr %q; want an error with %q", bad.args, code, e.String(), bad.want)
+		}
+	}
+}
+
+// TestCheckpointRepoConverted: --model hf://org/repo naming a checkpoint
+// repository pulls it, converts it once into the cache and serves it; a
+// second run reuses the conversion.
+func TestCheckpointRepoConverted(t *testing.T) {
+	for _, layout := range []string{synth.LayoutJinaV4, synth.LayoutGME} {
+		t.Run(layout, func(t *testing.T) {
+			preset := map[string]string{synth.LayoutJinaV4: "tiny", synth.LayoutGME: "tiny-qwen2vl"}[layout]
+			cfg, err := synth.Preset(preset)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ck := t.TempDir()
+			if err := synth.WriteHF(ck, cfg, synth.HFOptions{Layout: layout}); err != nil {
+				t.Fatal(err)
+			}
+			files := map[string][]byte{}
+			filepath.WalkDir(ck, func(p string, d os.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					rel, _ := filepath.Rel(ck, p)
+					files[filepath.ToSlash(rel)], _ = os.ReadFile(p)
+				}
+				return err
+			})
+			repo := "org/" + layout + "-tiny"
+			srv := hubtest.New(repo, files)
+			defer srv.Close()
+			home := hubEnv(t, srv.URL)
+			embed := func() (string, string) {
+				var o, e bytes.Buffer
+				args := []string{"embed", "--model", "hf://" + repo, "--text", "a short query"}
+				if layout == synth.LayoutJinaV4 {
+					args = append(args, "--multivector")
+				}
+				if code := run(args, &o, &e); code != 0 {
+					t.Fatalf("embed: exit %d: %s", code, e.String())
+				}
+				return o.String(), e.String()
+			}
+			first, log1 := embed()
+			second, log2 := embed()
+			if !strings.Contains(log1, "converting the checkpoint") || strings.Contains(log2, "converting the checkpoint") {
+				t.Errorf("want one conversion; logs:\n%s\n---\n%s", log1, log2)
+			}
+			if first == "" || first != second {
+				t.Errorf("the cached conversion embeds differently:\n%s\n%s", first, second)
+			}
+			converted, _ := filepath.Glob(filepath.Join(home, "xdg", "vembed", "converted", "models--org--"+layout+"-tiny", "*", "*.gguf"))
+			if len(converted) < 2 {
+				t.Errorf("converted files: %v", converted)
+			}
+		})
+	}
+}

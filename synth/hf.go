@@ -50,7 +50,8 @@ type HFOptions struct {
 	// ShardBytes bounds the data of one shard (default 2 GB); a checkpoint
 	// of more than one shard gets model.safetensors.index.json.
 	ShardBytes int64
-	// Rank and Alpha of the LoRA adapters (default 8 and 16).
+	// Rank and Alpha of the LoRA adapters (default 32 and 32, as
+	// jina-embeddings-v4's and ColQwen's).
 	Rank  int
 	Alpha float64
 }
@@ -124,10 +125,10 @@ func WriteHF(dir string, cfg Config, o HFOptions) error {
 		o.ShardBytes = 2 << 30
 	}
 	if o.Rank <= 0 {
-		o.Rank = 8
+		o.Rank = 32
 	}
 	if o.Alpha == 0 {
-		o.Alpha = 16
+		o.Alpha = 32
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("synth: %w", err)

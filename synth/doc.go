@@ -27,6 +27,18 @@
 // "[PAD<id>]" fillers (UNUSED) up to the LM's vocabulary size. The tokenizer
 // metadata of another GGUF can be copied instead (Config.VocabFrom).
 //
+// # Layouts and checkpoints
+//
+// The plans behind WriteLM, WriteMMProj and WriteMVProj are exported as
+// Layouts (metadata, tensor names, shapes and types without values), and
+// HFSourceOf says which Hugging Face checkpoint tensor fills each GGUF
+// tensor, so that package convert writes converted checkpoints through the
+// same code. WriteHF writes a synthetic checkpoint the other way round, in
+// one of the layouts convert reads (jina-v4 with its three task adapters and
+// multi_vector_projector, colqwen2.5, colqwen2, gme): config.json,
+// tokenizer.json, tokenizer_config.json, preprocessor_config.json, sharded
+// safetensors (BF16 by default) with their index, and LoRA adapters.
+//
 // # Multi-vector projector side-car (mvproj)
 //
 // jina-embeddings-v4's multi-vector output is a linear map of every final

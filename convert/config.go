@@ -133,7 +133,7 @@ func (c *hfConfig) synthConfig(dir string, vocab int) (synth.Config, error) {
 	if len(sec) > 4 {
 		return synth.Config{}, fmt.Errorf("convert: config.json: mrope_section %v", sec)
 	}
-	name := cmpOr(filepath.Base(c.NameOrPath), filepath.Base(filepath.Clean(dir)))
+	name := cmpOr(filepath.Base(c.NameOrPath), dirName(dir))
 	cfg := synth.Config{
 		Name:      name,
 		BaseName:  name,
@@ -213,4 +213,20 @@ func cmpOr(a, b string) string {
 // isJina reports jina-embeddings-v4's custom architecture.
 func (c *hfConfig) isJina() bool {
 	return slices.Contains(c.Architectures, "JinaEmbeddingsV4Model") || len(c.TaskNames) > 0
+}
+
+// dirName names a checkpoint by its directory, or for a snapshot of the
+// hub cache (models--org--name/snapshots/<commit>) by its repository.
+func dirName(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = filepath.Clean(dir)
+	}
+	if filepath.Base(filepath.Dir(abs)) == "snapshots" {
+		repo := filepath.Base(filepath.Dir(filepath.Dir(abs)))
+		if i := strings.LastIndex(repo, "--"); strings.HasPrefix(repo, "models--") && i >= 0 {
+			return repo[i+2:]
+		}
+	}
+	return filepath.Base(abs)
 }

@@ -83,11 +83,7 @@ func detectLayout(dir string, cfg *hfConfig, src *source, o Options) (string, er
 	// GME ships a plain Qwen2-VL checkpoint: its name (given, in
 	// config.json, the directory's, or the hub cache's models--org--name)
 	// or its gme_inference.py tell it.
-	abs, _ := filepath.Abs(dir)
-	name := strings.ToLower(strings.Join([]string{o.Name, cfg.NameOrPath, filepath.Base(abs)}, " "))
-	if filepath.Base(filepath.Dir(abs)) == "snapshots" {
-		name += " " + strings.ToLower(filepath.Base(filepath.Dir(filepath.Dir(abs))))
-	}
+	name := strings.ToLower(strings.Join([]string{o.Name, cfg.NameOrPath, dirName(dir)}, " "))
 	switch {
 	case cfg.isJina() || exists(filepath.Join(dir, "adapters", "adapter_config.json")):
 		return synth.LayoutJinaV4, nil

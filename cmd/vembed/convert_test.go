@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -73,6 +75,13 @@ func TestCheckpointRepoConverted(t *testing.T) {
 				}
 				return err
 			})
+			if layout == synth.LayoutGME {
+				// Without a name in config.json, the repository's tells GME.
+				var c map[string]any
+				json.Unmarshal(files["config.json"], &c)
+				delete(c, "_name_or_path")
+				files["config.json"], _ = json.Marshal(c)
+			}
 			repo := "org/" + layout + "-tiny"
 			srv := hubtest.New(repo, files)
 			defer srv.Close()
@@ -97,8 +106,15 @@ func TestCheckpointRepoConverted(t *testing.T) {
 				t.Errorf("the cached conversion embeds differently:\n%s\n%s", first, second)
 			}
 			converted, _ := filepath.Glob(filepath.Join(home, "xdg", "vembed", "converted", "models--org--"+layout+"-tiny", "*", "*.gguf"))
-			if len(converted) < 2 {
+			if len(converted) < 2 || layout == synth.LayoutGME && !strings.Contains(converted[0], "gme-tiny-F16.gguf") {
 				t.Errorf("converted files: %v", converted)
+			}
+			if layout == synth.LayoutGME {
+				var o, e bytes.Buffer
+				run([]string{"inspect", converted[0]}, &o, &e)
+				if !regexp.MustCompile(`vembed\.recipe\s.*gme`).MatchString(o.String()) {
+					t.Errorf("the GME repository converted without its recipe:\n%.2000s", o.String())
+				}
 			}
 		})
 	}

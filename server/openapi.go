@@ -131,7 +131,9 @@ func (h *Handler) openapiDoc() map[string]any {
 				"OllamaEmbedRequest":      obj(map[string]any{"model": str, "input": inputs, "truncate": boolean, "dimensions": integer, "keep_alive": anything, "options": anything}, "input"),
 				"OllamaEmbeddingsRequest": obj(map[string]any{"model": str, "prompt": str, "keep_alive": anything, "options": anything}, "prompt"),
 				"TEIRequest":              obj(map[string]any{"inputs": inputs, "normalize": boolean, "truncate": boolean, "dimensions": integer, "prompt_name": desc(str, "one of the model's tasks")}, "inputs"),
-				"RerankRequest": obj(map[string]any{"model": str, "query": inputSchema, "documents": map[string]any{"type": "array", "items": inputSchema, "maxItems": engine.MaxRerankDocuments},
+				"RerankRequest": obj(map[string]any{"model": str, "query": inputSchema, "documents": map[string]any{"oneOf": []any{
+					map[string]any{"type": "array", "items": inputSchema, "maxItems": engine.MaxRerankDocuments},
+					desc(obj(map[string]any{"content": map[string]any{"type": "array", "items": map[string]any{"$ref": "#/components/schemas/Item"}}}, "content"), "vLLM's multimodal form: each part is one document")}},
 					"top_n": integer, "return_documents": boolean, "multivector": desc(boolean, "MaxSim of multi-vectors instead of cosine (embedding models)"),
 					"instruction": desc(str, "a reranker's instruction, or for embedding models that take one, the query's")}, "query", "documents"),
 				"ScoreRequest": obj(map[string]any{"model": str, "text_1": inputs, "text_2": inputs, "multivector": boolean}, "text_1", "text_2"),

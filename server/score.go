@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -171,13 +172,13 @@ func dot(a, b []float32) float64 {
 }
 
 type rerankRequest struct {
-	Model           string            `json:"model"`
-	Instruction     string            `json:"instruction"`
-	Query           json.RawMessage   `json:"query"`
-	Documents       []json.RawMessage `json:"documents"`
-	TopN            *int              `json:"top_n"`
-	ReturnDocuments *bool             `json:"return_documents"`
-	Multivector     bool              `json:"multivector"`
+	Model           string          `json:"model"`
+	Instruction     string          `json:"instruction"`
+	Query           json.RawMessage `json:"query"`
+	Documents       json.RawMessage `json:"documents"`
+	TopN            *int            `json:"top_n"`
+	ReturnDocuments *bool           `json:"return_documents"`
+	Multivector     bool            `json:"multivector"`
 }
 
 type rerankResult struct {
@@ -196,13 +197,18 @@ func (h *Handler) rerank(w http.ResponseWriter, r *http.Request) {
 		refuse(w, bad)
 		return
 	}
-	if len(req.Documents) == 0 {
+	documents, bad := rerankDocuments(req.Documents)
+	if bad != nil {
+		refuse(w, bad)
+		return
+	}
+	if len(documents) == 0 {
 		refuse(w, &badRequest{http.StatusBadRequest, "documents", engine.CodeEmpty, "documents is required and may not be empty"})
 		return
 	}
-	if len(req.Documents) > h.maxDocuments() {
+	if len(documents) > h.maxDocuments() {
 		refuse(w, &badRequest{http.StatusBadRequest, "documents", engine.CodeInvalid,
-			fmt.Sprintf("too many documents: %d (at most %d per request)", len(req.Documents), h.maxDocuments())})
+			fmt.Sprintf("too many documents: %d (at most %d per request)", len(documents), h.maxDocuments())})
 		return
 	}
 	if req.TopN != nil && *req.TopN <= 0 {
@@ -217,7 +223,7 @@ func (h *Handler) rerank(w http.ResponseWriter, r *http.Request) {
 		refuse(w, bad)
 		return
 	}
-	docsRaw, _ := json.Marshal(req.Documents)
+	docsRaw, _ := json.Marshal(documents)
 	docs, bad := h.inputs(r, docsRaw, "documents")
 	if bad != nil {
 		refuse(w, bad)
@@ -231,7 +237,7 @@ func (h *Handler) rerank(w http.ResponseWriter, r *http.Request) {
 	for i, s := range scores {
 		results[i] = rerankResult{Index: i, RelevanceScore: s}
 		if req.ReturnDocuments == nil || *req.ReturnDocuments {
-			results[i].Document = documentEcho(req.Documents[i])
+			results[i].Document = documentEcho(documents[i])
 		}
 	}
 	slices.SortStableFunc(results, func(a, b rerankResult) int {
@@ -248,6 +254,31 @@ func (h *Handler) rerank(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"model": h.emb.Info().Name, "object": "list", "results": results,
 		"usage": map[string]int{"total_tokens": tokens, "prompt_tokens": tokens}})
+}
+
+// rerankDocuments splits the documents field: a list of documents (Jina,
+// Cohere), or vLLM's multimodal form {"content": [part, …]}, each part one
+// document.
+func rerankDocuments(raw json.RawMessage) ([]json.RawMessage, *badRequest) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var docs []json.RawMessage
+	if raw[0] == '{' {
+		var mm struct {
+			Content []json.RawMessage `json:"content"`
+		}
+		if err := json.Unmarshal(raw, &mm); err != nil || mm.Content == nil {
+			return nil, &badRequest{http.StatusBadRequest, "documents", engine.CodeInvalid,
+				`documents is a list, or {"content": [part, …]} with one document per part`}
+		}
+		return mm.Content, nil
+	}
+	if err := json.Unmarshal(raw, &docs); err != nil {
+		return nil, &badRequest{http.StatusBadRequest, "documents", engine.CodeInvalid, "documents must be a list of strings or items"}
+	}
+	return docs, nil
 }
 
 // documentEcho is a document as a rerank result returns it: {"text": …}

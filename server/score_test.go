@@ -207,6 +207,25 @@ func TestEmbeddingFieldsOverHTTP(t *testing.T) {
 	if len(rr.Results) != 2 {
 		t.Errorf("/v2/rerank: %+v", rr)
 	}
+
+	// vLLM's multimodal documents: each content part is one document.
+	type ranked struct {
+		Results []struct {
+			Index          int
+			RelevanceScore float64 `json:"relevance_score"`
+		}
+	}
+	var list, parts ranked
+	call(t, url+"/v1/rerank", `{"query":"q","documents":["a",{"image":"`+img+`"}]}`, &list)
+	call(t, url+"/rerank", `{"query":"q","documents":{"content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"data:image/png;base64,`+img+`"}}]}}`, &parts)
+	if fmt.Sprint(list) != fmt.Sprint(parts) || len(parts.Results) != 2 {
+		t.Errorf("documents as content parts: %+v, as a list: %+v", parts, list)
+	}
+	for _, b := range []string{`{"query":"q","documents":{"text":"a"}}`, `{"query":"q","documents":"a"}`} {
+		if status, body := post(t, url+"/v1/rerank", b); status != 400 || !strings.Contains(body, `"param":"documents"`) {
+			t.Errorf("%s: %d %s", b, status, body)
+		}
+	}
 }
 
 // TestTruncateOverHTTP: a text over the model's limit is refused unless

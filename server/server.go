@@ -125,8 +125,9 @@
 //	GET  /openapi.json    an OpenAPI 3.1 document of every route
 //	POST /v1/rerank, /rerank, /v2/rerank  Jina and Cohere (vLLM serves
 //	                      the same): {"query", "documents": [string |
-//	                      item], "top_n", "return_documents" (default
-//	                      true), "multivector", "instruction"} ->
+//	                      item] or vLLM's {"content": [part, …]} (each
+//	                      part one document), "top_n", "return_documents"
+//	                      (default true), "multivector", "instruction"} ->
 //	                      {"results": [{"index", "relevance_score",
 //	                      "document"}] best first, "usage"}
 //	POST /v1/score, /score  vLLM: {"text_1", "text_2", "multivector"}: one

@@ -1,10 +1,13 @@
 package convert
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"image"
+	pngenc "image/png"
 	"math"
 	"os"
 	"path/filepath"
@@ -564,6 +567,27 @@ func TestEmbeddingAgainstFloat64(t *testing.T) {
 				if cs := cosine(r.Embeddings[0].Vector, want); cs < 0.99999 {
 					t.Errorf("pooled vector: cosine %.7f to the float64 reference", cs)
 				}
+			}
+			// The converted vision encoder runs: an image embeds to a unit
+			// vector (its tensors are checked against the checkpoint above).
+			img := image.NewRGBA(image.Rect(0, 0, 56, 84))
+			for i := range img.Pix {
+				img.Pix[i] = uint8(i * 7)
+			}
+			var png bytes.Buffer
+			if err := pngenc.Encode(&png, img); err != nil {
+				t.Fatal(err)
+			}
+			ri, err := e.Embed(context.Background(), engine.Request{Inputs: []engine.Input{{Parts: []engine.Part{engine.Image(png.Bytes())}}}, Task: task})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var norm float64
+			for _, v := range ri.Embeddings[0].Vector {
+				norm += float64(v) * float64(v)
+			}
+			if len(ri.Embeddings[0].Vector) != cfg.LM.Hidden || math.Abs(norm-1) > 1e-4 {
+				t.Errorf("image embedding of %d values, norm² %v", len(ri.Embeddings[0].Vector), norm)
 			}
 			if c.head != "" {
 				r, err := e.Embed(context.Background(), engine.Request{Inputs: []engine.Input{in}, Task: task, Multivector: true})

@@ -1,0 +1,41 @@
+package convert
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzCheckpointJSON feeds arbitrary config.json, tokenizer.json and
+// tokenizer_config.json to the readers: an error or a configuration,
+// never a panic.
+func FuzzCheckpointJSON(f *testing.F) {
+	f.Add([]byte(`{"model_type":"qwen2_5_vl","hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":300,"rope_scaling":{"mrope_section":[2,3,3]},"vision_config":{"depth":4,"hidden_size":32,"intermediate_size":64,"num_heads":2,"patch_size":14,"fullatt_block_indexes":[3]}}`),
+		[]byte(`{"model":{"type":"BPE","vocab":{"a":0,"b":1},"merges":["a b",["a","b"]]},"added_tokens":[{"id":2,"content":"<|endoftext|>","special":true}]}`),
+		[]byte(`{"eos_token":"<|endoftext|>","pad_token":{"content":"<|endoftext|>"},"chat_template":"x"}`))
+	f.Add([]byte(`{"model_type":"qwen2_vl","text_config":{"hidden_size":8},"vision_config":{"embed_dim":8,"mlp_ratio":1e308}}`),
+		[]byte(`{"model":{"type":"BPE","vocab":{"a":-1}}}`), []byte(`{"eos_token":5}`))
+	f.Fuzz(func(t *testing.T, cfgJSON, tokJSON, tokCfgJSON []byte) {
+		dir := t.TempDir()
+		for name, b := range map[string][]byte{"config.json": cfgJSON, "tokenizer.json": tokJSON, "tokenizer_config.json": tokCfgJSON} {
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cfg, err := readConfig(dir)
+		if err != nil {
+			return
+		}
+		if cfg.Vocab > 1<<16 {
+			cfg.Vocab = 1 << 16 // keep each run small; the bound itself is tested by maxTokens
+		}
+		v, _, err := readTokenizer(dir, cfg)
+		if err != nil {
+			return
+		}
+		if int(v.EOS) >= len(v.Tokens) || int(v.BOS) >= len(v.Tokens) || int(v.PAD) >= len(v.Tokens) {
+			t.Fatalf("special ids %d/%d/%d beyond %d tokens", v.BOS, v.EOS, v.PAD, len(v.Tokens))
+		}
+		cfg.synthConfig(dir, len(v.Tokens))
+	})
+}

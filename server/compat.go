@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -38,6 +39,9 @@ func (h *Handler) inputs(r *http.Request, raw json.RawMessage, param string) ([]
 		return nil, &badRequest{http.StatusBadRequest, param, engine.CodeEmpty, param + " is required"}
 	}
 	ins, err := h.parseInputs(r.Context(), raw)
+	if errors.Is(err, errInflightFull) {
+		return nil, &badRequest{http.StatusTooManyRequests, "", "overloaded", err.Error()}
+	}
 	if err != nil {
 		ie, _ := engine.AsInputError(err)
 		// ParseInputs names the field "input"; other APIs call it otherwise.

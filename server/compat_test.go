@@ -273,7 +273,8 @@ func TestRerankBounds(t *testing.T) {
 		{`{"query":"q","documents":[]}`, "documents"},
 		{`{"query":"q"}`, "documents"},
 		{`{"query":"q","documents":["a","b","c","d","e","f","g","h","i","j","k"]}`, "documents"},
-		{`{"query":"q","documents":["a"],"top_n":0}`, "top_n"},
+		{`{"query":"q","documents":["a"],"top_n":-1}`, "top_n"},
+		{`{"query":"q","documents":["a"],"texts":["a"]}`, "texts"},
 		{`{"documents":["a"]}`, "query"},
 		{`{"query":["a","b"],"documents":["a"]}`, "query"},
 	} {

@@ -399,22 +399,6 @@ func longTextString(body []byte, lim int) int {
 	return 0
 }
 
-// readBody reads a request body of at most limit bytes, into one buffer of
-// the declared Content-Length when there is one (io.ReadAll would copy a
-// large body several times while growing its buffer).
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	body := http.MaxBytesReader(w, r.Body, limit)
-	if n := r.ContentLength; n > 0 && n <= limit {
-		// net/http ends the body at Content-Length and reports a short one.
-		buf := make([]byte, n)
-		if _, err := io.ReadFull(body, buf); err != nil {
-			return nil, err
-		}
-		return buf, nil
-	}
-	return io.ReadAll(body)
-}
-
 // run admits req, runs it under the request deadline and checks its
 // result, writing the error response itself when it returns false.
 func (h *Handler) run(w http.ResponseWriter, r *http.Request, req engine.Request) (*engine.Response, bool) {
@@ -452,14 +436,9 @@ func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request, v any) *bad
 // decodeBodyOf is decodeBody for a route that cuts over-long texts unless
 // told not to (Ollama's): those are not refused early.
 func (h *Handler) decodeBodyOf(w http.ResponseWriter, r *http.Request, v any, truncatesByDefault bool) *badRequest {
-	body, err := readBody(w, r, h.opts.MaxBodyBytes)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return &badRequest{http.StatusRequestEntityTooLarge, "", "request_too_large",
-				fmt.Sprintf("request body exceeds %d bytes", mbe.Limit)}
-		}
-		return &badRequest{http.StatusBadRequest, "", "", fmt.Sprintf("reading request body: %v", err)}
+	body, bad := h.readBody(w, r)
+	if bad != nil {
+		return bad
 	}
 	if !truncatesByDefault {
 		if bad := h.refuseLongText(body); bad != nil {

@@ -29,7 +29,7 @@ type metrics struct {
 	handler  http.Handler
 }
 
-func newMetrics(emb Embedder) *metrics {
+func newMetrics(emb Embedder, held *byteBudget) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "vembed_http_requests_total",
@@ -44,7 +44,11 @@ func newMetrics(emb Embedder) *metrics {
 		Name: "vembed_http_requests_in_flight",
 		Help: "HTTP requests being served.",
 	})
-	m.reg.MustRegister(m.requests, m.latency, m.inflight,
+	heldBytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "vembed_http_inflight_bytes",
+		Help: "Request bytes held: bodies being read or served and images fetched from URLs.",
+	}, func() float64 { return float64(held.used.Load()) })
+	m.reg.MustRegister(m.requests, m.latency, m.inflight, heldBytes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if src, ok := emb.(StatsSource); ok {
 		m.reg.MustRegister(engineCollector{src})

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"time"
@@ -66,35 +67,57 @@ func (h *Handler) maxDocuments() int {
 // pair scoring when it has one, else by comparing embeddings (the
 // instruction then goes to the queries' embeddings, for models that take
 // one). It writes the error response itself when it returns false.
-func (h *Handler) scoreDocs(w http.ResponseWriter, r *http.Request, queries, docs []engine.Input, qi func(int) int, multi bool, instruction string) ([]float64, int, bool) {
+func (h *Handler) scoreDocs(w http.ResponseWriter, r *http.Request, queries, docs []engine.Input, qi func(int) int, o scoreOptions) ([]float64, int, bool) {
 	rr := h.pairScorer()
 	if rr == nil {
-		return h.scorePairs(w, r, queries, docs, qi, multi, instruction)
+		return h.scorePairs(w, r, queries, docs, qi, o)
 	}
-	if multi {
-		refuse(w, &badRequest{http.StatusBadRequest, "multivector", engine.CodeUnsupported,
-			"this model is a reranker and scores each pair itself; multivector (MaxSim of embeddings) applies to embedding models"})
-		return nil, 0, false
+	for _, f := range []struct {
+		set         bool
+		param, what string
+	}{{o.multi, "multivector", "multivector (MaxSim of embeddings) applies to embedding models"},
+		{o.truncate, "truncate", "truncate cuts texts for embedding models; a pair over the context is refused"}} {
+		if f.set {
+			refuse(w, &badRequest{http.StatusBadRequest, f.param, engine.CodeUnsupported, "this model is a reranker and scores each pair itself; " + f.what})
+			return nil, 0, false
+		}
 	}
 	release, ok := h.admit(w)
 	if !ok {
 		return nil, 0, false
 	}
 	ctx, cancel := h.deadline(r.Context())
-	scores, tokens, err := rankRuns(ctx, rr, queries, docs, qi, instruction)
+	scores, tokens, err := rankRuns(ctx, rr, queries, docs, qi, o.instruction)
 	cancel()
 	release()
 	if errors.Is(err, engine.ErrNotReranker) {
 		// Info said reranker but the model scores no pairs: compare
 		// embeddings, as for any embedding model.
 		h.log.Warn("the model reported as a reranker scores no pairs; ranking by embeddings", "err", err)
-		return h.scorePairs(w, r, queries, docs, qi, multi, instruction)
+		return h.scorePairs(w, r, queries, docs, qi, o)
 	}
 	if err != nil {
 		h.writeEngineError(w, r, err)
 		return nil, 0, false
 	}
+	if o.raw {
+		for i, p := range scores {
+			// P(yes) is the sigmoid of the yes-no logit difference; a
+			// probability rounded to 0 or 1 gives the largest finite one.
+			p = min(max(p, math.SmallestNonzeroFloat64), 1-0x1p-53)
+			scores[i] = math.Log(p) - math.Log1p(-p)
+		}
+	}
 	return scores, tokens, true
+}
+
+// scoreOptions are a score or rerank request's fields that change how
+// documents are scored.
+type scoreOptions struct {
+	multi       bool   // MaxSim of multi-vectors (embedding models)
+	instruction string // the reranker's, or the query embedding's
+	truncate    bool   // cut texts over the limit (embedding models)
+	raw         bool   // a reranker's logit instead of its probability
 }
 
 // rankRuns scores documents with the model's own pair scoring, each run
@@ -124,13 +147,14 @@ func rankRuns(ctx context.Context, rr Reranker, queries, docs []engine.Input, qi
 // scorePairs embeds the queries and documents and scores document i
 // against query qi(i). It writes the error response itself when it
 // returns false.
-func (h *Handler) scorePairs(w http.ResponseWriter, r *http.Request, queries, docs []engine.Input, qi func(int) int, multi bool, instruction string) ([]float64, int, bool) {
+func (h *Handler) scorePairs(w http.ResponseWriter, r *http.Request, queries, docs []engine.Input, qi func(int) int, o scoreOptions) ([]float64, int, bool) {
 	qt, dt := h.scoreTasks()
-	qr, ok := h.run(w, r, engine.Request{Inputs: queries, Task: qt, Instruction: instruction, Multivector: multi})
+	multi := o.multi
+	qr, ok := h.run(w, r, engine.Request{Inputs: queries, Task: qt, Instruction: o.instruction, Multivector: multi, Truncate: o.truncate})
 	if !ok {
 		return nil, 0, false
 	}
-	dr, ok := h.run(w, r, engine.Request{Inputs: docs, Task: dt, Multivector: multi})
+	dr, ok := h.run(w, r, engine.Request{Inputs: docs, Task: dt, Multivector: multi, Truncate: o.truncate})
 	if !ok {
 		return nil, 0, false
 	}
@@ -179,6 +203,12 @@ type rerankRequest struct {
 	TopN            *int            `json:"top_n"`
 	ReturnDocuments *bool           `json:"return_documents"`
 	Multivector     bool            `json:"multivector"`
+	// text-embeddings-inference's form: texts instead of documents,
+	// answered with a bare list of {"index", "score", "text"}.
+	Texts      json.RawMessage `json:"texts"`
+	ReturnText bool            `json:"return_text"`
+	RawScores  bool            `json:"raw_scores"`
+	Truncate   bool            `json:"truncate"`
 }
 
 type rerankResult struct {
@@ -190,12 +220,22 @@ type rerankResult struct {
 // rerank is POST /v1/rerank and /rerank in Jina's and Cohere's shape:
 // {"query", "documents": [string or item], "top_n", "return_documents"
 // (default true), "multivector"} -> {"model", "results": [{"index",
-// "relevance_score", "document"}] best first, "usage"}.
+// "relevance_score", "document"}] best first, "usage"}; or, given "texts"
+// instead of "documents", text-embeddings-inference's: [{"index",
+// "score", "text"}] best first.
 func (h *Handler) rerank(w http.ResponseWriter, r *http.Request) {
 	var req rerankRequest
 	if bad := h.decodeBody(w, r, &req); bad != nil {
 		refuse(w, bad)
 		return
+	}
+	tei := req.Texts != nil
+	if tei {
+		if req.Documents != nil {
+			refuse(w, &badRequest{http.StatusBadRequest, "texts", engine.CodeInvalid, `send "documents" or text-embeddings-inference's "texts", not both`})
+			return
+		}
+		req.Documents = req.Texts
 	}
 	documents, bad := rerankDocuments(req.Documents)
 	if bad != nil {
@@ -211,8 +251,8 @@ func (h *Handler) rerank(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("too many documents: %d (at most %d per request)", len(documents), h.maxDocuments())})
 		return
 	}
-	if req.TopN != nil && *req.TopN <= 0 {
-		refuse(w, &badRequest{http.StatusBadRequest, "top_n", engine.CodeInvalid, "top_n must be positive"})
+	if req.TopN != nil && *req.TopN < 0 {
+		refuse(w, &badRequest{http.StatusBadRequest, "top_n", engine.CodeInvalid, "top_n may not be negative (0 or absent: every document)"})
 		return
 	}
 	query, bad := h.inputs(r, req.Query, "query")
@@ -229,8 +269,26 @@ func (h *Handler) rerank(w http.ResponseWriter, r *http.Request) {
 		refuse(w, bad)
 		return
 	}
-	scores, tokens, ok := h.scoreDocs(w, r, query, docs, func(int) int { return 0 }, req.Multivector, req.Instruction)
+	scores, tokens, ok := h.scoreDocs(w, r, query, docs, func(int) int { return 0 },
+		scoreOptions{multi: req.Multivector, instruction: req.Instruction, truncate: req.Truncate, raw: req.RawScores})
 	if !ok {
+		return
+	}
+	if tei {
+		out := make([]map[string]any, len(scores))
+		for i, s := range scores {
+			out[i] = map[string]any{"index": i, "score": s}
+			if req.ReturnText {
+				var text any = documents[i]
+				var str string
+				if json.Unmarshal(documents[i], &str) == nil {
+					text = str
+				}
+				out[i]["text"] = text
+			}
+		}
+		slices.SortStableFunc(out, func(a, b map[string]any) int { return cmpDesc(a["score"].(float64), b["score"].(float64)) })
+		writeJSON(w, http.StatusOK, out)
 		return
 	}
 	results := make([]rerankResult, len(scores))
@@ -240,20 +298,23 @@ func (h *Handler) rerank(w http.ResponseWriter, r *http.Request) {
 			results[i].Document = documentEcho(documents[i])
 		}
 	}
-	slices.SortStableFunc(results, func(a, b rerankResult) int {
-		switch {
-		case a.RelevanceScore > b.RelevanceScore:
-			return -1
-		case a.RelevanceScore < b.RelevanceScore:
-			return 1
-		}
-		return 0
-	})
-	if req.TopN != nil && *req.TopN < len(results) {
+	slices.SortStableFunc(results, func(a, b rerankResult) int { return cmpDesc(a.RelevanceScore, b.RelevanceScore) })
+	if req.TopN != nil && *req.TopN > 0 && *req.TopN < len(results) {
 		results = results[:*req.TopN]
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"model": h.emb.Info().Name, "object": "list", "results": results,
 		"usage": map[string]int{"total_tokens": tokens, "prompt_tokens": tokens}})
+}
+
+// cmpDesc orders scores best first.
+func cmpDesc(a, b float64) int {
+	switch {
+	case a > b:
+		return -1
+	case a < b:
+		return 1
+	}
+	return 0
 }
 
 // rerankDocuments splits the documents field: a list of documents (Jina,
@@ -334,7 +395,7 @@ func (h *Handler) score(w http.ResponseWriter, r *http.Request) {
 	if len(a) == 1 {
 		pair = func(int) int { return 0 }
 	}
-	scores, tokens, ok := h.scoreDocs(w, r, a, b, pair, req.Multivector, "")
+	scores, tokens, ok := h.scoreDocs(w, r, a, b, pair, scoreOptions{multi: req.Multivector})
 	if !ok {
 		return
 	}

@@ -2,10 +2,12 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -90,6 +92,19 @@ func TestRerankerModelScoresPairs(t *testing.T) {
 	if d := out["data"].([]any); d[1].(map[string]any)["score"] != 0.03 {
 		t.Errorf("score data %v", d)
 	}
+
+	// TEI's raw_scores: the logit of the probability.
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/rerank", strings.NewReader(`{"query":"q","texts":["aaaaaaaaaa"],"raw_scores":true}`)))
+	var tei []struct{ Score float64 }
+	if err := json.Unmarshal(rec.Body.Bytes(), &tei); err != nil || len(tei) != 1 || math.Abs(tei[0].Score-(math.Log(0.1)-math.Log(0.9))) > 1e-12 {
+		t.Errorf("raw_scores: %d %s", rec.Code, rec.Body)
+	}
+	status, out = do(t, h, "POST", "/v1/rerank", `{"query":"q","documents":["a"],"truncate":true}`)
+	if status != 400 {
+		t.Errorf("truncate with a reranker: %d", status)
+	}
+	checkError(t, out, "truncate", "reranker")
 
 	// multivector has no meaning for a reranker: refused, not ignored.
 	status, out = do(t, h, "POST", "/v1/rerank", `{"query":"q","documents":["a"],"multivector":true}`)
@@ -220,6 +235,31 @@ func TestEmbeddingFieldsOverHTTP(t *testing.T) {
 	call(t, url+"/rerank", `{"query":"q","documents":{"content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"data:image/png;base64,`+img+`"}}]}}`, &parts)
 	if fmt.Sprint(list) != fmt.Sprint(parts) || len(parts.Results) != 2 {
 		t.Errorf("documents as content parts: %+v, as a list: %+v", parts, list)
+	}
+	// text-embeddings-inference's form of /rerank: texts in, a bare list
+	// of {index, score, text} out, scored as the documents are.
+	var teiOut []struct {
+		Index int
+		Score float64
+		Text  any
+	}
+	call(t, url+"/rerank", `{"query":"q","texts":["a",{"image":"`+img+`"}],"return_text":true}`, &teiOut)
+	if len(teiOut) != 2 || teiOut[0].Score < teiOut[1].Score {
+		t.Fatalf("TEI rerank: %+v", teiOut)
+	}
+	for i, r := range teiOut {
+		if r.Index != list.Results[i].Index || r.Score != list.Results[i].RelevanceScore {
+			t.Errorf("TEI rerank %d: %+v, Jina's %+v", i, r, list.Results[i])
+		}
+		if r.Index == 0 && r.Text != "a" {
+			t.Errorf("TEI text of document 0: %v", r.Text)
+		}
+	}
+	// vLLM's top_n 0 means every document.
+	var all ranked
+	call(t, url+"/v1/rerank", `{"query":"q","documents":["a","b","c"],"top_n":0}`, &all)
+	if len(all.Results) != 3 {
+		t.Errorf("top_n 0: %d results", len(all.Results))
 	}
 	for _, b := range []string{`{"query":"q","documents":{"text":"a"}}`, `{"query":"q","documents":"a"}`} {
 		if status, body := post(t, url+"/v1/rerank", b); status != 400 || !strings.Contains(body, `"param":"documents"`) {

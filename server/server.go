@@ -66,7 +66,11 @@
 //
 // A request body is read in full (bounded by MaxBodyBytes and Run's
 // 2-minute read timeout) before the request takes one of the MaxPending
-// slots, so clients that send slowly hold connections, never slots. A
+// slots, so clients that send slowly hold connections, never slots. Its
+// buffer grows as bytes arrive, never past them or the declared length,
+// and is charged to MaxInflightBytes with the images fetched from URLs
+// until the request is answered (429 past it), so request data held at
+// once is bounded whatever clients declare or how slowly they send. A
 // body holding a text over the model's limit is refused before its JSON
 // is decoded. Each request runs under RequestTimeout (default 5 minutes);
 // past it, or when its client goes away, it stops computing at the
@@ -87,7 +91,8 @@
 //
 // GET /metrics serves Prometheus metrics: vembed_http_requests_total (by
 // route and code), vembed_http_request_duration_seconds (by route),
-// vembed_http_requests_in_flight; from the engine at scrape time
+// vembed_http_requests_in_flight, vembed_http_inflight_bytes (request
+// bytes held, against MaxInflightBytes); from the engine at scrape time
 // vembed_engine_queued_requests (the queue depth),
 // vembed_engine_running_requests, vembed_engine_inflight_bytes, counters
 // of requests, cancellations, steps, LM tokens, images and patches, the
@@ -129,7 +134,11 @@
 //	                      part one document), "top_n", "return_documents"
 //	                      (default true), "multivector", "instruction"} ->
 //	                      {"results": [{"index", "relevance_score",
-//	                      "document"}] best first, "usage"}
+//	                      "document"}] best first, "usage"}; "top_n" 0 or
+//	                      absent: every document. text-embeddings-
+//	                      inference's {"query", "texts", "return_text",
+//	                      "raw_scores", "truncate"} is answered with its
+//	                      bare list [{"index", "score", "text"}] best first
 //	POST /v1/score, /score  vLLM: {"text_1", "text_2", "multivector"}: one
 //	                      text_1 against each text_2, or lists pair by pair
 //	                      -> {"data": [{"index", "object": "score", "score"}]}
@@ -141,8 +150,9 @@
 // documents with its passage task, and a score is the cosine of the two
 // vectors, or with "multivector": true the MaxSim of their multi-vectors.
 // A reranker model (Qwen3-VL-Reranker; GET /v1/models) scores each pair
-// itself, through the Reranker interface: the score is its P(yes), the
-// rerank "instruction" is its instruction, and "multivector" is refused.
+// itself, through the Reranker interface: the score is its P(yes) (with
+// "raw_scores", the logit log(p/(1−p))), the rerank "instruction" is its
+// instruction, and "multivector" and "truncate" are refused.
 //
 // # GET /v1/models
 //
@@ -153,6 +163,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -195,6 +206,14 @@ type Options struct {
 	// APIKeys, when any, are required on every route but /health (and
 	// /metrics when MetricsPublic) as "Authorization: Bearer KEY".
 	APIKeys []string
+	// MaxInflightBytes bounds the request bytes held at once, bodies as
+	// they arrive and images fetched from URLs, until their requests are
+	// answered (default 512 MiB, never below MaxBodyBytes); past it
+	// requests get 429.
+	MaxInflightBytes int64
+	// MaxImageURLs bounds the image URLs of one request (default 32, the
+	// engine's default image limit).
+	MaxImageURLs int
 	// MetricsPublic serves /metrics without a key.
 	MetricsPublic bool
 	// NoMetrics turns /metrics and its bookkeeping off.
@@ -210,6 +229,8 @@ type Options struct {
 }
 
 const (
+	defaultInflight   = 512 << 20
+	defaultImageURLs  = 32
 	defaultMaxBody    = 64 << 20
 	defaultMaxInputs  = 2048
 	defaultMaxPending = 64
@@ -227,6 +248,7 @@ type Handler struct {
 	keys    *keyring // nil: no keys required
 	metrics *metrics
 	refused refusalLog
+	held    byteBudget // request bytes held (Options.MaxInflightBytes)
 }
 
 // New returns the API handler.
@@ -240,6 +262,10 @@ func New(emb Embedder, opts Options) *Handler {
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = defaultMaxPending
 	}
+	opts.MaxInflightBytes = max(cmp.Or(opts.MaxInflightBytes, defaultInflight), opts.MaxBodyBytes)
+	if opts.MaxImageURLs <= 0 {
+		opts.MaxImageURLs = defaultImageURLs
+	}
 	if opts.RequestTimeout == 0 {
 		opts.RequestTimeout = defaultTimeout
 	}
@@ -247,11 +273,12 @@ func New(emb Embedder, opts Options) *Handler {
 		opts.Logger = slog.Default()
 	}
 	h := &Handler{emb: emb, opts: opts, log: opts.Logger, pending: make(chan struct{}, opts.MaxPending), mux: http.NewServeMux()}
+	h.held.limit = opts.MaxInflightBytes
 	if len(opts.APIKeys) > 0 {
 		h.keys = newKeyring(opts.APIKeys)
 	}
 	if !opts.NoMetrics {
-		h.metrics = newMetrics(emb)
+		h.metrics = newMetrics(emb, &h.held)
 		h.handle("GET /metrics", h.metrics.handler.ServeHTTP)
 	}
 	h.handle("POST /v1/embeddings", h.embeddings)
@@ -286,7 +313,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(rec, http.StatusUnauthorized, "invalid_request_error", "", "invalid_api_key",
 			"missing or invalid API key; send it as \"Authorization: Bearer KEY\"")
 	} else {
-		h.mux.ServeHTTP(rec, r)
+		hd := &hold{b: &h.held}
+		r = r.WithContext(context.WithValue(r.Context(), holdKey{}, hd))
+		h.mux.ServeHTTP(rec, r) // sets r.Pattern for the metrics
+		hd.release()
 	}
 	elapsed := time.Since(start)
 	h.metrics.end(r.Pattern, rec.status, elapsed)
@@ -481,6 +511,9 @@ type apiError struct {
 
 func writeError(w http.ResponseWriter, status int, typ, param, code, msg string) {
 	logAttrs(w, "error", msg)
+	if (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable) && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", "1")
+	}
 	e := apiError{Message: msg, Type: typ, RequestID: w.Header().Get("X-Request-ID")}
 	if param != "" {
 		e.Param = &param

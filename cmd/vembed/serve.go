@@ -93,6 +93,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.eng.MaxImages, "max-images", 0, "most images per request (0: 32)")
 	fs.IntVar(&o.eng.MaxPixels, "max-pixels", 0, "lower the model's resized-pixel budget per image (0: the model's)")
 	fs.Int64Var(&o.http.MaxBodyBytes, "max-body", 0, "largest request body in bytes (0: 64 MiB)")
+	fs.Int64Var(&o.http.MaxInflightBytes, "max-inflight-bytes", 0, "request bytes held at once (bodies, images fetched from URLs); more get 429 (0: 512 MiB)")
 	fs.IntVar(&o.http.MaxPending, "max-pending", 0, "requests admitted at once, running or queued; more get 429 (0: 64)")
 	fs.DurationVar(&o.http.RequestTimeout, "request-timeout", 0, "longest time a request may compute; then 504 (0: 5m, negative: none)")
 	fs.Var(&o.keys, "api-key", "require this API key (Authorization: Bearer KEY) on every route but /health; repeatable; also VEMBED_API_KEY")
@@ -183,6 +184,7 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger) error {
 	hopts.Logger = log
 	hopts.APIKeys = keys
 	hopts.ImageFetcher = fetcher
+	hopts.MaxImageURLs = cfg.MaxImages // a request with more images fails anyway
 	if o.role == "encoder" {
 		hopts.Vision = eng
 	}

@@ -54,10 +54,12 @@ func (f inputFlag) Set(s string) error {
 	return nil
 }
 
-const embedUsage = `--model LM.gguf [--mmproj MMPROJ.gguf] [--mvproj MV.gguf] [--task T | --instruction TEXT] [--dimensions N]
+const embedUsage = `[--model LM.gguf [--mmproj MMPROJ.gguf] [--mvproj MV.gguf]] [--task T | --instruction TEXT] [--dimensions N]
        [--multivector] [--min-pixels N] [--max-pixels N] [--json] [--dump DIR]
        (--text S | --image PATH | --input JSON)...
 
+Without --model, the built-in demo model (random weights, as vembed serve
+uses) embeds the inputs: the vectors are well-formed but meaningless.
 Prints one embedding per input, in the order given: by default one line of
 space-separated values per input (multi-vector: one line per token, a blank
 line between inputs); with --json {"embeddings": [...]}.

@@ -71,8 +71,10 @@ func holdOf(ctx context.Context) *hold {
 }
 
 // firstChunk is the buffer a body starts in; it doubles from there, up to
-// the declared Content-Length, as the bytes arrive.
-const firstChunk = 64 << 10
+// the declared Content-Length, as the bytes arrive. It is small so that a
+// slow sender holds little of the budget: tens of thousands of them fill
+// it, not thousands.
+const firstChunk = 16 << 10
 
 // readBody reads a request body of at most MaxBodyBytes, charging the
 // in-flight budget as its buffer grows. The buffer is never larger than

@@ -293,7 +293,8 @@ func FuzzRoutes(f *testing.F) {
 	for i, s := range []string{`{"input":"a"}`, `{"model":"m","input":["a","b"]}`, `{"prompt":"x"}`, `{"inputs":"a"}`,
 		`{"messages":[{"role":"user","content":"a"}]}`, `{"input":["AAAA"],"modality":"image"}`, `{"query":"q","documents":["a",{"text":"b"}],"top_n":1}`,
 		`{"text_1":"a","text_2":["b","c"]}`, `{"text_1":["a","b"],"text_2":["b"]}`, `{"input":"\ud800"}`, `[]`, `null`, `{"input":"a","return_multivector":true,"pool_factor":2,"encoding_format":"base64"}`,
-		`{"query":"q","documents":["a"],"instruction":"i","multivector":true}`, `{"model":"m","input":"x","truncate":false}`} {
+		`{"query":"q","documents":["a"],"instruction":"i","multivector":true}`, `{"model":"m","input":"x","truncate":false}`,
+		`{"query":"q","texts":["a","b"],"return_text":true,"raw_scores":true}`, `{"query":"q","documents":{"content":[{"type":"text","text":"a"}]},"top_n":0}`} {
 		f.Add(uint8(i), []byte(s))
 	}
 	h := newTestHandler(&fakeEmbedder{}, Options{})

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -56,6 +57,67 @@ func LoadViDoRe(path string, skipBad bool) (*Dataset, error) {
 	return d, nil
 }
 
+// maxParquetExpansion bounds how much larger than its file a column
+// chunk may say it decodes to: Parquet's codecs on real tables stay far
+// below, and a corrupt size cannot then make the decoder allocate without
+// limit.
+const maxParquetExpansion = 64
+
+// openParquet opens a Parquet file once its framing and declared sizes
+// are plausible: the magic at both ends, a footer inside the file, column
+// chunks no larger than the file (compressed) or maxParquetExpansion
+// times it (decoded). The decoder would otherwise allocate what a
+// corrupt length says before finding out.
+func openParquet(path string) (*os.File, *parquet.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("eval: %w", err)
+	}
+	pf, err := checkParquet(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("eval: %s: not a readable Parquet file: %w", path, err)
+	}
+	return f, pf, nil
+}
+
+func checkParquet(f *os.File) (*parquet.File, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := st.Size()
+	var head, tail [8]byte
+	if size < 12 {
+		return nil, errors.New("too short")
+	}
+	if _, err := f.ReadAt(head[:4], 0); err != nil {
+		return nil, err
+	}
+	if _, err := f.ReadAt(tail[:], size-8); err != nil {
+		return nil, err
+	}
+	if string(head[:4]) != "PAR1" || string(tail[4:]) != "PAR1" {
+		return nil, errors.New("no PAR1 magic at both ends")
+	}
+	if footer := int64(binary.LittleEndian.Uint32(tail[:4])); footer > size-12 {
+		return nil, fmt.Errorf("footer of %d bytes in a file of %d", footer, size)
+	}
+	pf, err := parquet.OpenFile(f, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return nil, err
+	}
+	for _, rg := range pf.Metadata().RowGroups {
+		for _, c := range rg.Columns {
+			m := c.MetaData
+			if m.TotalCompressedSize < 0 || m.TotalCompressedSize > size || m.TotalUncompressedSize < 0 || m.TotalUncompressedSize > maxParquetExpansion*size {
+				return nil, fmt.Errorf("column %s declares %d bytes (%d compressed) in a file of %d", strings.Join(m.PathInSchema, "."), m.TotalUncompressedSize, m.TotalCompressedSize, size)
+			}
+		}
+	}
+	return pf, nil
+}
+
 func parquetFiles(path string) ([]string, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -89,19 +151,11 @@ func readViDoRe(path string, d *Dataset, pages map[string]bool, skipBad bool) (e
 			err = fmt.Errorf("eval: %s: corrupt Parquet file: %v", path, r)
 		}
 	}()
-	f, err := os.Open(path)
+	f, pf, err := openParquet(path)
 	if err != nil {
-		return fmt.Errorf("eval: %w", err)
+		return err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("eval: %w", err)
-	}
-	pf, err := parquet.OpenFile(f, st.Size())
-	if err != nil {
-		return fmt.Errorf("eval: %s: not a readable Parquet file: %w", path, err)
-	}
 	cols := map[string]bool{}
 	for _, f := range pf.Schema().Fields() {
 		cols[f.Name()] = true
@@ -219,19 +273,11 @@ func readTableFile(path string, rows *[]map[string]cell, want [][]string) (err e
 			err = fmt.Errorf("eval: %s: corrupt Parquet file: %v", path, r)
 		}
 	}()
-	f, err := os.Open(path)
+	f, pf, err := openParquet(path)
 	if err != nil {
-		return fmt.Errorf("eval: %w", err)
+		return err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("eval: %w", err)
-	}
-	pf, err := parquet.OpenFile(f, st.Size())
-	if err != nil {
-		return fmt.Errorf("eval: %s: not a readable Parquet file: %w", path, err)
-	}
 	cols := pf.Schema().Columns()
 	names := make([]string, len(cols))
 	have := map[string]bool{}

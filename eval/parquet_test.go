@@ -3,9 +3,11 @@ package eval
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -71,15 +73,26 @@ func TestViDoReBadFiles(t *testing.T) {
 	good := filepath.Join(dir, "good.parquet")
 	writeParquet(t, good, []vidoreRow{{Query: strp("q"), Image: &hfImage{Bytes: page(1)}, ImageFilename: strp("a")}})
 	data, _ := os.ReadFile(good)
+	// A footer length past the file: refused before the decoder
+	// allocates what it says (it took 752 MiB).
+	footer := append([]byte(nil), data...)
+	binary.LittleEndian.PutUint32(footer[len(footer)-8:], 0x7fffffff)
 	for name, b := range map[string][]byte{
 		"truncated": data[:len(data)/2],
 		"garbage":   []byte("PAR1 this is not a parquet file PAR1"),
 		"empty":     nil,
+		"footer":    footer,
 	} {
 		p := filepath.Join(dir, name+".parquet")
 		os.WriteFile(p, b, 0o644)
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		before := m.TotalAlloc
 		if _, err := LoadViDoRe(p, false); err == nil || !strings.Contains(err.Error(), p) {
 			t.Errorf("%s: %v", name, err)
+		}
+		if runtime.ReadMemStats(&m); m.TotalAlloc-before > 16<<20 {
+			t.Errorf("%s: %d MiB allocated to refuse it", name, (m.TotalAlloc-before)>>20)
 		}
 	}
 	type noImage struct {
@@ -177,4 +190,43 @@ func TestBEIRParquet(t *testing.T) {
 	if d, err := Load(dir, "test", true); err != nil || len(d.Bad) != 1 || len(d.Qrels) != 1 {
 		t.Errorf("skip-bad: %v", err)
 	}
+}
+
+// FuzzBEIRParquet feeds any bytes as the corpus table of a BEIR Parquet
+// dataset: an error naming the file or a dataset, never a panic.
+func FuzzBEIRParquet(f *testing.F) {
+	type corpusRow struct {
+		CorpusID string   `parquet:"corpus-id"`
+		Image    *hfImage `parquet:"image,optional"`
+	}
+	type queryRow struct {
+		QueryID string `parquet:"query-id"`
+		Query   string `parquet:"query"`
+	}
+	type qrelRow struct {
+		QueryID  string `parquet:"query-id"`
+		CorpusID string `parquet:"corpus-id"`
+		Score    int64  `parquet:"score"`
+	}
+	t := &testing.T{}
+	base := f.TempDir()
+	seedPath := filepath.Join(base, "seed.parquet")
+	writeParquet(t, seedPath, []corpusRow{{"a", &hfImage{Bytes: []byte("img")}}, {"b", &hfImage{Path: strp("x.png")}}})
+	writeParquet(t, filepath.Join(base, "queries.parquet"), []queryRow{{"q", "text"}})
+	os.MkdirAll(filepath.Join(base, "qrels"), 0o755)
+	writeParquet(t, filepath.Join(base, "qrels", "test.parquet"), []qrelRow{{"q", "a", 1}})
+	seed, _ := os.ReadFile(seedPath)
+	f.Add(seed)
+	queries, _ := os.ReadFile(filepath.Join(base, "queries.parquet"))
+	qrels, _ := os.ReadFile(filepath.Join(base, "qrels", "test.parquet"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		os.MkdirAll(filepath.Join(dir, "qrels"), 0o755)
+		os.WriteFile(filepath.Join(dir, "corpus.parquet"), data, 0o644)
+		os.WriteFile(filepath.Join(dir, "queries.parquet"), queries, 0o644)
+		os.WriteFile(filepath.Join(dir, "qrels", "test.parquet"), qrels, 0o644)
+		if d, err := LoadBEIRParquet(dir, "test", true); err == nil && len(d.Corpus) == 0 {
+			t.Fatal("a dataset without documents loaded")
+		}
+	})
 }

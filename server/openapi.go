@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/vembed/vembed/engine"
@@ -31,6 +32,79 @@ var routeDocs = map[string]struct {
 	"POST /v2/rerank":      {"Alias of /v1/rerank (Cohere v2 path)", "RerankRequest"},
 	"POST /v1/score":       {"Score text_2 against text_1 (vLLM)", "ScoreRequest"},
 	"POST /score":          {"Alias of /v1/score", "ScoreRequest"},
+}
+
+// responseDocs names the schema of each route's 200 answer (in
+// components); a test checks the answers against them.
+var responseDocs = map[string]string{
+	"POST /v1/embeddings":  "EmbeddingsResponse",
+	"POST /embeddings":     "EmbeddingsResponse",
+	"POST /pooling":        "PoolingResponse",
+	"GET /v1/models":       "ModelList",
+	"GET /v1/models/{id}":  "Model",
+	"GET /health":          "Health",
+	"POST /api/embed":      "OllamaEmbedResponse",
+	"POST /api/embeddings": "OllamaEmbeddingsResponse",
+	"POST /embed":          "Vectors",
+	"POST /embed_all":      "MultiVectors",
+	"GET /info":            "TEIInfo",
+	"POST /v1/rerank":      "RerankResponse",
+	"POST /rerank":         "RerankResponse",
+	"POST /v2/rerank":      "RerankResponse",
+	"POST /v1/score":       "ScoreResponse",
+	"POST /score":          "ScoreResponse",
+}
+
+// responseSchemas are the components responseDocs names.
+func responseSchemas() map[string]any {
+	vector := map[string]any{"description": "numbers, or with encoding_format base64 a string, with binary/ubinary bytes as numbers, with a list of types an object of one encoding per type"}
+	vectors := map[string]any{"type": "array", "items": vector}
+	floats := map[string]any{"type": "array", "items": map[string]any{"type": "number"}}
+	usage := obj(map[string]any{"prompt_tokens": integer, "total_tokens": integer})
+	list := func(item map[string]any, extra map[string]any) map[string]any {
+		props := map[string]any{"object": str, "model": str, "usage": usage, "data": map[string]any{"type": "array", "items": item}}
+		for k, v := range extra {
+			props[k] = v
+		}
+		return obj(props, "data")
+	}
+	model := map[string]any{"type": "object", "properties": map[string]any{}}
+	for _, f := range modelCardFields() {
+		model["properties"].(map[string]any)[f] = map[string]any{}
+	}
+	return map[string]any{
+		"EmbeddingsResponse": list(obj(map[string]any{"object": str, "index": integer, "embedding": vector,
+			"embeddings": desc(vectors, "return_multivector: one vector per token"), "span_embeddings": desc(vectors, "per_span: one vector per image span")}), nil),
+		"PoolingResponse": list(obj(map[string]any{"object": str, "index": integer, "data": desc(map[string]any{}, "the vector, or the multi-vector rows")}),
+			map[string]any{"id": str, "created": integer}),
+		"ScoreResponse": list(obj(map[string]any{"object": str, "index": integer, "score": map[string]any{"type": "number"}}),
+			map[string]any{"id": str, "created": integer}),
+		"RerankResponse": map[string]any{"oneOf": []any{
+			obj(map[string]any{"model": str, "object": str, "usage": usage, "results": map[string]any{"type": "array",
+				"items": obj(map[string]any{"index": integer, "relevance_score": map[string]any{"type": "number"}, "document": map[string]any{}})}}, "results"),
+			desc(map[string]any{"type": "array", "items": obj(map[string]any{"index": integer, "score": map[string]any{"type": "number"}, "text": map[string]any{}})},
+				"text-embeddings-inference's answer, to a request with texts"),
+		}},
+		"ModelList":                obj(map[string]any{"object": str, "data": map[string]any{"type": "array", "items": map[string]any{"$ref": "#/components/schemas/Model"}}}, "data"),
+		"Model":                    model,
+		"Health":                   obj(map[string]any{"status": str}),
+		"OllamaEmbedResponse":      obj(map[string]any{"model": str, "embeddings": map[string]any{"type": "array", "items": floats}, "total_duration": integer, "load_duration": integer, "prompt_eval_count": integer}),
+		"OllamaEmbeddingsResponse": obj(map[string]any{"embedding": floats}),
+		"Vectors":                  map[string]any{"type": "array", "items": floats},
+		"MultiVectors":             map[string]any{"type": "array", "items": map[string]any{"type": "array", "items": floats}},
+		"TEIInfo": obj(map[string]any{"model_id": str, "model_type": map[string]any{}, "max_input_length": integer, "max_client_batch_size": integer,
+			"max_concurrent_requests": integer, "max_batch_tokens": integer, "version": str, "prompts": map[string]any{"type": "array", "items": str}}),
+	}
+}
+
+// modelCardFields are the JSON names of a model card's fields.
+func modelCardFields() []string {
+	t := reflect.TypeOf(modelCard{})
+	names := make([]string, t.NumField())
+	for i := range names {
+		names[i], _, _ = strings.Cut(t.Field(i).Tag.Get("json"), ",")
+	}
+	return names
 }
 
 // inputSchema is the schema of one input element (see ParseInputs).
@@ -78,10 +152,14 @@ func (h *Handler) openapiDoc() map[string]any {
 		if !ok {
 			d = optionalRouteDocs[route]
 		}
+		ok200 := map[string]any{"description": "OK"}
+		if name := responseDocs[route]; name != "" {
+			ok200["content"] = map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/" + name}}}
+		}
 		op := map[string]any{
 			"summary": d.summary,
 			"responses": map[string]any{
-				"200":     map[string]any{"description": "OK"},
+				"200":     ok200,
 				"default": map[string]any{"description": "An error", "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}}},
 			},
 		}
@@ -107,7 +185,7 @@ func (h *Handler) openapiDoc() map[string]any {
 		"paths":   paths,
 		"components": map[string]any{
 			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}},
-			"schemas": map[string]any{
+			"schemas": mergeSchemas(responseSchemas(), map[string]any{
 				"Item": obj(map[string]any{
 					"text": str, "image": map[string]any{"type": "string", "description": "base64, data URI, or http(s) URL when the server fetches URLs"},
 					"type": str, "image_url": obj(map[string]any{"url": str}), "content": map[string]any{"type": "array", "items": map[string]any{"$ref": "#/components/schemas/Item"}},
@@ -141,11 +219,19 @@ func (h *Handler) openapiDoc() map[string]any {
 					"raw_scores": desc(boolean, "a reranker model's logit instead of its probability")}, "query"),
 				"ScoreRequest": obj(map[string]any{"model": str, "text_1": inputs, "text_2": inputs, "multivector": boolean}, "text_1", "text_2"),
 				"Error": obj(map[string]any{"error": obj(map[string]any{"message": str, "type": str,
-					"param": map[string]any{"type": []any{"string", "null"}}, "code": map[string]any{"type": []any{"string", "null"}}})}),
-			},
+					"param": map[string]any{"type": []any{"string", "null"}}, "code": map[string]any{"type": []any{"string", "null"}}, "request_id": str})}),
+			}),
 		},
 		"security": []any{map[string]any{"bearer": []any{}}},
 	}
+}
+
+// mergeSchemas returns a with b's entries added.
+func mergeSchemas(a, b map[string]any) map[string]any {
+	for k, v := range b {
+		a[k] = v
+	}
+	return a
 }
 
 // openapi is GET /openapi.json.

@@ -309,3 +309,140 @@ func post(t *testing.T, url, body string) (int, string) {
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
 }
+
+// TestOpenAPIResponses: every route with a documented answer answers a
+// sample request with fields its schema names (at the top level and in
+// list items), the required ones present; the model card's schema lists
+// exactly its fields; errors match the Error schema.
+func TestOpenAPIResponses(t *testing.T) {
+	url := tinyServer(t)
+	h := newTestHandler(&fakeEmbedder{}, Options{})
+	schemas := h.openapiDoc()["components"].(map[string]any)["schemas"].(map[string]any)
+	img := testImage(t)
+	samples := map[string]string{
+		"POST /v1/embeddings":  `{"input":["a",{"image":"` + img + `"}],"per_span":true}`,
+		"POST /embeddings":     `{"input":"a","return_multivector":true}`,
+		"POST /pooling":        `{"input":"a"}`,
+		"GET /v1/models":       "",
+		"GET /v1/models/{id}":  "",
+		"GET /health":          "",
+		"POST /api/embed":      `{"input":"a"}`,
+		"POST /api/embeddings": `{"prompt":"a"}`,
+		"POST /embed":          `{"inputs":"a"}`,
+		"POST /embed_all":      `{"inputs":"a"}`,
+		"GET /info":            "",
+		"POST /v1/rerank":      `{"query":"q","documents":["a","b"]}`,
+		"POST /rerank":         `{"query":"q","texts":["a","b"],"return_text":true}`,
+		"POST /v2/rerank":      `{"query":"q","documents":["a"]}`,
+		"POST /v1/score":       `{"text_1":"q","text_2":["a","b"]}`,
+		"POST /score":          `{"text_1":["q","r"],"text_2":["a","b"]}`,
+	}
+	if len(samples) != len(responseDocs) {
+		t.Fatalf("%d samples for %d documented answers", len(samples), len(responseDocs))
+	}
+	for route, body := range samples {
+		method, path, _ := strings.Cut(route, " ")
+		path = strings.Replace(path, "{id}", tiny.eng.Info().Name, 1)
+		req, _ := http.NewRequest(method, url+path, strings.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var answer any
+		err = json.NewDecoder(resp.Body).Decode(&answer)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Errorf("%s: %d %v", route, resp.StatusCode, err)
+			continue
+		}
+		if msg := conforms(schemas, schemas[responseDocs[route]].(map[string]any), answer, 2); msg != "" {
+			t.Errorf("%s: %s", route, msg)
+		}
+	}
+	var card []string
+	for p := range schemas["Model"].(map[string]any)["properties"].(map[string]any) {
+		card = append(card, p)
+	}
+	var fields []string
+	typ := reflect.TypeOf(modelCard{})
+	for i := range typ.NumField() {
+		tag, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		fields = append(fields, tag)
+	}
+	slices.Sort(card)
+	slices.Sort(fields)
+	if !slices.Equal(card, fields) {
+		t.Errorf("Model schema %v, card fields %v", card, fields)
+	}
+	status, body := post(t, url+"/v1/embeddings", `{"input":""}`)
+	var e any
+	json.Unmarshal([]byte(body), &e)
+	if msg := conforms(schemas, schemas["Error"].(map[string]any), e, 2); status != 400 || msg != "" {
+		t.Errorf("error answer %d: %s", status, msg)
+	}
+}
+
+// conforms checks v against a schema's types, property names and required
+// properties, depth levels deep; it returns what does not match.
+func conforms(all, schema map[string]any, v any, depth int) string {
+	if ref, ok := schema["$ref"].(string); ok {
+		schema = all[strings.TrimPrefix(ref, "#/components/schemas/")].(map[string]any)
+	}
+	if alts, ok := schema["oneOf"].([]any); ok {
+		var msgs []string
+		for _, a := range alts {
+			msg := conforms(all, a.(map[string]any), v, depth)
+			if msg == "" {
+				return ""
+			}
+			msgs = append(msgs, msg)
+		}
+		return strings.Join(msgs, "; or ")
+	}
+	switch schema["type"] {
+	case "object":
+		m, ok := v.(map[string]any)
+		if !ok {
+			return fmt.Sprintf("%T where an object is documented", v)
+		}
+		props, _ := schema["properties"].(map[string]any)
+		for k, sub := range m {
+			p, ok := props[k]
+			if !ok {
+				return fmt.Sprintf("field %q is not documented", k)
+			}
+			if depth > 0 {
+				if msg := conforms(all, p.(map[string]any), sub, depth-1); msg != "" {
+					return k + ": " + msg
+				}
+			}
+		}
+		req, _ := schema["required"].([]string)
+		for _, k := range req {
+			if _, ok := m[k]; !ok {
+				return fmt.Sprintf("required field %q missing", k)
+			}
+		}
+	case "array":
+		l, ok := v.([]any)
+		if !ok {
+			return fmt.Sprintf("%T where an array is documented", v)
+		}
+		if items, ok := schema["items"].(map[string]any); ok && depth > 0 {
+			for i, it := range l {
+				if msg := conforms(all, items, it, depth-1); msg != "" {
+					return fmt.Sprintf("[%d]: %s", i, msg)
+				}
+			}
+		}
+	case "string":
+		if _, ok := v.(string); !ok {
+			return fmt.Sprintf("%T where a string is documented", v)
+		}
+	case "integer", "number":
+		if _, ok := v.(float64); !ok {
+			return fmt.Sprintf("%T where a number is documented", v)
+		}
+	}
+	return ""
+}

@@ -428,7 +428,7 @@ func modelIdentity(ctx context.Context, emb Embedder, p Prompt, o Options) (stri
 
 func cacheKey(identity string, d *Dataset, p Prompt, o Options) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "corpus/2\x00%s\x00%s\x00%v\x00%d\x00%q\x00%q\x00%d\x00", identity, d.Name, o.Multivector, o.Dimensions, p.Task, p.Instruction, len(d.Corpus))
+	fmt.Fprintf(h, "corpus/2\x00%s\x00%v\x00%d\x00%q\x00%q\x00%d\x00", identity, o.Multivector, o.Dimensions, p.Task, p.Instruction, len(d.Corpus))
 	for _, it := range d.Corpus {
 		fmt.Fprintf(h, "%d\x00%s\x00%d\x00%s\x00", len(it.ID), it.ID, len(it.Text), it.Text)
 		binary.Write(h, binary.LittleEndian, int64(len(it.Image)))

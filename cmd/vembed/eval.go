@@ -107,6 +107,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		d.Name = filepath.Clean(strings.TrimSpace(dir)) // as given: the table names each dataset
 		bar := newBar(stderr, int64(len(d.Corpus)+len(d.Queries)), d.Name, false)
 		rep, err := eval.EvaluateDataset(ctx, d, emb, eval.Options{
 			Ks: ks, Multivector: *multi, Dimensions: *dims, CacheDir: *cacheDir, SkipBad: *skipBad,
@@ -184,7 +185,11 @@ func printEval(w io.Writer, reports []*eval.Report, ks []int, asJSON bool) error
 		row(r.Dataset, r.Result.Queries, len(r.Failed), r.Result.Mean)
 	}
 	if len(reports) > 1 {
-		row("average", 0, 0, avg)
+		queries, failed := 0, 0
+		for _, r := range reports {
+			queries, failed = queries+r.Result.Queries, failed+len(r.Failed)
+		}
+		row("average", queries, failed, avg)
 	}
 	return tw.Flush()
 }

@@ -156,7 +156,7 @@ func (b *serveBench) startLocal(lm, mmproj string) (func(), error) {
 		defer os.RemoveAll(dir) // the files stay mapped until the engine closes
 		fmt.Fprintln(b.w, "vembed bench serve: no --lm given; figures are for the tiny synthetic model")
 	}
-	eng, err := engine.New(engine.Config{Model: lm, MMProj: mmproj, MaxQueuedRequests: 1 << 16})
+	eng, err := loadEngine(b.w, engine.Config{Model: lm, MMProj: mmproj, MaxQueuedRequests: 1 << 16})
 	if err != nil {
 		return nil, err
 	}

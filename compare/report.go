@@ -165,9 +165,9 @@ func (r *Report) Summaries() []Summary {
 // row distance against the image size in patches, one point per image.
 func (s Summary) Chart() template.HTML {
 	const w, h, left, bottom, pad = 360, 200, 64, 30, 12
-	xmax, ymax := 1, 0.0
+	xmin, xmax, ymax := math.MaxInt, 0, 0.0
 	for _, p := range s.Points {
-		xmax = max(xmax, p.Patches)
+		xmin, xmax = min(xmin, p.Patches), max(xmax, p.Patches)
 		if !math.IsNaN(p.Worst) && !math.IsInf(p.Worst, 0) {
 			ymax = max(ymax, p.Worst)
 		}
@@ -175,7 +175,13 @@ func (s Summary) Chart() template.HTML {
 	if ymax == 0 {
 		ymax = 1
 	}
-	px := func(v int) float64 { return left + float64(v)/float64(xmax)*(w-left-pad) }
+	// The x axis spans the image sizes given (one size: the middle).
+	px := func(v int) float64 {
+		if xmax <= xmin {
+			return left + (w-left-pad)/2
+		}
+		return left + 10 + float64(v-xmin)/float64(xmax-xmin)*(w-left-pad-20)
+	}
 	py := func(v float64) float64 {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			v = ymax
@@ -186,7 +192,10 @@ func (s Summary) Chart() template.HTML {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="%s against image size">`, w, h, template.HTMLEscapeString(s.Stage))
 	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#444"/><line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#444"/>`, left, h-bottom, w-pad, h-bottom, left, pad, left, h-bottom)
 	fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" text-anchor="end">%.3g</text><text x="%d" y="%d" font-size="11" text-anchor="end">0</text>`, left-4, pad+4, ymax, left-4, h-bottom)
-	fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" text-anchor="end">%d patches</text><text x="%d" y="%d" font-size="11">0</text>`, w-pad, h-bottom+14, xmax, left, h-bottom+14)
+	fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" text-anchor="end">%d patches</text>`, w-pad, h-bottom+14, xmax)
+	if xmin < xmax {
+		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11">%d</text>`, left, h-bottom+14, xmin)
+	}
 	fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" transform="rotate(-90 12 %d)">1 − cos</text>`, 12, (h-bottom)/2+20, (h-bottom)/2+20)
 	var line []string
 	for _, p := range s.Points {

@@ -73,9 +73,17 @@ func readJSON(dir, name string, v any) error {
 
 // readConfig reads config.json.
 func readConfig(dir string) (*hfConfig, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return nil, fmt.Errorf("convert: %w", err)
+	}
+	return parseConfig(b)
+}
+
+func parseConfig(b []byte) (*hfConfig, error) {
 	var c hfConfig
-	if err := readJSON(dir, "config.json", &c); err != nil {
-		return nil, err
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("convert: config.json: %w", err)
 	}
 	if c.Text != nil && c.Text.Hidden > 0 {
 		mt := c.ModelType

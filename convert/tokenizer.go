@@ -5,14 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/vembed/vembed/synth"
 )
 
-// maxTokens bounds the vocabulary a tokenizer.json may declare.
-const maxTokens = 4 << 20
+// maxTokens bounds the vocabulary a tokenizer.json may declare (a
+// variable so that the fuzz test can keep each run small).
+var maxTokens = 4 << 20
 
 // readTokenizer reads tokenizer.json and tokenizer_config.json as
 // llama.cpp's converter does for Qwen: the BPE vocabulary padded to the
@@ -21,6 +23,20 @@ const maxTokens = 4 << 20
 // rank order as "left right"; the end, padding and start tokens named by
 // tokenizer_config.json, else config.json's ids; the chat template.
 func readTokenizer(dir string, cfg *hfConfig) (*synth.Vocab, string, error) {
+	tj, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		return nil, "", fmt.Errorf("convert: %w", err)
+	}
+	tc, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, "", fmt.Errorf("convert: %w", err)
+	}
+	return parseTokenizer(tj, tc, cfg)
+}
+
+// parseTokenizer reads tokenizer.json and tokenizer_config.json (nil when
+// absent); see readTokenizer.
+func parseTokenizer(tokJSON, tokCfgJSON []byte, cfg *hfConfig) (*synth.Vocab, string, error) {
 	var tj struct {
 		Model struct {
 			Type   string            `json:"type"`
@@ -33,8 +49,8 @@ func readTokenizer(dir string, cfg *hfConfig) (*synth.Vocab, string, error) {
 			Special bool   `json:"special"`
 		} `json:"added_tokens"`
 	}
-	if err := readJSON(dir, "tokenizer.json", &tj); err != nil {
-		return nil, "", err
+	if err := json.Unmarshal(tokJSON, &tj); err != nil {
+		return nil, "", fmt.Errorf("convert: tokenizer.json: %w", err)
 	}
 	if tj.Model.Type != "BPE" {
 		return nil, "", fmt.Errorf("convert: tokenizer.json: model type %q (want BPE)", tj.Model.Type)
@@ -91,8 +107,10 @@ func readTokenizer(dir string, cfg *hfConfig) (*synth.Vocab, string, error) {
 		EOS          any `json:"eos_token"`
 		PAD          any `json:"pad_token"`
 	}
-	if err := readJSON(dir, "tokenizer_config.json", &tc); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, "", err
+	if tokCfgJSON != nil {
+		if err := json.Unmarshal(tokCfgJSON, &tc); err != nil {
+			return nil, "", fmt.Errorf("convert: tokenizer_config.json: %w", err)
+		}
 	}
 	byName := func(t any) int {
 		if m, ok := t.(map[string]any); ok {

@@ -71,6 +71,7 @@ func writeDataset(t *testing.T, extra string) string {
 	os.WriteFile(filepath.Join(dir, "queries.jsonl"), []byte(`{"_id":"q1","text":"how long do cats sleep"}
 {"_id":"q2","text":"market news"}
 {"_id":"q3","text":"the chart page"}
+{"_id":"q4","text":"a query of another split"}
 `), 0o644)
 	os.WriteFile(filepath.Join(dir, "qrels", "test.tsv"), []byte("query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td3\t1\nq2\td2\t1\nq3\td5\t1\nq3\t4\t1\n"), 0o644)
 	return dir
@@ -120,9 +121,10 @@ func TestEvalInProcessAndServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The probe (two items) and the queries are all that is embedded.
-		if c.CorpusReused != len(d.Corpus) || local.items.Load()-before != int64(2+len(d.Queries)) || !reflect.DeepEqual(c.Run, a.Run) {
-			t.Errorf("second run: reused %d, embedded %d items", c.CorpusReused, local.items.Load()-before)
+		// The probe (two items) and the three judged queries are all that
+		// is embedded; q4 has no judgments in the split.
+		if c.CorpusReused != len(d.Corpus) || local.items.Load()-before != 2+3 || c.Unjudged != 1 || !reflect.DeepEqual(c.Run, a.Run) {
+			t.Errorf("second run: reused %d, embedded %d items, %d unjudged", c.CorpusReused, local.items.Load()-before, c.Unjudged)
 		}
 	}
 }

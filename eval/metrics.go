@@ -31,8 +31,8 @@
 // metric and counts in the average: trec_eval ignores only queries with no
 // judgments at all, pytrec_eval returns 0 for the others, and BEIR divides
 // by the number of queries pytrec_eval returned. Queries without
-// judgments are not evaluated (BEIR keeps only the queries its qrels
-// name); a judged query the run lacks is reported as missing and left out
+// judgments in the split are neither embedded nor evaluated (BEIR keeps
+// only the queries its qrels name); a judged query the run lacks is reported as missing and left out
 // of the average (trec_eval without -c). Documents whose id equals the
 // query id are kept (BEIR's ignore_identical_ids is not applied: ViDoRe
 // v2/v3 number queries and pages from 0 alike).

@@ -173,6 +173,7 @@ type Report struct {
 	Run          Run
 	Failed       []error // rows left out: unreadable or refused
 	CorpusReused int     // documents whose embeddings came from the cache
+	Unjudged     int     // queries the split has no judgments for, not embedded
 }
 
 // EvaluateDataset embeds d with emb (documents with DocTask, queries with
@@ -203,7 +204,16 @@ func EvaluateDataset(ctx context.Context, d *Dataset, emb Embedder, o Options) (
 		qp, dp = Prompt{Instruction: o.QueryInstruction}, Prompt{Instruction: o.DocInstruction}
 	}
 	rep := &Report{Dataset: d.Name, Failed: append([]error(nil), d.Bad...)}
-	total := len(d.Corpus) + len(d.Queries)
+	// Only the queries the split judges are embedded: BEIR's queries file
+	// holds every split's.
+	var judged []int
+	for i, q := range d.Queries {
+		if d.Qrels[q.ID] != nil {
+			judged = append(judged, i)
+		}
+	}
+	rep.Unjudged = len(d.Queries) - len(judged)
+	total := len(d.Corpus) + len(judged)
 	var mu sync.Mutex
 	done := 0
 	tick := func(n int) {
@@ -240,7 +250,7 @@ func EvaluateDataset(ctx context.Context, d *Dataset, emb Embedder, o Options) (
 		return nil, err
 	}
 	queries := make([]*Vectors, len(d.Queries))
-	failed, err = embedAll(ctx, emb, qp, d.Queries, allIndices(len(d.Queries)), queries, o, nil, tick)
+	failed, err = embedAll(ctx, emb, qp, d.Queries, judged, queries, o, nil, tick)
 	rep.Failed = append(rep.Failed, failed...)
 	if err != nil {
 		return nil, err
@@ -293,14 +303,6 @@ func search(d *Dataset, queries, docs []*Vectors, o Options) (Run, error) {
 		run[qids[q]] = kept
 	}
 	return run, nil
-}
-
-func allIndices(n int) []int {
-	out := make([]int, n)
-	for i := range out {
-		out[i] = i
-	}
-	return out
 }
 
 // embedAll embeds the items at the indices todo (ascending) into out, in batches, Parallel requests at a time, appending each

@@ -125,6 +125,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		for _, f := range rep.Failed {
 			fmt.Fprintln(stderr, "vembed eval: failed:", f)
 		}
+		if rep.Unjudged > 0 {
+			fmt.Fprintf(stderr, "vembed eval: %s: %d queries without judgments in split %s left out\n", d.Name, rep.Unjudged, *split)
+		}
 		if rep.CorpusReused > 0 {
 			fmt.Fprintf(stderr, "vembed eval: %s: %d of %d documents' embeddings reused from %s\n", d.Name, rep.CorpusReused, len(d.Corpus), *cacheDir)
 		}

@@ -118,6 +118,32 @@ func TestScoreBruteForce(t *testing.T) {
 			}
 		}
 	}
+	// More documents than one product takes, and more query vectors.
+	var qs, ds []Vectors
+	for range 3 {
+		qs = append(qs, Vectors{Single: randRows(rng, 1, 4)[0]})
+	}
+	for range docBlockRows + 100 {
+		ds = append(ds, Vectors{Single: randRows(rng, 1, 4)[0]})
+	}
+	got, err := Score(qs, ds, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for qi, q := range qs {
+		for _, di := range []int{0, docBlockRows - 1, docBlockRows, len(ds) - 1} {
+			d := ds[di].Single
+			want := dot(q.Single, d) / math.Sqrt(dot(q.Single, q.Single)*dot(d, d))
+			if math.Abs(got[qi][di]-want) > 1e-6 {
+				t.Errorf("cosine(q%d, d%d) = %v, want %v", qi, di, got[qi][di], want)
+			}
+		}
+	}
+	long := []Vectors{{Multi: randRows(rng, queryBlockRows-1, 8)}, {Multi: randRows(rng, 5, 8)}}
+	got, err = Score(long, []Vectors{{Multi: randRows(rng, 3, 8)}}, true)
+	if err != nil || len(got) != 2 || got[1][0] == 0 || math.IsInf(got[1][0], 0) {
+		t.Errorf("queries over two blocks: %v %v", err, got)
+	}
 	if _, err := Score([]Vectors{{Single: make([]float32, 4)}}, []Vectors{{Single: make([]float32, 5)}}, false); err == nil {
 		t.Error("vectors of different widths scored")
 	}

@@ -278,14 +278,10 @@ func search(d *Dataset, queries, docs []*Vectors, o Options) (Run, error) {
 			dv, dids = append(dv, *v), append(dids, d.Corpus[i].ID)
 		}
 	}
-	scores, err := Score(qv, dv, o.Multivector)
-	if err != nil {
-		return nil, err
-	}
 	top := slices.Max(o.Ks)
 	run := Run{}
 	order := make([]int, len(dids))
-	for q, row := range scores {
+	err := scoreRows(qv, dv, o.Multivector, func(q int, row []float64) {
 		for i := range order {
 			order[i] = i
 		}
@@ -301,8 +297,8 @@ func search(d *Dataset, queries, docs []*Vectors, o Options) (Run, error) {
 			kept[dids[i]] = row[i]
 		}
 		run[qids[q]] = kept
-	}
-	return run, nil
+	})
+	return run, err
 }
 
 // embedAll embeds the items at the indices todo (ascending) into out, in batches, Parallel requests at a time, appending each

@@ -112,7 +112,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		rep, err := eval.EvaluateDataset(ctx, d, emb, eval.Options{
 			Ks: ks, Multivector: *multi, Dimensions: *dims, CacheDir: *cacheDir, SkipBad: *skipBad,
 			QueryTask: *queryTask, DocTask: *docTask, QueryInstruction: *queryInstr, DocInstruction: *docInstr,
-			Progress: func(done, total int) { bar.Set(done) },
+			Progress: func(done, total int) { bar.ChangeMax(total); bar.Set(done) },
 		})
 		if err != nil {
 			bar.Exit()

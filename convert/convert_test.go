@@ -611,3 +611,28 @@ func TestEmbeddingAgainstFloat64(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckpointDTypes: F16 and F32 checkpoints (and a single unsharded
+// file) convert as exactly as bf16 ones.
+func TestCheckpointDTypes(t *testing.T) {
+	c := cases[3] // gme: no adapter, the Qwen2-VL tower
+	for _, dt := range []safetensors.DType{safetensors.F16, safetensors.F32} {
+		t.Run(string(dt), func(t *testing.T) {
+			cfg, _ := synth.Preset(c.preset)
+			dir := t.TempDir()
+			if err := synth.WriteHF(dir, cfg, synth.HFOptions{Layout: c.layout, DType: dt}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err != nil {
+				t.Fatal("want one unsharded file:", err)
+			}
+			res, err := Convert(context.Background(), dir, t.TempDir(), Options{Type: "BF16", MMProjType: "F32"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc := openTestCkpt(t, dir, c, "")
+			checkFile(t, res.LMs[0], tc, c)
+			checkFile(t, res.MMProj, tc, c)
+		})
+	}
+}

@@ -1,0 +1,66 @@
+package recipe
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/vembed/vembed/synth"
+	"github.com/vembed/vembed/tokenizer"
+)
+
+// TestColQwenPrompts builds colpali-engine's query and image prompts from
+// the token ids the test assembles itself.
+func TestColQwenPrompts(t *testing.T) {
+	v, err := synth.SmallVocab(230, 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.New(tokenizer.Vocab{Model: "gpt2", Pre: "qwen2", Tokens: v.Tokens, TokenTypes: v.Types, Merges: v.Merges,
+		BOS: int(v.BOS), EOS: int(v.EOS), PAD: int(v.PAD)}, tokenizer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := func(s string) int32 {
+		i, ok := tok.TokenID(s)
+		if !ok {
+			t.Fatalf("no token %q", s)
+		}
+		return i
+	}
+	eot := id("<|endoftext|>")
+	var c ColQwen
+	task, err := c.Task("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Task("code"); err == nil {
+		t.Error("task code accepted")
+	}
+
+	q, err := c.Prompt(tok, task, []tokenizer.Part{{Text: "red cars"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(tok.Encode("Query: red cars", false), slices.Repeat([]int32{eot}, 10)...)
+	if !slices.Equal(q.IDs, want) {
+		t.Errorf("query prompt %v, want %v", q.IDs, want)
+	}
+	if p := c.Pooling(q); p.Kind != Mean || p.Lo != 0 || p.Hi != len(q.IDs) {
+		t.Errorf("pooling %+v", p)
+	}
+
+	img, err := c.Prompt(tok, task, []tokenizer.Part{{ImageTokens: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []int32{id("<|im_start|>")}
+	want = append(want, tok.Encode("user\n", false)...)
+	want = append(want, id("<|vision_start|>"))
+	want = append(want, slices.Repeat([]int32{id("<|image_pad|>")}, 4)...)
+	want = append(want, id("<|vision_end|>"))
+	want = append(want, tok.Encode("Describe the image.", false)...)
+	want = append(want, id("<|im_end|>"), eot)
+	if !slices.Equal(img.IDs, want) || len(img.Images) != 1 {
+		t.Errorf("image prompt %v, want %v", img.IDs, want)
+	}
+}

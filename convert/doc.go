@@ -61,4 +61,8 @@
 // written: its rank, every pair's shapes against its weight, a pair for a
 // module the checkpoint lacks, and a decoder or head matrix that
 // target_modules names but the adapter holds no pair for are errors.
+// target_modules patterns are Python regular expressions; colpali-engine's
+// "(?!.*visual)" lookahead, which Go's RE2 lacks, is dropped (the tower is
+// never merged), and a pattern that still does not compile leaves that
+// last check out.
 package convert

@@ -119,9 +119,7 @@ func OpenAdapter(dir, task string) (*Adapter, error) {
 	var err error
 	switch t := c.TargetModules.(type) {
 	case string:
-		if c.targetsPattern, err = regexp.Compile("^(?:" + t + ")$"); err != nil {
-			return nil, fmt.Errorf("convert: %s: target_modules: %w", dir, err)
-		}
+		c.targetsPattern = targetsRegexp(t)
 	case []any:
 		for _, m := range t {
 			s, ok := m.(string)
@@ -173,6 +171,21 @@ func OpenAdapter(dir, task string) (*Adapter, error) {
 		return fail("no LoRA tensors (lora_A/lora_B) for task %q", task)
 	}
 	return a, nil
+}
+
+// targetsRegexp compiles a target_modules pattern (PEFT matches it in
+// full). Python's patterns may hold what RE2 lacks: colpali-engine's
+// "(?!.*visual)" keeps the vision tower out, which the converter never
+// merges anyway, so it is dropped; a pattern that still does not compile
+// leaves the targets unchecked (nil), the A/B pairs alone saying what
+// is merged.
+func targetsRegexp(t string) *regexp.Regexp {
+	for _, p := range []string{t, strings.ReplaceAll(t, "(?!.*visual)", "")} {
+		if re, err := regexp.Compile("^(?:" + p + ")$"); err == nil {
+			return re
+		}
+	}
+	return nil
 }
 
 // targetsModule reports whether adapter_config.json names a module (by

@@ -71,16 +71,31 @@ func TestAdapterConfigErrors(t *testing.T) {
 		tensors []safetensors.Data
 		want    string
 	}{
-		"dora":       {map[string]any{"r": 2, "lora_alpha": 2, "use_dora": true}, ok, "DoRA"},
-		"prefix":     {map[string]any{"peft_type": "PREFIX_TUNING", "r": 2}, ok, "only LORA"},
-		"zero rank":  {map[string]any{"r": 0}, ok, "r = 0"},
-		"rank":       {map[string]any{"r": 4, "lora_alpha": 4}, ok, "do not match r = 4"},
-		"no B":       {map[string]any{"r": 2, "lora_alpha": 2}, ok[:1], "not both"},
-		"bad regexp": {map[string]any{"r": 2, "target_modules": "(q"}, ok, "target_modules"},
+		"dora":      {map[string]any{"r": 2, "lora_alpha": 2, "use_dora": true}, ok, "DoRA"},
+		"prefix":    {map[string]any{"peft_type": "PREFIX_TUNING", "r": 2}, ok, "only LORA"},
+		"zero rank": {map[string]any{"r": 0}, ok, "r = 0"},
+		"rank":      {map[string]any{"r": 4, "lora_alpha": 4}, ok, "do not match r = 4"},
+		"no B":      {map[string]any{"r": 2, "lora_alpha": 2}, ok[:1], "not both"},
 	} {
 		if _, err := OpenAdapter(writeAdapter(t, c.cfg, c.tensors), ""); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error about %q", name, err, c.want)
 		}
+	}
+	// colpali-engine's pattern keeps the tower out with a lookahead RE2
+	// lacks; other Python-only syntax leaves the targets unchecked.
+	for pattern, want := range map[string]bool{
+		`(.*(model)(?!.*visual).*(down_proj|gate_proj|up_proj|k_proj|q_proj|v_proj|o_proj).*$|.*(custom_text_proj).*$)`: true,
+		`(q)\1`: false,
+		`(q`:    false,
+	} {
+		a, err := OpenAdapter(writeAdapter(t, map[string]any{"r": 2, "lora_alpha": 2, "target_modules": pattern}, ok), "")
+		if err != nil {
+			t.Fatalf("%s: %v", pattern, err)
+		}
+		if got := a.Config.targetsModule("model.layers.0.self_attn.q_proj"); got != want {
+			t.Errorf("%s targets q_proj: %v, want %v", pattern, got, want)
+		}
+		a.Close()
 	}
 	rs := AdapterConfig{R: 16, Alpha: 32, UseRSLoRA: true}
 	if s := rs.Scaling(); math.Abs(s-8) > 1e-12 {

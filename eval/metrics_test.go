@@ -3,7 +3,10 @@ package eval
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -158,4 +161,44 @@ func randRows(rng *rand.Rand, n, d int) [][]float32 {
 		}
 	}
 	return rows
+}
+
+// TestTRECFiles writes a run and its judgments in trec_eval's formats and
+// reads them back as trec_eval would: the same figures, ties and ids with
+// spaces included.
+func TestTRECFiles(t *testing.T) {
+	qrels := Qrels{"q 1": {"a": 2, "b b": 1, "c": 0}, "q2": {"x": 1}}
+	run := Run{"q 1": {"a": 0.5, "b b": 0.5, "z": 0.25}, "q2": {"x": 0.125, "y": 0.75}}
+	var rb, qb strings.Builder
+	if err := WriteTREC(&rb, run, "t"); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteQrels(&qb, qrels); err != nil {
+		t.Fatal(err)
+	}
+	want := "q_1 Q0 b_b 1 0.5 t\nq_1 Q0 a 2 0.5 t\nq_1 Q0 z 3 0.25 t\nq2 Q0 y 1 0.75 t\nq2 Q0 x 2 0.125 t\n"
+	if rb.String() != want {
+		t.Errorf("run:\n%s\nwant\n%s", rb.String(), want)
+	}
+	back, backQ := Run{}, Qrels{}
+	for _, l := range strings.Split(strings.TrimSpace(rb.String()), "\n") {
+		f := strings.Fields(l)
+		s, _ := strconv.ParseFloat(f[4], 64)
+		if back[f[0]] == nil {
+			back[f[0]] = map[string]float64{}
+		}
+		back[f[0]][f[2]] = s
+	}
+	for _, l := range strings.Split(strings.TrimSpace(qb.String()), "\n") {
+		f := strings.Fields(l)
+		g, _ := strconv.Atoi(f[3])
+		if backQ[f[0]] == nil {
+			backQ[f[0]] = map[string]int{}
+		}
+		backQ[f[0]][f[2]] = g
+	}
+	a, b := Evaluate(qrels, run, []int{1, 2, 3}), Evaluate(backQ, back, []int{1, 2, 3})
+	if !reflect.DeepEqual(a.Mean, b.Mean) {
+		t.Errorf("read back %v, want %v", b.Mean, a.Mean)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/vembed/vembed/client"
 	"github.com/vembed/vembed/engine"
 	"github.com/vembed/vembed/eval"
+	"github.com/vembed/vembed/internal/atomicfile"
 )
 
 func init() {
@@ -48,6 +49,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	dims := fs.Int("dimensions", 0, "Matryoshka size (0: full width)")
 	ksFlag := fs.String("k", "1,5,10", "comma-separated cut-offs")
 	asJSON := fs.Bool("json", false, "print one JSON line instead of the table")
+	trecDir := fs.String("trec", "", "also write each dataset's run and qrels in trec_eval's formats into `DIR`")
 	skipBad := fs.Bool("skip-bad", false, "count unreadable rows and undecodable images as failed and go on")
 	queryTask := fs.String("query-task", "retrieval.query", "task of the queries")
 	docTask := fs.String("doc-task", "retrieval.passage", "task of the documents")
@@ -131,6 +133,11 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		if rep.CorpusReused > 0 {
 			fmt.Fprintf(stderr, "vembed eval: %s: %d of %d documents' embeddings reused from %s\n", d.Name, rep.CorpusReused, len(d.Corpus), *cacheDir)
 		}
+		if *trecDir != "" {
+			if err := writeTREC(*trecDir, len(reports), d, rep); err != nil {
+				return err
+			}
+		}
 		reports = append(reports, rep)
 	}
 	return printEval(stdout, reports, ks, *asJSON)
@@ -212,4 +219,20 @@ func defaultEvalCache() string {
 		return ""
 	}
 	return filepath.Join(dir, "vembed", "eval")
+}
+
+// writeTREC writes dataset i's run and qrels as DIR/i-NAME.run and
+// DIR/i-NAME.qrels.
+func writeTREC(dir string, i int, d *eval.Dataset, rep *eval.Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--trec: %w", err)
+	}
+	base := filepath.Join(dir, fmt.Sprintf("%d-%s", i, strings.NewReplacer("/", "_", "\\", "_", " ", "_").Replace(d.Name)))
+	if err := atomicfile.Write(base+".run", func(w io.Writer) error { return eval.WriteTREC(w, rep.Run, "vembed") }); err != nil {
+		return fmt.Errorf("--trec: %w", err)
+	}
+	if err := atomicfile.Write(base+".qrels", func(w io.Writer) error { return eval.WriteQrels(w, d.Qrels) }); err != nil {
+		return fmt.Errorf("--trec: %w", err)
+	}
+	return nil
 }

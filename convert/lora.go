@@ -59,17 +59,20 @@ type Adapter struct {
 // "[base_model.model.]MODULE.lora_A[.INFIX].weight" into its canonical
 // module, factor ("A" or "B") and infix (a task name; PEFT's adapter name
 // "default" reads as none).
-var loraTensor = regexp.MustCompile(`^(.+)\.lora_(A|B)(?:\.([^.]+))?\.weight$`)
+var loraTensor = regexp.MustCompile(`^(.+?)\.lora_(A|B)((?:\.[^.]+)*)\.weight$`)
 
 func parseLoRAName(name string) (module, factor, infix string, ok bool) {
 	m := loraTensor.FindStringSubmatch(name)
 	if m == nil {
 		return "", "", "", false
 	}
-	if m[3] == "default" {
-		m[3] = ""
+	var parts []string // "default.retrieval" when the adapter name was kept
+	for _, p := range strings.Split(strings.TrimPrefix(m[3], "."), ".") {
+		if p != "" && p != "default" {
+			parts = append(parts, p)
+		}
 	}
-	return canonical(m[1]), m[2], m[3], true
+	return canonical(m[1]), m[2], strings.Join(parts, "."), true
 }
 
 // AdapterTasks lists the tasks of a multi-task adapter (the infixes of

@@ -97,6 +97,17 @@ func TestAdapterConfigErrors(t *testing.T) {
 		}
 		a.Close()
 	}
+	for name, want := range map[string][3]string{
+		"base_model.model.model.layers.0.mlp.up_proj.lora_A.weight":                     {"model.layers.0.mlp.up_proj", "A", ""},
+		"base_model.model.model.layers.0.mlp.up_proj.lora_B.default.weight":             {"model.layers.0.mlp.up_proj", "B", ""},
+		"base_model.model.model.language_model.layers.1.mlp.up_proj.lora_A.code.weight": {"model.layers.1.mlp.up_proj", "A", "code"},
+		"base_model.model.multi_vector_projector.lora_B.default.text-matching.weight":   {"multi_vector_projector", "B", "text-matching"},
+	} {
+		m, f, in, ok := parseLoRAName(name)
+		if got := [3]string{m, f, in}; !ok || got != want {
+			t.Errorf("%s: %v, want %v", name, got, want)
+		}
+	}
 	rs := AdapterConfig{R: 16, Alpha: 32, UseRSLoRA: true}
 	if s := rs.Scaling(); math.Abs(s-8) > 1e-12 {
 		t.Errorf("rslora scaling %v, want 8", s)

@@ -140,10 +140,18 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		}
 		reports = append(reports, rep)
 	}
-	return printEval(stdout, reports, ks, *asJSON)
+	return printEval(stdout, reports, *asJSON, evalRun{Model: emb.Identity(), Multivector: *multi, Dimensions: *dims, Ks: ks})
 }
 
-func printEval(w io.Writer, reports []*eval.Report, ks []int, asJSON bool) error {
+// evalRun records, in the JSON line, what produced the figures.
+type evalRun struct {
+	Model       string `json:"model"`
+	Multivector bool   `json:"multivector"`
+	Dimensions  int    `json:"dimensions,omitempty"`
+	Ks          []int  `json:"k"`
+}
+
+func printEval(w io.Writer, reports []*eval.Report, asJSON bool, how evalRun) error {
 	avg := eval.Scores{}
 	for _, r := range reports {
 		for m, v := range r.Result.Mean {
@@ -160,9 +168,10 @@ func printEval(w io.Writer, reports []*eval.Report, ks []int, asJSON bool) error
 			Scores  eval.Scores `json:"scores"`
 		}
 		out := struct {
+			evalRun
 			Datasets []entry     `json:"datasets"`
 			Average  eval.Scores `json:"average"`
-		}{Average: avg}
+		}{evalRun: how, Average: avg}
 		for _, r := range reports {
 			out.Datasets = append(out.Datasets, entry{r.Dataset, r.Result.Queries, len(r.Result.Missing), len(r.Failed), r.CorpusReused, r.Result.Mean})
 		}

@@ -202,3 +202,27 @@ func TestTRECFiles(t *testing.T) {
 		t.Errorf("read back %v, want %v", b.Mean, a.Mean)
 	}
 }
+
+// TestTopK: the heap's top k equal the first k of the fully sorted row,
+// ties included.
+func TestTopK(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 200 {
+		n := rng.IntN(60)
+		scores, ids := make([]float64, n), make([]string, n)
+		run := map[string]float64{}
+		for i := range n {
+			scores[i] = float64(rng.IntN(5))
+			ids[i] = strconv.Itoa(rng.IntN(1000)) + "_" + strconv.Itoa(i)
+			run[ids[i]] = scores[i]
+		}
+		k := rng.IntN(12)
+		var got []string
+		for _, i := range topK(scores, ids, k) {
+			got = append(got, ids[i])
+		}
+		if want := Ranked(run)[:min(k, n)]; !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Fatalf("k=%d: %v, want %v", k, got, want)
+		}
+	}
+}

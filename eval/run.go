@@ -280,25 +280,57 @@ func search(d *Dataset, queries, docs []*Vectors, o Options) (Run, error) {
 	}
 	top := slices.Max(o.Ks)
 	run := Run{}
-	order := make([]int, len(dids))
 	err := scoreRows(qv, dv, o.Multivector, func(q int, row []float64) {
-		for i := range order {
-			order[i] = i
-		}
-		sort.Slice(order, func(i, j int) bool {
-			a, b := order[i], order[j]
-			if row[a] != row[b] {
-				return row[a] > row[b]
-			}
-			return dids[a] > dids[b]
-		})
 		kept := map[string]float64{}
-		for _, i := range order[:min(top, len(order))] {
+		for _, i := range topK(row, dids, top) {
 			kept[dids[i]] = row[i]
 		}
 		run[qids[q]] = kept
 	})
 	return run, err
+}
+
+// topK returns the indices of the k best scores in trec_eval's order
+// (score descending, then id descending), keeping a heap of k rather
+// than sorting the whole row.
+func topK(scores []float64, ids []string, k int) []int {
+	better := func(a, b int) bool {
+		if scores[a] != scores[b] {
+			return scores[a] > scores[b]
+		}
+		return ids[a] > ids[b]
+	}
+	// h is a heap whose root is the worst index kept.
+	h := make([]int, 0, min(k, len(scores)))
+	down := func(i int) {
+		for {
+			w := i
+			for _, c := range []int{2*i + 1, 2*i + 2} {
+				if c < len(h) && better(h[w], h[c]) {
+					w = c
+				}
+			}
+			if w == i {
+				return
+			}
+			h[i], h[w] = h[w], h[i]
+			i = w
+		}
+	}
+	for i := range scores {
+		switch {
+		case len(h) < k:
+			h = append(h, i)
+			for c := len(h) - 1; c > 0 && better(h[(c-1)/2], h[c]); c = (c - 1) / 2 {
+				h[c], h[(c-1)/2] = h[(c-1)/2], h[c]
+			}
+		case k > 0 && better(i, h[0]):
+			h[0] = i
+			down(0)
+		}
+	}
+	sort.Slice(h, func(a, b int) bool { return better(h[a], h[b]) })
+	return h
 }
 
 // embedAll embeds the items at the indices todo (ascending) into out, in batches, Parallel requests at a time, appending each

@@ -79,7 +79,7 @@ func Run(ctx context.Context, a, b Source, images []Input, outDir string) (*Repo
 				rep.Scale[s.Name] = max(rep.Scale[s.Name], s.Worst)
 			}
 		}
-		traces[i] = ta
+		traces[i] = &Trace{Grid: ta.Grid, Merge: ta.Merge} // all the heatmaps need of it
 		rep.Images = append(rep.Images, res)
 	}
 	if outDir == "" {

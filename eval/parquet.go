@@ -16,20 +16,6 @@ import (
 	"github.com/parquet-go/parquet-go"
 )
 
-// vidoreRow is a row of a ViDoRe v1 table: a query (null for a page that
-// only fills the corpus) and the page it was asked about.
-type vidoreRow struct {
-	Query         *string  `parquet:"query,optional"`
-	Image         *hfImage `parquet:"image,optional"`
-	ImageFilename *string  `parquet:"image_filename,optional"`
-}
-
-// hfImage is how Hugging Face datasets store an image column.
-type hfImage struct {
-	Bytes []byte  `parquet:"bytes,optional"`
-	Path  *string `parquet:"path,optional"`
-}
-
 // LoadViDoRe reads a dataset in ViDoRe v1's layout: one table (a Parquet
 // file, or a directory of them, as Hugging Face shards it) whose rows hold
 // a "query" (null on rows that only add a page) and the page "image"
@@ -143,84 +129,58 @@ func parquetFiles(path string) ([]string, error) {
 	return files, nil
 }
 
-// readViDoRe adds one file's rows to d. A corrupt file can make the
-// Parquet decoder panic; that becomes an error naming the file.
-func readViDoRe(path string, d *Dataset, pages map[string]bool, skipBad bool) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("eval: %s: corrupt Parquet file: %v", path, r)
-		}
-	}()
-	f, pf, err := openParquet(path)
+// readViDoRe adds one file's rows to d.
+func readViDoRe(path string, d *Dataset, pages map[string]bool, skipBad bool) error {
+	rows, err := readTable(path, []string{"query"}, []string{"image.bytes", "image", "image.path"})
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	cols := map[string]bool{}
-	for _, f := range pf.Schema().Fields() {
-		cols[f.Name()] = true
-	}
-	for _, col := range []string{"query", "image"} {
-		if !cols[col] {
-			return fmt.Errorf("eval: %s: no %q column (ViDoRe v1 tables have query, image, image_filename)", path, col)
-		}
-	}
-	r := parquet.NewGenericReader[vidoreRow](pf)
-	defer r.Close()
-	rows := make([]vidoreRow, 64)
-	for n := 0; ; {
-		k, rerr := r.Read(rows)
-		for i := range rows[:k] {
-			if err := addViDoRe(d, pages, rows[i], filepath.Dir(path), filepath.Base(path), n+i+1); err != nil {
-				if !skipBad {
-					return err
-				}
-				d.Bad = append(d.Bad, err)
+	for i, row := range rows {
+		if err := addViDoRe(d, pages, row, filepath.Dir(path), filepath.Base(path), i+1); err != nil {
+			if !skipBad {
+				return err
 			}
-		}
-		n += k
-		if errors.Is(rerr, io.EOF) {
-			return nil
-		}
-		if rerr != nil {
-			return fmt.Errorf("eval: %s row %d: %w", path, n+1, rerr)
+			d.Bad = append(d.Bad, err)
 		}
 	}
+	return nil
 }
 
-func addViDoRe(d *Dataset, pages map[string]bool, row vidoreRow, dir, file string, n int) error {
-	if row.Image == nil || len(row.Image.Bytes) == 0 && (row.Image.Path == nil || *row.Image.Path == "") {
-		return fmt.Errorf("eval: %s row %d: no image bytes or path", file, n)
-	}
-	if len(row.Image.Bytes) == 0 {
+// addViDoRe adds row n of a ViDoRe table: its page, and its query if it
+// has one.
+func addViDoRe(d *Dataset, pages map[string]bool, row map[string]cell, dir, file string, n int) error {
+	img, _ := first(row, "image.bytes", "image")
+	if len(img.b) == 0 {
 		// An image stored beside the table, as datasets saved without
 		// embedding their files are.
-		b, err := readLocal(dir, *row.Image.Path)
+		p, _ := first(row, "image.path")
+		if p.s == "" {
+			return fmt.Errorf("eval: %s row %d: no image bytes or path", file, n)
+		}
+		b, err := readLocal(dir, p.s)
 		if err != nil {
 			return fmt.Errorf("eval: %s row %d: image: %w", file, n, err)
 		}
-		row.Image.Bytes = b
+		img = cell{b: b, valid: true}
 	}
-	page := ""
-	if row.ImageFilename != nil {
-		page = *row.ImageFilename
-	}
+	name, _ := first(row, "image_filename")
+	page := name.s
 	if page == "" {
-		sum := sha256.Sum256(row.Image.Bytes)
+		sum := sha256.Sum256(img.b)
 		page = "sha256:" + hex.EncodeToString(sum[:8])
 	}
 	if !pages[page] {
 		pages[page] = true
-		d.Corpus = append(d.Corpus, Item{ID: page, Image: row.Image.Bytes})
+		d.Corpus = append(d.Corpus, Item{ID: page, Image: img.b})
 	}
-	if row.Query == nil || strings.TrimSpace(*row.Query) == "" {
+	q, _ := first(row, "query")
+	if strings.TrimSpace(q.s) == "" {
 		return nil
 	}
-	q := *row.Query
-	if d.Qrels[q] == nil {
-		d.Queries = append(d.Queries, Item{ID: q, Text: q})
+	if d.Qrels[q.s] == nil {
+		d.Queries = append(d.Queries, Item{ID: q.s, Text: q.s})
 	}
-	d.Qrels[q] = map[string]int{page: 1}
+	d.Qrels[q.s] = map[string]int{page: 1}
 	return nil
 }
 

@@ -14,6 +14,20 @@ import (
 	"github.com/parquet-go/parquet-go"
 )
 
+// vidoreRow is a row of a ViDoRe v1 table: a query (null for a page that
+// only fills the corpus) and the page it was asked about.
+type vidoreRow struct {
+	Query         *string  `parquet:"query,optional"`
+	Image         *hfImage `parquet:"image,optional"`
+	ImageFilename *string  `parquet:"image_filename,optional"`
+}
+
+// hfImage is how Hugging Face datasets store an image column.
+type hfImage struct {
+	Bytes []byte  `parquet:"bytes,optional"`
+	Path  *string `parquet:"path,optional"`
+}
+
 func writeParquet[T any](t *testing.T, path string, rows []T) {
 	t.Helper()
 	f, err := os.Create(path)
@@ -100,7 +114,7 @@ func TestViDoReBadFiles(t *testing.T) {
 	}
 	p := filepath.Join(dir, "noimage.parquet")
 	writeParquet(t, p, []noImage{{"q"}})
-	if _, err := LoadViDoRe(p, false); err == nil || !strings.Contains(err.Error(), `no "image" column`) {
+	if _, err := LoadViDoRe(p, false); err == nil || !strings.Contains(err.Error(), "noimage.parquet: no image.bytes or image or image.path column") {
 		t.Errorf("missing column: %v", err)
 	}
 	p = filepath.Join(dir, "nobytes.parquet")
@@ -229,4 +243,24 @@ func FuzzBEIRParquet(f *testing.F) {
 			t.Fatal("a dataset without documents loaded")
 		}
 	})
+}
+
+// TestViDoRePlainImages reads a ViDoRe-style table whose image column is
+// plain bytes rather than Hugging Face's struct, with integer columns
+// beside it.
+func TestViDoRePlainImages(t *testing.T) {
+	type row struct {
+		Query *string `parquet:"query,optional"`
+		Image []byte  `parquet:"image"`
+		Page  int64   `parquet:"page"`
+	}
+	p := filepath.Join(t.TempDir(), "plain.parquet")
+	writeParquet(t, p, []row{{strp("first"), page(1), 1}, {nil, page(2), 2}, {strp("third"), page(3), 3}})
+	d, err := LoadViDoRe(p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Corpus) != 3 || len(d.Queries) != 2 || !bytes.Equal(d.Corpus[1].Image, page(2)) || d.Qrels["third"][d.Corpus[2].ID] != 1 {
+		t.Errorf("read %d pages, %d queries, qrels %v", len(d.Corpus), len(d.Queries), d.Qrels)
+	}
 }

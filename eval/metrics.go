@@ -6,9 +6,10 @@
 //
 // # Metrics
 //
-// The definitions are trec_eval 9's (m_ndcg_cut.c, m_recall.c,
-// m_map_cut.c, m_recip_rank.c, form_res_rels.c), which pytrec_eval runs
-// for BEIR, MTEB and the ViDoRe benchmark:
+// The definitions are trec_eval's (versions 9 and 10: m_ndcg_cut.c,
+// m_recall.c, m_map_cut.c, m_recip_rank.c, form_res_rels.c), which
+// pytrec_eval runs for BEIR, MTEB and the ViDoRe benchmark; WriteTREC and
+// WriteQrels write a run and its judgments for trec_eval to check:
 //
 //   - a query's run is ranked by score, descending, ties broken by document
 //     id in descending byte order (trec_eval's comp_sim_docno; the order
@@ -36,6 +37,18 @@
 // of the average (trec_eval without -c). Documents whose id equals the
 // query id are kept (BEIR's ignore_identical_ids is not applied: ViDoRe
 // v2/v3 number queries and pages from 0 alike).
+//
+// # Runs
+//
+// EvaluateDataset embeds the corpus and the judged queries in batches,
+// several requests at a time, so an engine batches across them and its
+// caches apply; scores are float32 products (kernels.MatMul), as the
+// reference evaluators' on accelerators, and each query keeps its top
+// max(k) documents. With a cache directory the corpus's embeddings are
+// appended to a file as each batch finishes (store.go gives the format),
+// keyed by the model's description and its vectors for a fixed probe,
+// the corpus's content and the options, so that an interrupted run
+// resumes and a second one embeds only the queries.
 package eval
 
 import (

@@ -26,7 +26,7 @@ import (
 // to the page of the last row that asks it. Errors name the file and row;
 // with skipBad bad rows are counted instead.
 func LoadViDoRe(path string, skipBad bool) (*Dataset, error) {
-	files, err := parquetFiles(path)
+	files, err := parquetFiles(path, "")
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +104,11 @@ func checkParquet(f *os.File) (*parquet.File, error) {
 	return pf, nil
 }
 
-func parquetFiles(path string) ([]string, error) {
+// parquetFiles lists the Parquet files of path: the file itself, or the
+// .parquet files under a directory, in name order; with a split, only the
+// shards of that split when the directory has any (Hugging Face names
+// them SPLIT-00000-of-00001.parquet, or puts them under SPLIT/).
+func parquetFiles(path, split string) ([]string, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
@@ -112,15 +116,22 @@ func parquetFiles(path string) ([]string, error) {
 	if !st.IsDir() {
 		return []string{path}, nil
 	}
-	var files []string
+	var files, ofSplit []string
 	err = filepath.WalkDir(path, func(p string, e os.DirEntry, err error) error {
 		if err == nil && !e.IsDir() && strings.HasSuffix(p, ".parquet") {
 			files = append(files, p)
+			base := filepath.Base(p)
+			if split != "" && (strings.HasPrefix(base, split+"-") || strings.HasPrefix(base, split+".") || filepath.Base(filepath.Dir(p)) == split) {
+				ofSplit = append(ofSplit, p)
+			}
 		}
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
+	}
+	if len(ofSplit) > 0 {
+		files = ofSplit
 	}
 	if len(files) == 0 {
 		return nil, fmt.Errorf("eval: %s holds no .parquet file", path)
@@ -131,12 +142,12 @@ func parquetFiles(path string) ([]string, error) {
 
 // readViDoRe adds one file's rows to d.
 func readViDoRe(path string, d *Dataset, pages map[string]bool, skipBad bool) error {
-	rows, err := readTable(path, []string{"query"}, []string{"image.bytes", "image", "image.path"})
+	rows, err := readTable(path, "", []string{"query"}, []string{"image.bytes", "image", "image.path"})
 	if err != nil {
 		return err
 	}
-	for i, row := range rows {
-		if err := addViDoRe(d, pages, row, filepath.Dir(path), filepath.Base(path), i+1); err != nil {
+	for _, row := range rows {
+		if err := addViDoRe(d, pages, row.c, filepath.Dir(path), filepath.Base(path), row.n); err != nil {
 			if !skipBad {
 				return err
 			}
@@ -207,15 +218,23 @@ type cell struct {
 	valid bool
 }
 
-// readTable reads every row of a Parquet file (or a directory of shards)
-// as its leaf columns by dotted path ("corpus-id", "image.bytes"),
-// whatever their physical types. A corrupt file can make the decoder
-// panic; that becomes an error naming the file.
-// It checks that every file has a column from each group of want (names
-// that serve alike, as "corpus-id" and "_id"), naming the file and the
-// group when one lacks them.
-func readTable(path string, want ...[]string) (rows []map[string]cell, err error) {
-	files, err := parquetFiles(path)
+// tableRow is row n (from 1) of a Parquet file, its leaf columns by
+// dotted path.
+type tableRow struct {
+	file string
+	n    int
+	c    map[string]cell
+}
+
+// readTable reads every row of a Parquet file (or of a directory's shards
+// of split) as its leaf columns by dotted path ("corpus-id",
+// "image.bytes"), whatever their physical types. It checks that every
+// file has a column from each group of want (names that serve alike, as
+// "corpus-id" and "_id"), naming the file and the group when one lacks
+// them. A corrupt file can make the decoder panic; that becomes an error
+// naming the file.
+func readTable(path, split string, want ...[]string) (rows []tableRow, err error) {
+	files, err := parquetFiles(path, split)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +246,7 @@ func readTable(path string, want ...[]string) (rows []map[string]cell, err error
 	return rows, nil
 }
 
-func readTableFile(path string, rows *[]map[string]cell, want [][]string) (err error) {
+func readTableFile(path string, rows *[]tableRow, want [][]string) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("eval: %s: corrupt Parquet file: %v", path, r)
@@ -253,7 +272,7 @@ func readTableFile(path string, rows *[]map[string]cell, want [][]string) (err e
 	r := parquet.NewReader(pf)
 	defer r.Close()
 	buf := make([]parquet.Row, 32)
-	for {
+	for read := 0; ; {
 		n, rerr := r.ReadRows(buf)
 		for _, row := range buf[:n] {
 			m := make(map[string]cell, len(names))
@@ -262,13 +281,14 @@ func readTableFile(path string, rows *[]map[string]cell, want [][]string) (err e
 					m[names[c]] = valueCell(v)
 				}
 			}
-			*rows = append(*rows, m)
+			read++
+			*rows = append(*rows, tableRow{path, read, m})
 		}
 		if errors.Is(rerr, io.EOF) {
 			return nil
 		}
 		if rerr != nil {
-			return fmt.Errorf("eval: %s row %d: %w", path, len(*rows)+1, rerr)
+			return fmt.Errorf("eval: %s row %d: %w", path, read+1, rerr)
 		}
 	}
 }
@@ -302,12 +322,16 @@ func first(row map[string]cell, names ...string) (cell, string) {
 	return cell{}, ""
 }
 
-// LoadBEIRParquet reads the BEIR layout stored as Parquet, as ViDoRe v2
-// and v3 and MTEB publish it: corpus, queries and qrels tables, each a
-// file (corpus.parquet) or a directory of shards (corpus/), qrels per
-// split (qrels/SPLIT.parquet, qrels.parquet or qrels/). Columns by their
-// usual names: corpus-id or _id, image (bytes) and text or title;
-// query-id or _id and query or text; query-id, corpus-id and score.
+// LoadBEIRParquet reads the BEIR layout stored as Parquet, as MTEB and
+// ViDoRe v2 and v3 publish it: corpus, queries and qrels tables, each a
+// file (corpus.parquet) or a directory of shards (corpus/, the split's
+// shards only when it has several splits), qrels as qrels/SPLIT.parquet,
+// qrels.parquet or qrels/. Columns by their usual names, hyphenated (v2)
+// or not (v3): corpus-id, corpus_id or _id, image (bytes, or a path
+// beside the table) and text or title; query-id, query_id or _id and
+// query or text; query-id, corpus-id and score. Other columns (v3's
+// markdown, languages, answers) are ignored. Errors name the file and
+// row; with skipBad bad rows are counted instead.
 func LoadBEIRParquet(dir, split string, skipBad bool) (*Dataset, error) {
 	find := func(names ...string) (string, error) {
 		for _, n := range names {
@@ -318,37 +342,42 @@ func LoadBEIRParquet(dir, split string, skipBad bool) (*Dataset, error) {
 		return "", fmt.Errorf("eval: %s: none of %v", dir, names)
 	}
 	d := &Dataset{Name: filepath.Base(filepath.Clean(dir)), Qrels: Qrels{}}
-	bad := func(err error) error {
+	bad := func(row tableRow, format string, args ...any) error {
+		err := fmt.Errorf("eval: %s row %d: %s", row.file, row.n, fmt.Sprintf(format, args...))
 		if !skipBad {
 			return err
 		}
 		d.Bad = append(d.Bad, err)
 		return nil
 	}
+	var (
+		corpusIDs = []string{"corpus-id", "corpus_id", "_id", "id"}
+		queryIDs  = []string{"query-id", "query_id", "_id", "id"}
+	)
 	cp, err := find("corpus.parquet", "corpus")
 	if err != nil {
 		return nil, err
 	}
-	corpus, err := readTable(cp, []string{"corpus-id", "_id", "id"}, []string{"image.bytes", "image", "text", "title"})
+	corpus, err := readTable(cp, split, corpusIDs, []string{"image.bytes", "image", "image.path", "text", "title"})
 	if err != nil {
 		return nil, err
 	}
-	for i, row := range corpus {
-		id, _ := first(row, "corpus-id", "_id", "id")
-		img, _ := first(row, "image.bytes", "image")
-		text, _ := first(row, "text", "title")
-		if p, _ := first(row, "image.path"); !img.valid && p.s != "" {
-			b, err := readLocal(dir, p.s)
+	for _, row := range corpus {
+		id, _ := first(row.c, corpusIDs...)
+		img, _ := first(row.c, "image.bytes", "image")
+		text, _ := first(row.c, "text", "title")
+		if p, _ := first(row.c, "image.path"); len(img.b) == 0 && p.s != "" {
+			b, err := readLocal(filepath.Dir(row.file), p.s)
 			if err != nil {
-				if err := bad(fmt.Errorf("eval: %s row %d: image: %w", cp, i+1, err)); err != nil {
+				if err := bad(row, "image: %v", err); err != nil {
 					return nil, err
 				}
 				continue
 			}
 			img = cell{b: b, valid: true}
 		}
-		if !id.valid || (!img.valid && text.s == "") {
-			if err := bad(fmt.Errorf("eval: %s row %d: want an id (corpus-id or _id) and an image or text", cp, i+1)); err != nil {
+		if !id.valid || (len(img.b) == 0 && text.s == "") {
+			if err := bad(row, "want an id (%s) and an image or text", strings.Join(corpusIDs, " or ")); err != nil {
 				return nil, err
 			}
 			continue
@@ -359,15 +388,15 @@ func LoadBEIRParquet(dir, split string, skipBad bool) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	queries, err := readTable(qp, []string{"query-id", "_id", "id"}, []string{"query", "text"})
+	queries, err := readTable(qp, split, queryIDs, []string{"query", "text"})
 	if err != nil {
 		return nil, err
 	}
-	for i, row := range queries {
-		id, _ := first(row, "query-id", "_id", "id")
-		text, _ := first(row, "query", "text")
+	for _, row := range queries {
+		id, _ := first(row.c, queryIDs...)
+		text, _ := first(row.c, "query", "text")
 		if !id.valid || text.s == "" {
-			if err := bad(fmt.Errorf("eval: %s row %d: want query-id (or _id) and query (or text)", qp, i+1)); err != nil {
+			if err := bad(row, "want an id (%s) and a query or text", strings.Join(queryIDs, " or ")); err != nil {
 				return nil, err
 			}
 			continue
@@ -378,17 +407,17 @@ func LoadBEIRParquet(dir, split string, skipBad bool) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	qrels, err := readTable(rp, []string{"query-id"}, []string{"corpus-id"}, []string{"score"})
+	qrels, err := readTable(rp, split, []string{"query-id", "query_id"}, []string{"corpus-id", "corpus_id"}, []string{"score"})
 	if err != nil {
 		return nil, err
 	}
-	for i, row := range qrels {
-		q, _ := first(row, "query-id")
-		c, _ := first(row, "corpus-id")
-		s, _ := first(row, "score")
+	for _, row := range qrels {
+		q, _ := first(row.c, "query-id", "query_id")
+		c, _ := first(row.c, "corpus-id", "corpus_id")
+		s, _ := first(row.c, "score")
 		var grade int
 		if _, err := fmt.Sscan(s.s, &grade); err != nil || !q.valid || !c.valid {
-			if err := bad(fmt.Errorf("eval: %s row %d: want query-id, corpus-id and an integer score", rp, i+1)); err != nil {
+			if err := bad(row, "want a query id, a corpus id and an integer score"); err != nil {
 				return nil, err
 			}
 			continue

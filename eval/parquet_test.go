@@ -187,7 +187,7 @@ func TestBEIRParquet(t *testing.T) {
 		QueryID string `parquet:"query-id"`
 	}
 	writeParquet(t, filepath.Join(dir, "qrels", "test.parquet"), []badQrel{{"q1"}})
-	if _, err := Load(dir, "test", false); err == nil || !strings.Contains(err.Error(), "test.parquet: no corpus-id column") {
+	if _, err := Load(dir, "test", false); err == nil || !strings.Contains(err.Error(), "test.parquet: no corpus-id or corpus_id column") {
 		t.Errorf("qrels without corpus ids: %v", err)
 	}
 	// A row without a score is named.
@@ -262,5 +262,41 @@ func TestViDoRePlainImages(t *testing.T) {
 	}
 	if len(d.Corpus) != 3 || len(d.Queries) != 2 || !bytes.Equal(d.Corpus[1].Image, page(2)) || d.Qrels["third"][d.Corpus[2].ID] != 1 {
 		t.Errorf("read %d pages, %d queries, qrels %v", len(d.Corpus), len(d.Queries), d.Qrels)
+	}
+}
+
+// TestViDoReV3Layout reads ViDoRe v3's layout: underscored ids, extra
+// columns (markdown, language), shard directories holding two splits of
+// which only the asked one is read, qrels with float scores.
+func TestViDoReV3Layout(t *testing.T) {
+	type corpusRow struct {
+		CorpusID int64    `parquet:"corpus_id"`
+		Image    *hfImage `parquet:"image,optional"`
+		Markdown string   `parquet:"markdown"`
+	}
+	type queryRow struct {
+		QueryID  int64  `parquet:"query_id"`
+		Query    string `parquet:"query"`
+		Language string `parquet:"language"`
+	}
+	type qrelRow struct {
+		QueryID  int64   `parquet:"query_id"`
+		CorpusID int64   `parquet:"corpus_id"`
+		Score    float64 `parquet:"score"`
+	}
+	dir := t.TempDir()
+	for _, sub := range []string{"corpus", "queries", "qrels"} {
+		os.MkdirAll(filepath.Join(dir, sub), 0o755)
+	}
+	writeParquet(t, filepath.Join(dir, "corpus", "test-00000-of-00001.parquet"), []corpusRow{{0, &hfImage{Bytes: page(1)}, "# one"}, {1, &hfImage{Bytes: page(2)}, "# two"}})
+	writeParquet(t, filepath.Join(dir, "corpus", "train-00000-of-00001.parquet"), []corpusRow{{7, &hfImage{Bytes: page(3)}, "# other split"}})
+	writeParquet(t, filepath.Join(dir, "queries", "test-00000-of-00001.parquet"), []queryRow{{0, "first page", "english"}, {1, "deuxième page", "french"}})
+	writeParquet(t, filepath.Join(dir, "qrels", "test-00000-of-00001.parquet"), []qrelRow{{0, 0, 1}, {1, 1, 2}})
+	d, err := Load(dir, "test", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Corpus) != 2 || d.Corpus[1].ID != "1" || d.Corpus[1].Text != "" || len(d.Queries) != 2 || d.Qrels["1"]["1"] != 2 {
+		t.Errorf("corpus %d (%q, %q), queries %d, qrels %v", len(d.Corpus), d.Corpus[1].ID, d.Corpus[1].Text, len(d.Queries), d.Qrels)
 	}
 }

@@ -354,6 +354,33 @@ func imageItem(size, seed int) (string, error) {
 	return "data:image/jpeg;base64," + base64.StdEncoding.EncodeToString(data), nil
 }
 
+// planned is one image request of the I scenarios: which image, at what size.
+type planned struct{ seed, size int }
+
+// imagePlan lists the images of n requests of an I scenario. Distinct
+// images take the sizes in turn, so that with repeats every second
+// request repeats an image already sent, drawn uniformly (the same draws
+// every run) from the history but for the last clients-1 requests, which
+// may still be in flight: a repeat of an image being computed waits for
+// it, on another replica it is computed twice, and no cache can change
+// that. The distinct images of I-50 thus have I-0's mix of sizes, and the
+// ratio of the two measures the caches, not cheaper images. salt makes
+// the images of different scenarios differ.
+func imagePlan(repeats bool, n int, sizes []int, clients, salt int) []planned {
+	pick := rand.New(rand.NewPCG(uint64(salt), 50))
+	var plan []planned
+	distinct := 0
+	for i := range n {
+		if repeats && i%2 == 1 {
+			plan = append(plan, plan[pick.IntN(max(len(plan)-clients+1, 1))])
+			continue
+		}
+		plan = append(plan, planned{seed: 10000*salt + i, size: sizes[distinct%len(sizes)]})
+		distinct++
+	}
+	return plan
+}
+
 func (b *serveBench) run(name string) error {
 	query := func(i int) map[string]any {
 		return map[string]any{"input": fmt.Sprintf("what does page %d say about topic %d?", i, i*7%13)}
@@ -394,21 +421,9 @@ func (b *serveBench) run(name string) error {
 		b.rows = append(b.rows, f)
 	case "I-0", "I-50", "I-50-text":
 		var bodies []map[string]any
-		var seeds []int
 		tasks := []string{"retrieval.query", "retrieval.passage", "text-matching", "code.query"}
-		pick := rand.New(rand.NewPCG(uint64(len(b.rows)), 50))
-		for i := range b.requests {
-			seed := 10000*len(b.rows) + i
-			if name != "I-0" && i%2 == 1 {
-				// An image already sent, uniform over the history (the
-				// same draws every run) but for the last requests, which
-				// may still be in flight: a repeat of an image being
-				// computed waits for it, on another replica it is
-				// computed twice, and no cache can change that.
-				seed = seeds[pick.IntN(max(len(seeds)-b.clients+1, 1))]
-			}
-			seeds = append(seeds, seed)
-			img, err := imageItem(b.sizes[seed%len(b.sizes)], seed)
+		for i, im := range imagePlan(name != "I-0", b.requests, b.sizes, b.clients, len(b.rows)) {
+			img, err := imageItem(im.size, im.seed)
 			if err != nil {
 				return err
 			}

@@ -180,7 +180,7 @@ func (b *e2eRun) run() error {
 	}
 	start := time.Now()
 	// No caches: every measured run must compute, not replay the first.
-	eng, err := loadEngine(b.w, engine.Config{Model: c.lm, MMProj: c.mmproj, EmbeddingCacheBytes: -1, EncoderCacheBytes: -1, ImageCacheBytes: -1})
+	eng, err := loadEngine(b.w, oneCaller(engine.Config{Model: c.lm, MMProj: c.mmproj, EmbeddingCacheBytes: -1, EncoderCacheBytes: -1, ImageCacheBytes: -1}))
 	if err != nil {
 		return err
 	}

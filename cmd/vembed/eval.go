@@ -94,7 +94,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 			}
 			cfg = mf.config()
 		}
-		e, err := engine.New(cfg)
+		e, err := engine.New(oneCaller(cfg))
 		if err != nil {
 			return err
 		}

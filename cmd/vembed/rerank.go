@@ -60,7 +60,7 @@ func runRerank(args []string, stdout, stderr io.Writer) error {
 	if err := mf.resolveRefs(context.Background(), stderr, nil); err != nil {
 		return err
 	}
-	eng, err := loadEngine(stderr, mf.config())
+	eng, err := loadEngine(stderr, oneCaller(mf.config()))
 	if err != nil {
 		return err
 	}

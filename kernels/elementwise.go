@@ -141,14 +141,14 @@ func swiGLUWith(f func(dst, gate, up []float32)) func(dst, gate, up []float32) {
 	}
 }
 
-func quickGELUWith(f func(x []float32)) func(x []float32) {
+func inPlaceWith(f func(x []float32)) func(x []float32) {
 	return func(x []float32) {
 		parallelRange(len(x), 16, func(lo, hi int) { f(x[lo:hi]) })
 	}
 }
 
-// siluMulGo and quickGELUGo are the portable activation kernels, in float32
-// arithmetic like the vector ones.
+// siluMulGo, quickGELUGo and geluTanhGo are the portable activation
+// kernels, in float32 arithmetic like the vector ones.
 func siluMulGo(dst, gate, up []float32) {
 	for i := range dst {
 		g := gate[i]
@@ -159,5 +159,13 @@ func siluMulGo(dst, gate, up []float32) {
 func quickGELUGo(x []float32) {
 	for i, v := range x {
 		x[i] = v / (1 + float32(math.Exp(float64(-1.702*v))))
+	}
+}
+
+// geluTanhGo computes 0.5·x·(1+tanh(z)) as x·σ(2z), the same function
+// without the cancellation of 1+tanh(z) for negative x.
+func geluTanhGo(x []float32) {
+	for i, v := range x {
+		x[i] = v / (1 + float32(math.Exp(float64(geluTanhK*(v+geluTanhC*v*v*v)))))
 	}
 }

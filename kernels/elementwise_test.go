@@ -11,7 +11,7 @@ import (
 // Sizes cover empty, sub-vector, tail and parallel (≥ parallelMin) inputs.
 var elemSizes = []int{0, 1, 7, 8, 33, 3*parallelMin + 5}
 
-// TestActivations checks SwiGLU and QuickGELU against the reference. The
+// TestActivations checks SwiGLU, QuickGELU and GELUTanh against the reference. The
 // fast forms compute σ-like ratios in float32: exp within 2 ulp, then one
 // add, one divide and one multiply, each within ½ ulp, and the reference
 // rounds once more: 8u·|ref| covers it. QuickGELU's exp argument 1.702·x is
@@ -46,6 +46,24 @@ func TestActivations(t *testing.T) {
 			QuickGELURef(want)
 			QuickGELU(got)
 			check("QuickGELU", 1.702, got, want)
+
+			// GELUTanh's exp argument K·(x + C·x³) takes five roundings
+			// (C and K as float32 constants, four products and a sum of
+			// like signs): 4u relative, so 2·4u·|arg| absolute on exp's
+			// result. The reference computes 1 + tanh(z) in float64,
+			// which for z ≪ 0 cancels down to one ulp of 1 (2⁻⁵³) times
+			// |x|/2, so that much absolute error is its own.
+			want, got = slices.Clone(gate), slices.Clone(gate)
+			GELUTanhRef(want)
+			GELUTanh(got)
+			for i := range want {
+				g := math.Abs(float64(gate[i]))
+				arg := -geluTanhK * g * (1 + geluTanhC*g*g)
+				tol := (8+2*4*arg)*u*math.Abs(float64(want[i])) + g*0x1p-53 + 1e-30
+				if d := math.Abs(float64(got[i] - want[i])); !(d <= tol) {
+					t.Fatalf("GELUTanh n=%d [%d] (in %v): got %v want %v", n, i, gate[i], got[i], want[i])
+				}
+			}
 		}
 	})
 }

@@ -49,7 +49,8 @@ func archTiers() []*impl {
 	t.attention = at.attention
 	t.attentionKV = at.attentionKV
 	t.swiGLU = swiGLUWith(siluMulVec)
-	t.quickGELU = quickGELUWith(quickGELUVec)
+	t.quickGELU = inPlaceWith(quickGELUVec)
+	t.geluTanh = inPlaceWith(geluTanhVec)
 	return []*impl{int8Tier(t), &t}
 }
 

@@ -129,6 +129,11 @@ func GELU(x []float32) { active.Load().gelu(x) }
 // QuickGELU applies x·σ(1.702x) in place.
 func QuickGELU(x []float32) { active.Load().quickGELU(x) }
 
+// GELUTanh applies the tanh approximation of GELU (PyTorch's
+// gelu(approximate="tanh"), gelu_pytorch_tanh) in place:
+// 0.5·x·(1+tanh(√(2/π)·(x+0.044715·x³))).
+func GELUTanh(x []float32) { active.Load().geluTanh(x) }
+
 // Prepare lets the active tier repack w for faster products. It is called
 // once when a model is loaded; MatMul works without it. The current tiers
 // decode panels during the product and keep w as stored, so it does nothing.

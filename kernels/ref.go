@@ -188,6 +188,21 @@ func GELURef(x []float32) {
 	}
 }
 
+// The constants of the tanh GELU as the fast forms use them: σ(2z) with
+// z = √(2/π)·(x + geluTanhC·x³), so exp's argument is geluTanhK·(…).
+const (
+	geluTanhC = 0.044715
+	geluTanhK = -2 * 0.7978845608028654 // −2·√(2/π)
+)
+
+// GELUTanhRef is the reference tanh GELU, in float64 as written.
+func GELUTanhRef(x []float32) {
+	for i, v := range x {
+		f := float64(v)
+		x[i] = float32(0.5 * f * (1 + math.Tanh(0.7978845608028654*(f+geluTanhC*f*f*f))))
+	}
+}
+
 // QuickGELURef is the reference quick GELU.
 func QuickGELURef(x []float32) {
 	for i, v := range x {

@@ -42,6 +42,7 @@ type impl struct {
 	swiGLU      func(dst, gate, up []float32)
 	gelu        func(x []float32)
 	quickGELU   func(x []float32)
+	geluTanh    func(x []float32)
 	prepare     func(w *Matrix)
 }
 
@@ -57,6 +58,7 @@ var reference = &impl{
 	swiGLU:      SwiGLURef,
 	gelu:        GELURef,
 	quickGELU:   QuickGELURef,
+	geluTanh:    GELUTanhRef,
 	prepare:     func(*Matrix) {},
 }
 
@@ -75,7 +77,8 @@ var generic = &impl{
 	add:         addPar,
 	swiGLU:      swiGLUWith(siluMulGo),
 	gelu:        geluPar,
-	quickGELU:   quickGELUWith(quickGELUGo),
+	quickGELU:   inPlaceWith(quickGELUGo),
+	geluTanh:    inPlaceWith(geluTanhGo),
 	prepare:     func(*Matrix) {},
 }
 

@@ -14,6 +14,9 @@ func siluMulAVX2(dst, gate, up *float32, n8 int)
 //go:noescape
 func quickGELUAVX2(x *float32, n8 int)
 
+//go:noescape
+func geluTanhAVX2(x *float32, n8 int)
+
 // The wrappers run the assembly over whole groups of eight and pass a tail
 // through an eight-wide temporary, so every element sees the same
 // arithmetic.
@@ -65,15 +68,21 @@ func siluMulVec(dst, gate, up []float32) {
 	}
 }
 
-func quickGELUVec(x []float32) {
+// inPlace8 runs an in-place kernel over 8-value vectors on x, the tail
+// through a padded copy.
+func inPlace8(kern func(x *float32, n8 int), x []float32) {
 	n8 := len(x) / 8
 	if n8 > 0 {
-		quickGELUAVX2(&x[0], n8)
+		kern(&x[0], n8)
 	}
 	if r := len(x) - 8*n8; r > 0 {
 		var t [8]float32
 		copy(t[:], x[8*n8:])
-		quickGELUAVX2(&t[0], 1)
+		kern(&t[0], 1)
 		copy(x[8*n8:], t[:r])
 	}
 }
+
+func quickGELUVec(x []float32) { inPlace8(quickGELUAVX2, x) }
+
+func geluTanhVec(x []float32) { inPlace8(geluTanhAVX2, x) }

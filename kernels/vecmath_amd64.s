@@ -270,3 +270,35 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+DATA gt<>+0(SB)/4, $0.044715
+DATA gt<>+4(SB)/4, $-1.5957691216057308
+GLOBL gt<>(SB), RODATA|NOPTR, $8
+
+// func geluTanhAVX2(x *float32, n8 int)
+// x = x/(1+exp(−2·√(2/π)·(x+0.044715·x³))), which is the tanh GELU
+// 0.5·x·(1+tanh(√(2/π)·(x+0.044715·x³))), in geluTanhGo's order.
+TEXT ·geluTanhAVX2(SB), NOSPLIT, $0-16
+	MOVQ x+0(FP), DI
+	MOVQ n8+8(FP), CX
+	VBROADCASTSS gt<>+0(SB), Y6
+	VBROADCASTSS gt<>+4(SB), Y7
+	TESTQ CX, CX
+	JZ   done
+loop:
+	VMOVUPS (DI), Y5
+	VMULPS Y6, Y5, Y0
+	VMULPS Y5, Y0, Y0
+	VMULPS Y5, Y0, Y0
+	VADDPS Y5, Y0, Y0
+	VMULPS Y7, Y0, Y0
+	EXP
+	VADDPS ec<>+352(SB), Y0, Y0
+	VDIVPS Y0, Y5, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET

@@ -3,8 +3,6 @@ package qwen3vl
 import (
 	"fmt"
 	"math"
-	"runtime"
-	"sync"
 
 	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/kernels"
@@ -109,7 +107,7 @@ func loadVision(f *gguf.File) (*visionModel, error) {
 				UpB:   b.Vector(p+"ffn_up.bias", vm.ffn),
 				Down:  b.Matrix(p+"ffn_down.weight", W, vm.ffn),
 				DownB: b.Vector(p+"ffn_down.bias", W),
-				Act:   geluTanh,
+				Act:   kernels.GELUTanh,
 			},
 		}
 		if qkvB != nil {
@@ -262,34 +260,4 @@ func (mg *merger) run(vm *visionModel, x []float32, n int, s *vlm.Scratch) []flo
 	y := make([]float32, units*vm.outDim)
 	vlm.MatMul(y, hid, units, mg.fc2, mg.fc2B)
 	return y
-}
-
-// geluTanh applies the tanh approximation of GELU in place
-// (gelu_pytorch_tanh, the Qwen3-VL tower's MLP activation), on all cores
-// for long slices.
-func geluTanh(x []float32) {
-	const piece = 1 << 15
-	f := func(v []float32) {
-		for i, a := range v {
-			u := float64(a)
-			v[i] = float32(0.5 * u * (1 + math.Tanh(0.7978845608028654*(u+0.044715*u*u*u))))
-		}
-	}
-	if len(x) <= piece {
-		f(x)
-		return
-	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for lo := 0; lo < len(x); lo += piece {
-		v := x[lo:min(lo+piece, len(x))]
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(v)
-			<-sem
-		}()
-	}
-	wg.Wait()
 }

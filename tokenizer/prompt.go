@@ -146,20 +146,14 @@ func (t *Tokenizer) JinaV4Prompt(task Task, parts []Part) (*Prompt, error) {
 	}
 	// Join adjacent texts: the reference tokenizes one string, and words
 	// must not be cut where the caller happened to split the text.
+	total, images, _, err := partCounts(parts)
+	if err != nil {
+		return nil, err
+	}
 	var segs []Part
-	images, total := 0, 0
-	for i, p := range parts {
+	for _, p := range parts {
 		switch {
-		case p.ImageTokens < 0:
-			return nil, fmt.Errorf("tokenizer: %w: part %d has %d image tokens", ErrPrompt, i, p.ImageTokens)
-		case p.ImageTokens > 0 && p.Text != "":
-			return nil, fmt.Errorf("tokenizer: %w: part %d has both text and an image", ErrPrompt, i)
 		case p.ImageTokens > 0:
-			if p.ImageTokens > MaxPromptTokens-total {
-				return nil, fmt.Errorf("tokenizer: %w: images need more than %d tokens", ErrPrompt, MaxPromptTokens)
-			}
-			total += p.ImageTokens
-			images++
 			segs = append(segs, p)
 		case p.Text == "":
 		case len(segs) > 0 && segs[len(segs)-1].ImageTokens == 0:
@@ -322,4 +316,27 @@ func (b *builder) prompt() (*Prompt, error) {
 	}
 	b.p.Kind = b.kind
 	return &b.p, nil
+}
+
+// partCounts checks parts (no negative image token counts, no part with
+// both text and an image, images within MaxPromptTokens) and counts their
+// image tokens, images and non-empty texts.
+func partCounts(parts []Part) (imageTokens, images, texts int, err error) {
+	for i, p := range parts {
+		switch {
+		case p.ImageTokens < 0:
+			return 0, 0, 0, fmt.Errorf("tokenizer: %w: part %d has %d image tokens", ErrPrompt, i, p.ImageTokens)
+		case p.ImageTokens > 0 && p.Text != "":
+			return 0, 0, 0, fmt.Errorf("tokenizer: %w: part %d has both text and an image", ErrPrompt, i)
+		case p.ImageTokens > 0:
+			if p.ImageTokens > MaxPromptTokens-imageTokens {
+				return 0, 0, 0, fmt.Errorf("tokenizer: %w: images need more than %d tokens", ErrPrompt, MaxPromptTokens)
+			}
+			imageTokens += p.ImageTokens
+			images++
+		case p.Text != "":
+			texts++
+		}
+	}
+	return imageTokens, images, texts, nil
 }

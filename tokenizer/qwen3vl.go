@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"fmt"
 	"strings"
 	"unicode"
 )
@@ -97,22 +96,9 @@ type chat struct {
 // qwen3Chat checks parts and returns a chat sized for their images, with
 // the prompt kind they make.
 func (t *Tokenizer) qwen3Chat(parts []Part) (*chat, error) {
-	total, images, texts := 0, 0, 0
-	for i, p := range parts {
-		switch {
-		case p.ImageTokens < 0:
-			return nil, fmt.Errorf("tokenizer: %w: part %d has %d image tokens", ErrPrompt, i, p.ImageTokens)
-		case p.ImageTokens > 0 && p.Text != "":
-			return nil, fmt.Errorf("tokenizer: %w: part %d has both text and an image", ErrPrompt, i)
-		case p.ImageTokens > 0:
-			if p.ImageTokens > MaxPromptTokens-total {
-				return nil, fmt.Errorf("tokenizer: %w: images need more than %d tokens", ErrPrompt, MaxPromptTokens)
-			}
-			total += p.ImageTokens
-			images++
-		case p.Text != "":
-			texts++
-		}
+	total, images, texts, err := partCounts(parts)
+	if err != nil {
+		return nil, err
 	}
 	c := &chat{b: t.newBuilder(total)}
 	switch {

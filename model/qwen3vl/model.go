@@ -102,21 +102,11 @@ func Load(lmPath, mmprojPath string) (*Model, error) {
 		return nil, fmt.Errorf("qwen3vl: %w", err)
 	}
 	m.lm.MergeSize = v.mergeSize
-	m.info.Projector = projectorType
-	m.info.VisionWidth = v.width
-	m.info.VisionLayers = len(v.blocks)
-	m.info.PatchValues = v.patchVals
-	m.info.FlopsPerPatchStage = v.flops() / int64(len(v.blocks)+2)
-	m.info.PatchSize = v.patchSize
-	m.info.MergeSize = v.mergeSize
-	m.info.ImageMean, m.info.ImageStd = v.mean, v.std
-	if v.minPixels > 0 {
-		m.info.MinPixels = v.minPixels
-	}
-	if v.maxPixels > 0 {
-		m.info.MaxPixels = v.maxPixels
-	}
-	m.info.HasVision = true
+	vlm.TowerInfo{
+		Projector: projectorType, Width: v.width, Layers: len(v.blocks), PatchValues: v.patchVals,
+		PatchSize: v.patchSize, MergeSize: v.mergeSize, Flops: v.flops(),
+		Mean: v.mean, Std: v.std, MinPixels: v.minPixels, MaxPixels: v.maxPixels,
+	}.Describe(&m.info)
 	return m, nil
 }
 

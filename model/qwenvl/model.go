@@ -86,27 +86,17 @@ func Load(lmPath, mmprojPath string) (*Model, error) {
 		return nil, fmt.Errorf("qwenvl: mmproj %s projects to %d values but the LM hidden width is %d: not a matching pair", mmprojPath, out, hidden)
 	}
 	v := m.vis
-	m.info.Projector = v.projector
-	m.info.VisionWidth = v.width
-	m.info.VisionLayers = len(v.blocks)
-	m.info.PatchValues = v.patchVals
-	m.info.FlopsPerPatchStage = v.flops() / int64(len(v.blocks)+2)
-	m.info.PatchSize = v.patchSize
-	m.info.MergeSize = v.mergeSize
+	vlm.TowerInfo{
+		Projector: v.projector, Width: v.width, Layers: len(v.blocks), PatchValues: v.patchVals,
+		PatchSize: v.patchSize, MergeSize: v.mergeSize, Flops: v.flops(),
+		Mean: v.mean, Std: v.std, MinPixels: v.minPixels, MaxPixels: v.maxPixels,
+	}.Describe(&m.info)
 	m.lm.MergeSize = v.mergeSize
 	if v.windowed {
 		// Qwen2.5-VL scales the temporal position by seconds per frame,
 		// which is 0 for still images; Qwen2-VL counts frames.
 		m.lm.TemporalStride = 0
 	}
-	m.info.ImageMean, m.info.ImageStd = v.mean, v.std
-	if v.minPixels > 0 {
-		m.info.MinPixels = v.minPixels
-	}
-	if v.maxPixels > 0 {
-		m.info.MaxPixels = v.maxPixels
-	}
-	m.info.HasVision = true
 	return m, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/vembed/vembed/kernels"
+	"github.com/vembed/vembed/model"
 )
 
 // VisionBlock is one pre-norm ViT block of the Qwen towers: self-attention
@@ -102,4 +103,34 @@ func PatchEmbedding(b *Binder, width, patchSize int) *kernels.Matrix {
 		b.Fail("flattened patch embedding: %v", err)
 	}
 	return w
+}
+
+// TowerInfo is what a loaded vision tower tells the engine through
+// model.Info: its shape, the cost model's unit and its preprocessing.
+type TowerInfo struct {
+	Projector                  string
+	Width, Layers, PatchValues int
+	PatchSize, MergeSize       int
+	Flops                      int64 // one image pass's, per patch
+	Mean, Std                  [3]float32
+	MinPixels, MaxPixels       int // 0: keep the LM recipe's defaults
+}
+
+// Describe records the tower in info. A pass has Layers + 2 stages (the
+// patch embedding and the merger besides the blocks), the scheduler's
+// unit of vision work.
+func (t TowerInfo) Describe(info *model.Info) {
+	info.Projector = t.Projector
+	info.VisionWidth, info.VisionLayers = t.Width, t.Layers
+	info.PatchValues = t.PatchValues
+	info.FlopsPerPatchStage = t.Flops / int64(t.Layers+2)
+	info.PatchSize, info.MergeSize = t.PatchSize, t.MergeSize
+	info.ImageMean, info.ImageStd = t.Mean, t.Std
+	if t.MinPixels > 0 {
+		info.MinPixels = t.MinPixels
+	}
+	if t.MaxPixels > 0 {
+		info.MaxPixels = t.MaxPixels
+	}
+	info.HasVision = true
 }

@@ -38,14 +38,22 @@ type ClientOptions struct {
 	// Logger receives a line when a replica goes down or comes back
 	// (default slog.Default()).
 	Logger *slog.Logger
+	// ProbeInterval is how often replicas waiting out a backoff are
+	// asked GET /health (default 2s; negative: never). One that answers
+	// 200 is called again at once instead of after the rest of its
+	// backoff, which grows to thirty seconds for a replica that kept
+	// failing (a restart, say). Replicas serving another vision tower
+	// are not probed: their health says nothing about that.
+	ProbeInterval time.Duration
 }
 
 // Client calls encoder replicas. It sends each call to the healthy replica
 // with the fewest calls in flight; a replica that fails (refused
 // connection, timeout, 5xx, overload) is left alone for a backoff that
 // doubles from one second up to thirty while it keeps failing, and one
-// serving another vision tower (409) for five minutes. Its methods are
-// safe for concurrent use.
+// serving another vision tower (409) for five minutes; replicas in a
+// backoff are probed (ClientOptions.ProbeInterval) so that one that is
+// back is used again soon. Its methods are safe for concurrent use.
 type Client struct {
 	opts  ClientOptions
 	eps   []*endpoint
@@ -54,15 +62,20 @@ type Client struct {
 	next  atomic.Uint64
 	calls atomic.Int64
 	fails atomic.Int64
+
+	stop      chan struct{}
+	probing   sync.WaitGroup
+	closeOnce sync.Once
 }
 
 type endpoint struct {
 	url      string
 	inflight atomic.Int64
 
-	mu        sync.Mutex
-	downUntil time.Time
-	backoff   time.Duration
+	mu         sync.Mutex
+	downUntil  time.Time
+	backoff    time.Duration
+	otherTower bool // paused for serving another vision tower
 }
 
 // NewClient returns a client of the replicas at opts.URLs.
@@ -100,13 +113,77 @@ func NewClient(opts ClientOptions) (*Client, error) {
 	tr.DialContext = (&net.Dialer{Timeout: time.Second, KeepAlive: 30 * time.Second}).DialContext
 	tr.MaxIdleConnsPerHost = 16
 	c.http = &http.Client{Transport: tr}
+	c.stop = make(chan struct{})
+	if opts.ProbeInterval == 0 {
+		c.opts.ProbeInterval = 2 * time.Second
+	}
+	if c.opts.ProbeInterval > 0 {
+		c.probing.Add(1)
+		go c.probeLoop()
+	}
 	return c, nil
 }
 
-// Close releases idle connections.
+// Close stops the probes and releases idle connections.
 func (c *Client) Close() {
-	c.http.CloseIdleConnections()
-	c.zenc.Close()
+	c.closeOnce.Do(func() {
+		close(c.stop)
+		c.probing.Wait()
+		c.http.CloseIdleConnections()
+		c.zenc.Close()
+	})
+}
+
+// probeLoop asks the replicas in a backoff for their health every
+// ProbeInterval until Close.
+func (c *Client) probeLoop() {
+	defer c.probing.Done()
+	t := time.NewTicker(c.opts.ProbeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		for _, ep := range c.eps {
+			ep.mu.Lock()
+			down := ep.backoff > 0 && now.Before(ep.downUntil) && !ep.otherTower
+			ep.mu.Unlock()
+			if down && c.healthy(ep) {
+				c.succeeded(ep)
+			}
+		}
+	}
+}
+
+// healthy reports whether the replica answers GET /health with 200
+// within a second.
+func (c *Client) healthy(ep *endpoint) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, ep.url+"/health", nil)
+	if err != nil {
+		return false
+	}
+	if c.opts.APIKey != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.opts.APIKey)
+	}
+	resp, err := c.http.Do(hr)
+	if err != nil {
+		return false
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // Stats reports the calls made and those that failed.
@@ -137,11 +214,12 @@ func (ep *endpoint) available(now time.Time) bool {
 }
 
 // failed starts or lengthens the replica's backoff; pause, when positive,
-// sets it outright.
+// sets it outright (a replica serving another vision tower).
 func (c *Client) failed(ep *endpoint, err error, pause time.Duration) {
 	c.fails.Add(1)
 	ep.mu.Lock()
 	wasUp := ep.backoff == 0
+	ep.otherTower = pause > 0
 	if pause <= 0 {
 		ep.backoff = min(max(2*ep.backoff, time.Second), 30*time.Second)
 		pause = ep.backoff
@@ -158,7 +236,7 @@ func (c *Client) failed(ep *endpoint, err error, pause time.Duration) {
 func (c *Client) succeeded(ep *endpoint) {
 	ep.mu.Lock()
 	wasDown := ep.backoff > 0
-	ep.backoff, ep.downUntil = 0, time.Time{}
+	ep.backoff, ep.downUntil, ep.otherTower = 0, time.Time{}, false
 	ep.mu.Unlock()
 	if wasDown {
 		c.opts.Logger.Info("vision encoder replica is back", "url", ep.url)

@@ -30,6 +30,9 @@ func (f *fakeEncoder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"no"}}`, int(s))
 		return
 	}
+	if r.URL.Path == "/health" {
+		return
+	}
 	req, err := ReadRequest(r.Body, r.Header.Get("Content-Encoding"), 1<<20)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -143,4 +146,45 @@ func TestClientSplitsFrames(t *testing.T) {
 	if n := f.calls.Load(); n != 3 {
 		t.Errorf("%d calls for 5 items of 12 bytes in 24-byte frames, want 3", n)
 	}
+}
+
+// TestClientProbe: a replica far into its backoff is used again soon
+// after its /health answers 200 again, one that stays sick stays out, and
+// one serving another vision tower is not brought back by its health.
+func TestClientProbe(t *testing.T) {
+	sick, other := &fakeEncoder{}, &fakeEncoder{}
+	sick.status.Store(http.StatusServiceUnavailable)
+	ss, so := httptest.NewServer(sick), httptest.NewServer(other)
+	defer ss.Close()
+	defer so.Close()
+	c, err := NewClient(ClientOptions{URLs: []string{ss.URL, so.URL}, Timeout: time.Second, ProbeInterval: 20 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for range 6 { // 1, 2, 4, 8, 16, 30 s
+		c.failed(c.eps[0], errors.New("down"), 0)
+	}
+	c.failed(c.eps[1], errors.New("other tower"), 5*time.Minute)
+	time.Sleep(200 * time.Millisecond)
+	if c.eps[0].available(time.Now()) {
+		t.Fatal("a replica whose /health fails was brought back")
+	}
+	sick.status.Store(0)
+	deadline := time.Now().Add(5 * time.Second)
+	for !c.eps[0].available(time.Now()) {
+		if time.Now().After(deadline) {
+			t.Fatal("a replica healthy again stayed out for its 30 s backoff")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if c.eps[1].available(time.Now()) {
+		t.Error("a replica serving another vision tower was brought back by its /health")
+	}
+	res, err := c.Encode(context.Background(), Key{}, items(3))
+	if err != nil || !res[0].Found {
+		t.Errorf("after the probe: %v %v", res, err)
+	}
+	c.Close()
+	c.Close() // twice is fine
 }

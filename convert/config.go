@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,6 +23,7 @@ type textConfig struct {
 	FFN         int     `json:"intermediate_size"`
 	Heads       int     `json:"num_attention_heads"`
 	KVHeads     int     `json:"num_key_value_heads"`
+	HeadDim     int     `json:"head_dim"` // Qwen3: q/k/v head width, free of hidden/heads
 	RopeTheta   float64 `json:"rope_theta"`
 	RMSNormEps  float64 `json:"rms_norm_eps"`
 	Vocab       int     `json:"vocab_size"`
@@ -31,6 +33,11 @@ type textConfig struct {
 	RopeScaling struct {
 		MRopeSection []int `json:"mrope_section"`
 	} `json:"rope_scaling"`
+	// RopeParameters is newer transformers' home of both.
+	RopeParameters struct {
+		RopeTheta    float64 `json:"rope_theta"`
+		MRopeSection []int   `json:"mrope_section"`
+	} `json:"rope_parameters"`
 }
 
 // visionConfig is config.json's vision_config: Qwen2.5-VL's fields and
@@ -47,6 +54,9 @@ type visionConfig struct {
 	Merge     int     `json:"spatial_merge_size"`
 	OutHidden int     `json:"out_hidden_size"`
 	FullAttn  []int   `json:"fullatt_block_indexes"`
+	// Qwen3-VL: the learned position table's rows and the DeepStack taps.
+	Positions int   `json:"num_position_embeddings"`
+	DeepStack []int `json:"deepstack_visual_indexes"`
 }
 
 // hfConfig is what the converter reads of config.json.
@@ -86,11 +96,20 @@ func parseConfig(b []byte) (*hfConfig, error) {
 		return nil, fmt.Errorf("convert: config.json: %w", err)
 	}
 	if c.Text != nil && c.Text.Hidden > 0 {
-		mt := c.ModelType
+		mt, tie := c.ModelType, c.Tie
 		c.textConfig = *c.Text
 		if c.ModelType == "" {
 			c.ModelType = mt
 		}
+		if c.Tie == nil { // Qwen3-VL states it at the top level
+			c.Tie = tie
+		}
+	}
+	if c.RopeTheta == 0 {
+		c.RopeTheta = c.RopeParameters.RopeTheta
+	}
+	if len(c.RopeScaling.MRopeSection) == 0 {
+		c.RopeScaling.MRopeSection = c.RopeParameters.MRopeSection
 	}
 	return &c, nil
 }
@@ -99,12 +118,14 @@ func parseConfig(b []byte) (*hfConfig, error) {
 func (c *hfConfig) projector() (string, error) {
 	mt := strings.ToLower(c.ModelType)
 	switch {
+	case strings.Contains(mt, "qwen3_vl") || len(c.Vision.DeepStack) > 0 || c.Vision.Positions > 0:
+		return synth.ProjectorQwen3VL, nil
 	case strings.Contains(mt, "qwen2_5") || strings.Contains(mt, "qwen2.5") || c.Vision.OutHidden > 0 || len(c.Vision.FullAttn) > 0:
 		return synth.ProjectorQwen25VL, nil
 	case strings.Contains(mt, "qwen2_vl") || c.Vision.EmbedDim > 0:
 		return synth.ProjectorQwen2VL, nil
 	}
-	return "", fmt.Errorf("convert: config.json: model_type %q is neither Qwen2-VL nor Qwen2.5-VL", c.ModelType)
+	return "", fmt.Errorf("convert: config.json: model_type %q is not Qwen2-VL, Qwen2.5-VL or Qwen3-VL", c.ModelType)
 }
 
 // synthConfig describes the checkpoint as the synth package's
@@ -137,6 +158,10 @@ func (c *hfConfig) synthConfig(dir string, vocab int) (synth.Config, error) {
 	if len(sec) == 0 {
 		q := t.Hidden / t.Heads / 2
 		sec = []int{q / 4, q * 3 / 8, q * 3 / 8}
+		if proj == synth.ProjectorQwen3VL {
+			q = cmpOrInt(t.HeadDim, t.Hidden/t.Heads) / 2
+			sec = []int{q * 3 / 8, q * 5 / 16, q * 5 / 16}
+		}
 	}
 	if len(sec) > 4 {
 		return synth.Config{}, fmt.Errorf("convert: config.json: mrope_section %v", sec)
@@ -168,13 +193,18 @@ func (c *hfConfig) synthConfig(dir string, vocab int) (synth.Config, error) {
 	if v.Merge != 0 && v.Merge != 2 {
 		return synth.Config{}, fmt.Errorf("convert: config.json: spatial_merge_size %d (llama.cpp's Qwen-VL mergers are 2x2)", v.Merge)
 	}
-	if proj == synth.ProjectorQwen2VL {
+	switch proj {
+	case synth.ProjectorQwen3VL:
+		if err := qwen3Vision(&cfg, t, v); err != nil {
+			return synth.Config{}, err
+		}
+	case synth.ProjectorQwen2VL:
 		cfg.Vision.Width = v.EmbedDim
 		cfg.Vision.FFN = int(float64(v.EmbedDim)*v.MLPRatio + 0.5)
 		if v.MLPRatio == 0 {
 			cfg.Vision.FFN = 4 * v.EmbedDim
 		}
-	} else {
+	default:
 		cfg.Vision.Width, cfg.Vision.FFN = v.Hidden, v.FFN
 		if v.OutHidden != 0 && v.OutHidden != t.Hidden {
 			return synth.Config{}, fmt.Errorf("convert: config.json: vision out_hidden_size %d differs from the LM's hidden size %d", v.OutHidden, t.Hidden)
@@ -196,8 +226,10 @@ func (c *hfConfig) synthConfig(dir string, vocab int) (synth.Config, error) {
 		Mean []float32 `json:"image_mean"`
 		Std  []float32 `json:"image_std"`
 	}
-	cfg.Vision.ImageMean = [3]float32{0.48145466, 0.4578275, 0.40821073}
-	cfg.Vision.ImageStd = [3]float32{0.26862954, 0.26130258, 0.27577711}
+	if proj != synth.ProjectorQwen3VL {
+		cfg.Vision.ImageMean = [3]float32{0.48145466, 0.4578275, 0.40821073}
+		cfg.Vision.ImageStd = [3]float32{0.26862954, 0.26130258, 0.27577711}
+	}
 	if err := readJSON(dir, "preprocessor_config.json", &pre); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return synth.Config{}, err
 	}
@@ -209,6 +241,37 @@ func (c *hfConfig) synthConfig(dir string, vocab int) (synth.Config, error) {
 		return synth.Config{}, fmt.Errorf("convert: config.json: %w", err)
 	}
 	return cfg, nil
+}
+
+// qwen3Vision fills what a Qwen3-VL tower and decoder add, as llama.cpp's
+// converter derives it: the head width, the position table's side (image
+// size √positions · patch), the DeepStack taps, the text config's
+// rms_norm_eps as the tower's LayerNorm eps, Qwen3-VL's normalization.
+func qwen3Vision(cfg *synth.Config, t textConfig, v visionConfig) error {
+	cfg.LM.HeadDim = t.HeadDim
+	cfg.Vision.Width, cfg.Vision.FFN = v.Hidden, v.FFN
+	if v.OutHidden != 0 && v.OutHidden != t.Hidden {
+		return fmt.Errorf("convert: config.json: vision out_hidden_size %d differs from the LM's hidden size %d", v.OutHidden, t.Hidden)
+	}
+	n := cmpOrInt(v.Positions, 2304)
+	side := int(math.Round(math.Sqrt(float64(n))))
+	if side*side != n {
+		return fmt.Errorf("convert: config.json: num_position_embeddings %d is not a square", n)
+	}
+	cfg.Vision.PositionSide = side
+	cfg.Vision.ImageSize = side * cmpOrInt(v.PatchSize, 16)
+	cfg.Vision.DeepStack = slices.Clone(v.DeepStack)
+	cfg.Vision.Eps = float32(t.RMSNormEps)
+	cfg.Vision.ImageMean = [3]float32{0.5, 0.5, 0.5}
+	cfg.Vision.ImageStd = [3]float32{0.5, 0.5, 0.5}
+	return nil
+}
+
+func cmpOrInt(a, b int) int {
+	if a != 0 {
+		return a
+	}
+	return b
 }
 
 func cmpOr(a, b string) string {

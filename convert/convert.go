@@ -79,11 +79,21 @@ func detectLayout(dir string, cfg *hfConfig, src *source, o Options) (string, er
 	if err != nil {
 		return "", err
 	}
+	name := strings.ToLower(strings.Join([]string{o.Name, cfg.NameOrPath, dirName(dir), readme(dir)}, " "))
+	if proj == synth.ProjectorQwen3VL {
+		// As llama.cpp's converter tells a Qwen3-VL reranker: by name
+		// (given, config.json's, the directory's), its README's title or a
+		// sequence-classification architecture.
+		if strings.Contains(name, "reranker") ||
+			slices.ContainsFunc(cfg.Architectures, func(a string) bool { return strings.Contains(strings.ToLower(a), "sequenceclassification") }) {
+			return synth.LayoutQwen3VLReranker, nil
+		}
+		return synth.LayoutQwen3VL, nil
+	}
 	_, head := src.tensor("custom_text_proj.weight")
 	// GME ships a plain Qwen2-VL checkpoint: its name (given, in
 	// config.json, the directory's, or the hub cache's models--org--name)
 	// or its gme_inference.py tell it.
-	name := strings.ToLower(strings.Join([]string{o.Name, cfg.NameOrPath, dirName(dir)}, " "))
 	switch {
 	case cfg.isJina() || exists(filepath.Join(dir, "adapters", "adapter_config.json")):
 		return synth.LayoutJinaV4, nil
@@ -99,6 +109,25 @@ func detectLayout(dir string, cfg *hfConfig, src *source, o Options) (string, er
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
+// readme returns the first line of the checkpoint's README.md ("# Title"),
+// or "".
+func readme(dir string) string {
+	f, err := os.Open(filepath.Join(dir, "README.md"))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b := make([]byte, 4096)
+	n, _ := io.ReadFull(f, b)
+	text := string(b[:n])
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "# ") {
+			return line
+		}
+	}
+	return ""
+}
+
 func infoOf(dir, layout string) layoutInfo {
 	switch layout {
 	case synth.LayoutJinaV4:
@@ -111,6 +140,11 @@ func infoOf(dir, layout string) layoutInfo {
 		return l
 	case synth.LayoutGME:
 		return layoutInfo{recipe: "gme", pooling: poolingLast}
+	case synth.LayoutQwen3VL, synth.LayoutQwen3VLReranker:
+		// llama.cpp writes no pooling type for the embedding model (vembed
+		// reads qwen3vl without one as last-token pooling) and the rank
+		// keys for the reranker, which its layout plans.
+		return layoutInfo{pooling: -1}
 	}
 	return layoutInfo{pooling: -1}
 }
@@ -158,6 +192,14 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 	if o.Recipe != "" {
 		info.recipe = o.Recipe
 	}
+	naming := synth.HFNaming{Projector: base.Projector, DeepStack: base.Vision.DeepStack, Tied: !base.LM.Untied}
+	if layout == synth.LayoutQwen3VLReranker {
+		base.LM.Pooling = "rank"
+		naming.Yes, naming.No = slices.Index(vocab.Tokens, "yes"), slices.Index(vocab.Tokens, "no")
+		if naming.Yes < 0 || naming.No < 0 {
+			return nil, errors.New(`convert: a reranker's vocabulary needs the tokens "yes" and "no", whose LM head rows are its scores`)
+		}
+	}
 	if info.head != "" {
 		if _, ok := src.tensor(info.head + ".weight"); !ok {
 			return nil, fmt.Errorf("convert: layout %s: the checkpoint has no %s.weight", layout, info.head)
@@ -187,7 +229,7 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, fmt.Errorf("convert: %w", err)
 	}
-	c := converter{ctx: ctx, src: src, projector: base.Projector, progress: o.Progress}
+	c := converter{ctx: ctx, src: src, naming: naming, vocab: base.LM.Vocab, progress: o.Progress}
 	res := &Result{Layout: layout}
 	var extra []synth.KV
 	if info.recipe != "" {
@@ -236,7 +278,9 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 	log.Info("wrote the vision encoder", "file", res.MMProj)
 	var unused []string
 	for _, n := range src.unused() {
-		if !(canonical(n) == "lm_head.weight" && !base.LM.Untied) {
+		// A tied head duplicates the embeddings; a reranker keeps two rows
+		// of the head.
+		if !(canonical(n) == "lm_head.weight" && (!base.LM.Untied || base.LM.Pooling == "rank")) {
 			unused = append(unused, n)
 		}
 	}
@@ -256,7 +300,8 @@ func isDecoder(canon string) bool {
 type converter struct {
 	ctx        context.Context
 	src        *source
-	projector  string
+	naming     synth.HFNaming
+	vocab      int
 	adapter    *Adapter
 	progress   func(file string, done, total int64)
 	done, size int64
@@ -354,7 +399,7 @@ func (c *converter) write(path string, l *synth.Layout, fill func(synth.TensorLa
 // planned fills a tensor of an LM or mmproj layout from its checkpoint
 // source, checking the shape first.
 func (c *converter) planned(t synth.TensorLayout, dst io.Writer) error {
-	src, ok := synth.HFSourceOf(t.Name, c.projector)
+	src, ok := synth.HFSourceOf(t.Name, c.naming)
 	if !ok {
 		return errors.New("no checkpoint source for this tensor")
 	}
@@ -362,12 +407,31 @@ func (c *converter) planned(t synth.TensorLayout, dst io.Writer) error {
 	if !ok {
 		return fmt.Errorf("the checkpoint has no %s", src.Name)
 	}
-	want, err := synth.HFTensors(&synth.Layout{Tensors: []synth.TensorLayout{t}}, c.projector)
+	want, err := synth.HFTensors(&synth.Layout{Tensors: []synth.TensorLayout{t}}, c.naming, c.vocab)
 	if err != nil {
 		return err
 	}
 	if !slices.Equal(hf.Shape, want[0].Shape) {
 		return fmt.Errorf("checkpoint tensor %s is %v, config.json implies %v", src.Name, hf.Shape, want[0].Shape)
+	}
+	if src.Rows != nil {
+		// Whole rows of the head, in order, merged with the adapter's
+		// update of those rows when there is one.
+		cols := t.NE[0]
+		var out []float64
+		for _, r := range src.Rows {
+			vals, err := c.src.values(src.Name, int64(r)*cols, cols)
+			if err != nil {
+				return err
+			}
+			if c.adapter != nil && c.adapter.touches(src.Name) {
+				if err := c.adapter.mergeRows(src.Name, vals, r, int(cols)); err != nil {
+					return err
+				}
+			}
+			out = append(out, vals...)
+		}
+		return c.emit(dst, t.Type, out)
 	}
 	if src.Temporal {
 		all, err := c.src.values(src.Name, 0, hf.Elements())

@@ -36,6 +36,8 @@ type layoutCase struct {
 	recipe             string
 	pooling            uint32
 	hasPooling, qwen25 bool
+	qwen3              bool
+	rank               bool // a reranker: rank pooling, the head's yes/no rows
 }
 
 var cases = []layoutCase{
@@ -45,11 +47,22 @@ var cases = []layoutCase{
 	{layout: synth.LayoutGME, preset: "tiny-qwen2vl", lmPrefix: "model.", vPrefix: "visual.", tasks: []string{""}, recipe: "gme", pooling: 3, hasPooling: true},
 }
 
+// qwen3Cases are Qwen3-VL checkpoints: the embedding model (no pooling
+// key, as llama.cpp writes it) and the reranker (rank pooling, the head's
+// "yes" and "no" rows as cls.output.weight).
+var qwen3Cases = []layoutCase{
+	{layout: synth.LayoutQwen3VL, preset: "tiny-qwen3vl", lmPrefix: "model.language_model.", vPrefix: "model.visual.", tasks: []string{""}, qwen3: true},
+	{layout: synth.LayoutQwen3VLReranker, preset: "tiny-qwen3vl", lmPrefix: "model.language_model.", vPrefix: "model.visual.", tasks: []string{""}, qwen3: true, rank: true, pooling: 4, hasPooling: true},
+}
+
 func writeCase(t *testing.T, c layoutCase, dtype safetensors.DType) (string, synth.Config) {
 	t.Helper()
 	cfg, err := synth.Preset(c.preset)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.qwen3 {
+		cfg.LM.Pooling = map[bool]string{true: "rank"}[c.rank]
 	}
 	dir := filepath.Join(t.TempDir(), "hf")
 	// Small shards: the checkpoint is sharded with an index, as published ones are.
@@ -68,6 +81,7 @@ type testCkpt struct {
 	scale   float64
 	r       int
 	infix   string
+	dir     string
 }
 
 func openTestCkpt(t *testing.T, dir string, c layoutCase, task string) *testCkpt {
@@ -75,7 +89,7 @@ func openTestCkpt(t *testing.T, dir string, c layoutCase, task string) *testCkpt
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc := &testCkpt{t: t, ck: ck}
+	tc := &testCkpt{t: t, ck: ck, dir: dir}
 	t.Cleanup(func() { ck.Close() })
 	if c.adapter != "" {
 		ad := filepath.Join(dir, c.adapter)
@@ -159,9 +173,31 @@ var testNames = []struct {
 	{regexp.MustCompile(`^mvproj\.(weight|bias)$`), "H.$1"},
 }
 
+// testQwen3Names are the Qwen3-VL sources that differ from the above, as
+// Qwen3VLForConditionalGeneration names them.
+var testQwen3Names = []struct {
+	re *regexp.Regexp
+	hf string
+}{
+	{regexp.MustCompile(`^blk\.(\d+)\.attn_(q|k)_norm\.weight$`), "L.layers.$1.self_attn.${2}_norm.weight"},
+	{regexp.MustCompile(`^v\.blk\.(\d+)\.attn_qkv\.(weight|bias)$`), "V.blocks.$1.attn.qkv.$2"},
+	{regexp.MustCompile(`^v\.blk\.(\d+)\.ffn_up\.(weight|bias)$`), "V.blocks.$1.mlp.linear_fc1.$2"},
+	{regexp.MustCompile(`^v\.blk\.(\d+)\.ffn_down\.(weight|bias)$`), "V.blocks.$1.mlp.linear_fc2.$2"},
+	{regexp.MustCompile(`^v\.post_ln\.(weight|bias)$`), "V.merger.norm.$1"},
+	{regexp.MustCompile(`^mm\.0\.(weight|bias)$`), "V.merger.linear_fc1.$1"},
+	{regexp.MustCompile(`^mm\.2\.(weight|bias)$`), "V.merger.linear_fc2.$1"},
+	{regexp.MustCompile(`^v\.patch_embd\.bias$`), "V.patch_embed.proj.bias"},
+	{regexp.MustCompile(`^v\.position_embd\.weight$`), "V.pos_embed.weight"},
+}
+
 // expected returns what the converted tensor must hold, in float64,
 // computed from the checkpoint by the test.
 func (tc *testCkpt) expected(name string, c layoutCase) []float64 {
+	if c.qwen3 {
+		if v := tc.expectedQwen3(name, c); v != nil {
+			return v
+		}
+	}
 	if m := regexp.MustCompile(`^v\.blk\.(\d+)\.attn_(q|k|v)\.(weight|bias)$`).FindStringSubmatch(name); m != nil {
 		all, _ := tc.raw(c.vPrefix + "blocks." + m[1] + ".attn.qkv." + m[3])
 		third := len(all) / 3
@@ -248,7 +284,7 @@ func checkFile(t *testing.T, path string, tc *testCkpt, c layoutCase) *gguf.File
 // against the checkpoint's merged weights rounded once to its type, and
 // the metadata against synth's files of the same configuration.
 func TestTensorsAndMetadata(t *testing.T) {
-	for _, c := range cases {
+	for _, c := range append(cases[:len(cases):len(cases)], qwen3Cases...) {
 		for _, typ := range []string{"F16", "Q8_0"} {
 			t.Run(c.layout+"/"+typ, func(t *testing.T) {
 				dir, cfg := writeCase(t, c, safetensors.BF16)
@@ -266,8 +302,11 @@ func TestTensorsAndMetadata(t *testing.T) {
 					if r, _ := lm.String("vembed.recipe"); r != c.recipe {
 						t.Errorf("vembed.recipe %q, want %q", r, c.recipe)
 					}
-					if p, err := lm.Uint("qwen2vl.pooling_type"); err != nil || uint32(p) != c.pooling {
+					arch := map[bool]string{false: "qwen2vl", true: "qwen3vl"}[c.qwen3]
+					if p, err := lm.Uint(arch + ".pooling_type"); c.hasPooling && (err != nil || uint32(p) != c.pooling) {
 						t.Errorf("pooling_type %d (%v), want %d", p, err, c.pooling)
+					} else if !c.hasPooling && err == nil {
+						t.Errorf("pooling_type %d written, want none (as llama.cpp)", p)
 					}
 					if c.head != "" {
 						mv := checkFile(t, res.MVProjs[i], tc, c)
@@ -289,6 +328,9 @@ func TestTensorsAndMetadata(t *testing.T) {
 					t.Fatal(err)
 				}
 				sameLayout(t, lmPath, res.LMs[0], "vembed.recipe", "qwen2vl.pooling_type", "general.name", "general.basename")
+				if c.qwen3 {
+					runConverted(t, res, c.rank)
+				}
 				if typ == "F16" { // block types keep quantize.DefaultKeep's groups, which synth quantizes
 					sameLayout(t, mmPath, res.MMProj, "v.patch_embd.weight_flat", "general.name", "general.basename")
 				}
@@ -570,15 +612,7 @@ func TestEmbeddingAgainstFloat64(t *testing.T) {
 			}
 			// The converted vision encoder runs: an image embeds to a unit
 			// vector (its tensors are checked against the checkpoint above).
-			img := image.NewRGBA(image.Rect(0, 0, 56, 84))
-			for i := range img.Pix {
-				img.Pix[i] = uint8(i * 7)
-			}
-			var png bytes.Buffer
-			if err := pngenc.Encode(&png, img); err != nil {
-				t.Fatal(err)
-			}
-			ri, err := e.Embed(context.Background(), engine.Request{Inputs: []engine.Input{{Parts: []engine.Part{engine.Image(png.Bytes())}}}, Task: task})
+			ri, err := e.Embed(context.Background(), engine.Request{Inputs: []engine.Input{engine.ImageInput(testPNG(t, 56, 84))}, Task: task})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -634,5 +668,102 @@ func TestCheckpointDTypes(t *testing.T) {
 			checkFile(t, res.LMs[0], tc, c)
 			checkFile(t, res.MMProj, tc, c)
 		})
+	}
+}
+
+// expectedQwen3 is expected for the tensors whose Qwen3-VL sources differ,
+// or nil.
+func (tc *testCkpt) expectedQwen3(name string, c layoutCase) []float64 {
+	prefix := strings.NewReplacer("L.", c.lmPrefix, "V.", c.vPrefix)
+	if m := regexp.MustCompile(`^v\.deepstack\.(\d+)\.(norm|fc1|fc2)\.(weight|bias)$`).FindStringSubmatch(name); m != nil {
+		// The checkpoint numbers the mergers in tap order; the tiny
+		// preset's taps are blocks 0, 2 and 3.
+		k := map[string]string{"0": "0", "2": "1", "3": "2"}[m[1]]
+		part := map[string]string{"norm": "norm", "fc1": "linear_fc1", "fc2": "linear_fc2"}[m[2]]
+		v, _ := tc.raw(c.vPrefix + "deepstack_merger_list." + k + "." + part + "." + m[3])
+		return v
+	}
+	if name == "cls.output.weight" {
+		// The tied head's rows of "yes" then "no", by the tokenizer's ids.
+		var tj struct {
+			Model struct {
+				Vocab map[string]int `json:"vocab"`
+			} `json:"model"`
+		}
+		b, err := os.ReadFile(filepath.Join(tc.dir, "tokenizer.json"))
+		if err != nil || json.Unmarshal(b, &tj) != nil {
+			tc.t.Fatal("tokenizer.json", err)
+		}
+		emb, shape := tc.raw(c.lmPrefix + "embed_tokens.weight")
+		H := int(shape[1])
+		var out []float64
+		for _, tok := range []string{"yes", "no"} {
+			id, ok := tj.Model.Vocab[tok]
+			if !ok {
+				tc.t.Fatalf("the synthetic vocabulary has no %q", tok)
+			}
+			out = append(out, emb[id*H:(id+1)*H]...)
+		}
+		return out
+	}
+	for _, m := range testQwen3Names {
+		if m.re.MatchString(name) {
+			v, _ := tc.raw(prefix.Replace(m.re.ReplaceAllString(name, m.hf)))
+			return v
+		}
+	}
+	return nil
+}
+
+// testPNG is a small w×h image for the converted towers.
+func testPNG(t *testing.T, w, h int) []byte {
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(i * 7)
+	}
+	var png bytes.Buffer
+	if err := pngenc.Encode(&png, img); err != nil {
+		t.Fatal(err)
+	}
+	return png.Bytes()
+}
+
+// runConverted loads a converted Qwen3-VL pair in the engine, as vembed
+// does from the files alone: the embedding model embeds a text and an
+// image to unit vectors, the reranker scores a text and an image document
+// with probabilities that differ.
+func runConverted(t *testing.T, res *Result, rank bool) {
+	t.Helper()
+	e, err := engine.New(engine.Config{Model: res.LMs[0], MMProj: res.MMProj})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	if rank {
+		scores, _, err := e.Rerank(ctx, engine.TextInput("which page shows a chart?"), []engine.Input{engine.TextInput("a page of text"), engine.ImageInput(testPNG(t, 64, 96))}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(scores) != 2 || !(scores[0] > 0 && scores[0] < 1 && scores[1] > 0 && scores[1] < 1) || scores[0] == scores[1] {
+			t.Errorf("reranker scores %v", scores)
+		}
+		return
+	}
+	if e.Info().Reranker {
+		t.Fatal("the embedding model loads as a reranker")
+	}
+	r, err := e.Embed(ctx, engine.Request{Inputs: []engine.Input{engine.TextInput("a text"), engine.ImageInput(testPNG(t, 64, 96))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, em := range r.Embeddings {
+		var norm float64
+		for _, v := range em.Vector {
+			norm += float64(v) * float64(v)
+		}
+		if math.Abs(norm-1) > 1e-4 {
+			t.Errorf("embedding %d: norm² %v", i, norm)
+		}
 	}
 }

@@ -1,5 +1,5 @@
-// Package convert turns Hugging Face checkpoints of Qwen2-VL / Qwen2.5-VL
-// embedders into the GGUF files vembed (and llama.cpp) load, without
+// Package convert turns Hugging Face checkpoints of Qwen2-VL / Qwen2.5-VL /
+// Qwen3-VL embedders and rerankers into the GGUF files vembed (and llama.cpp) load, without
 // Python: the language model, the vision encoder (mmproj) and the
 // multi-vector head (mvproj side-car).
 //
@@ -54,6 +54,17 @@
 //   - gme (GME-Qwen2-VL; told by "gme" in the model's name): a plain
 //     Qwen2-VL checkpoint; vembed.recipe gme, qwen2vl.pooling_type 3
 //     (last token).
+//   - qwen3-vl (Qwen3VLForConditionalGeneration: Qwen3-VL-Embedding, or any
+//     Qwen3-VL checkpoint): a qwen3vl LM (q_norm/k_norm, head_dim) and a
+//     qwen3vl_merger mmproj (patch bias, pos_embed, fused qkv, linear_fc1/2,
+//     merger.norm, deepstack_merger_list.K named v.deepstack.<block>), no
+//     pooling key, as llama.cpp writes them; vembed reads it as last-token
+//     pooling.
+//   - qwen3-vl-reranker (Qwen3-VL-Reranker; told as llama.cpp tells it: a
+//     name or README title with "reranker", or a sequence-classification
+//     architecture): the same files, with qwen3vl.pooling_type 4 (rank),
+//     classifier.output_labels [yes, no] and cls.output.weight, the LM
+//     head's rows (the embeddings' when tied) of the tokens "yes" and "no".
 //   - any other Qwen2-VL / Qwen2.5-VL checkpoint converts as llama.cpp
 //     converts it, with neither key.
 //

@@ -35,7 +35,8 @@
 // tensor, so that package convert writes converted checkpoints through the
 // same code. WriteHF writes a synthetic checkpoint the other way round, in
 // one of the layouts convert reads (jina-v4 with its three task adapters and
-// multi_vector_projector, colqwen2.5, colqwen2, gme): config.json,
+// multi_vector_projector, colqwen2.5, colqwen2, gme, qwen3-vl,
+// qwen3-vl-reranker): config.json,
 // tokenizer.json, tokenizer_config.json, preprocessor_config.json, sharded
 // safetensors (BF16 by default) with their index, and LoRA adapters.
 //

@@ -25,11 +25,18 @@ const (
 	LayoutColQwen2  = "colqwen2"
 	// LayoutGME is GME-Qwen2-VL: a plain Qwen2-VL checkpoint.
 	LayoutGME = "gme"
+	// LayoutQwen3VL is Qwen3-VL-Embedding: a plain
+	// Qwen3VLForConditionalGeneration checkpoint (model.language_model.,
+	// model.visual.).
+	LayoutQwen3VL = "qwen3-vl"
+	// LayoutQwen3VLReranker is Qwen3-VL-Reranker: the same form, told by
+	// its name; the converter keeps the LM head's "yes" and "no" rows.
+	LayoutQwen3VLReranker = "qwen3-vl-reranker"
 )
 
 // Layouts lists the layouts WriteHF accepts.
 func Layouts() []string {
-	return []string{LayoutJinaV4, LayoutColQwen25, LayoutColQwen2, LayoutGME}
+	return []string{LayoutJinaV4, LayoutColQwen25, LayoutColQwen2, LayoutGME, LayoutQwen3VL, LayoutQwen3VLReranker}
 }
 
 // JinaTasks are jina-embeddings-v4's task adapters.
@@ -76,6 +83,8 @@ func (o HFOptions) model() (hfModel, string, error) {
 		return hfModel{lmPrefix: "model.", visionPrefix: "visual.", head: "custom_text_proj", adapter: "."}, ProjectorQwen2VL, nil
 	case LayoutGME:
 		return hfModel{lmPrefix: "model.", visionPrefix: "visual."}, ProjectorQwen2VL, nil
+	case LayoutQwen3VL, LayoutQwen3VLReranker:
+		return hfModel{lmPrefix: "model.language_model.", visionPrefix: "model.visual."}, ProjectorQwen3VL, nil
 	}
 	return hfModel{}, "", fmt.Errorf("synth: unknown checkpoint layout %q (have %v)", o.Layout, Layouts())
 }
@@ -104,7 +113,10 @@ func WriteHF(dir string, cfg Config, o HFOptions) error {
 		return err
 	}
 	if cfg.Projector != projector {
-		return fmt.Errorf("synth: layout %s needs a %s tower, the configuration has %s (pick a %s preset)", cmpOr(o.Layout, LayoutJinaV4), projector, cfg.Projector, map[string]string{ProjectorQwen2VL: "Qwen2-VL", ProjectorQwen25VL: "Qwen2.5-VL"}[projector])
+		return fmt.Errorf("synth: layout %s needs a %s tower, the configuration has %s (pick a %s preset)", cmpOr(o.Layout, LayoutJinaV4), projector, cfg.Projector, map[string]string{ProjectorQwen2VL: "Qwen2-VL", ProjectorQwen25VL: "Qwen2.5-VL", ProjectorQwen3VL: "Qwen3-VL"}[projector])
+	}
+	if rank := o.Layout == LayoutQwen3VLReranker; rank != (cfg.LM.Pooling == "rank") {
+		return fmt.Errorf("synth: layout %s with LM pooling %q: the reranker layout and the rank pooling go together (pick qwen3-vl-reranker-2b for it, an embedding preset otherwise)", o.Layout, cfg.LM.Pooling)
 	}
 	if cfg.VocabFrom != "" {
 		return fmt.Errorf("synth: a checkpoint gets the small vocabulary; VocabFrom is not supported")
@@ -133,7 +145,7 @@ func WriteHF(dir string, cfg Config, o HFOptions) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("synth: %w", err)
 	}
-	vocab, err := SmallVocab(cfg.Merges, cfg.LM.Vocab)
+	vocab, err := cfg.smallVocab()
 	if err != nil {
 		return err
 	}
@@ -150,8 +162,9 @@ func WriteHF(dir string, cfg Config, o HFOptions) error {
 		return err
 	}
 	var ts []HFTensor
+	naming := HFNaming{Projector: projector, DeepStack: cfg.Vision.DeepStack, Tied: !cfg.LM.Untied}
 	for _, l := range []*Layout{lm, mm} {
-		part, err := HFTensors(l, projector)
+		part, err := HFTensors(l, naming, cfg.LM.Vocab)
 		if err != nil {
 			return err
 		}
@@ -368,7 +381,9 @@ func writeHFJSON(dir string, cfg Config, m hfModel, o HFOptions, v *Vocab) error
 		"rope_scaling":            map[string]any{"type": "mrope", "rope_type": "default", "mrope_section": lm.MRoPE[:3]},
 		"torch_dtype":             map[safetensors.DType]string{safetensors.BF16: "bfloat16", safetensors.F16: "float16", safetensors.F32: "float32"}[o.DType],
 	}
-	if cfg.Projector == ProjectorQwen2VL {
+	if cfg.Projector == ProjectorQwen3VL {
+		c = qwen3HFConfig(cfg, v, o, id)
+	} else if cfg.Projector == ProjectorQwen2VL {
 		c["model_type"] = "qwen2_vl"
 		c["architectures"] = []string{"Qwen2VLForConditionalGeneration"}
 		c["vision_config"] = map[string]any{
@@ -442,9 +457,12 @@ func writeHFJSON(dir string, cfg Config, m hfModel, o HFOptions, v *Vocab) error
 	}); err != nil {
 		return err
 	}
-	maxPixels := 12845056
-	if o.Layout == LayoutJinaV4 || o.Layout == "" {
+	minPixels, maxPixels := 3136, 12845056
+	switch o.Layout {
+	case LayoutJinaV4, "":
 		maxPixels = 602112
+	case LayoutQwen3VL, LayoutQwen3VLReranker:
+		minPixels, maxPixels = 4096, 1843200
 	}
 	return writeJSONFile(filepath.Join(dir, "preprocessor_config.json"), map[string]any{
 		"image_processor_type": "Qwen2VLImageProcessor",
@@ -453,11 +471,69 @@ func writeHFJSON(dir string, cfg Config, m hfModel, o HFOptions, v *Vocab) error
 		"patch_size":           vi.PatchSize,
 		"merge_size":           2,
 		"temporal_patch_size":  TemporalPatch,
-		"min_pixels":           3136,
+		"min_pixels":           minPixels,
 		"max_pixels":           maxPixels,
 		"do_resize":            true,
 		"do_normalize":         true,
 		"do_rescale":           true,
 		"rescale_factor":       1.0 / 255,
 	})
+}
+
+// qwen3HFConfig is a Qwen3VLForConditionalGeneration config.json: the
+// decoder's sizes in text_config, the tower's in vision_config, tie at the
+// top level.
+func qwen3HFConfig(cfg Config, v *Vocab, o HFOptions, id func(string) int) map[string]any {
+	lm, vi := cfg.LM, cfg.Vision
+	name := cfg.Name
+	if o.Layout == LayoutQwen3VLReranker && !strings.Contains(strings.ToLower(name), "reranker") {
+		name = "qwen3-vl-reranker-" + name // what tells a reranker checkpoint
+	}
+	dtype := map[safetensors.DType]string{safetensors.BF16: "bfloat16", safetensors.F16: "float16", safetensors.F32: "float32"}[o.DType]
+	return map[string]any{
+		"_name_or_path":         name,
+		"architectures":         []string{"Qwen3VLForConditionalGeneration"},
+		"model_type":            "qwen3_vl",
+		"tie_word_embeddings":   !lm.Untied,
+		"image_token_id":        id("<|image_pad|>"),
+		"video_token_id":        id("<|video_pad|>"),
+		"vision_start_token_id": id("<|vision_start|>"),
+		"vision_end_token_id":   id("<|vision_end|>"),
+		"text_config": map[string]any{
+			"model_type":              "qwen3_vl_text",
+			"hidden_size":             lm.Hidden,
+			"intermediate_size":       lm.FFN,
+			"num_hidden_layers":       lm.Layers,
+			"num_attention_heads":     lm.Heads,
+			"num_key_value_heads":     lm.KVHeads,
+			"head_dim":                lm.headDim(),
+			"max_position_embeddings": lm.ContextLength,
+			"rms_norm_eps":            lm.RMSEps,
+			"rope_theta":              lm.RopeTheta,
+			"rope_scaling":            map[string]any{"rope_type": "default", "mrope_interleaved": true, "mrope_section": lm.MRoPE[:3]},
+			"vocab_size":              lm.Vocab,
+			"tie_word_embeddings":     !lm.Untied,
+			"hidden_act":              "silu",
+			"attention_bias":          false,
+			"bos_token_id":            v.BOS,
+			"eos_token_id":            v.EOS,
+			"dtype":                   dtype,
+		},
+		"vision_config": map[string]any{
+			"model_type":               "qwen3_vl",
+			"depth":                    vi.Blocks,
+			"hidden_size":              vi.Width,
+			"intermediate_size":        vi.FFN,
+			"num_heads":                vi.Heads,
+			"out_hidden_size":          lm.Hidden,
+			"in_channels":              3,
+			"patch_size":               vi.PatchSize,
+			"spatial_merge_size":       2,
+			"temporal_patch_size":      TemporalPatch,
+			"num_position_embeddings":  vi.PositionSide * vi.PositionSide,
+			"deepstack_visual_indexes": vi.DeepStack,
+			"hidden_act":               "gelu_pytorch_tanh",
+		},
+		"dtype": dtype,
+	}
 }

@@ -21,16 +21,22 @@ func TestWriteHF(t *testing.T) {
 		layout, preset, lm string
 		pairs              int // A/B pairs per task: 7 projections per layer, plus the head
 		tasks              []string
+		pooling            string
 	}{
-		{LayoutJinaV4, "tiny", "model.layers.", 2*7 + 1, JinaTasks},
-		{LayoutColQwen25, "tiny", "language_model.layers.", 2*7 + 1, nil},
-		{LayoutColQwen2, "tiny-qwen2vl", "model.layers.", 2*7 + 1, nil},
-		{LayoutGME, "tiny-qwen2vl", "model.layers.", 0, nil},
+		{LayoutJinaV4, "tiny", "model.layers.", 2*7 + 1, JinaTasks, ""},
+		{LayoutColQwen25, "tiny", "language_model.layers.", 2*7 + 1, nil, ""},
+		{LayoutColQwen2, "tiny-qwen2vl", "model.layers.", 2*7 + 1, nil, ""},
+		{LayoutGME, "tiny-qwen2vl", "model.layers.", 0, nil, ""},
+		{LayoutQwen3VL, "tiny-qwen3vl", "model.language_model.layers.", 0, nil, ""},
+		{LayoutQwen3VLReranker, "tiny-qwen3vl", "model.language_model.layers.", 0, nil, "rank"},
 	} {
 		t.Run(c.layout, func(t *testing.T) {
 			cfg, err := Preset(c.preset)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if c.pooling != "" {
+				cfg.LM.Pooling = c.pooling
 			}
 			dir := t.TempDir()
 			o := HFOptions{Layout: c.layout, ShardBytes: 64 << 10}
@@ -48,7 +54,7 @@ func TestWriteHF(t *testing.T) {
 			mm, _ := cfg.MMProjLayout()
 			want := 0
 			for _, l := range []*Layout{lm, mm} {
-				hts, err := HFTensors(l, cfg.Projector)
+				hts, err := HFTensors(l, HFNaming{Projector: cfg.Projector, DeepStack: cfg.Vision.DeepStack, Tied: !cfg.LM.Untied}, cfg.LM.Vocab)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -130,10 +136,30 @@ func TestWriteHF(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := HFSourceOf("v.patch_embd.weight.2", ProjectorQwen25VL); ok {
+	if _, ok := HFSourceOf("v.patch_embd.weight.2", HFNaming{Projector: ProjectorQwen25VL}); ok {
 		t.Error("a third temporal slice has a source")
 	}
-	if _, ok := HFSourceOf("blk.0.attn_k_norm.weight", ProjectorQwen25VL); ok {
+	if _, ok := HFSourceOf("blk.0.attn_k_norm.weight", HFNaming{Projector: ProjectorQwen25VL}); ok {
 		t.Error("a Qwen3 tensor has a Qwen2-VL source")
+	}
+	q3 := HFNaming{Projector: ProjectorQwen3VL, DeepStack: []int{5, 11, 17}, Tied: true, Yes: 9, No: 7}
+	for gg, want := range map[string]string{
+		"v.deepstack.11.fc2.bias":  "visual.deepstack_merger_list.1.linear_fc2.bias",
+		"v.blk.3.attn_qkv.weight":  "visual.blocks.3.attn.qkv.weight",
+		"mm.0.weight":              "visual.merger.linear_fc1.weight",
+		"v.post_ln.bias":           "visual.merger.norm.bias",
+		"cls.output.weight":        "model.embed_tokens.weight",
+		"blk.2.attn_q_norm.weight": "model.layers.2.self_attn.q_norm.weight",
+		"v.position_embd.weight":   "visual.pos_embed.weight",
+	} {
+		if src, ok := HFSourceOf(gg, q3); !ok || src.Name != want {
+			t.Errorf("Qwen3-VL %s: source %q, want %q", gg, src.Name, want)
+		}
+	}
+	if src, _ := HFSourceOf("cls.output.weight", q3); !slices.Equal(src.Rows, []int{9, 7}) {
+		t.Errorf("cls.output rows %v, want yes then no", src.Rows)
+	}
+	if _, ok := HFSourceOf("v.deepstack.4.fc1.weight", q3); ok {
+		t.Error("a DeepStack merger at a block that is no tap has a source")
 	}
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // One table says which Hugging Face checkpoint tensor each GGUF tensor of a
-// Qwen2-VL / Qwen2.5-VL pair comes from, as llama.cpp's
+// Qwen2-VL / Qwen2.5-VL / Qwen3-VL pair comes from, as llama.cpp's
 // convert_hf_to_gguf.py maps them. WriteHF uses it to name the tensors of
 // a synthetic checkpoint; the converter uses it to find the values of every
 // tensor a Layout plans. Checkpoint names are given with the canonical
@@ -25,6 +25,22 @@ type HFSource struct {
 	// [W, 3, T, p, p].
 	Part, Parts int
 	Temporal    bool
+	// Rows, when set, are the rows of Name the GGUF tensor holds, in
+	// order: the reranker's cls.output.weight is the LM head's rows of
+	// "yes" and "no".
+	Rows []int
+}
+
+// HFNaming is what names a pair's checkpoint tensors beyond the GGUF name:
+// the tower's projector type and, for Qwen3-VL, the DeepStack taps (the
+// checkpoint numbers its mergers 0, 1, ... where the GGUF uses the block
+// index), whether the LM head is tied to the embeddings, and the token ids
+// of "yes" and "no" (the reranker's head).
+type HFNaming struct {
+	Projector string
+	DeepStack []int
+	Tied      bool
+	Yes, No   int
 }
 
 type hfRule struct {
@@ -34,6 +50,17 @@ type hfRule struct {
 }
 
 var hfRules = []hfRule{
+	// Qwen3-VL first: its tower reuses GGUF names whose sources differ.
+	{re: regexp.MustCompile(`^blk\.(\d+)\.attn_(q|k)_norm\.weight$`), hf: "model.layers.$1.self_attn.${2}_norm.weight", only: ProjectorQwen3VL},
+	{re: regexp.MustCompile(`^v\.blk\.(\d+)\.attn_qkv\.(weight|bias)$`), hf: "visual.blocks.$1.attn.qkv.$2", only: ProjectorQwen3VL},
+	{re: regexp.MustCompile(`^v\.blk\.(\d+)\.ffn_up\.(weight|bias)$`), hf: "visual.blocks.$1.mlp.linear_fc1.$2", only: ProjectorQwen3VL},
+	{re: regexp.MustCompile(`^v\.blk\.(\d+)\.ffn_down\.(weight|bias)$`), hf: "visual.blocks.$1.mlp.linear_fc2.$2", only: ProjectorQwen3VL},
+	{re: regexp.MustCompile(`^v\.post_ln\.(weight|bias)$`), hf: "visual.merger.norm.$1", only: ProjectorQwen3VL},
+	{re: regexp.MustCompile(`^mm\.0\.(weight|bias)$`), hf: "visual.merger.linear_fc1.$1", only: ProjectorQwen3VL},
+	{re: regexp.MustCompile(`^mm\.2\.(weight|bias)$`), hf: "visual.merger.linear_fc2.$1", only: ProjectorQwen3VL},
+	{re: regexp.MustCompile(`^v\.patch_embd\.bias$`), hf: "visual.patch_embed.proj.bias", only: ProjectorQwen3VL},
+	{re: regexp.MustCompile(`^v\.position_embd\.weight$`), hf: "visual.pos_embed.weight", only: ProjectorQwen3VL},
+
 	{re: regexp.MustCompile(`^token_embd\.weight$`), hf: "model.embed_tokens.weight"},
 	{re: regexp.MustCompile(`^output_norm\.weight$`), hf: "model.norm.weight"},
 	{re: regexp.MustCompile(`^output\.weight$`), hf: "lm_head.weight"},
@@ -53,20 +80,23 @@ var hfRules = []hfRule{
 }
 
 var (
-	qkvRule   = regexp.MustCompile(`^v\.blk\.(\d+)\.attn_(q|k|v)\.(weight|bias)$`)
-	patchRule = regexp.MustCompile(`^v\.patch_embd\.weight(?:\.(\d+))?$`)
+	qkvRule       = regexp.MustCompile(`^v\.blk\.(\d+)\.attn_(q|k|v)\.(weight|bias)$`)
+	patchRule     = regexp.MustCompile(`^v\.patch_embd\.weight(?:\.(\d+))?$`)
+	deepStackRule = regexp.MustCompile(`^v\.deepstack\.(\d+)\.(norm|fc1|fc2)\.(weight|bias)$`)
 )
 
 // TemporalPatch is the temporal extent of the Qwen2-VL / Qwen2.5-VL Conv3D
 // patch embedding (two frames; a still image is repeated).
 const TemporalPatch = 2
 
-// HFSourceOf returns the checkpoint source of a GGUF tensor of a
-// Qwen2-VL / Qwen2.5-VL pair whose tower has the given projector type.
-func HFSourceOf(name, projector string) (HFSource, bool) {
-	if m := qkvRule.FindStringSubmatch(name); m != nil {
-		part := map[string]int{"q": 0, "k": 1, "v": 2}[m[2]]
-		return HFSource{Name: "visual.blocks." + m[1] + ".attn.qkv." + m[3], Part: part, Parts: 3}, true
+// HFSourceOf returns the checkpoint source of a GGUF tensor of a pair
+// named by n.
+func HFSourceOf(name string, n HFNaming) (HFSource, bool) {
+	if n.Projector != ProjectorQwen3VL {
+		if m := qkvRule.FindStringSubmatch(name); m != nil {
+			part := map[string]int{"q": 0, "k": 1, "v": 2}[m[2]]
+			return HFSource{Name: "visual.blocks." + m[1] + ".attn.qkv." + m[3], Part: part, Parts: 3}, true
+		}
 	}
 	if m := patchRule.FindStringSubmatch(name); m != nil {
 		part := 0
@@ -78,8 +108,27 @@ func HFSourceOf(name, projector string) (HFSource, bool) {
 		}
 		return HFSource{Name: "visual.patch_embed.proj.weight", Part: part, Parts: TemporalPatch, Temporal: true}, true
 	}
+	if n.Projector == ProjectorQwen3VL {
+		if m := deepStackRule.FindStringSubmatch(name); m != nil {
+			var block int
+			fmt.Sscan(m[1], &block)
+			k := slices.Index(n.DeepStack, block)
+			if k < 0 {
+				return HFSource{}, false
+			}
+			part := map[string]string{"norm": "norm", "fc1": "linear_fc1", "fc2": "linear_fc2"}[m[2]]
+			return HFSource{Name: fmt.Sprintf("visual.deepstack_merger_list.%d.%s.%s", k, part, m[3]), Parts: 1}, true
+		}
+		if name == "cls.output.weight" {
+			head := "lm_head.weight"
+			if n.Tied {
+				head = "model.embed_tokens.weight"
+			}
+			return HFSource{Name: head, Parts: 1, Rows: []int{n.Yes, n.No}}, true
+		}
+	}
 	for _, r := range hfRules {
-		if (r.only == "" || r.only == projector) && r.re.MatchString(name) {
+		if (r.only == "" || r.only == n.Projector) && r.re.MatchString(name) {
 			return HFSource{Name: r.re.ReplaceAllString(name, r.hf), Parts: 1}, true
 		}
 	}
@@ -94,12 +143,13 @@ type HFTensor struct {
 }
 
 // HFTensors lists the checkpoint tensors a layout's tensors come from, in
-// the layout's order of first use, with their PyTorch shapes.
-func HFTensors(l *Layout, projector string) ([]HFTensor, error) {
+// the layout's order of first use, with their PyTorch shapes. The LM head
+// a reranker's rows come from is as wide as vocab.
+func HFTensors(l *Layout, n HFNaming, vocab int) ([]HFTensor, error) {
 	var out []HFTensor
 	seen := map[string]bool{}
 	for _, t := range l.Tensors {
-		src, ok := HFSourceOf(t.Name, projector)
+		src, ok := HFSourceOf(t.Name, n)
 		if !ok {
 			return nil, fmt.Errorf("synth: no checkpoint tensor for %s", t.Name)
 		}
@@ -117,6 +167,8 @@ func HFTensors(l *Layout, projector string) ([]HFTensor, error) {
 			shape = []int64{t.NE[3], t.NE[2], TemporalPatch, t.NE[1], t.NE[0]}
 		case src.Parts > 1:
 			shape[0] *= int64(src.Parts)
+		case src.Rows != nil:
+			shape[0] = int64(vocab)
 		}
 		out = append(out, HFTensor{Name: src.Name, Shape: shape, Norm: t.Norm})
 	}

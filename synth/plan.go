@@ -213,7 +213,7 @@ func vocabKVs(v *Vocab) []kv {
 // vocabulary, or the tokenizer.* keys of c.VocabFrom copied with their types.
 func (c *Config) tokenizerKVs() ([]kv, error) {
 	if c.VocabFrom == "" {
-		v, err := SmallVocab(c.Merges, c.LM.Vocab)
+		v, err := c.smallVocab()
 		if err != nil {
 			return nil, err
 		}

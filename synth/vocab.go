@@ -132,6 +132,27 @@ func SmallVocab(nMerges, size int) (*Vocab, error) {
 	return v, nil
 }
 
+// smallVocab is the small vocabulary of c. A reranker's also holds "yes"
+// and "no" (as normal tokens in its first filler ids, unless the merges
+// learned them), the words whose LM head rows its converter keeps.
+func (c *Config) smallVocab() (*Vocab, error) {
+	v, err := SmallVocab(c.Merges, c.LM.Vocab)
+	if err != nil || c.LM.Pooling != "rank" {
+		return v, err
+	}
+	for _, w := range []string{"yes", "no"} {
+		if slices.Contains(v.Tokens, w) {
+			continue
+		}
+		id := slices.Index(v.Types, TokenUnused)
+		if id < 0 {
+			return nil, fmt.Errorf("synth: a reranker's vocabulary of %d ids has no room for %q", c.LM.Vocab, w)
+		}
+		v.Tokens[id], v.Types[id] = w, TokenNormal
+	}
+	return v, v.Check()
+}
+
 // trained caches learnMerges on the sample text by merge count: training
 // is deterministic, and tests and the demo server write many small models.
 var trained struct {

@@ -52,6 +52,45 @@ func TestConvertCommand(t *testing.T) {
 	}
 }
 
+// TestConvertQwen3VL: a Qwen3-VL-Embedding checkpoint converts to a pair
+// that embeds an image, a Qwen3-VL-Reranker one to a pair that reranks, as
+// a user runs them.
+func TestConvertQwen3VL(t *testing.T) {
+	dir := t.TempDir()
+	img := filepath.Join(dir, "page.png")
+	writePNG(t, img, 64, 64, 1)
+	for _, layout := range []string{synth.LayoutQwen3VL, synth.LayoutQwen3VLReranker} {
+		hf, out := filepath.Join(dir, layout), filepath.Join(dir, layout+"-gguf")
+		var o, e bytes.Buffer
+		if code := run([]string{"synth", "--format", "hf", "--layout", layout, "--out", hf}, &o, &e); code != 0 {
+			t.Fatalf("synth: exit %d: %s", code, e.String())
+		}
+		o.Reset()
+		if code := run([]string{"convert", hf, "--out", out, "--type", "Q8_0"}, &o, &e); code != 0 {
+			t.Fatalf("convert: exit %d: %s", code, e.String())
+		}
+		files := strings.Fields(o.String())
+		if len(files) != 2 || !strings.Contains(e.String(), "(layout "+layout+")") {
+			t.Fatalf("%s: convert printed %v, %s", layout, files, e.String())
+		}
+		o.Reset()
+		args := []string{"embed", "--model", files[0], "--mmproj", files[1], "--image", img, "--json"}
+		if layout == synth.LayoutQwen3VLReranker {
+			args = []string{"rerank", "--model", files[0], "--mmproj", files[1], "--query", `"which page?"`, "--document", `"text"`, "--document", `{"image":"` + img + `"}`, "--json"}
+		}
+		if code := run(args, &o, &e); code != 0 {
+			t.Fatalf("%s: exit %d: %s", args[0], code, e.String())
+		}
+		var res struct {
+			Embeddings [][]float64 `json:"embeddings"`
+			Scores     []float64   `json:"scores"`
+		}
+		if err := json.Unmarshal(o.Bytes(), &res); err != nil || len(res.Embeddings)+len(res.Scores) != map[string]int{synth.LayoutQwen3VL: 1, synth.LayoutQwen3VLReranker: 2}[layout] {
+			t.Errorf("%s: %s (%v)", args[0], o.String(), err)
+		}
+	}
+}
+
 // TestCheckpointRepoConverted: --model hf://org/repo naming a checkpoint
 // repository pulls it, converts it once into the cache and serves it; a
 // second run reuses the conversion.

@@ -39,7 +39,7 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	vocabFrom := fs.String("vocab-from", "", "copy the tokenizer from this GGUF (its size must match the preset's vocabulary)")
 	workers := fs.Int("workers", 0, "goroutines generating tensors; 0 keeps the default (2)")
 	format := fs.String("format", "gguf", "gguf: a GGUF pair; hf: a Hugging Face checkpoint (see --layout, --dtype) for vembed convert")
-	layout := fs.String("layout", synth.LayoutJinaV4, "--format hf: checkpoint layout, "+strings.Join(synth.Layouts(), ", ")+" (gme and colqwen2 need a Qwen2-VL preset: tiny-qwen2vl, the default for them, or qwen2vl-2b)")
+	layout := fs.String("layout", synth.LayoutJinaV4, "--format hf: checkpoint layout, "+strings.Join(synth.Layouts(), ", ")+" (gme and colqwen2 need a Qwen2-VL preset: tiny-qwen2vl, the default for them, or qwen2vl-2b; qwen3-vl and qwen3-vl-reranker a Qwen3-VL one: tiny-qwen3vl, the default for them, or the 2B presets)")
 	dtype := fs.String("dtype", "BF16", "--format hf: weight dtype, BF16, F16 or F32")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -62,12 +62,23 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if *format == "hf" && !set["preset"] && (*layout == synth.LayoutGME || *layout == synth.LayoutColQwen2) {
-		*preset = "tiny-qwen2vl"
+	qwen3 := *layout == synth.LayoutQwen3VL || *layout == synth.LayoutQwen3VLReranker
+	if *format == "hf" && !set["preset"] {
+		switch {
+		case *layout == synth.LayoutGME || *layout == synth.LayoutColQwen2:
+			*preset = "tiny-qwen2vl"
+		case qwen3:
+			*preset = "tiny-qwen3vl"
+		}
 	}
 	cfg, err := synth.Preset(*preset)
 	if err != nil {
 		return err
+	}
+	if *format == "hf" && qwen3 {
+		// The checkpoints differ in name only; the reranker's
+		// configuration has the rank head (and "yes" and "no" tokens).
+		cfg.LM.Pooling = map[bool]string{true: "rank", false: "last"}[*layout == synth.LayoutQwen3VLReranker]
 	}
 	if *lmType != "" {
 		cfg.LMType = *lmType

@@ -176,13 +176,20 @@ func (b *serveBench) startLocal(lm, mmproj string) (func(), error) {
 	}, nil
 }
 
+// replica spreads request i over n replicas round robin, shifted by one
+// every round, so that a pattern in the requests' order does not line up
+// with the replicas: with plain round robin over two replicas, I-50's
+// distinct images (even requests) all went to one replica and its repeats
+// to the other, which then bounded the run whatever the caches did.
+func replica(i, n int) int { return (i + i/n) % n }
+
 // call sends one /v1/embeddings request and returns its prompt tokens.
 func (b *serveBench) call(ctx context.Context, i int, body map[string]any) (int, error) {
 	data, err := json.Marshal(body)
 	if err != nil {
 		return 0, err
 	}
-	url := strings.TrimSuffix(b.urls[i%len(b.urls)], "/") + "/v1/embeddings"
+	url := strings.TrimSuffix(b.urls[replica(i, len(b.urls))], "/") + "/v1/embeddings"
 	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(data))
 	if err != nil {
 		return 0, err

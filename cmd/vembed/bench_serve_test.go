@@ -124,3 +124,26 @@ func TestImagePlan(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicaSpread: each replica gets as many of the even requests (I-50's
+// distinct images) as of the odd ones (its repeats), and as many requests
+// as the others.
+func TestReplicaSpread(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 4} {
+		even, odd := make([]int, n), make([]int, n)
+		for i := range 8 * n * n {
+			r := replica(i, n)
+			if i%2 == 0 {
+				even[r]++
+			} else {
+				odd[r]++
+			}
+		}
+		for r := range n {
+			if even[r] != even[0] || odd[r] != odd[0] || (n > 1 && even[r] != odd[r]) {
+				t.Errorf("%d replicas: even requests %v, odd %v", n, even, odd)
+				break
+			}
+		}
+	}
+}

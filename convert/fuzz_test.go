@@ -11,6 +11,9 @@ func FuzzCheckpointJSON(f *testing.F) {
 		[]byte(`{"eos_token":"<|endoftext|>","pad_token":{"content":"<|endoftext|>"},"chat_template":"x"}`))
 	f.Add([]byte(`{"model_type":"qwen2_vl","text_config":{"hidden_size":8},"vision_config":{"embed_dim":8,"mlp_ratio":1e308}}`),
 		[]byte(`{"model":{"type":"BPE","vocab":{"a":-1}}}`), []byte(`{"eos_token":5}`))
+	f.Add([]byte(`{"model_type":"qwen3_vl","tie_word_embeddings":true,"text_config":{"model_type":"qwen3_vl_text","hidden_size":64,"intermediate_size":128,"num_hidden_layers":3,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":32,"vocab_size":300,"rope_parameters":{"rope_theta":5000000,"mrope_section":[6,5,5]}},"vision_config":{"depth":4,"hidden_size":32,"intermediate_size":64,"num_heads":2,"patch_size":16,"out_hidden_size":64,"num_position_embeddings":2304,"deepstack_visual_indexes":[0,2,3]}}`),
+		[]byte(`{"model":{"type":"BPE","vocab":{"yes":0,"no":1}},"added_tokens":[{"id":2,"content":"<|endoftext|>","special":true}]}`),
+		[]byte(`{"eos_token":"<|endoftext|>"}`))
 	defer func(n int) { maxTokens = n }(maxTokens)
 	maxTokens = 1 << 12 // keeps each run small; what the bound guards is the same
 	dir := f.TempDir()  // no preprocessor_config.json: the defaults

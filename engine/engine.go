@@ -92,7 +92,9 @@ type Config struct {
 
 	// StepTarget is the time a scheduler step aims at (default 1s): step
 	// budgets follow from it and the measured cost of tokens and vision
-	// stages. A short request waits about one step behind bulk work.
+	// stages. A short request waits about one step behind bulk work. Bulk
+	// language-model steps may take longer: they hold enough tokens that
+	// the fixed cost of a pass is at most a quarter of the step.
 	StepTarget time.Duration
 	// MaxBatchTokens caps the language-model tokens of one step (default
 	// 8192).

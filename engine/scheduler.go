@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -157,9 +158,9 @@ func (f *lineFit) observe(m, t float64) {
 // once per pass). The fixed part is large on a CPU: on a 2B Q8_0 model
 // it measured 0.6s against 14ms per token, where steps that kept it to
 // half of the time (about 40 tokens) ran bulk work at half the speed of
-// one pass.
-// Three quarters keeps it within 25% of one pass at the price of steps
-// longer than the target on such models (2.4s there).
+// one pass. Three quarters keeps bulk throughput within a quarter of one
+// pass's, at the price of steps longer than the target on such models
+// (2.4s there).
 const minStepUse = 0.75
 
 // budget is the tokens of a pass that takes about target seconds, and at
@@ -168,7 +169,7 @@ func (f *lineFit) budget(target float64) int {
 	if f.perToken <= 0 {
 		return 1 << 30
 	}
-	floor := f.fixed * minStepUse / (1 - minStepUse) / f.perToken
+	floor := math.Ceil(f.fixed * minStepUse / (1 - minStepUse) / f.perToken)
 	return int(max((target-f.fixed)/f.perToken, floor))
 }
 

@@ -424,3 +424,28 @@ func TestInflightDedupe(t *testing.T) {
 		t.Errorf("4 identical requests computed %d tokens and %d images; one is %d tokens and 1 image", st.LMTokens, st.Images, resps[0].PromptTokens)
 	}
 }
+
+// TestStepBudgetFloor: a bulk step holds the tokens the target allows,
+// but never so few that the fixed part of a pass takes more than
+// 1 − minStepUse of the step.
+func TestStepBudgetFloor(t *testing.T) {
+	for _, c := range []struct {
+		fixed, perToken, target float64
+		want                    int
+	}{
+		{0, 0.01, 1, 100},     // no fixed part: the target alone
+		{0.1, 0.01, 1, 90},    // the target leaves room: (1 − 0.1)/0.01
+		{0.6, 0.014, 1, 129},  // the 2B Q8_0 case: ⌈0.6·3/0.014⌉, not 28
+		{0.6, 0.014, 10, 671}, // a long target wins again
+		{0.5, 0, 1, 1 << 30},  // no measured cost yet: unbounded
+	} {
+		f := lineFit{fixed: c.fixed, perToken: c.perToken}
+		got := f.budget(c.target)
+		if got != c.want {
+			t.Errorf("fixed %v, %v per token, target %v: budget %d, want %d", c.fixed, c.perToken, c.target, got, c.want)
+		}
+		if c.perToken > 0 && c.fixed > 0 && c.fixed > (1-minStepUse)*(c.fixed+c.perToken*float64(got))+1e-9 {
+			t.Errorf("fixed %v: a step of %d tokens spends more than %v of its time on it", c.fixed, got, 1-minStepUse)
+		}
+	}
+}

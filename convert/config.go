@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -159,7 +160,7 @@ func (c *hfConfig) synthConfig(dir string, vocab int) (synth.Config, error) {
 		q := t.Hidden / t.Heads / 2
 		sec = []int{q / 4, q * 3 / 8, q * 3 / 8}
 		if proj == synth.ProjectorQwen3VL {
-			q = cmpOrInt(t.HeadDim, t.Hidden/t.Heads) / 2
+			q = cmp.Or(t.HeadDim, t.Hidden/t.Heads) / 2
 			sec = []int{q * 3 / 8, q * 5 / 16, q * 5 / 16}
 		}
 	}
@@ -193,22 +194,26 @@ func (c *hfConfig) synthConfig(dir string, vocab int) (synth.Config, error) {
 	if v.Merge != 0 && v.Merge != 2 {
 		return synth.Config{}, fmt.Errorf("convert: config.json: spatial_merge_size %d (llama.cpp's Qwen-VL mergers are 2x2)", v.Merge)
 	}
-	switch proj {
-	case synth.ProjectorQwen3VL:
-		if err := qwen3Vision(&cfg, t, v); err != nil {
-			return synth.Config{}, err
-		}
-	case synth.ProjectorQwen2VL:
+	cfg.Vision.ImageMean = [3]float32{0.48145466, 0.4578275, 0.40821073}
+	cfg.Vision.ImageStd = [3]float32{0.26862954, 0.26130258, 0.27577711}
+	if proj == synth.ProjectorQwen2VL {
 		cfg.Vision.Width = v.EmbedDim
 		cfg.Vision.FFN = int(float64(v.EmbedDim)*v.MLPRatio + 0.5)
 		if v.MLPRatio == 0 {
 			cfg.Vision.FFN = 4 * v.EmbedDim
 		}
-	default:
+	} else {
 		cfg.Vision.Width, cfg.Vision.FFN = v.Hidden, v.FFN
 		if v.OutHidden != 0 && v.OutHidden != t.Hidden {
 			return synth.Config{}, fmt.Errorf("convert: config.json: vision out_hidden_size %d differs from the LM's hidden size %d", v.OutHidden, t.Hidden)
 		}
+	}
+	switch proj {
+	case synth.ProjectorQwen3VL:
+		if err := qwen3Vision(&cfg, t, v); err != nil {
+			return synth.Config{}, err
+		}
+	case synth.ProjectorQwen25VL:
 		full := v.FullAttn
 		if len(full) == 0 {
 			return synth.Config{}, errors.New("convert: config.json: a Qwen2.5-VL vision_config without fullatt_block_indexes")
@@ -226,10 +231,6 @@ func (c *hfConfig) synthConfig(dir string, vocab int) (synth.Config, error) {
 		Mean []float32 `json:"image_mean"`
 		Std  []float32 `json:"image_std"`
 	}
-	if proj != synth.ProjectorQwen3VL {
-		cfg.Vision.ImageMean = [3]float32{0.48145466, 0.4578275, 0.40821073}
-		cfg.Vision.ImageStd = [3]float32{0.26862954, 0.26130258, 0.27577711}
-	}
 	if err := readJSON(dir, "preprocessor_config.json", &pre); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return synth.Config{}, err
 	}
@@ -246,32 +247,22 @@ func (c *hfConfig) synthConfig(dir string, vocab int) (synth.Config, error) {
 // qwen3Vision fills what a Qwen3-VL tower and decoder add, as llama.cpp's
 // converter derives it: the head width, the position table's side (image
 // size √positions · patch), the DeepStack taps, the text config's
-// rms_norm_eps as the tower's LayerNorm eps, Qwen3-VL's normalization.
+// rms_norm_eps as the tower's LayerNorm eps, Qwen3-VL's normalization
+// (preprocessor_config.json, when it has one, still decides).
 func qwen3Vision(cfg *synth.Config, t textConfig, v visionConfig) error {
 	cfg.LM.HeadDim = t.HeadDim
-	cfg.Vision.Width, cfg.Vision.FFN = v.Hidden, v.FFN
-	if v.OutHidden != 0 && v.OutHidden != t.Hidden {
-		return fmt.Errorf("convert: config.json: vision out_hidden_size %d differs from the LM's hidden size %d", v.OutHidden, t.Hidden)
-	}
-	n := cmpOrInt(v.Positions, 2304)
+	n := cmp.Or(v.Positions, 2304)
 	side := int(math.Round(math.Sqrt(float64(n))))
 	if side*side != n {
 		return fmt.Errorf("convert: config.json: num_position_embeddings %d is not a square", n)
 	}
 	cfg.Vision.PositionSide = side
-	cfg.Vision.ImageSize = side * cmpOrInt(v.PatchSize, 16)
+	cfg.Vision.ImageSize = side * cmp.Or(v.PatchSize, 16)
 	cfg.Vision.DeepStack = slices.Clone(v.DeepStack)
 	cfg.Vision.Eps = float32(t.RMSNormEps)
 	cfg.Vision.ImageMean = [3]float32{0.5, 0.5, 0.5}
 	cfg.Vision.ImageStd = [3]float32{0.5, 0.5, 0.5}
 	return nil
-}
-
-func cmpOrInt(a, b int) int {
-	if a != 0 {
-		return a
-	}
-	return b
 }
 
 func cmpOr(a, b string) string {

@@ -140,12 +140,11 @@ func infoOf(dir, layout string) layoutInfo {
 		return l
 	case synth.LayoutGME:
 		return layoutInfo{recipe: "gme", pooling: poolingLast}
-	case synth.LayoutQwen3VL, synth.LayoutQwen3VLReranker:
-		// llama.cpp writes no pooling type for the embedding model (vembed
-		// reads qwen3vl without one as last-token pooling) and the rank
-		// keys for the reranker, which its layout plans.
-		return layoutInfo{pooling: -1}
 	}
+	// Plain checkpoints, and Qwen3-VL's: llama.cpp writes no pooling type
+	// for Qwen3-VL-Embedding (vembed reads qwen3vl without one as
+	// last-token pooling), and the reranker's rank keys come with its
+	// layout.
 	return layoutInfo{pooling: -1}
 }
 

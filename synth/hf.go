@@ -379,7 +379,7 @@ func writeHFJSON(dir string, cfg Config, m hfModel, o HFOptions, v *Vocab) error
 		"image_token_id":          id("<|image_pad|>"),
 		"video_token_id":          id("<|video_pad|>"),
 		"rope_scaling":            map[string]any{"type": "mrope", "rope_type": "default", "mrope_section": lm.MRoPE[:3]},
-		"torch_dtype":             map[safetensors.DType]string{safetensors.BF16: "bfloat16", safetensors.F16: "float16", safetensors.F32: "float32"}[o.DType],
+		"torch_dtype":             torchDType(o.DType),
 	}
 	if cfg.Projector == ProjectorQwen3VL {
 		c = qwen3HFConfig(cfg, v, o, id)
@@ -480,6 +480,11 @@ func writeHFJSON(dir string, cfg Config, m hfModel, o HFOptions, v *Vocab) error
 	})
 }
 
+// torchDType is config.json's name of a weight dtype.
+func torchDType(d safetensors.DType) string {
+	return map[safetensors.DType]string{safetensors.BF16: "bfloat16", safetensors.F16: "float16", safetensors.F32: "float32"}[d]
+}
+
 // qwen3HFConfig is a Qwen3VLForConditionalGeneration config.json: the
 // decoder's sizes in text_config, the tower's in vision_config, tie at the
 // top level.
@@ -489,7 +494,7 @@ func qwen3HFConfig(cfg Config, v *Vocab, o HFOptions, id func(string) int) map[s
 	if o.Layout == LayoutQwen3VLReranker && !strings.Contains(strings.ToLower(name), "reranker") {
 		name = "qwen3-vl-reranker-" + name // what tells a reranker checkpoint
 	}
-	dtype := map[safetensors.DType]string{safetensors.BF16: "bfloat16", safetensors.F16: "float16", safetensors.F32: "float32"}[o.DType]
+	dtype := torchDType(o.DType)
 	return map[string]any{
 		"_name_or_path":         name,
 		"architectures":         []string{"Qwen3VLForConditionalGeneration"},

@@ -63,7 +63,9 @@ type Client struct {
 	calls atomic.Int64
 	fails atomic.Int64
 
-	stop      chan struct{}
+	// closing ends with Close: the probe loop and a probe in flight.
+	closing   context.Context
+	stop      context.CancelFunc
 	probing   sync.WaitGroup
 	closeOnce sync.Once
 }
@@ -113,7 +115,7 @@ func NewClient(opts ClientOptions) (*Client, error) {
 	tr.DialContext = (&net.Dialer{Timeout: time.Second, KeepAlive: 30 * time.Second}).DialContext
 	tr.MaxIdleConnsPerHost = 16
 	c.http = &http.Client{Transport: tr}
-	c.stop = make(chan struct{})
+	c.closing, c.stop = context.WithCancel(context.Background())
 	if opts.ProbeInterval == 0 {
 		c.opts.ProbeInterval = 2 * time.Second
 	}
@@ -127,7 +129,7 @@ func NewClient(opts ClientOptions) (*Client, error) {
 // Close stops the probes and releases idle connections.
 func (c *Client) Close() {
 	c.closeOnce.Do(func() {
-		close(c.stop)
+		c.stop()
 		c.probing.Wait()
 		c.http.CloseIdleConnections()
 		c.zenc.Close()
@@ -142,7 +144,7 @@ func (c *Client) probeLoop() {
 	defer t.Stop()
 	for {
 		select {
-		case <-c.stop:
+		case <-c.closing.Done():
 			return
 		case <-t.C:
 		}
@@ -161,15 +163,8 @@ func (c *Client) probeLoop() {
 // healthy reports whether the replica answers GET /health with 200
 // within a second.
 func (c *Client) healthy(ep *endpoint) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	ctx, cancel := context.WithTimeout(c.closing, time.Second)
 	defer cancel()
-	go func() {
-		select {
-		case <-c.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, ep.url+"/health", nil)
 	if err != nil {
 		return false

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"math"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -35,6 +36,11 @@ func TestBenchServe(t *testing.T) {
 		if r.Errors != 0 || r.Requests == 0 || r.ReqPerSec <= 0 {
 			t.Errorf("%s: %+v", r.Scenario, r)
 		}
+	}
+	// Q compares equal work: its two phases send queries of one length.
+	perReq := func(r serveFigure) float64 { return r.TokPerSec / r.ReqPerSec }
+	if a, b := perReq(by["Q sequential"]), perReq(by["Q 16 clients"]); math.Abs(a-b) > 2e-3*a {
+		t.Errorf("Q phases differ in tokens per query: %.4g vs %.4g", a, b)
 	}
 	if h := by["I-0"].CacheHits; h["encoder"] != 0 || h["embedding"] != 0 {
 		t.Errorf("I-0 hit a cache: %v", h)

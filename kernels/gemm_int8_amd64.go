@@ -47,7 +47,7 @@ func int8Tier(t impl) *impl {
 	t.tier = TierAVX2Int8
 	f32 := t.matMul
 	g := &i8Tier{kern: kernelI16AVX2, pack8: pack8I16AVX2, quant: quantizeRowU8AVX2, rows: i8RowsAVX2}
-	gu := &u8Tier{kern: kernelU8AVX2, pack8: pack8U8AVX2, quant: quantizeRowU8AVX2, rows: u8RowsAVX2}
+	gu := &u8Tier{kern: kernelU8AVX2, nib: kernelS8AVX2, pack8: pack8U8AVX2, quant: quantizeRowU8AVX2, rows: u8RowsAVX2}
 	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
 		minRows := int8Threshold(w.Type, int(int8MinRows.Load()))
 		switch {
@@ -69,7 +69,10 @@ func archIntKernels() (map[string]*i8Tier, map[string]*u8Tier) {
 		return nil, nil
 	}
 	return map[string]*i8Tier{"avx2": {kern: kernelI16AVX2, pack8: pack8I16AVX2, quant: quantizeRowU8AVX2, rows: i8RowsAVX2}},
-		map[string]*u8Tier{"avx2": {kern: kernelU8AVX2, pack8: pack8U8AVX2, quant: quantizeRowU8AVX2, rows: u8RowsAVX2}}
+		map[string]*u8Tier{
+			"avx2":    {kern: kernelU8AVX2, nib: kernelS8AVX2, pack8: pack8U8AVX2, quant: quantizeRowU8AVX2, rows: u8RowsAVX2},
+			"avx2-u8": {kern: kernelU8AVX2, pack8: pack8U8AVX2, quant: quantizeRowU8AVX2, rows: u8RowsAVX2},
+		}
 }
 
 //go:noescape

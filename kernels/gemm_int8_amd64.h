@@ -29,3 +29,93 @@
 	VFMADD231PS 96(R13), Y14, yb \
 	VMOVUPS ya, lo \
 	VMOVUPS yb, hi
+
+// The 6x16 kernels (kernelI16x6x16, kernelS8x6x16) keep row r's two
+// accumulators in Y(2r), Y(2r+1), their scratch tile at DI (row r at
+// 64r), the rows' (dx, dx·Σq) of the block at R11 (row r at 8r) and c's
+// first row at DX.
+
+// TILE6ZERO clears the scratch tile.
+#define TILE6ZERO \
+	VXORPS Y0, Y0, Y0 \
+	VMOVUPS Y0, 0(DI) \
+	VMOVUPS Y0, 32(DI) \
+	VMOVUPS Y0, 64(DI) \
+	VMOVUPS Y0, 96(DI) \
+	VMOVUPS Y0, 128(DI) \
+	VMOVUPS Y0, 160(DI) \
+	VMOVUPS Y0, 192(DI) \
+	VMOVUPS Y0, 224(DI) \
+	VMOVUPS Y0, 256(DI) \
+	VMOVUPS Y0, 288(DI) \
+	VMOVUPS Y0, 320(DI) \
+	VMOVUPS Y0, 352(DI)
+
+// EPI6 and EPIMIN6 are EPI and EPIMIN for the six rows.
+#define EPI6 \
+	EPI(Y0, Y1, 0(R11), 0(DI), 32(DI)) \
+	EPI(Y2, Y3, 8(R11), 64(DI), 96(DI)) \
+	EPI(Y4, Y5, 16(R11), 128(DI), 160(DI)) \
+	EPI(Y6, Y7, 24(R11), 192(DI), 224(DI)) \
+	EPI(Y8, Y9, 32(R11), 256(DI), 288(DI)) \
+	EPI(Y10, Y11, 40(R11), 320(DI), 352(DI))
+
+#define EPIMIN6 \
+	EPIMIN(Y0, Y1, 0(R11), 4(R11), 0(DI), 32(DI)) \
+	EPIMIN(Y2, Y3, 8(R11), 12(R11), 64(DI), 96(DI)) \
+	EPIMIN(Y4, Y5, 16(R11), 20(R11), 128(DI), 160(DI)) \
+	EPIMIN(Y6, Y7, 24(R11), 28(R11), 192(DI), 224(DI)) \
+	EPIMIN(Y8, Y9, 32(R11), 36(R11), 256(DI), 288(DI)) \
+	EPIMIN(Y10, Y11, 40(R11), 44(R11), 320(DI), 352(DI))
+
+// TILE6LOAD loads the tile into Y0..Y11 (reloaded: with no blocks they
+// were never set) and points SI at ldc in bytes, R12 at c's fourth row.
+#define TILE6LOAD(ldc) \
+	VMOVUPS 0(DI), Y0 \
+	VMOVUPS 32(DI), Y1 \
+	VMOVUPS 64(DI), Y2 \
+	VMOVUPS 96(DI), Y3 \
+	VMOVUPS 128(DI), Y4 \
+	VMOVUPS 160(DI), Y5 \
+	VMOVUPS 192(DI), Y6 \
+	VMOVUPS 224(DI), Y7 \
+	VMOVUPS 256(DI), Y8 \
+	VMOVUPS 288(DI), Y9 \
+	VMOVUPS 320(DI), Y10 \
+	VMOVUPS 352(DI), Y11 \
+	MOVQ ldc, SI \
+	SHLQ $2, SI \
+	LEAQ (DX)(SI*2), R12 \
+	ADDQ SI, R12
+
+// TILE6ADD adds c to the loaded tile.
+#define TILE6ADD \
+	VADDPS 0(DX), Y0, Y0 \
+	VADDPS 32(DX), Y1, Y1 \
+	VADDPS 0(DX)(SI*1), Y2, Y2 \
+	VADDPS 32(DX)(SI*1), Y3, Y3 \
+	VADDPS 0(DX)(SI*2), Y4, Y4 \
+	VADDPS 32(DX)(SI*2), Y5, Y5 \
+	VADDPS 0(R12), Y6, Y6 \
+	VADDPS 32(R12), Y7, Y7 \
+	VADDPS 0(R12)(SI*1), Y8, Y8 \
+	VADDPS 32(R12)(SI*1), Y9, Y9 \
+	VADDPS 0(R12)(SI*2), Y10, Y10 \
+	VADDPS 32(R12)(SI*2), Y11, Y11
+
+// TILE6WRITE writes the tile to c and moves DX six rows on.
+#define TILE6WRITE \
+	VMOVUPS Y0, 0(DX) \
+	VMOVUPS Y1, 32(DX) \
+	VMOVUPS Y2, 0(DX)(SI*1) \
+	VMOVUPS Y3, 32(DX)(SI*1) \
+	VMOVUPS Y4, 0(DX)(SI*2) \
+	VMOVUPS Y5, 32(DX)(SI*2) \
+	VMOVUPS Y6, 0(R12) \
+	VMOVUPS Y7, 32(R12) \
+	VMOVUPS Y8, 0(R12)(SI*1) \
+	VMOVUPS Y9, 32(R12)(SI*1) \
+	VMOVUPS Y10, 0(R12)(SI*2) \
+	VMOVUPS Y11, 32(R12)(SI*2) \
+	LEAQ (R12)(SI*2), DX \
+	ADDQ SI, DX

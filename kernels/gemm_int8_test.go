@@ -141,7 +141,10 @@ type intGEMM struct {
 // intGEMMs lists the integer paths and kernels this build can run.
 func intGEMMs() []intGEMM {
 	i8 := map[string]*i8Tier{"go": {kern: kernelI16Go, pack8: pack8I16Go, quant: quantizeRowU8}}
-	u8 := map[string]*u8Tier{"go": {kern: kernelU8Go, pack8: pack8U8Go, quant: quantizeRowU8}}
+	u8 := map[string]*u8Tier{
+		"go":     {kern: kernelU8Go, pack8: pack8U8Go, quant: quantizeRowU8},
+		"go-nib": {kern: kernelU8Go, nib: kernelS8Go, pack8: pack8U8Go, quant: quantizeRowU8},
+	}
 	ai8, au8 := archIntKernels()
 	for name, g := range ai8 {
 		i8[name] = g
@@ -518,6 +521,53 @@ func TestInt8Threshold(t *testing.T) {
 	for _, c := range cases {
 		if got := int8Threshold(c.typ, c.minRows); got != c.want {
 			t.Errorf("int8Threshold(%s, %d) = %d, want %d", c.typ, c.minRows, got, c.want)
+		}
+	}
+}
+
+// TestNibKernelMatchesU8 checks that the nibble kernels (6-row groups,
+// signed activations, whole blocks summed in int16) give every output bit
+// for bit as the 3-row u8 kernel: both sum exactly and share the float
+// epilogue, so any difference is a wrong sum. Row counts cover every tail
+// of both group sizes; k several slices of the panel depth.
+func TestNibKernelMatchesU8(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	tiers := map[string]*u8Tier{"go": {kern: kernelU8Go, nib: kernelS8Go, pack8: pack8U8Go, quant: quantizeRowU8}}
+	_, au8 := archIntKernels()
+	for name, g := range au8 {
+		if g.nib != nil {
+			tiers[name] = g
+		}
+	}
+	for name, g := range tiers {
+		plain := *g
+		plain.nib = nil
+		for typ, dec := range u8Decoders {
+			if !dec.nibbles {
+				continue
+			}
+			for _, k := range []int{256, 768} {
+				for _, n := range []int{17, 40} {
+					w := randMatrix(t, typ, n, k, rng)
+					for _, m := range []int{1, 2, 3, 5, 6, 7, 11, 12, 13, 19} {
+						x := randVec(m*k, rng)
+						if m > 2 {
+							// A row of extremes: every |q| reaches 127.
+							for i := range k {
+								x[2*k+i] = float32(1 - 2*(i%2))
+							}
+						}
+						want, got := make([]float32, m*n), make([]float32, m*n)
+						gemmU8(want, x, m, w, nil, &plain)
+						gemmU8(got, x, m, w, nil, g)
+						for i := range got {
+							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+								t.Fatalf("%s %s k%d n%d m%d: dst[%d][%d] = %v, the u8 kernel gives %v", name, typ, k, n, m, i/n, i%n, got[i], want[i])
+							}
+						}
+					}
+				}
+			}
 		}
 	}
 }

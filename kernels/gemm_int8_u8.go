@@ -30,6 +30,8 @@ const (
 	u8Panel = i8Block * gemmNR // weight bytes per block of a panel
 
 	u8FlagSteps4 = 4 // kernel flag: sum four k steps in int16
+
+	s8Rows = 6 // rows per call of the nibble kernel (u8Tier.nib)
 )
 
 // u8Kernel computes, for ng row groups, the u8Rows×gemmNR tiles
@@ -48,6 +50,9 @@ type u8Decoder struct {
 	// unit is set when every multiplier is 1 (the types without
 	// sub-block scales), so the panel's multipliers are written once.
 	unit bool
+	// nibbles is set when the values are 0..15 and unit is set: the
+	// nibble kernel (u8Tier.nib) takes them as the unsigned operand.
+	nibbles bool
 	// row decodes n values of one weight row at src into q (|q| ≤ 32) and,
 	// per 32-value block b, fd[b*fs], fm[b*fs] (when hasMin), the int16
 	// multipliers of its two halves, mul[2b], mul[2b+1] (not written when
@@ -58,14 +63,14 @@ type u8Decoder struct {
 
 // u8Decoders lists the weight types of the u8 path.
 var u8Decoders = map[gguf.Type]u8Decoder{
-	gguf.TypeQ4_K: {256, 144, true, true, true, u8RowQ4K},
-	gguf.TypeQ5_K: {256, 176, true, false, true, u8RowQ5K},
-	gguf.TypeQ6_K: {256, 210, false, false, false, u8RowQ6K},
-	gguf.TypeQ3_K: {256, 110, false, true, false, u8RowQ3K},
-	gguf.TypeQ4_0: {32, 18, false, true, true, u8RowQ4_0},
-	gguf.TypeQ4_1: {32, 20, true, true, true, u8RowQ4_1},
-	gguf.TypeQ5_0: {32, 22, false, false, true, u8RowQ5_0},
-	gguf.TypeQ5_1: {32, 24, true, false, true, u8RowQ5_1},
+	gguf.TypeQ4_K: {256, 144, true, true, true, true, u8RowQ4K},
+	gguf.TypeQ5_K: {256, 176, true, false, true, false, u8RowQ5K},
+	gguf.TypeQ6_K: {256, 210, false, false, false, false, u8RowQ6K},
+	gguf.TypeQ3_K: {256, 110, false, true, false, false, u8RowQ3K},
+	gguf.TypeQ4_0: {32, 18, false, true, true, false, u8RowQ4_0},
+	gguf.TypeQ4_1: {32, 20, true, true, true, true, u8RowQ4_1},
+	gguf.TypeQ5_0: {32, 22, false, false, true, false, u8RowQ5_0},
+	gguf.TypeQ5_1: {32, 24, true, false, true, false, u8RowQ5_1},
 }
 
 func u8RowKMin(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32, size int, five bool) {
@@ -296,6 +301,12 @@ func bytesOf(q []int8) []byte {
 // u8Tier is what a tier plugs into the u8 path.
 type u8Tier struct {
 	kern u8Kernel
+	// nib, optional, is the kernel of the nibbles decoders: s8Rows rows
+	// per group, activations as signed bytes q, weights as the unsigned
+	// operand of VPMADDUBSW, a whole block summed in int16 (at most
+	// 8·2·15·127 < 2¹⁵), aux not read. Its sums, hence its results, equal
+	// kern's.
+	nib u8Kernel
 	// pack8 moves the 4-byte groups of eight decoded rows (kc bytes
 	// each, kc apart) into columns 0..7 of a panel: group p of row r to
 	// dst[(p*gemmNR+r)*4:].
@@ -317,25 +328,34 @@ func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 	if m <= 0 || n <= 0 {
 		return
 	}
+	rows, kern, signed := u8Rows, g.kern, false
+	if dec.nibbles && g.nib != nil {
+		rows, kern, signed = s8Rows, g.nib, true
+	}
 	nbRow := k / i8Block
-	groups := (m + u8Rows - 1) / u8Rows
-	xap, dsp := byteScratch.get(groups*u8Rows*k), getScratch(groups*u8Rows*2*nbRow)
+	groups := (m + rows - 1) / rows
+	xap, dsp := byteScratch.get(groups*rows*k), getScratch(groups*rows*2*nbRow)
 	defer byteScratch.put(xap)
 	defer putScratch(dsp)
 	xa, ds := *xap, *dsp
 	// Activations of a group of rows, interleaved by 4-byte groups in the
 	// order the kernel broadcasts them; rows past m are zero (q = 0 is
-	// the byte 128).
-	quantizeGroups(x, m, k, u8Rows, ds, g.quant, func(gi, r int, q []uint8) {
-		xg := xa[gi*u8Rows*k : (gi+1)*u8Rows*k]
+	// the byte 128, or 0 signed). q+128 becomes the signed byte q by
+	// flipping its top bit.
+	var flip uint32
+	if signed {
+		flip = 0x80808080
+	}
+	quantizeGroups(x, m, k, rows, ds, g.quant, func(gi, r int, q []uint8) {
+		xg := xa[gi*rows*k : (gi+1)*rows*k]
 		for p := 0; p < k/4; p++ {
-			o := (p*u8Rows + r) * 4
-			binary.LittleEndian.PutUint32(xg[o:], binary.LittleEndian.Uint32(q[4*p:]))
+			o := (p*rows + r) * 4
+			binary.LittleEndian.PutUint32(xg[o:], binary.LittleEndian.Uint32(q[4*p:])^flip)
 		}
 	})
 
 	rowBytes := w.RowBytes()
-	mc, mBlocks, nBlocks := int8Blocking(m, n, u8Rows)
+	mc, mBlocks, nBlocks := int8Blocking(m, n, rows)
 	flagMin := 0
 	if dec.hasMin {
 		flagMin = i8FlagMin
@@ -359,12 +379,12 @@ func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 		aux := int32s((*ap)[:2*na])
 		mul := (*ap)[2*na : 2*na+2*kb]
 		sum := int32s((*ap)[2*na+2*kb : 2*na+2*kb+4*kb])
-		nf := panels * kb * i8PanelF
-		fp := getScratch(nf + 2*u8Rows*gemmNR)
+		nf, nt := panels*kb*i8PanelF, rows*gemmNR
+		fp := getScratch(nf + 2*nt)
 		defer putScratch(fp)
-		fac, tile, edge := (*fp)[:nf], (*fp)[nf:nf+u8Rows*gemmNR], (*fp)[nf+u8Rows*gemmNR:nf+2*u8Rows*gemmNR]
+		fac, tile, edge := (*fp)[:nf], (*fp)[nf:nf+nt], (*fp)[nf+nt:nf+2*nt]
 
-		if dec.unit {
+		if dec.unit && !signed {
 			u8AuxUnit(aux, panels*kb)
 		}
 		for k0 := 0; k0 < k; k0 += gemmKC {
@@ -390,9 +410,11 @@ func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 							fs[b*i8PanelF+r], fs[b*i8PanelF+gemmNR+r] = 0, 0
 						}
 					}
-					if dec.unit {
+					switch {
+					case signed:
+					case dec.unit:
 						u8AuxSums(sum, nb, as, r)
-					} else {
+					default:
 						u8AuxCol(mul, sum, nb, as, r)
 					}
 				}
@@ -409,11 +431,11 @@ func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 				pp := pan[p*nb*u8Panel : (p+1)*nb*u8Panel]
 				fs := fac[p*nb*i8PanelF : (p+1)*nb*i8PanelF]
 				as8 := aux[p*nb*u8Aux : (p+1)*nb*u8Aux]
-				as, dss := u8Rows*k, u8Rows*2*nbRow
-				tileRows(dst[n0+j0:], n, m0, m1, u8Rows, nr, k0 > 0, edge, func(groups, i0 int, out []float32, ldo int) {
-					a := xa[i0*k+k0*u8Rows:]
-					dsa := ds[(i0*nbRow+k0/i8Block*u8Rows)*2:]
-					g.kern(groups, nb, a, as, dsa, dss, pp, as8, fs, tile, out, ldo, flags)
+				as, dss := rows*k, rows*2*nbRow
+				tileRows(dst[n0+j0:], n, m0, m1, rows, nr, k0 > 0, edge, func(groups, i0 int, out []float32, ldo int) {
+					a := xa[i0*k+k0*rows:]
+					dsa := ds[(i0*nbRow+k0/i8Block*rows)*2:]
+					kern(groups, nb, a, as, dsa, dss, pp, as8, fs, tile, out, ldo, flags)
 				})
 			}
 		}
@@ -435,30 +457,51 @@ func pack8U8Go(src []int8, kc int, dst []int8) {
 // the +128 detour, which cancels exactly) and epilogue as the assembly.
 func kernelU8Go(ng, nb int, a []uint8, as int, ds []float32, dss int, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int) {
 	for g := 0; g < ng; g++ {
-		kernelU8Group(nb, a[g*as:], ds[g*dss:], b, aux, f, t, c[g*u8Rows*ldc:], ldc, flags)
+		xa := a[g*as:]
+		intTile(u8Rows, nb, ds[g*dss:], f, t, c[g*u8Rows*ldc:], ldc, flags, func(bb, r, col int) int32 {
+			pb, ab := b[bb*u8Panel:(bb+1)*u8Panel], aux[bb*u8Aux:(bb+1)*u8Aux]
+			xb := xa[bb*i8Block*u8Rows : (bb+1)*i8Block*u8Rows]
+			s := ab[col]
+			for kk := 0; kk < i8Block; kk++ {
+				mq := int32(int16(ab[gemmNR*(1+kk/16)+col]))
+				xv := int32(xb[(kk/4*u8Rows+r)*4+kk%4])
+				s += mq * int32(pb[(kk/4*gemmNR+col)*4+kk%4]) * xv
+			}
+			return s
+		})
 	}
 }
 
-// kernelU8Group is kernelU8Go for one row group.
-func kernelU8Group(nb int, a []uint8, ds []float32, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int) {
-	t = t[:u8Rows*gemmNR]
+// kernelS8Go is the portable nib kernel (u8Tier.nib): activations are the
+// signed bytes q, aux is not read.
+func kernelS8Go(ng, nb int, a []uint8, as int, ds []float32, dss int, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int) {
+	for g := 0; g < ng; g++ {
+		xa := a[g*as:]
+		intTile(s8Rows, nb, ds[g*dss:], f, t, c[g*s8Rows*ldc:], ldc, flags, func(bb, r, col int) int32 {
+			pb := b[bb*u8Panel : (bb+1)*u8Panel]
+			xb := xa[bb*i8Block*s8Rows : (bb+1)*i8Block*s8Rows]
+			var s int32
+			for kk := 0; kk < i8Block; kk++ {
+				s += int32(pb[(kk/4*gemmNR+col)*4+kk%4]) * int32(int8(xb[(kk/4*s8Rows+r)*4+kk%4]))
+			}
+			return s
+		})
+	}
+}
+
+// intTile is the epilogue of the portable kernels for one group of rows
+// rows: per block bb, row r and column col, the exact integer sum
+// dot(bb, r, col) scaled as the assembly does (t the scratch tile).
+func intTile(rows, nb int, ds, f, t, c []float32, ldc, flags int, dot func(bb, r, col int) int32) {
+	t = t[:rows*gemmNR]
 	clear(t)
 	for bb := 0; bb < nb; bb++ {
-		pb := b[bb*u8Panel : (bb+1)*u8Panel]
-		ab := aux[bb*u8Aux : (bb+1)*u8Aux]
 		fb := f[bb*i8PanelF : (bb+1)*i8PanelF]
-		xb := a[bb*i8Block*u8Rows : (bb+1)*i8Block*u8Rows]
-		for r := 0; r < u8Rows; r++ {
-			dx, dxs := ds[(bb*u8Rows+r)*2], ds[(bb*u8Rows+r)*2+1]
+		for r := 0; r < rows; r++ {
+			dx, dxs := ds[(bb*rows+r)*2], ds[(bb*rows+r)*2+1]
 			tr := t[r*gemmNR : (r+1)*gemmNR]
 			for col := range tr {
-				s := ab[col]
-				for kk := 0; kk < i8Block; kk++ {
-					mq := int32(int16(ab[gemmNR*(1+kk/16)+col]))
-					xv := int32(xb[(kk/4*u8Rows+r)*4+kk%4])
-					s += mq * int32(pb[(kk/4*gemmNR+col)*4+kk%4]) * xv
-				}
-				v := fma32(float32(s), dx*fb[col], tr[col])
+				v := fma32(float32(dot(bb, r, col)), dx*fb[col], tr[col])
 				if flags&i8FlagMin != 0 {
 					v = fma32(fb[gemmNR+col], dxs, v)
 				}
@@ -466,7 +509,7 @@ func kernelU8Group(nb int, a []uint8, ds []float32, b []int8, aux []int32, f []f
 			}
 		}
 	}
-	for r := 0; r < u8Rows; r++ {
+	for r := 0; r < rows; r++ {
 		cr, tr := c[r*ldc:r*ldc+gemmNR], t[r*gemmNR:(r+1)*gemmNR]
 		if flags&i8FlagAcc != 0 {
 			for j, v := range tr {

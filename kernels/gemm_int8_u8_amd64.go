@@ -29,6 +29,28 @@ func kernelU8AVX2(ng, nb int, a []uint8, as int, ds []float32, dss int, b []int8
 	kernelU8x3x16(ng, nb, &a[0], as, &ds[0], dss, &b[0], &aux[0], &f[0], &t[0], &c[0], ldc, flags)
 }
 
+//go:noescape
+func kernelS8x6x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, f *float32, t *float32, c *float32, ldc int, flags int)
+
+// kernelS8AVX2 is the assembly nib kernel; the checks keep every access
+// of the assembly inside the slices.
+func kernelS8AVX2(ng, nb int, a []uint8, as int, ds []float32, dss int, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int) {
+	if ng <= 0 {
+		return
+	}
+	if nb <= 0 {
+		kernelS8Go(ng, 0, a, as, ds, dss, b, aux, f, t, c, ldc, flags)
+		return
+	}
+	_ = a[(ng-1)*as+nb*i8Block*s8Rows-1]
+	_ = ds[(ng-1)*dss+nb*s8Rows*2-1]
+	_ = b[nb*u8Panel-1]
+	_ = f[nb*i8PanelF-1]
+	_ = t[s8Rows*gemmNR-1]
+	_ = c[((ng-1)*s8Rows+s8Rows-1)*ldc+gemmNR-1]
+	kernelS8x6x16(ng, nb, &a[0], as, &ds[0], dss, &b[0], &f[0], &t[0], &c[0], ldc, flags)
+}
+
 // pack8U8AVX2 is pack8U8Go by the float32 panel packer: a group of four
 // bytes is moved as one 32-bit value.
 func pack8U8AVX2(src []int8, kc int, dst []int8) {

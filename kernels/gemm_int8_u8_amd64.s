@@ -186,7 +186,7 @@ write:
 	VMOVUPS Y4, 0(DX)(SI*2)
 	VMOVUPS Y5, 32(DX)(SI*2)
 
-	// Next group: activations, scales and three rows of c further.
+	// Next group: activations and scales; TILE6WRITE moved c on.and three rows of c further.
 	ADDQ as+24(FP), R9
 	MOVQ dss+40(FP), CX
 	LEAQ (R10)(CX*4), R10
@@ -628,5 +628,132 @@ q3sb:
 	JNZ  q3sb
 
 q3done:
+	VZEROUPPER
+	RET
+
+// The nibble kernel of the avx2-int8 tier (u8Tier.nib): a 6x16 tile for
+// weights 0..15, which are VPMADDUBSW's unsigned operand, with the
+// activations q as its signed one. A pair's sum is at most 2·15·127, so
+// the int16 sums (Y0..Y11, row r in Y(2r), Y(2r+1)) hold a whole 32-value
+// block, eight k steps, exactly; one VPMADDWD by ones per block widens
+// them. Against kernelU8x3x16 that is half the multiplier instructions
+// after the products, and twice the rows per weight load.
+
+// The first k step of a block writes the int16 sums.
+#define SROW0(aoff, ya, yb) \
+	VPBROADCASTD aoff(AX), Y14 \
+	VPMADDUBSW Y14, Y12, ya \
+	VPMADDUBSW Y14, Y13, yb
+
+#define SFIRST(aoff, boff) \
+	VMOVDQU boff(BX), Y12 \
+	VMOVDQU boff+32(BX), Y13 \
+	SROW0(aoff, Y0, Y1) \
+	SROW0(aoff+4, Y2, Y3) \
+	SROW0(aoff+8, Y4, Y5) \
+	SROW0(aoff+12, Y6, Y7) \
+	SROW0(aoff+16, Y8, Y9) \
+	SROW0(aoff+20, Y10, Y11)
+
+#define SROW(aoff, ya, yb) \
+	VPBROADCASTD aoff(AX), Y14 \
+	VPMADDUBSW Y14, Y12, Y15 \
+	VPADDW Y15, ya, ya \
+	VPMADDUBSW Y14, Y13, Y15 \
+	VPADDW Y15, yb, yb
+
+#define SNEXT(aoff, boff) \
+	VMOVDQU boff(BX), Y12 \
+	VMOVDQU boff+32(BX), Y13 \
+	SROW(aoff, Y0, Y1) \
+	SROW(aoff+4, Y2, Y3) \
+	SROW(aoff+8, Y4, Y5) \
+	SROW(aoff+12, Y6, Y7) \
+	SROW(aoff+16, Y8, Y9) \
+	SROW(aoff+20, Y10, Y11)
+
+// End of a block for row r: int16 sums to int32 (Y15 holds ones), then
+// the float epilogue of kernelU8x3x16.
+#define SWIDEN(ya, yb) \
+	VPMADDWD Y15, ya, ya \
+	VPMADDWD Y15, yb, yb
+
+// func kernelS8x6x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, f *float32, t *float32, c *float32, ldc int, flags int)
+//
+// Layouts as kernelU8x3x16 with six rows: a group's activations are 24
+// bytes per four k (row r at 4r), its scales (dx, dx·Σq) 48 bytes per
+// block (row r at 8r), its tile t 96 floats. flags bit 0: add into c;
+// bit 1: apply fm.
+TEXT ·kernelS8x6x16(SB), NOSPLIT, $0-96
+	MOVQ a+16(FP), R9
+	MOVQ ds+32(FP), R10
+	MOVQ c+72(FP), DX
+	MOVQ t+64(FP), DI
+	MOVQ ng+0(FP), R8
+	TESTQ R8, R8
+	JZ   sdone
+
+sgroup:
+	MOVQ R9, AX
+	MOVQ R10, R11
+	MOVQ b+48(FP), BX
+	MOVQ f+56(FP), R13
+	MOVQ nb+8(FP), CX
+
+	TILE6ZERO
+	TESTQ CX, CX
+	JZ   sstore
+
+sblock:
+	SFIRST(0, 0)
+	SNEXT(24, 64)
+	SNEXT(48, 128)
+	SNEXT(72, 192)
+	SNEXT(96, 256)
+	SNEXT(120, 320)
+	SNEXT(144, 384)
+	SNEXT(168, 448)
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW $15, Y15, Y15
+	SWIDEN(Y0, Y1)
+	SWIDEN(Y2, Y3)
+	SWIDEN(Y4, Y5)
+	SWIDEN(Y6, Y7)
+	SWIDEN(Y8, Y9)
+	SWIDEN(Y10, Y11)
+	ADDQ $192, AX
+	ADDQ $512, BX
+
+	TESTQ $2, flags+88(FP)
+	JNZ  swithmin
+	EPI6
+	JMP  snext
+
+swithmin:
+	EPIMIN6
+
+snext:
+	ADDQ $48, R11
+	ADDQ $128, R13
+	DECQ CX
+	JNZ  sblock
+
+sstore:
+	TILE6LOAD(ldc+80(FP))
+	TESTQ $1, flags+88(FP)
+	JZ   swrite
+	TILE6ADD
+
+swrite:
+	TILE6WRITE
+
+	// Next group: activations and scales; TILE6WRITE moved c on.
+	ADDQ as+24(FP), R9
+	MOVQ dss+40(FP), CX
+	LEAQ (R10)(CX*4), R10
+	DECQ R8
+	JNZ  sgroup
+
+sdone:
 	VZEROUPPER
 	RET

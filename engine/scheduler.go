@@ -219,17 +219,23 @@ func (s *scheduler) loop() {
 
 // gather keeps admitting requests for a short while after an idle
 // engine gets one: clients that send at the same moment then share the
-// first step instead of waiting behind it.
+// first step instead of waiting behind it. The window closes d after the
+// latest arrival, so a burst still arriving is gathered whole, but at
+// most gatherCap after the first: a burst split over two passes pays the
+// fixed part of a pass (decoding every weight) twice, so waiting up to a
+// tenth of it costs less than it saves.
 func (s *scheduler) gather(d time.Duration) {
 	if d <= 0 {
 		return
 	}
+	end := time.Now().Add(max(d, s.gatherCap()))
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
 		select {
 		case r := <-s.submit:
 			s.admit(r)
+			t.Reset(min(d, time.Until(end)))
 		case f := <-s.ctrl:
 			f()
 		case <-t.C:
@@ -238,6 +244,12 @@ func (s *scheduler) gather(d time.Duration) {
 			return
 		}
 	}
+}
+
+// gatherCap is the longest gather window: a tenth of the measured fixed
+// part of a language-model pass.
+func (s *scheduler) gatherCap() time.Duration {
+	return time.Duration(s.lm.fixed / 10 * float64(time.Second))
 }
 
 // admit adds a request: every image of its sequences is attached to an

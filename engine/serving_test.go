@@ -449,3 +449,60 @@ func TestStepBudgetFloor(t *testing.T) {
 		}
 	}
 }
+
+// TestGatherWindow: an idle engine's first step gathers a burst still
+// arriving (the window runs from the latest arrival), but not for longer
+// than a tenth of a pass's fixed part.
+func TestGatherWindow(t *testing.T) {
+	// send submits a request every gap until stop is closed and says how
+	// many it sent.
+	send := func(s *scheduler, n int, gap time.Duration, stop chan struct{}) <-chan int {
+		sent := make(chan int, 1)
+		go func() {
+			i := 0
+			for ; i < n; i++ {
+				select {
+				case s.submit <- &request{}:
+				case <-stop:
+					sent <- i
+					return
+				}
+				time.Sleep(gap)
+			}
+			sent <- i
+		}()
+		return sent
+	}
+
+	// A burst of 12 requests 10ms apart, a 60ms window, a 1s cap: all
+	// twelve share the first step although the burst lasts 110ms.
+	// A scheduler without its loop: the test plays the loop's part.
+	idle := func() *scheduler {
+		return &scheduler{e: &Engine{}, submit: make(chan *request), stop: make(chan struct{}), leaders: map[Key]*seqJob{}}
+	}
+	s := idle()
+	s.lm.fixed = 10
+	stop := make(chan struct{})
+	sent := send(s, 12, 10*time.Millisecond, stop)
+	s.admit(<-s.submit)
+	s.gather(60 * time.Millisecond)
+	close(stop)
+	if n := <-sent; len(s.reqs) != 12 || n != 12 {
+		t.Errorf("gathered %d of a burst of %d", len(s.reqs), n)
+	}
+
+	// An endless stream: the window closes at the cap (100ms).
+	s = idle()
+	s.lm.fixed = 1
+	stop = make(chan struct{})
+	sent = send(s, 1<<20, 5*time.Millisecond, stop)
+	s.admit(<-s.submit)
+	t0 := time.Now()
+	s.gather(60 * time.Millisecond)
+	took := time.Since(t0)
+	close(stop)
+	<-sent
+	if took > time.Second {
+		t.Errorf("gathering a stream took %v, want about the 100ms cap", took)
+	}
+}

@@ -20,7 +20,7 @@ import (
 // checks that the cache levels hit where each scenario says they must.
 func TestBenchServe(t *testing.T) {
 	var out, errw bytes.Buffer
-	if err := runBenchServe([]string{"--scenarios", "Q,I-0,I-50,I-50-text,repeat", "--requests", "8", "--clients", "1", "--image-sizes", "56,84", "--json"}, &out, &errw); err != nil {
+	if err := runBenchServe([]string{"--scenarios", "Q,I-0,I-50,I-50-text,repeat", "--requests", "8", "--clients", "1", "--image-sizes", "56,84", "--q-rounds", "3", "--json"}, &out, &errw); err != nil {
 		t.Fatalf("%v\n%s", err, errw.String())
 	}
 	var rep struct {
@@ -36,6 +36,9 @@ func TestBenchServe(t *testing.T) {
 		if r.Errors != 0 || r.Requests == 0 || r.ReqPerSec <= 0 {
 			t.Errorf("%s: %+v", r.Scenario, r)
 		}
+	}
+	if n := by["Q 16 clients"].Note; !strings.Contains(n, "median of 3 rounds") {
+		t.Errorf("Q with --q-rounds 3: note %q", n)
 	}
 	// Q compares equal work: its two phases send queries of one length.
 	perReq := func(r serveFigure) float64 { return r.TokPerSec / r.ReqPerSec }

@@ -67,7 +67,7 @@ func BenchmarkI8Kernel(b *testing.B) {
 	const kc, rows = gemmKC, 384
 	nb := kc / i8Block
 	f := make([]float32, nb*i8PanelF)
-	tile := make([]float32, i8Rows*gemmNR)
+	tile := make([]float32, max(i8Rows, s8Rows)*gemmNR)
 	c := make([]float32, rows*gemmNR)
 	macs := float64(rows * gemmNR * kc)
 	report := func(b *testing.B) {
@@ -93,6 +93,12 @@ func BenchmarkI8Kernel(b *testing.B) {
 			report(b)
 		})
 	}
+	b.Run("s8", func(b *testing.B) {
+		for b.Loop() {
+			kernelS8AVX2(rows/s8Rows, nb, a8, s8Rows*kc, ds, s8Rows*2*nb, p8, aux, f, tile, c, gemmNR, i8FlagAcc|i8FlagMin)
+		}
+		report(b)
+	})
 	a32 := make([]float32, rows*kc)
 	p32 := make([]float32, kc*gemmNR)
 	b.Run("f32", func(b *testing.B) {

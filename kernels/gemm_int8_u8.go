@@ -23,6 +23,14 @@ import (
 // Saturation: a group's int16 sum is at most steps·2·255·max|w| < 2¹⁵
 // (steps 4 for |w| ≤ 16, else 2 for |w| ≤ 32); the int32 block sums stay
 // below 32·127·32·128 < 2²⁴, exact in float32.
+//
+// The types whose values are the nibbles 0..15 with multiplier 1 (Q4_K,
+// Q4_1) go to the nibble kernel when the tier has one (kernelS8x6x16): the
+// weights become VPMADDUBSW's unsigned operand and the activations the
+// signed bytes q, so a pair's sum is at most 2·15·127 and a whole block
+// of eight k steps sums in int16 with no +128 to undo; six rows per call
+// load each weight vector for twice the rows. The integer block sums are
+// the same, and so, through the same epilogue, is every result.
 
 const (
 	u8Rows  = 3                // rows per microkernel call
@@ -34,10 +42,11 @@ const (
 	s8Rows = 6 // rows per call of the nibble kernel (u8Tier.nib)
 )
 
-// u8Kernel computes, for ng row groups, the u8Rows×gemmNR tiles
-// c (+)= a·bᵀ over nb blocks: group g's activations start at a[g*as], its
-// scales at ds[g*dss], its output at c[g*u8Rows*ldc]; see kernelU8x3x16
-// for the layouts. flags as for i8Kernel, and u8FlagSteps4.
+// u8Kernel computes, for ng row groups, the rows×gemmNR tiles c (+)= a·bᵀ
+// over nb blocks, rows being u8Rows (s8Rows for a nibble kernel): group
+// g's activations start at a[g*as], its scales at ds[g*dss], its output at
+// c[g*rows*ldc]; see kernelU8x3x16 for the layouts. flags as for
+// i8Kernel, and u8FlagSteps4.
 type u8Kernel func(ng, nb int, a []uint8, as int, ds []float32, dss int, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int)
 
 // u8Decoder turns stored weights into the signed bytes of the u8 path.
@@ -411,7 +420,7 @@ func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 						}
 					}
 					switch {
-					case signed:
+					case signed: // the nibble kernel reads no aux
 					case dec.unit:
 						u8AuxSums(sum, nb, as, r)
 					default:

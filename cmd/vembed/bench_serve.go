@@ -74,7 +74,10 @@ type serveFigure struct {
 	// their shared cache: lookups one replica's memory missed that
 	// another replica's work answered.
 	CrossReplica float64 `json:"cross_replica_hit_ratio,omitempty"`
-	Errors       int     `json:"errors,omitempty"`
+	// Steps is, in-process, the scheduler steps the scenario took (each
+	// at most one language-model pass).
+	Steps  int64 `json:"steps,omitempty"`
+	Errors int   `json:"errors,omitempty"`
 }
 
 func runBenchServe(args []string, stdout, stderr io.Writer) error {
@@ -117,13 +120,17 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 	}
 	if !*asJSON {
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "scenario\treq\treq/s\ttok/s\tp50 s\tp95 s\tp99 s\tratio\tcache hits\tnote")
+		fmt.Fprintln(tw, "scenario\treq\treq/s\ttok/s\tp50 s\tp95 s\tp99 s\tsteps\tratio\tcache hits\tnote")
 		for _, r := range b.rows {
 			var hits []string
 			for _, name := range slices.Sorted(mapsKeys(r.CacheHits)) {
 				hits = append(hits, fmt.Sprintf("%s %.0f%%", name, 100*r.CacheHits[name]))
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%.3g\t%.4g\t%.3g\t%.3g\t%.3g\t%.3g\t%s\t%s\n", r.Scenario, r.Requests, r.ReqPerSec, r.TokPerSec, r.P50, r.P95, r.P99, r.Ratio, strings.Join(hits, ", "), r.Note)
+			steps := "-"
+			if r.Steps > 0 {
+				steps = strconv.FormatInt(r.Steps, 10)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%.3g\t%.4g\t%.3g\t%.3g\t%.3g\t%s\t%.3g\t%s\t%s\n", r.Scenario, r.Requests, r.ReqPerSec, r.TokPerSec, r.P50, r.P95, r.P99, steps, r.Ratio, strings.Join(hits, ", "), r.Note)
 		}
 		tw.Flush()
 	}
@@ -225,6 +232,10 @@ func (b *serveBench) call(ctx context.Context, i int, body map[string]any) (int,
 // returns the figure of the run.
 func (b *serveBench) load(name string, clients int, bodies []map[string]any) (serveFigure, error) {
 	before := b.cacheCounts()
+	var steps0 int64
+	if b.eng != nil {
+		steps0 = b.eng.Stats().Steps
+	}
 	lat := make([]float64, len(bodies))
 	var next, tokens, done, failed atomic.Int64
 	var firstErr atomic.Value
@@ -262,6 +273,9 @@ func (b *serveBench) load(name string, clients int, bodies []map[string]any) (se
 		TokPerSec: round4(float64(tokens.Load()) / secs), Errors: int(failed.Load())}
 	f.P50, f.P95, f.P99 = percentile(lat, 50), percentile(lat, 95), percentile(lat, 99)
 	f.CacheHits = b.hitRatios(before)
+	if b.eng != nil {
+		f.Steps = b.eng.Stats().Steps - steps0
+	}
 	if len(b.urls) > 1 {
 		f.CrossReplica = f.CacheHits["shared"]
 	}

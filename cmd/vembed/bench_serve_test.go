@@ -40,6 +40,12 @@ func TestBenchServe(t *testing.T) {
 	if n := by["Q 16 clients"].Note; !strings.Contains(n, "median of 3 rounds") {
 		t.Errorf("Q with --q-rounds 3: note %q", n)
 	}
+	// The sequential queries take a step each; the 16 simultaneous ones
+	// share one (the engine's gather window), or a few on a loaded
+	// machine whose clients arrive more than the window apart.
+	if q1, q16 := by["Q sequential"].Steps, by["Q 16 clients"].Steps; q1 != 16 || q16 < 1 || q16 > 4 {
+		t.Errorf("Q took %d steps one at a time and %d at once, want 16 and about 1", q1, q16)
+	}
 	// Q compares equal work: its two phases send queries of one length.
 	perReq := func(r serveFigure) float64 { return r.TokPerSec / r.ReqPerSec }
 	if a, b := perReq(by["Q sequential"]), perReq(by["Q 16 clients"]); math.Abs(a-b) > 2e-3*a {

@@ -33,8 +33,9 @@ import (
 // tokens/s, latency percentiles and, in-process, the hit ratio of every
 // cache.
 //
-//	Q         16 clients each send one short query at once, against the
-//	          same queries sent one at a time (the batching gain)
+//	Q         16 clients each send one short query at once, against 16
+//	          other queries of the same length sent one at a time (the
+//	          batching gain; --q-rounds repeats both, median reported)
 //	T         texts: queries and passages from --clients clients
 //	I-0       distinct images (mixed sizes), one per request
 //	I-50      the same, every second request repeating an earlier image

@@ -35,6 +35,25 @@
 // 64r), the rows' (dx, dx·Σq) of the block at R11 (row r at 8r) and c's
 // first row at DX.
 
+// KERN6ARGS loads what every group starts from: both 6x16 kernels take
+// (ng, nb, a, as, ds, dss, b, f, t, c, ldc, flags) at the same offsets.
+#define KERN6ARGS \
+	MOVQ a+16(FP), R9 \
+	MOVQ ds+32(FP), R10 \
+	MOVQ c+72(FP), DX \
+	MOVQ t+64(FP), DI \
+	MOVQ ng+0(FP), R8
+
+// KERN6GROUP starts a group: its activations and scales, the panel and
+// its factors, the block count in CX, a cleared tile.
+#define KERN6GROUP \
+	MOVQ R9, AX \
+	MOVQ R10, R11 \
+	MOVQ b+48(FP), BX \
+	MOVQ f+56(FP), R13 \
+	MOVQ nb+8(FP), CX \
+	TILE6ZERO
+
 // TILE6ZERO clears the scratch tile.
 #define TILE6ZERO \
 	VXORPS Y0, Y0, Y0 \

@@ -71,22 +71,12 @@
 // output tile, rows ldc apart, written (or, flags bit 0, added to) once at
 // the end of a group. flags bit 1: apply fm.
 TEXT ·kernelI16x6x16(SB), NOSPLIT, $0-96
-	MOVQ a+16(FP), R9
-	MOVQ ds+32(FP), R10
-	MOVQ c+72(FP), DX
-	MOVQ t+64(FP), DI
-	MOVQ ng+0(FP), R8
+	KERN6ARGS
 	TESTQ R8, R8
 	JZ   done
 
 group:
-	MOVQ R9, AX
-	MOVQ R10, R11
-	MOVQ b+48(FP), BX
-	MOVQ f+56(FP), R13
-	MOVQ nb+8(FP), CX
-
-	TILE6ZERO
+	KERN6GROUP
 	TESTQ CX, CX
 	JZ   store
 

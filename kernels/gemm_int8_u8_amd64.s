@@ -685,22 +685,12 @@ q3done:
 // block (row r at 8r), its tile t 96 floats. flags bit 0: add into c;
 // bit 1: apply fm.
 TEXT ·kernelS8x6x16(SB), NOSPLIT, $0-96
-	MOVQ a+16(FP), R9
-	MOVQ ds+32(FP), R10
-	MOVQ c+72(FP), DX
-	MOVQ t+64(FP), DI
-	MOVQ ng+0(FP), R8
+	KERN6ARGS
 	TESTQ R8, R8
 	JZ   sdone
 
 sgroup:
-	MOVQ R9, AX
-	MOVQ R10, R11
-	MOVQ b+48(FP), BX
-	MOVQ f+56(FP), R13
-	MOVQ nb+8(FP), CX
-
-	TILE6ZERO
+	KERN6GROUP
 	TESTQ CX, CX
 	JZ   sstore
 

@@ -2,8 +2,9 @@ package convert
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/vembed/vembed/safetensors"
@@ -70,14 +71,7 @@ func (s *source) tensor(canon string) (safetensors.Tensor, bool) {
 }
 
 // names lists the canonical names, sorted.
-func (s *source) names() []string {
-	out := make([]string, 0, len(s.real))
-	for c := range s.real {
-		out = append(out, c)
-	}
-	sort.Strings(out)
-	return out
-}
+func (s *source) names() []string { return slices.Sorted(maps.Keys(s.real)) }
 
 // values reads n values of a tensor from value start, widened to float64.
 func (s *source) values(canon string, start, n int64) ([]float64, error) {

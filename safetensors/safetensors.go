@@ -16,9 +16,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/vembed/vembed/gguf"
@@ -175,14 +177,7 @@ func Parse(r io.ReaderAt, size int64) (*File, error) {
 }
 
 // Names lists the tensors, sorted.
-func (f *File) Names() []string {
-	names := make([]string, 0, len(f.Tensors))
-	for n := range f.Tensors {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func (f *File) Names() []string { return slices.Sorted(maps.Keys(f.Tensors)) }
 
 // Raw reads a tensor's bytes.
 func (f *File) Raw(name string) ([]byte, error) {

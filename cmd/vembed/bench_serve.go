@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -124,7 +125,7 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(tw, "scenario\treq\treq/s\ttok/s\tp50 s\tp95 s\tp99 s\tsteps\tratio\tcache hits\tnote")
 		for _, r := range b.rows {
 			var hits []string
-			for _, name := range slices.Sorted(mapsKeys(r.CacheHits)) {
+			for _, name := range slices.Sorted(maps.Keys(r.CacheHits)) {
 				hits = append(hits, fmt.Sprintf("%s %.0f%%", name, 100*r.CacheHits[name]))
 			}
 			steps := "-"
@@ -138,16 +139,6 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 	line, _ := json.Marshal(map[string]any{"bench_serve": b.rows})
 	fmt.Fprintln(stdout, string(line))
 	return nil
-}
-
-func mapsKeys(m map[string]float64) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // startLocal serves the model on a loopback port.

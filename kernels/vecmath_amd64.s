@@ -163,6 +163,13 @@ GLOBL ec<>(SB), RODATA|NOPTR, $512
 	VMULPS Y1, Y3, Y0 \
 	VANDPS Y4, Y0, Y0
 
+// XOVER1PEXP is Y0 = Y5/(1+exp(Y0)), the sigmoid-weighted tail that SiLU,
+// quick GELU and tanh GELU share (each puts its own argument in Y0).
+#define XOVER1PEXP \
+	EXP \
+	VADDPS ec<>+352(SB), Y0, Y0 \
+	VDIVPS Y0, Y5, Y0
+
 // HMAX and HSUM reduce Y6 to its lane maximum or sum in X6.
 #define HMAX \
 	VEXTRACTF128 $1, Y6, X7 \
@@ -236,9 +243,7 @@ TEXT ·siluMulAVX2(SB), NOSPLIT, $0-32
 loop:
 	VMOVUPS (SI), Y5
 	VXORPS ec<>+416(SB), Y5, Y0
-	EXP
-	VADDPS ec<>+352(SB), Y0, Y0
-	VDIVPS Y0, Y5, Y0
+	XOVER1PEXP
 	VMULPS (DX), Y0, Y0
 	VMOVUPS Y0, (DI)
 	ADDQ $32, SI
@@ -260,9 +265,7 @@ TEXT ·quickGELUAVX2(SB), NOSPLIT, $0-16
 loop:
 	VMOVUPS (DI), Y5
 	VMULPS ec<>+448(SB), Y5, Y0
-	EXP
-	VADDPS ec<>+352(SB), Y0, Y0
-	VDIVPS Y0, Y5, Y0
+	XOVER1PEXP
 	VMOVUPS Y0, (DI)
 	ADDQ $32, DI
 	DECQ CX
@@ -292,9 +295,7 @@ loop:
 	VMULPS Y5, Y0, Y0
 	VADDPS Y5, Y0, Y0
 	VMULPS Y7, Y0, Y0
-	EXP
-	VADDPS ec<>+352(SB), Y0, Y0
-	VDIVPS Y0, Y5, Y0
+	XOVER1PEXP
 	VMOVUPS Y0, (DI)
 	ADDQ $32, DI
 	DECQ CX

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/vembed/vembed/synth"
+	"github.com/vembed/vembed/qwenlayout"
 )
 
 // textConfig is the language model's part of config.json (top level for
@@ -120,28 +120,28 @@ func (c *hfConfig) projector() (string, error) {
 	mt := strings.ToLower(c.ModelType)
 	switch {
 	case strings.Contains(mt, "qwen3_vl") || len(c.Vision.DeepStack) > 0 || c.Vision.Positions > 0:
-		return synth.ProjectorQwen3VL, nil
+		return qwenlayout.ProjectorQwen3VL, nil
 	case strings.Contains(mt, "qwen2_5") || strings.Contains(mt, "qwen2.5") || c.Vision.OutHidden > 0 || len(c.Vision.FullAttn) > 0:
-		return synth.ProjectorQwen25VL, nil
+		return qwenlayout.ProjectorQwen25VL, nil
 	case strings.Contains(mt, "qwen2_vl") || c.Vision.EmbedDim > 0:
-		return synth.ProjectorQwen2VL, nil
+		return qwenlayout.ProjectorQwen2VL, nil
 	}
 	return "", fmt.Errorf("convert: config.json: model_type %q is not Qwen2-VL, Qwen2.5-VL or Qwen3-VL", c.ModelType)
 }
 
-// synthConfig describes the checkpoint as the synth package's
-// configuration, whose layouts give every key and tensor of the GGUFs.
-func (c *hfConfig) synthConfig(dir string, vocab int) (synth.Config, error) {
+// layoutConfig describes the checkpoint as a qwenlayout.Config, whose
+// plans give every key and tensor of the GGUFs.
+func (c *hfConfig) layoutConfig(dir string, vocab int) (qwenlayout.Config, error) {
 	proj, err := c.projector()
 	if err != nil {
-		return synth.Config{}, err
+		return qwenlayout.Config{}, err
 	}
 	t, v := c.textConfig, c.Vision
 	switch {
 	case t.Layers <= 0 || t.Hidden <= 0 || t.Heads <= 0 || t.FFN <= 0:
-		return synth.Config{}, fmt.Errorf("convert: config.json: missing sizes (layers %d, hidden %d, heads %d, ffn %d)", t.Layers, t.Hidden, t.Heads, t.FFN)
+		return qwenlayout.Config{}, fmt.Errorf("convert: config.json: missing sizes (layers %d, hidden %d, heads %d, ffn %d)", t.Layers, t.Hidden, t.Heads, t.FFN)
 	case t.Hidden%t.Heads != 0:
-		return synth.Config{}, fmt.Errorf("convert: config.json: hidden %d is not a multiple of %d heads", t.Hidden, t.Heads)
+		return qwenlayout.Config{}, fmt.Errorf("convert: config.json: hidden %d is not a multiple of %d heads", t.Hidden, t.Heads)
 	}
 	if t.KVHeads == 0 {
 		t.KVHeads = t.Heads
@@ -159,44 +159,44 @@ func (c *hfConfig) synthConfig(dir string, vocab int) (synth.Config, error) {
 	if len(sec) == 0 {
 		q := t.Hidden / t.Heads / 2
 		sec = []int{q / 4, q * 3 / 8, q * 3 / 8}
-		if proj == synth.ProjectorQwen3VL {
+		if proj == qwenlayout.ProjectorQwen3VL {
 			q = cmp.Or(t.HeadDim, t.Hidden/t.Heads) / 2
 			sec = []int{q * 3 / 8, q * 5 / 16, q * 5 / 16}
 		}
 	}
 	if len(sec) > 4 {
-		return synth.Config{}, fmt.Errorf("convert: config.json: mrope_section %v", sec)
+		return qwenlayout.Config{}, fmt.Errorf("convert: config.json: mrope_section %v", sec)
 	}
 	name := cmpOr(filepath.Base(c.NameOrPath), dirName(dir))
-	cfg := synth.Config{
+	cfg := qwenlayout.Config{
 		Name:      name,
 		BaseName:  name,
 		Projector: proj,
-		LM: synth.LMConfig{
+		LM: qwenlayout.LMConfig{
 			Hidden: t.Hidden, Layers: t.Layers, Heads: t.Heads, KVHeads: t.KVHeads, FFN: t.FFN,
 			Vocab: vocab, ContextLength: t.Context,
 			RopeTheta: float32(t.RopeTheta), RMSEps: float32(t.RMSNormEps),
 			Untied: t.Tie != nil && !*t.Tie,
 		},
-		Vision: synth.VisionConfig{
+		Vision: qwenlayout.VisionConfig{
 			Blocks: v.Depth, Heads: v.Heads, PatchSize: v.PatchSize,
 			ImageSize: 560, Eps: 1e-6,
 		},
-		MVProj: synth.MVProjConfig{OutputDim: 1, Normalize: true, Type: "F32"},
+		MVProj: qwenlayout.MVProjConfig{OutputDim: 1, Normalize: true, Type: "F32"},
 		LMType: "F32", MMProjType: "F32",
 	}
 	for i, s := range sec {
 		cfg.LM.MRoPE[i] = int32(s)
 	}
-	if v.Temporal != 0 && v.Temporal != synth.TemporalPatch {
-		return synth.Config{}, fmt.Errorf("convert: config.json: temporal_patch_size %d (Qwen-VL towers have %d)", v.Temporal, synth.TemporalPatch)
+	if v.Temporal != 0 && v.Temporal != qwenlayout.TemporalPatch {
+		return qwenlayout.Config{}, fmt.Errorf("convert: config.json: temporal_patch_size %d (Qwen-VL towers have %d)", v.Temporal, qwenlayout.TemporalPatch)
 	}
 	if v.Merge != 0 && v.Merge != 2 {
-		return synth.Config{}, fmt.Errorf("convert: config.json: spatial_merge_size %d (llama.cpp's Qwen-VL mergers are 2x2)", v.Merge)
+		return qwenlayout.Config{}, fmt.Errorf("convert: config.json: spatial_merge_size %d (llama.cpp's Qwen-VL mergers are 2x2)", v.Merge)
 	}
 	cfg.Vision.ImageMean = [3]float32{0.48145466, 0.4578275, 0.40821073}
 	cfg.Vision.ImageStd = [3]float32{0.26862954, 0.26130258, 0.27577711}
-	if proj == synth.ProjectorQwen2VL {
+	if proj == qwenlayout.ProjectorQwen2VL {
 		cfg.Vision.Width = v.EmbedDim
 		cfg.Vision.FFN = int(float64(v.EmbedDim)*v.MLPRatio + 0.5)
 		if v.MLPRatio == 0 {
@@ -205,24 +205,24 @@ func (c *hfConfig) synthConfig(dir string, vocab int) (synth.Config, error) {
 	} else {
 		cfg.Vision.Width, cfg.Vision.FFN = v.Hidden, v.FFN
 		if v.OutHidden != 0 && v.OutHidden != t.Hidden {
-			return synth.Config{}, fmt.Errorf("convert: config.json: vision out_hidden_size %d differs from the LM's hidden size %d", v.OutHidden, t.Hidden)
+			return qwenlayout.Config{}, fmt.Errorf("convert: config.json: vision out_hidden_size %d differs from the LM's hidden size %d", v.OutHidden, t.Hidden)
 		}
 	}
 	switch proj {
-	case synth.ProjectorQwen3VL:
+	case qwenlayout.ProjectorQwen3VL:
 		if err := qwen3Vision(&cfg, t, v); err != nil {
-			return synth.Config{}, err
+			return qwenlayout.Config{}, err
 		}
-	case synth.ProjectorQwen25VL:
+	case qwenlayout.ProjectorQwen25VL:
 		full := v.FullAttn
 		if len(full) == 0 {
-			return synth.Config{}, errors.New("convert: config.json: a Qwen2.5-VL vision_config without fullatt_block_indexes")
+			return qwenlayout.Config{}, errors.New("convert: config.json: a Qwen2.5-VL vision_config without fullatt_block_indexes")
 		}
 		// llama.cpp stores only the period; the blocks must be evenly spaced.
 		n := full[0] + 1
 		for i, b := range full {
 			if b != (i+1)*n-1 {
-				return synth.Config{}, fmt.Errorf("convert: config.json: fullatt_block_indexes %v are not evenly spaced, which llama.cpp cannot store", full)
+				return qwenlayout.Config{}, fmt.Errorf("convert: config.json: fullatt_block_indexes %v are not evenly spaced, which llama.cpp cannot store", full)
 			}
 		}
 		cfg.Vision.NWAPattern = n
@@ -232,14 +232,14 @@ func (c *hfConfig) synthConfig(dir string, vocab int) (synth.Config, error) {
 		Std  []float32 `json:"image_std"`
 	}
 	if err := readJSON(dir, "preprocessor_config.json", &pre); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return synth.Config{}, err
+		return qwenlayout.Config{}, err
 	}
 	if len(pre.Mean) == 3 && len(pre.Std) == 3 {
 		copy(cfg.Vision.ImageMean[:], pre.Mean)
 		copy(cfg.Vision.ImageStd[:], pre.Std)
 	}
 	if err := cfg.Validate(); err != nil {
-		return synth.Config{}, fmt.Errorf("convert: config.json: %w", err)
+		return qwenlayout.Config{}, fmt.Errorf("convert: config.json: %w", err)
 	}
 	return cfg, nil
 }
@@ -249,7 +249,7 @@ func (c *hfConfig) synthConfig(dir string, vocab int) (synth.Config, error) {
 // size √positions · patch), the DeepStack taps, the text config's
 // rms_norm_eps as the tower's LayerNorm eps, Qwen3-VL's normalization
 // (preprocessor_config.json, when it has one, still decides).
-func qwen3Vision(cfg *synth.Config, t textConfig, v visionConfig) error {
+func qwen3Vision(cfg *qwenlayout.Config, t textConfig, v visionConfig) error {
 	cfg.LM.HeadDim = t.HeadDim
 	n := cmp.Or(v.Positions, 2304)
 	side := int(math.Round(math.Sqrt(float64(n))))

@@ -14,12 +14,12 @@ import (
 
 	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/quantize"
-	"github.com/vembed/vembed/synth"
+	"github.com/vembed/vembed/qwenlayout"
 )
 
 // Options control Convert.
 type Options struct {
-	// Layout is one of synth.Layouts, or "" to tell it from the checkpoint
+	// Layout is one of qwenlayout.Layouts, or "" to tell it from the checkpoint
 	// (see the package doc).
 	Layout string
 	// Task picks jina-embeddings-v4's task adapter ("" for retrieval), or
@@ -70,8 +70,8 @@ const (
 
 func detectLayout(dir string, cfg *hfConfig, src *source, o Options) (string, error) {
 	if o.Layout != "" {
-		if !slices.Contains(synth.Layouts(), o.Layout) {
-			return "", fmt.Errorf("convert: unknown layout %q (have %v)", o.Layout, synth.Layouts())
+		if !slices.Contains(qwenlayout.Layouts(), o.Layout) {
+			return "", fmt.Errorf("convert: unknown layout %q (have %v)", o.Layout, qwenlayout.Layouts())
 		}
 		return o.Layout, nil
 	}
@@ -80,15 +80,15 @@ func detectLayout(dir string, cfg *hfConfig, src *source, o Options) (string, er
 		return "", err
 	}
 	name := strings.ToLower(strings.Join([]string{o.Name, cfg.NameOrPath, dirName(dir), readme(dir)}, " "))
-	if proj == synth.ProjectorQwen3VL {
+	if proj == qwenlayout.ProjectorQwen3VL {
 		// As llama.cpp's converter tells a Qwen3-VL reranker: by name
 		// (given, config.json's, the directory's), its README's title or a
 		// sequence-classification architecture.
 		if strings.Contains(name, "reranker") ||
 			slices.ContainsFunc(cfg.Architectures, func(a string) bool { return strings.Contains(strings.ToLower(a), "sequenceclassification") }) {
-			return synth.LayoutQwen3VLReranker, nil
+			return qwenlayout.LayoutQwen3VLReranker, nil
 		}
-		return synth.LayoutQwen3VL, nil
+		return qwenlayout.LayoutQwen3VL, nil
 	}
 	_, head := src.tensor("custom_text_proj.weight")
 	// GME ships a plain Qwen2-VL checkpoint: its name (given, in
@@ -96,13 +96,13 @@ func detectLayout(dir string, cfg *hfConfig, src *source, o Options) (string, er
 	// or its gme_inference.py tell it.
 	switch {
 	case cfg.isJina() || exists(filepath.Join(dir, "adapters", "adapter_config.json")):
-		return synth.LayoutJinaV4, nil
-	case head && proj == synth.ProjectorQwen2VL:
-		return synth.LayoutColQwen2, nil
+		return qwenlayout.LayoutJinaV4, nil
+	case head && proj == qwenlayout.ProjectorQwen2VL:
+		return qwenlayout.LayoutColQwen2, nil
 	case head:
-		return synth.LayoutColQwen25, nil
+		return qwenlayout.LayoutColQwen25, nil
 	case strings.Contains(name, "gme") || exists(filepath.Join(dir, "gme_inference.py")):
-		return synth.LayoutGME, nil
+		return qwenlayout.LayoutGME, nil
 	}
 	return "", nil // a plain Qwen2-VL / Qwen2.5-VL model
 }
@@ -130,15 +130,15 @@ func readme(dir string) string {
 
 func infoOf(dir, layout string) layoutInfo {
 	switch layout {
-	case synth.LayoutJinaV4:
+	case qwenlayout.LayoutJinaV4:
 		return layoutInfo{recipe: "jina-embeddings-v4", pooling: poolingMean, head: "multi_vector_projector", adapter: filepath.Join(dir, "adapters"), tasked: true}
-	case synth.LayoutColQwen2, synth.LayoutColQwen25:
+	case qwenlayout.LayoutColQwen2, qwenlayout.LayoutColQwen25:
 		l := layoutInfo{recipe: "colqwen2", pooling: poolingNone, head: "custom_text_proj"}
 		if exists(filepath.Join(dir, "adapter_config.json")) {
 			l.adapter = dir
 		}
 		return l
-	case synth.LayoutGME:
+	case qwenlayout.LayoutGME:
 		return layoutInfo{recipe: "gme", pooling: poolingLast}
 	}
 	// Plain checkpoints, and Qwen3-VL's: llama.cpp writes no pooling type
@@ -167,7 +167,7 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 	if err != nil {
 		return nil, err
 	}
-	base, err := cfg.synthConfig(dir, len(vocab.Tokens))
+	base, err := cfg.layoutConfig(dir, len(vocab.Tokens))
 	if err != nil {
 		return nil, err
 	}
@@ -191,8 +191,8 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 	if o.Recipe != "" {
 		info.recipe = o.Recipe
 	}
-	naming := synth.HFNaming{Projector: base.Projector, DeepStack: base.Vision.DeepStack, Tied: !base.LM.Untied}
-	if layout == synth.LayoutQwen3VLReranker {
+	naming := qwenlayout.HFNaming{Projector: base.Projector, DeepStack: base.Vision.DeepStack, Tied: !base.LM.Untied}
+	if layout == qwenlayout.LayoutQwen3VLReranker {
 		base.LM.Pooling = "rank"
 		naming.Yes, naming.No = slices.Index(vocab.Tokens, "yes"), slices.Index(vocab.Tokens, "no")
 		if naming.Yes < 0 || naming.No < 0 {
@@ -230,12 +230,12 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 	}
 	c := converter{ctx: ctx, src: src, naming: naming, vocab: base.LM.Vocab, progress: o.Progress}
 	res := &Result{Layout: layout}
-	var extra []synth.KV
+	var extra []qwenlayout.KV
 	if info.recipe != "" {
-		extra = append(extra, synth.KV{Key: "vembed.recipe", Value: info.recipe})
+		extra = append(extra, qwenlayout.KV{Key: "vembed.recipe", Value: info.recipe})
 	}
 	if info.pooling >= 0 {
-		extra = append(extra, synth.KV{Key: "qwen2vl.pooling_type", Value: uint32(info.pooling)})
+		extra = append(extra, qwenlayout.KV{Key: "qwen2vl.pooling_type", Value: uint32(info.pooling)})
 	}
 	for _, task := range tasks {
 		cfg := base
@@ -252,7 +252,7 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 				return res, err
 			}
 		}
-		lm, err := c.writeLM(cfg, outDir, synth.VocabKVs(vocab, tmpl), extra)
+		lm, err := c.writeLM(cfg, outDir, qwenlayout.VocabKVs(vocab, tmpl), extra)
 		if err == nil {
 			res.LMs, res.Tasks = append(res.LMs, lm), append(res.Tasks, task)
 			log.Info("wrote the language model", "file", lm, "task", task)
@@ -299,7 +299,7 @@ func isDecoder(canon string) bool {
 type converter struct {
 	ctx        context.Context
 	src        *source
-	naming     synth.HFNaming
+	naming     qwenlayout.HFNaming
 	vocab      int
 	adapter    *Adapter
 	progress   func(file string, done, total int64)
@@ -307,7 +307,7 @@ type converter struct {
 	file       string
 }
 
-func (c *converter) writeLM(cfg synth.Config, outDir string, tok []synth.KV, extra []synth.KV) (string, error) {
+func (c *converter) writeLM(cfg qwenlayout.Config, outDir string, tok []qwenlayout.KV, extra []qwenlayout.KV) (string, error) {
 	l, err := cfg.LMLayout(tok)
 	if err != nil {
 		return "", fmt.Errorf("convert: %w", err)
@@ -317,7 +317,7 @@ func (c *converter) writeLM(cfg synth.Config, outDir string, tok []synth.KV, ext
 	return path, c.write(path, l, c.planned)
 }
 
-func (c *converter) writeMMProj(cfg synth.Config, outDir string) (string, error) {
+func (c *converter) writeMMProj(cfg qwenlayout.Config, outDir string) (string, error) {
 	c.adapter = nil // the towers run without the task adapters
 	l, err := cfg.MMProjLayout()
 	if err != nil {
@@ -339,9 +339,9 @@ func (c *converter) writeMMProj(cfg synth.Config, outDir string) (string, error)
 	// The flat patch weight (proj.weight viewed [W, 3·T·p·p]) lets the
 	// engine embed patches with one matrix product; llama.cpp ignores it.
 	W, p := int64(cfg.Vision.Width), int64(cfg.Vision.PatchSize)
-	l.Tensors = append(l.Tensors, synth.TensorLayout{Name: "v.patch_embd.weight_flat", NE: []int64{3 * synth.TemporalPatch * p * p, W}, Type: patch})
+	l.Tensors = append(l.Tensors, qwenlayout.TensorLayout{Name: "v.patch_embd.weight_flat", NE: []int64{3 * qwenlayout.TemporalPatch * p * p, W}, Type: patch})
 	path := filepath.Join(outDir, cfg.MMProjFileName())
-	return path, c.write(path, l, func(t synth.TensorLayout, dst io.Writer) error {
+	return path, c.write(path, l, func(t qwenlayout.TensorLayout, dst io.Writer) error {
 		if t.Name == "v.patch_embd.weight_flat" {
 			return c.rows(dst, t, "visual.patch_embed.proj.weight", 0, false)
 		}
@@ -349,7 +349,7 @@ func (c *converter) writeMMProj(cfg synth.Config, outDir string) (string, error)
 	})
 }
 
-func (c *converter) writeMVProj(cfg synth.Config, outDir, head, task string) (string, error) {
+func (c *converter) writeMVProj(cfg qwenlayout.Config, outDir, head, task string) (string, error) {
 	t, _ := c.src.tensor(head + ".weight")
 	b, ok := c.src.tensor(head + ".bias")
 	switch {
@@ -358,38 +358,24 @@ func (c *converter) writeMVProj(cfg synth.Config, outDir, head, task string) (st
 	case !ok || len(b.Shape) != 1 || b.Shape[0] != t.Shape[0]:
 		return "", fmt.Errorf("convert: %s.bias is missing or not [%d]", head, t.Shape[0])
 	}
-	cfg.MVProj = synth.MVProjConfig{OutputDim: int(t.Shape[0]), Task: task, Normalize: true, Type: "F32"}
+	cfg.MVProj = qwenlayout.MVProjConfig{OutputDim: int(t.Shape[0]), Task: task, Normalize: true, Type: "F32"}
 	l, err := cfg.MVProjLayout()
 	if err != nil {
 		return "", fmt.Errorf("convert: %w", err)
 	}
 	path := filepath.Join(outDir, cfg.MVProjFileName())
-	return path, c.write(path, l, func(t synth.TensorLayout, dst io.Writer) error {
+	return path, c.write(path, l, func(t qwenlayout.TensorLayout, dst io.Writer) error {
 		return c.rows(dst, t, head+strings.TrimPrefix(t.Name, "mvproj"), 0, true)
 	})
 }
 
 // write streams a planned file.
-func (c *converter) write(path string, l *synth.Layout, fill func(synth.TensorLayout, io.Writer) error) error {
-	w := gguf.NewWriter()
-	for _, kv := range l.KVs {
-		w.Add(kv.Key, kv.Value)
-	}
+func (c *converter) write(path string, l *qwenlayout.Layout, fill qwenlayout.Fill) error {
 	c.file, c.done, c.size = filepath.Base(path), 0, 0
 	for _, t := range l.Tensors {
 		c.size += t.Elements()
 	}
-	for _, t := range l.Tensors {
-		if err := w.AddTensorFunc(t.Name, t.Type, t.NE, func(dst io.Writer) error {
-			if err := fill(t, dst); err != nil {
-				return fmt.Errorf("%s: %w", t.Name, err)
-			}
-			return nil
-		}); err != nil {
-			return fmt.Errorf("convert: %s: %w", t.Name, err)
-		}
-	}
-	if err := w.WriteFile(path); err != nil {
+	if err := qwenlayout.WriteFile(path, l, fill); err != nil {
 		return fmt.Errorf("convert: %w", err)
 	}
 	return nil
@@ -397,8 +383,8 @@ func (c *converter) write(path string, l *synth.Layout, fill func(synth.TensorLa
 
 // planned fills a tensor of an LM or mmproj layout from its checkpoint
 // source, checking the shape first.
-func (c *converter) planned(t synth.TensorLayout, dst io.Writer) error {
-	src, ok := synth.HFSourceOf(t.Name, c.naming)
+func (c *converter) planned(t qwenlayout.TensorLayout, dst io.Writer) error {
+	src, ok := qwenlayout.HFSourceOf(t.Name, c.naming)
 	if !ok {
 		return errors.New("no checkpoint source for this tensor")
 	}
@@ -406,7 +392,7 @@ func (c *converter) planned(t synth.TensorLayout, dst io.Writer) error {
 	if !ok {
 		return fmt.Errorf("the checkpoint has no %s", src.Name)
 	}
-	want, err := synth.HFTensors(&synth.Layout{Tensors: []synth.TensorLayout{t}}, c.naming, c.vocab)
+	want, err := qwenlayout.HFTensors(&qwenlayout.Layout{Tensors: []qwenlayout.TensorLayout{t}}, c.naming, c.vocab)
 	if err != nil {
 		return err
 	}
@@ -454,7 +440,7 @@ func (c *converter) planned(t synth.TensorLayout, dst io.Writer) error {
 // rows streams tensor t from the checkpoint tensor name starting at value
 // offset, a block of whole rows at a time, merging the adapter's update
 // when merge is set.
-func (c *converter) rows(dst io.Writer, t synth.TensorLayout, name string, offset int64, merge bool) error {
+func (c *converter) rows(dst io.Writer, t qwenlayout.TensorLayout, name string, offset int64, merge bool) error {
 	hf, ok := c.src.tensor(name)
 	if !ok {
 		return fmt.Errorf("the checkpoint has no %s", name)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/vembed/vembed/engine"
 	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/qwenlayout"
 	"github.com/vembed/vembed/safetensors"
 	"github.com/vembed/vembed/synth"
 	"github.com/vembed/vembed/tokenizer"
@@ -41,18 +42,18 @@ type layoutCase struct {
 }
 
 var cases = []layoutCase{
-	{layout: synth.LayoutJinaV4, preset: "tiny", lmPrefix: "model.", vPrefix: "visual.", adapter: "adapters", tasks: synth.JinaTasks, head: "multi_vector_projector", recipe: "jina-embeddings-v4", pooling: 1, hasPooling: true, qwen25: true},
-	{layout: synth.LayoutColQwen25, preset: "tiny", lmPrefix: "language_model.", vPrefix: "visual.", adapter: ".", tasks: []string{""}, head: "custom_text_proj", recipe: "colqwen2", pooling: 0, hasPooling: true, qwen25: true},
-	{layout: synth.LayoutColQwen2, preset: "tiny-qwen2vl", lmPrefix: "model.", vPrefix: "visual.", adapter: ".", tasks: []string{""}, head: "custom_text_proj", recipe: "colqwen2", pooling: 0, hasPooling: true},
-	{layout: synth.LayoutGME, preset: "tiny-qwen2vl", lmPrefix: "model.", vPrefix: "visual.", tasks: []string{""}, recipe: "gme", pooling: 3, hasPooling: true},
+	{layout: qwenlayout.LayoutJinaV4, preset: "tiny", lmPrefix: "model.", vPrefix: "visual.", adapter: "adapters", tasks: qwenlayout.JinaTasks, head: "multi_vector_projector", recipe: "jina-embeddings-v4", pooling: 1, hasPooling: true, qwen25: true},
+	{layout: qwenlayout.LayoutColQwen25, preset: "tiny", lmPrefix: "language_model.", vPrefix: "visual.", adapter: ".", tasks: []string{""}, head: "custom_text_proj", recipe: "colqwen2", pooling: 0, hasPooling: true, qwen25: true},
+	{layout: qwenlayout.LayoutColQwen2, preset: "tiny-qwen2vl", lmPrefix: "model.", vPrefix: "visual.", adapter: ".", tasks: []string{""}, head: "custom_text_proj", recipe: "colqwen2", pooling: 0, hasPooling: true},
+	{layout: qwenlayout.LayoutGME, preset: "tiny-qwen2vl", lmPrefix: "model.", vPrefix: "visual.", tasks: []string{""}, recipe: "gme", pooling: 3, hasPooling: true},
 }
 
 // qwen3Cases are Qwen3-VL checkpoints: the embedding model (no pooling
 // key, as llama.cpp writes it) and the reranker (rank pooling, the head's
 // "yes" and "no" rows as cls.output.weight).
 var qwen3Cases = []layoutCase{
-	{layout: synth.LayoutQwen3VL, preset: "tiny-qwen3vl", lmPrefix: "model.language_model.", vPrefix: "model.visual.", tasks: []string{""}, qwen3: true},
-	{layout: synth.LayoutQwen3VLReranker, preset: "tiny-qwen3vl", lmPrefix: "model.language_model.", vPrefix: "model.visual.", tasks: []string{""}, qwen3: true, rank: true, pooling: 4, hasPooling: true},
+	{layout: qwenlayout.LayoutQwen3VL, preset: "tiny-qwen3vl", lmPrefix: "model.language_model.", vPrefix: "model.visual.", tasks: []string{""}, qwen3: true},
+	{layout: qwenlayout.LayoutQwen3VLReranker, preset: "tiny-qwen3vl", lmPrefix: "model.language_model.", vPrefix: "model.visual.", tasks: []string{""}, qwen3: true, rank: true, pooling: 4, hasPooling: true},
 }
 
 func writeCase(t *testing.T, c layoutCase, dtype safetensors.DType) (string, synth.Config) {
@@ -588,7 +589,7 @@ func TestEmbeddingAgainstFloat64(t *testing.T) {
 				theta: float64(cfg.LM.RopeTheta), eps: float64(cfg.LM.RMSEps), w: map[string][]float64{}}
 			hs := m.forward(ids)
 
-			if c.head == "" || c.layout == synth.LayoutJinaV4 {
+			if c.head == "" || c.layout == qwenlayout.LayoutJinaV4 {
 				r, err := e.Embed(context.Background(), engine.Request{Inputs: []engine.Input{in}, Task: task})
 				if err != nil {
 					t.Fatal(err)

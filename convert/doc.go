@@ -4,9 +4,9 @@
 // multi-vector head (mvproj side-car).
 //
 // Every key, tensor name, shape, storage type and order comes from the
-// synth package's layouts, which reproduce what llama.cpp's
+// qwenlayout package's plans, which reproduce what llama.cpp's
 // convert_hf_to_gguf.py writes (and, for block types, what llama-quantize
-// writes); synth's naming table says which checkpoint tensor fills each
+// writes); its naming table says which checkpoint tensor fills each
 // GGUF tensor (fused vision qkv split in thirds, the Conv3D patch
 // embedding split along time into v.patch_embd.weight and .weight.1). The
 // mmproj also gets v.patch_embd.weight_flat, proj.weight viewed as

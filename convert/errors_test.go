@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vembed/vembed/qwenlayout"
 	"github.com/vembed/vembed/safetensors"
 	"github.com/vembed/vembed/synth"
 )
@@ -130,7 +131,7 @@ func TestBadCheckpoints(t *testing.T) {
 // TestWrongPreset: a layout needs its tower.
 func TestWrongPreset(t *testing.T) {
 	cfg, _ := synth.Preset("tiny")
-	err := synth.WriteHF(t.TempDir(), cfg, synth.HFOptions{Layout: synth.LayoutGME})
+	err := synth.WriteHF(t.TempDir(), cfg, synth.HFOptions{Layout: qwenlayout.LayoutGME})
 	if err == nil || !strings.Contains(err.Error(), "needs a qwen2vl_merger tower") {
 		t.Errorf("gme from a Qwen2.5-VL preset: %v", err)
 	}

@@ -29,6 +29,6 @@ func FuzzCheckpointJSON(f *testing.F) {
 		if int(v.EOS) >= len(v.Tokens) || int(v.BOS) >= len(v.Tokens) || int(v.PAD) >= len(v.Tokens) {
 			t.Fatalf("special ids %d/%d/%d beyond %d tokens", v.BOS, v.EOS, v.PAD, len(v.Tokens))
 		}
-		cfg.synthConfig(dir, len(v.Tokens))
+		cfg.layoutConfig(dir, len(v.Tokens))
 	})
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // prefixes maps the tensor-name prefixes of the exports in use to the
-// canonical ones of synth's naming table ("model." for the decoder,
+// canonical ones of qwenlayout's naming table ("model." for the decoder,
 // "visual." for the tower): transformers 4.52+ nests both under "model."
 // ("model.language_model.", "model.visual."), colpali-engine's
 // Qwen2_5_VLModel subclasses drop the outer "model." ("language_model.").

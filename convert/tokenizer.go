@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/vembed/vembed/synth"
+	"github.com/vembed/vembed/qwenlayout"
 )
 
 // maxTokens bounds the vocabulary a tokenizer.json may declare (a
@@ -22,7 +22,7 @@ var maxTokens = 4 << 20
 // CONTROL when special (or shaped <|…|>) else USER_DEFINED, the merges in
 // rank order as "left right"; the end, padding and start tokens named by
 // tokenizer_config.json, else config.json's ids; the chat template.
-func readTokenizer(dir string, cfg *hfConfig) (*synth.Vocab, string, error) {
+func readTokenizer(dir string, cfg *hfConfig) (*qwenlayout.Vocab, string, error) {
 	tj, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
 	if err != nil {
 		return nil, "", fmt.Errorf("convert: %w", err)
@@ -36,7 +36,7 @@ func readTokenizer(dir string, cfg *hfConfig) (*synth.Vocab, string, error) {
 
 // parseTokenizer reads tokenizer.json and tokenizer_config.json (nil when
 // absent); see readTokenizer.
-func parseTokenizer(tokJSON, tokCfgJSON []byte, cfg *hfConfig) (*synth.Vocab, string, error) {
+func parseTokenizer(tokJSON, tokCfgJSON []byte, cfg *hfConfig) (*qwenlayout.Vocab, string, error) {
 	var tj struct {
 		Model struct {
 			Type   string            `json:"type"`
@@ -65,27 +65,27 @@ func parseTokenizer(tokJSON, tokCfgJSON []byte, cfg *hfConfig) (*synth.Vocab, st
 	if n > maxTokens || n <= 0 {
 		return nil, "", fmt.Errorf("convert: tokenizer.json: %d tokens", n)
 	}
-	v := &synth.Vocab{Tokens: make([]string, n), Types: make([]int32, n)}
+	v := &qwenlayout.Vocab{Tokens: make([]string, n), Types: make([]int32, n)}
 	set := make([]bool, n)
 	for tok, id := range tj.Model.Vocab {
 		if id < 0 {
 			return nil, "", fmt.Errorf("convert: tokenizer.json: token %q has id %d", tok, id)
 		}
-		v.Tokens[id], v.Types[id], set[id] = tok, synth.TokenNormal, true
+		v.Tokens[id], v.Types[id], set[id] = tok, qwenlayout.TokenNormal, true
 	}
 	for _, a := range tj.AddedTokens {
 		if a.ID < 0 {
 			return nil, "", fmt.Errorf("convert: tokenizer.json: added token %q has id %d", a.Content, a.ID)
 		}
-		typ := synth.TokenUserDefined
+		typ := qwenlayout.TokenUserDefined
 		if a.Special || (strings.HasPrefix(a.Content, "<|") && strings.HasSuffix(a.Content, "|>")) {
-			typ = synth.TokenControl
+			typ = qwenlayout.TokenControl
 		}
 		v.Tokens[a.ID], v.Types[a.ID], set[a.ID] = a.Content, typ, true
 	}
 	for id := range v.Tokens {
 		if !set[id] {
-			v.Tokens[id], v.Types[id] = fmt.Sprintf("[PAD%d]", id), synth.TokenUnused
+			v.Tokens[id], v.Types[id] = fmt.Sprintf("[PAD%d]", id), qwenlayout.TokenUnused
 		}
 	}
 	for i, m := range tj.Model.Merges {

@@ -3,6 +3,8 @@ package synth
 import (
 	"path/filepath"
 	"testing"
+
+	"github.com/vembed/vembed/qwenlayout"
 )
 
 func BenchmarkSmallVocab(b *testing.B) {
@@ -22,10 +24,9 @@ func BenchmarkGenerate(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			f := &fileSpec{seed: 1, std: 0.02}
-			ts := f.add("w", s.Base, initWeight, 1024, 1024)
+			f := &fileSpec{Layout: &qwenlayout.Layout{Tensors: []qwenlayout.TensorLayout{{Name: "w", NE: []int64{1024, 1024}, Type: s.Base}}}, seed: 1, std: 0.02}
 			vals := make([]float32, chunkValues)
-			c := &chunk{t: ts, rows: chunkValues / 1024}
+			c := &chunk{t: &f.Tensors[0], rows: chunkValues / 1024}
 			b.SetBytes(4 * chunkValues)
 			for b.Loop() {
 				if _, err := f.generate(c, vals); err != nil {

@@ -1,109 +1,23 @@
 package synth
 
 import (
-	"errors"
 	"fmt"
 	"math"
+
+	"github.com/vembed/vembed/qwenlayout"
 )
 
-// Projector types as clip.projector_type stores them.
-const (
-	ProjectorQwen25VL = "qwen2.5vl_merger" // Qwen2.5-VL: RMSNorm, SwiGLU MLP, window attention
-	ProjectorQwen2VL  = "qwen2vl_merger"   // Qwen2-VL: LayerNorm, quick-GELU MLP, full attention
-	ProjectorQwen3VL  = "qwen3vl_merger"   // Qwen3-VL: learned positions, fused qkv, GELU-tanh MLP, DeepStack
-)
-
-// LMConfig holds the language-model hyper-parameters (architecture qwen2vl,
-// or qwen3vl beside a ProjectorQwen3VL tower).
-type LMConfig struct {
-	Hidden        int
-	Layers        int
-	Heads         int
-	KVHeads       int
-	FFN           int
-	Vocab         int      // rows of token_embd; must equal the tokenizer's size
-	ContextLength int      // qwen2vl.context_length
-	RopeTheta     float32  // qwen2vl.rope.freq_base
-	RMSEps        float32  // qwen2vl.attention.layer_norm_rms_epsilon
-	MRoPE         [4]int32 // qwen2vl.rope.dimension_sections (t, h, w, unused)
-	Untied        bool     // write output.weight (the models here tie it to token_embd)
-
-	// HeadDim is qwen3vl.attention.key_length (= value_length), which
-	// Qwen3 decouples from Hidden/Heads; 0 means Hidden/Heads. qwen2vl
-	// files have no such key, so it must be 0 or Hidden/Heads there.
-	HeadDim int
-	// Pooling is qwen3vl.pooling_type as llama.cpp's converter writes it:
-	// "" (none, what it writes for Qwen3-VL-Embedding), "last", or "rank"
-	// (the Qwen3-VL-Reranker form, which also gets the yes/no classifier
-	// head cls.output.weight and classifier.output_labels).
-	Pooling string
-}
-
-// headDim is the attention head width the LM file stores.
-func (lm *LMConfig) headDim() int {
-	if lm.HeadDim > 0 {
-		return lm.HeadDim
-	}
-	return lm.Hidden / max(lm.Heads, 1)
-}
-
-// VisionConfig holds the vision tower hyper-parameters.
-type VisionConfig struct {
-	Width     int
-	Blocks    int
-	Heads     int
-	FFN       int // real MLP width (ffn_up rows)
-	PatchSize int
-	ImageSize int     // clip.vision.image_size (not used by Qwen preprocessing)
-	Eps       float32 // clip.vision.attention.layer_norm_epsilon
-	// NWAPattern is clip.vision.n_wa_pattern (Qwen2.5-VL only): block i uses
-	// full attention when (i+1) % NWAPattern == 0.
-	NWAPattern int
-	ImageMean  [3]float32
-	ImageStd   [3]float32
-
-	// DeepStack lists the blocks (ascending) after which a Qwen3-VL tower
-	// taps a DeepStack merger (clip.vision.is_deepstack_layers); the LM
-	// adds one set of rows per tap (qwen3vl.n_deepstack_layers).
-	DeepStack []int
-	// PositionSide is the side of Qwen3-VL's learned position table
-	// (v.position_embd.weight has PositionSide² rows).
-	PositionSide int
-}
-
-// MVProjConfig describes the multi-vector projector side-car.
-type MVProjConfig struct {
-	OutputDim int
-	Task      string
-	Normalize bool
-	Type      string // "F32", "F16" or "BF16"
-}
-
-// Config describes one synthetic model: an LM GGUF, an mmproj GGUF and
-// optionally an mvproj side-car.
+// Config describes one synthetic model: the layout of its files (an LM
+// GGUF, an mmproj GGUF and optionally an mvproj side-car) and how their
+// values are drawn.
 type Config struct {
-	Name     string // general.name
-	BaseName string // general.basename
-	// Projector is ProjectorQwen25VL, ProjectorQwen2VL or ProjectorQwen3VL;
-	// it selects the vision block layout, and ProjectorQwen3VL the qwen3vl
-	// LM architecture.
-	Projector string
-	LM        LMConfig
-	Vision    VisionConfig
-	MVProj    MVProjConfig
+	qwenlayout.Config
 
 	// Seed seeds the LM weights; the mmproj uses Seed+1, the mvproj Seed+2.
 	Seed uint64
 	// Std is the standard deviation of weights and biases; norm weights are
 	// 1 + Std·N(0,1).
 	Std float32
-
-	// LMType and MMProjType name the weight encoding of each file: a ggml type
-	// ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q6_K", "IQ4_XS", ...),
-	// applied to every matrix as llama-quantize --pure does, or a llama.cpp mix
-	// ("Q4_K_M", "Q4_K_S", "Q5_K_M", "Q5_K_S"). See TypePlan.
-	LMType     string
-	MMProjType string
 
 	// Merges is the number of learned merges of the small vocabulary.
 	Merges int
@@ -158,35 +72,31 @@ func Preset(name string) (Config, error) {
 	return f(), nil
 }
 
-// CLIP normalization constants, as preprocessor_config.json gives them.
-var (
-	clipMean = [3]float32{0.48145466, 0.4578275, 0.40821073}
-	clipStd  = [3]float32{0.26862954, 0.26130258, 0.27577711}
-)
-
 func baseConfig() Config {
 	return Config{
-		Projector: ProjectorQwen25VL,
-		LM: LMConfig{
-			ContextLength: 128000,
-			RopeTheta:     1e6,
-			RMSEps:        1e-6,
+		Config: qwenlayout.Config{
+			Projector: qwenlayout.ProjectorQwen25VL,
+			LM: qwenlayout.LMConfig{
+				ContextLength: 128000,
+				RopeTheta:     1e6,
+				RMSEps:        1e-6,
+			},
+			Vision: qwenlayout.VisionConfig{
+				PatchSize: 14,
+				ImageSize: 560,
+				Eps:       1e-6,
+				ImageMean: qwenlayout.CLIPMean,
+				ImageStd:  qwenlayout.CLIPStd,
+			},
+			MVProj:     qwenlayout.MVProjConfig{OutputDim: 128, Task: "retrieval", Normalize: true, Type: "F32"},
+			BaseName:   "synthetic-qwen2.5-vl",
+			LMType:     "F32",
+			MMProjType: "F32",
 		},
-		Vision: VisionConfig{
-			PatchSize: 14,
-			ImageSize: 560,
-			Eps:       1e-6,
-			ImageMean: clipMean,
-			ImageStd:  clipStd,
-		},
-		MVProj:     MVProjConfig{OutputDim: 128, Task: "retrieval", Normalize: true, Type: "F32"},
-		BaseName:   "synthetic-qwen2.5-vl",
-		Seed:       1234,
-		Std:        0.02,
-		LMType:     "F32",
-		MMProjType: "F32",
-		Merges:     230,
-		Workers:    2,
+		Seed:    1234,
+		Std:     0.02,
+		Merges:  230,
+		Workers: 2,
 	}
 }
 
@@ -204,7 +114,7 @@ func tinyPreset() Config {
 func tinyQwen2VLPreset() Config {
 	c := tinyPreset()
 	c.Name, c.BaseName = "synthetic-qwen2-vl-tiny", "synthetic-qwen2-vl"
-	c.Projector = ProjectorQwen2VL
+	c.Projector = qwenlayout.ProjectorQwen2VL
 	c.LM.ContextLength = 32768
 	c.Vision.FFN = 4 * c.Vision.Width
 	c.Vision.NWAPattern = 0
@@ -225,7 +135,7 @@ func jinaV4Preset() Config {
 func qwen2VL2BPreset() Config {
 	c := baseConfig()
 	c.Name, c.BaseName = "synthetic-qwen2-vl-2b", "synthetic-qwen2-vl"
-	c.Projector = ProjectorQwen2VL
+	c.Projector = qwenlayout.ProjectorQwen2VL
 	c.LM.Hidden, c.LM.Layers, c.LM.Heads, c.LM.KVHeads, c.LM.FFN = 1536, 28, 12, 2, 8960
 	c.LM.Vocab = 151936
 	c.LM.ContextLength = 32768
@@ -234,89 +144,13 @@ func qwen2VL2BPreset() Config {
 	return c
 }
 
-// maxDim bounds every configured size, so a bad configuration is an error
-// rather than an enormous allocation.
-const maxDim = 1 << 20
-
 // Validate reports the first inconsistency in c.
 func (c *Config) Validate() error {
-	pos := func(what string, v int) error {
-		if v <= 0 || v > maxDim {
-			return fmt.Errorf("synth: %s = %d out of range [1, %d]", what, v, maxDim)
-		}
-		return nil
-	}
-	lm, vi := c.LM, c.Vision
-	for _, chk := range []struct {
-		what string
-		v    int
-	}{
-		{"LM.Hidden", lm.Hidden}, {"LM.Layers", lm.Layers}, {"LM.Heads", lm.Heads},
-		{"LM.KVHeads", lm.KVHeads}, {"LM.FFN", lm.FFN}, {"LM.Vocab", lm.Vocab},
-		{"LM.ContextLength", lm.ContextLength},
-		{"Vision.Width", vi.Width}, {"Vision.Blocks", vi.Blocks}, {"Vision.Heads", vi.Heads},
-		{"Vision.FFN", vi.FFN}, {"Vision.PatchSize", vi.PatchSize}, {"Vision.ImageSize", vi.ImageSize},
-		{"MVProj.OutputDim", c.MVProj.OutputDim},
-	} {
-		if err := pos(chk.what, chk.v); err != nil {
-			return err
-		}
-	}
-	switch {
-	case lm.HeadDim < 0 || lm.HeadDim > maxDim:
-		return fmt.Errorf("synth: LM.HeadDim = %d out of range [0, %d]", lm.HeadDim, maxDim)
-	case lm.HeadDim == 0 && lm.Hidden%lm.Heads != 0:
-		return fmt.Errorf("synth: LM.Hidden %d is not a multiple of LM.Heads %d", lm.Hidden, lm.Heads)
-	case lm.Heads%lm.KVHeads != 0:
-		return fmt.Errorf("synth: LM.Heads %d is not a multiple of LM.KVHeads %d", lm.Heads, lm.KVHeads)
-	case vi.Width%vi.Heads != 0:
-		return fmt.Errorf("synth: Vision.Width %d is not a multiple of Vision.Heads %d", vi.Width, vi.Heads)
-	}
-	var sec int32
-	for _, s := range lm.MRoPE {
-		if s < 0 {
-			return fmt.Errorf("synth: negative M-RoPE section in %v", lm.MRoPE)
-		}
-		sec += s
-	}
-	if hd := lm.headDim(); int(sec)*2 != hd {
-		return fmt.Errorf("synth: M-RoPE sections %v cover %d rotary pairs, head_dim %d needs %d", lm.MRoPE, sec, hd, hd/2)
-	}
-	if c.Projector != ProjectorQwen3VL {
-		// qwen2vl files store neither a head width nor DeepStack or pooling.
-		switch {
-		case lm.HeadDim != 0 && lm.HeadDim*lm.Heads != lm.Hidden:
-			return fmt.Errorf("synth: LM.HeadDim %d: a qwen2vl LM's heads are Hidden/Heads = %d wide", lm.HeadDim, lm.Hidden/lm.Heads)
-		case lm.Pooling != "":
-			return fmt.Errorf("synth: LM.Pooling %q: only qwen3vl LMs get a pooling type", lm.Pooling)
-		case len(vi.DeepStack) > 0:
-			return errors.New("synth: Vision.DeepStack: only Qwen3-VL towers have DeepStack taps")
-		}
-	}
-	switch c.Projector {
-	case ProjectorQwen25VL:
-		if vi.NWAPattern <= 0 || vi.NWAPattern > vi.Blocks {
-			return fmt.Errorf("synth: Vision.NWAPattern = %d out of range [1, %d]", vi.NWAPattern, vi.Blocks)
-		}
-	case ProjectorQwen2VL:
-	case ProjectorQwen3VL:
-		if err := c.validateQwen3(); err != nil {
-			return err
-		}
-	default:
-		return fmt.Errorf("synth: unknown projector type %q", c.Projector)
+	if err := c.Config.Validate(); err != nil {
+		return err
 	}
 	if !(c.Std >= 0) || math.IsInf(float64(c.Std), 0) {
 		return fmt.Errorf("synth: weight std %v is not a finite non-negative number", c.Std)
-	}
-	if c.Name == "" {
-		return errors.New("synth: empty model name")
-	}
-	if _, err := ParseTypeSpec(c.LMType); err != nil {
-		return err
-	}
-	if _, err := ParseTypeSpec(c.MMProjType); err != nil {
-		return err
 	}
 	return nil
 }

@@ -8,39 +8,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vembed/vembed/qwenlayout"
 	"github.com/vembed/vembed/safetensors"
 )
-
-// Hugging Face checkpoint layouts WriteHF writes (and package convert
-// reads).
-const (
-	// LayoutJinaV4 is jina-embeddings-v4: a Qwen2.5-VL checkpoint with
-	// multi_vector_projector, and under adapters/ one PEFT LoRA adapter
-	// holding every task's A/B pair ("lora_A.<task>.weight").
-	LayoutJinaV4 = "jina-v4"
-	// LayoutColQwen25 and LayoutColQwen2 are colpali-engine's ColQwen2.5 /
-	// ColQwen2: the base model with custom_text_proj, and a LoRA adapter
-	// (adapter_config.json, adapter_model.safetensors) beside it.
-	LayoutColQwen25 = "colqwen2.5"
-	LayoutColQwen2  = "colqwen2"
-	// LayoutGME is GME-Qwen2-VL: a plain Qwen2-VL checkpoint.
-	LayoutGME = "gme"
-	// LayoutQwen3VL is Qwen3-VL-Embedding: a plain
-	// Qwen3VLForConditionalGeneration checkpoint (model.language_model.,
-	// model.visual.).
-	LayoutQwen3VL = "qwen3-vl"
-	// LayoutQwen3VLReranker is Qwen3-VL-Reranker: the same form, told by
-	// its name; the converter keeps the LM head's "yes" and "no" rows.
-	LayoutQwen3VLReranker = "qwen3-vl-reranker"
-)
-
-// Layouts lists the layouts WriteHF accepts.
-func Layouts() []string {
-	return []string{LayoutJinaV4, LayoutColQwen25, LayoutColQwen2, LayoutGME, LayoutQwen3VL, LayoutQwen3VLReranker}
-}
-
-// JinaTasks are jina-embeddings-v4's task adapters.
-var JinaTasks = []string{"retrieval", "text-matching", "code"}
 
 // LoRATargets is the target_modules pattern of the synthetic adapters, in
 // colpali-engine's form: the decoder's projections (the tower's names hold
@@ -49,7 +19,7 @@ const LoRATargets = `(.*(model).*(down_proj|gate_proj|up_proj|k_proj|q_proj|v_pr
 
 // HFOptions control WriteHF.
 type HFOptions struct {
-	// Layout is one of Layouts (default LayoutJinaV4).
+	// Layout is one of Layouts (default qwenlayout.LayoutJinaV4).
 	Layout string
 	// DType of the weights: BF16 (default, as the published checkpoints),
 	// F16 or F32.
@@ -73,20 +43,20 @@ type hfModel struct {
 
 func (o HFOptions) model() (hfModel, string, error) {
 	switch o.Layout {
-	case LayoutJinaV4, "":
-		return hfModel{lmPrefix: "model.", visionPrefix: "visual.", head: "multi_vector_projector", adapter: "adapters", tasks: JinaTasks}, ProjectorQwen25VL, nil
-	case LayoutColQwen25:
+	case qwenlayout.LayoutJinaV4, "":
+		return hfModel{lmPrefix: "model.", visionPrefix: "visual.", head: "multi_vector_projector", adapter: "adapters", tasks: qwenlayout.JinaTasks}, qwenlayout.ProjectorQwen25VL, nil
+	case qwenlayout.LayoutColQwen25:
 		// colpali-engine on recent transformers: a Qwen2_5_VLModel subclass,
 		// so neither "model." nor lm_head.
-		return hfModel{lmPrefix: "language_model.", visionPrefix: "visual.", head: "custom_text_proj", adapter: "."}, ProjectorQwen25VL, nil
-	case LayoutColQwen2:
-		return hfModel{lmPrefix: "model.", visionPrefix: "visual.", head: "custom_text_proj", adapter: "."}, ProjectorQwen2VL, nil
-	case LayoutGME:
-		return hfModel{lmPrefix: "model.", visionPrefix: "visual."}, ProjectorQwen2VL, nil
-	case LayoutQwen3VL, LayoutQwen3VLReranker:
-		return hfModel{lmPrefix: "model.language_model.", visionPrefix: "model.visual."}, ProjectorQwen3VL, nil
+		return hfModel{lmPrefix: "language_model.", visionPrefix: "visual.", head: "custom_text_proj", adapter: "."}, qwenlayout.ProjectorQwen25VL, nil
+	case qwenlayout.LayoutColQwen2:
+		return hfModel{lmPrefix: "model.", visionPrefix: "visual.", head: "custom_text_proj", adapter: "."}, qwenlayout.ProjectorQwen2VL, nil
+	case qwenlayout.LayoutGME:
+		return hfModel{lmPrefix: "model.", visionPrefix: "visual."}, qwenlayout.ProjectorQwen2VL, nil
+	case qwenlayout.LayoutQwen3VL, qwenlayout.LayoutQwen3VLReranker:
+		return hfModel{lmPrefix: "model.language_model.", visionPrefix: "model.visual."}, qwenlayout.ProjectorQwen3VL, nil
 	}
-	return hfModel{}, "", fmt.Errorf("synth: unknown checkpoint layout %q (have %v)", o.Layout, Layouts())
+	return hfModel{}, "", fmt.Errorf("synth: unknown checkpoint layout %q (have %v)", o.Layout, qwenlayout.Layouts())
 }
 
 func (m hfModel) rename(canonical string) string {
@@ -113,9 +83,9 @@ func WriteHF(dir string, cfg Config, o HFOptions) error {
 		return err
 	}
 	if cfg.Projector != projector {
-		return fmt.Errorf("synth: layout %s needs a %s tower, the configuration has %s (pick a %s preset)", cmpOr(o.Layout, LayoutJinaV4), projector, cfg.Projector, map[string]string{ProjectorQwen2VL: "Qwen2-VL", ProjectorQwen25VL: "Qwen2.5-VL", ProjectorQwen3VL: "Qwen3-VL"}[projector])
+		return fmt.Errorf("synth: layout %s needs a %s tower, the configuration has %s (pick a %s preset)", cmpOr(o.Layout, qwenlayout.LayoutJinaV4), projector, cfg.Projector, map[string]string{qwenlayout.ProjectorQwen2VL: "Qwen2-VL", qwenlayout.ProjectorQwen25VL: "Qwen2.5-VL", qwenlayout.ProjectorQwen3VL: "Qwen3-VL"}[projector])
 	}
-	if rank := o.Layout == LayoutQwen3VLReranker; rank != (cfg.LM.Pooling == "rank") {
+	if rank := o.Layout == qwenlayout.LayoutQwen3VLReranker; rank != (cfg.LM.Pooling == "rank") {
 		return fmt.Errorf("synth: layout %s with LM pooling %q: the reranker layout and the rank pooling go together (pick qwen3-vl-reranker-2b for it, an embedding preset otherwise)", o.Layout, cfg.LM.Pooling)
 	}
 	if cfg.VocabFrom != "" {
@@ -153,7 +123,7 @@ func WriteHF(dir string, cfg Config, o HFOptions) error {
 		return err
 	}
 
-	lm, err := cfg.LMLayout([]KV{})
+	lm, err := cfg.LMLayout([]qwenlayout.KV{})
 	if err != nil {
 		return err
 	}
@@ -161,10 +131,10 @@ func WriteHF(dir string, cfg Config, o HFOptions) error {
 	if err != nil {
 		return err
 	}
-	var ts []HFTensor
-	naming := HFNaming{Projector: projector, DeepStack: cfg.Vision.DeepStack, Tied: !cfg.LM.Untied}
-	for _, l := range []*Layout{lm, mm} {
-		part, err := HFTensors(l, naming, cfg.LM.Vocab)
+	var ts []qwenlayout.HFTensor
+	naming := qwenlayout.HFNaming{Projector: projector, DeepStack: cfg.Vision.DeepStack, Tied: !cfg.LM.Untied}
+	for _, l := range []*qwenlayout.Layout{lm, mm} {
+		part, err := qwenlayout.HFTensors(l, naming, cfg.LM.Vocab)
 		if err != nil {
 			return err
 		}
@@ -175,9 +145,9 @@ func WriteHF(dir string, cfg Config, o HFOptions) error {
 	}
 	if m.head != "" {
 		H, D := int64(cfg.LM.Hidden), int64(cfg.MVProj.OutputDim)
-		ts = append(ts, HFTensor{Name: m.head + ".weight", Shape: []int64{D, H}}, HFTensor{Name: m.head + ".bias", Shape: []int64{D}})
+		ts = append(ts, qwenlayout.HFTensor{Name: m.head + ".weight", Shape: []int64{D, H}}, qwenlayout.HFTensor{Name: m.head + ".bias", Shape: []int64{D}})
 	}
-	slices.SortFunc(ts, func(a, b HFTensor) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(ts, func(a, b qwenlayout.HFTensor) int { return strings.Compare(a.Name, b.Name) })
 	g := hfGen{seed: cfg.Seed, std: float64(cfg.Std), dtype: o.DType, progress: cfg.Progress}
 	if err := g.writeShards(dir, "model", ts, o.ShardBytes); err != nil {
 		return err
@@ -206,17 +176,17 @@ type hfGen struct {
 }
 
 // write streams tensors into one safetensors file.
-func (g hfGen) write(path string, ts []HFTensor) error {
+func (g hfGen) write(path string, ts []qwenlayout.HFTensor) error {
 	specs := make([]safetensors.Spec, len(ts))
 	var total, done int64
 	for i, t := range ts {
 		specs[i] = safetensors.Spec{Name: t.Name, DType: g.dtype, Shape: t.Shape}
-		total += elements(t.Shape)
+		total += qwenlayout.Elements(t.Shape)
 	}
 	vals := make([]float32, 0, chunkValues)
 	return safetensors.WriteStream(path, specs, nil, func(i int, put func([]float32) error) error {
 		t := ts[i]
-		n := elements(t.Shape)
+		n := qwenlayout.Elements(t.Shape)
 		base := 0.0
 		if t.Norm {
 			base = 1
@@ -239,22 +209,14 @@ func (g hfGen) write(path string, ts []HFTensor) error {
 	})
 }
 
-func elements(shape []int64) int64 {
-	n := int64(1)
-	for _, d := range shape {
-		n *= d
-	}
-	return n
-}
-
 // writeShards writes ts (sorted by name) as name.safetensors, or as
 // name-0000i-of-0000n.safetensors with name.safetensors.index.json when
 // they exceed one shard.
-func (g hfGen) writeShards(dir, name string, ts []HFTensor, shardBytes int64) error {
-	var shards [][]HFTensor
+func (g hfGen) writeShards(dir, name string, ts []qwenlayout.HFTensor, shardBytes int64) error {
+	var shards [][]qwenlayout.HFTensor
 	var size, total int64
 	for _, t := range ts {
-		b := elements(t.Shape) * g.dtype.Size()
+		b := qwenlayout.Elements(t.Shape) * g.dtype.Size()
 		if len(shards) == 0 || (size+b > shardBytes && size > 0) {
 			shards = append(shards, nil)
 			size = 0
@@ -285,12 +247,12 @@ func (g hfGen) writeShards(dir, name string, ts []HFTensor, shardBytes int64) er
 // writeAdapter writes a PEFT LoRA adapter for every decoder projection and
 // the multi-vector head: one A/B pair per module, or per task
 // ("lora_A.<task>.weight", jina-embeddings-v4's multi-task form).
-func writeAdapter(dir string, cfg Config, m hfModel, o HFOptions, ts []HFTensor) error {
+func writeAdapter(dir string, cfg Config, m hfModel, o HFOptions, ts []qwenlayout.HFTensor) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("synth: %w", err)
 	}
 	targets := []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
-	var lora []HFTensor
+	var lora []qwenlayout.HFTensor
 	for _, t := range ts {
 		module, ok := strings.CutSuffix(t.Name, ".weight")
 		if !ok || len(t.Shape) != 2 {
@@ -315,11 +277,11 @@ func writeAdapter(dir string, cfg Config, m hfModel, o HFOptions, ts []HFTensor)
 		for _, in := range infixes {
 			p := "base_model.model." + module
 			lora = append(lora,
-				HFTensor{Name: p + ".lora_A" + in + ".weight", Shape: []int64{int64(o.Rank), t.Shape[1]}},
-				HFTensor{Name: p + ".lora_B" + in + ".weight", Shape: []int64{t.Shape[0], int64(o.Rank)}})
+				qwenlayout.HFTensor{Name: p + ".lora_A" + in + ".weight", Shape: []int64{int64(o.Rank), t.Shape[1]}},
+				qwenlayout.HFTensor{Name: p + ".lora_B" + in + ".weight", Shape: []int64{t.Shape[0], int64(o.Rank)}})
 		}
 	}
-	slices.SortFunc(lora, func(a, b HFTensor) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(lora, func(a, b qwenlayout.HFTensor) int { return strings.Compare(a.Name, b.Name) })
 	g := hfGen{seed: cfg.Seed + 3, std: 2.5 * float64(cfg.Std), dtype: o.DType, progress: cfg.Progress}
 	if err := g.write(filepath.Join(dir, "adapter_model.safetensors"), lora); err != nil {
 		return err
@@ -352,11 +314,11 @@ func writeJSONFile(path string, v any) error {
 }
 
 // writeHFJSON writes the checkpoint's configuration files.
-func writeHFJSON(dir string, cfg Config, m hfModel, o HFOptions, v *Vocab) error {
+func writeHFJSON(dir string, cfg Config, m hfModel, o HFOptions, v *qwenlayout.Vocab) error {
 	lm, vi := cfg.LM, cfg.Vision
 	id := func(tok string) int { return slices.Index(v.Tokens, tok) }
 	name := cfg.Name
-	if o.Layout == LayoutGME && !strings.Contains(strings.ToLower(name), "gme") {
+	if o.Layout == qwenlayout.LayoutGME && !strings.Contains(strings.ToLower(name), "gme") {
 		name = "gme-" + name // what tells a GME checkpoint from a plain Qwen2-VL one
 	}
 	c := map[string]any{
@@ -381,15 +343,15 @@ func writeHFJSON(dir string, cfg Config, m hfModel, o HFOptions, v *Vocab) error
 		"rope_scaling":            map[string]any{"type": "mrope", "rope_type": "default", "mrope_section": lm.MRoPE[:3]},
 		"torch_dtype":             torchDType(o.DType),
 	}
-	if cfg.Projector == ProjectorQwen3VL {
+	if cfg.Projector == qwenlayout.ProjectorQwen3VL {
 		c = qwen3HFConfig(cfg, v, o, id)
-	} else if cfg.Projector == ProjectorQwen2VL {
+	} else if cfg.Projector == qwenlayout.ProjectorQwen2VL {
 		c["model_type"] = "qwen2_vl"
 		c["architectures"] = []string{"Qwen2VLForConditionalGeneration"}
 		c["vision_config"] = map[string]any{
 			"depth": vi.Blocks, "embed_dim": vi.Width, "num_heads": vi.Heads,
 			"mlp_ratio": float64(vi.FFN) / float64(vi.Width), "hidden_size": lm.Hidden,
-			"in_chans": 3, "patch_size": vi.PatchSize, "spatial_merge_size": 2, "temporal_patch_size": TemporalPatch,
+			"in_chans": 3, "patch_size": vi.PatchSize, "spatial_merge_size": 2, "temporal_patch_size": qwenlayout.TemporalPatch,
 			"hidden_act": "quick_gelu",
 		}
 	} else {
@@ -402,19 +364,19 @@ func writeHFJSON(dir string, cfg Config, m hfModel, o HFOptions, v *Vocab) error
 		c["vision_config"] = map[string]any{
 			"depth": vi.Blocks, "hidden_size": vi.Width, "intermediate_size": vi.FFN, "num_heads": vi.Heads,
 			"out_hidden_size": lm.Hidden, "in_chans": 3, "patch_size": vi.PatchSize, "spatial_merge_size": 2,
-			"temporal_patch_size": TemporalPatch, "window_size": 112, "fullatt_block_indexes": full,
+			"temporal_patch_size": qwenlayout.TemporalPatch, "window_size": 112, "fullatt_block_indexes": full,
 			"hidden_act": "silu",
 		}
 	}
 	switch o.Layout {
-	case LayoutJinaV4, "":
+	case qwenlayout.LayoutJinaV4, "":
 		c["architectures"] = []string{"JinaEmbeddingsV4Model"}
-		c["task_names"] = JinaTasks
+		c["task_names"] = qwenlayout.JinaTasks
 		c["multi_vector_projector_dim"] = cfg.MVProj.OutputDim
 		c["matryoshka_dims"] = []int{128, 256, 512, 1024, 2048}
 		c["single_vector_pool_strategy"] = "mean"
-	case LayoutColQwen2, LayoutColQwen25:
-		c["architectures"] = []string{map[string]string{LayoutColQwen2: "ColQwen2", LayoutColQwen25: "ColQwen2_5"}[o.Layout]}
+	case qwenlayout.LayoutColQwen2, qwenlayout.LayoutColQwen25:
+		c["architectures"] = []string{map[string]string{qwenlayout.LayoutColQwen2: "ColQwen2", qwenlayout.LayoutColQwen25: "ColQwen2_5"}[o.Layout]}
 	}
 	if err := writeJSONFile(filepath.Join(dir, "config.json"), c); err != nil {
 		return err
@@ -426,12 +388,12 @@ func writeHFJSON(dir string, cfg Config, m hfModel, o HFOptions, v *Vocab) error
 	var added []map[string]any
 	for i, t := range v.Tokens {
 		switch v.Types[i] {
-		case TokenNormal:
+		case qwenlayout.TokenNormal:
 			vocab[t] = i
-		case TokenControl, TokenUserDefined:
+		case qwenlayout.TokenControl, qwenlayout.TokenUserDefined:
 			added = append(added, map[string]any{
 				"id": i, "content": t, "single_word": false, "lstrip": false, "rstrip": false,
-				"normalized": false, "special": v.Types[i] == TokenControl,
+				"normalized": false, "special": v.Types[i] == qwenlayout.TokenControl,
 			})
 		}
 	}
@@ -459,9 +421,9 @@ func writeHFJSON(dir string, cfg Config, m hfModel, o HFOptions, v *Vocab) error
 	}
 	minPixels, maxPixels := 3136, 12845056
 	switch o.Layout {
-	case LayoutJinaV4, "":
+	case qwenlayout.LayoutJinaV4, "":
 		maxPixels = 602112
-	case LayoutQwen3VL, LayoutQwen3VLReranker:
+	case qwenlayout.LayoutQwen3VL, qwenlayout.LayoutQwen3VLReranker:
 		minPixels, maxPixels = 4096, 1843200
 	}
 	return writeJSONFile(filepath.Join(dir, "preprocessor_config.json"), map[string]any{
@@ -470,7 +432,7 @@ func writeHFJSON(dir string, cfg Config, m hfModel, o HFOptions, v *Vocab) error
 		"image_std":            vi.ImageStd[:],
 		"patch_size":           vi.PatchSize,
 		"merge_size":           2,
-		"temporal_patch_size":  TemporalPatch,
+		"temporal_patch_size":  qwenlayout.TemporalPatch,
 		"min_pixels":           minPixels,
 		"max_pixels":           maxPixels,
 		"do_resize":            true,
@@ -488,10 +450,10 @@ func torchDType(d safetensors.DType) string {
 // qwen3HFConfig is a Qwen3VLForConditionalGeneration config.json: the
 // decoder's sizes in text_config, the tower's in vision_config, tie at the
 // top level.
-func qwen3HFConfig(cfg Config, v *Vocab, o HFOptions, id func(string) int) map[string]any {
+func qwen3HFConfig(cfg Config, v *qwenlayout.Vocab, o HFOptions, id func(string) int) map[string]any {
 	lm, vi := cfg.LM, cfg.Vision
 	name := cfg.Name
-	if o.Layout == LayoutQwen3VLReranker && !strings.Contains(strings.ToLower(name), "reranker") {
+	if o.Layout == qwenlayout.LayoutQwen3VLReranker && !strings.Contains(strings.ToLower(name), "reranker") {
 		name = "qwen3-vl-reranker-" + name // what tells a reranker checkpoint
 	}
 	dtype := torchDType(o.DType)
@@ -511,7 +473,7 @@ func qwen3HFConfig(cfg Config, v *Vocab, o HFOptions, id func(string) int) map[s
 			"num_hidden_layers":       lm.Layers,
 			"num_attention_heads":     lm.Heads,
 			"num_key_value_heads":     lm.KVHeads,
-			"head_dim":                lm.headDim(),
+			"head_dim":                lm.HeadWidth(),
 			"max_position_embeddings": lm.ContextLength,
 			"rms_norm_eps":            lm.RMSEps,
 			"rope_theta":              lm.RopeTheta,
@@ -534,7 +496,7 @@ func qwen3HFConfig(cfg Config, v *Vocab, o HFOptions, id func(string) int) map[s
 			"in_channels":              3,
 			"patch_size":               vi.PatchSize,
 			"spatial_merge_size":       2,
-			"temporal_patch_size":      TemporalPatch,
+			"temporal_patch_size":      qwenlayout.TemporalPatch,
 			"num_position_embeddings":  vi.PositionSide * vi.PositionSide,
 			"deepstack_visual_indexes": vi.DeepStack,
 			"hidden_act":               "gelu_pytorch_tanh",

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vembed/vembed/qwenlayout"
 	"github.com/vembed/vembed/safetensors"
 )
 
@@ -23,12 +24,12 @@ func TestWriteHF(t *testing.T) {
 		tasks              []string
 		pooling            string
 	}{
-		{LayoutJinaV4, "tiny", "model.layers.", 2*7 + 1, JinaTasks, ""},
-		{LayoutColQwen25, "tiny", "language_model.layers.", 2*7 + 1, nil, ""},
-		{LayoutColQwen2, "tiny-qwen2vl", "model.layers.", 2*7 + 1, nil, ""},
-		{LayoutGME, "tiny-qwen2vl", "model.layers.", 0, nil, ""},
-		{LayoutQwen3VL, "tiny-qwen3vl", "model.language_model.layers.", 0, nil, ""},
-		{LayoutQwen3VLReranker, "tiny-qwen3vl", "model.language_model.layers.", 0, nil, "rank"},
+		{qwenlayout.LayoutJinaV4, "tiny", "model.layers.", 2*7 + 1, qwenlayout.JinaTasks, ""},
+		{qwenlayout.LayoutColQwen25, "tiny", "language_model.layers.", 2*7 + 1, nil, ""},
+		{qwenlayout.LayoutColQwen2, "tiny-qwen2vl", "model.layers.", 2*7 + 1, nil, ""},
+		{qwenlayout.LayoutGME, "tiny-qwen2vl", "model.layers.", 0, nil, ""},
+		{qwenlayout.LayoutQwen3VL, "tiny-qwen3vl", "model.language_model.layers.", 0, nil, ""},
+		{qwenlayout.LayoutQwen3VLReranker, "tiny-qwen3vl", "model.language_model.layers.", 0, nil, "rank"},
 	} {
 		t.Run(c.layout, func(t *testing.T) {
 			cfg, err := Preset(c.preset)
@@ -50,17 +51,17 @@ func TestWriteHF(t *testing.T) {
 			defer ck.Close()
 			names := ck.Names()
 			shards, _ := filepath.Glob(filepath.Join(dir, "model-*-of-*.safetensors"))
-			lm, _ := cfg.LMLayout([]KV{})
+			lm, _ := cfg.LMLayout([]qwenlayout.KV{})
 			mm, _ := cfg.MMProjLayout()
 			want := 0
-			for _, l := range []*Layout{lm, mm} {
-				hts, err := HFTensors(l, HFNaming{Projector: cfg.Projector, DeepStack: cfg.Vision.DeepStack, Tied: !cfg.LM.Untied}, cfg.LM.Vocab)
+			for _, l := range []*qwenlayout.Layout{lm, mm} {
+				hts, err := qwenlayout.HFTensors(l, qwenlayout.HFNaming{Projector: cfg.Projector, DeepStack: cfg.Vision.DeepStack, Tied: !cfg.LM.Untied}, cfg.LM.Vocab)
 				if err != nil {
 					t.Fatal(err)
 				}
 				want += len(hts)
 			}
-			head := map[string]string{LayoutJinaV4: "multi_vector_projector", LayoutColQwen25: "custom_text_proj", LayoutColQwen2: "custom_text_proj"}[c.layout]
+			head := map[string]string{qwenlayout.LayoutJinaV4: "multi_vector_projector", qwenlayout.LayoutColQwen25: "custom_text_proj", qwenlayout.LayoutColQwen2: "custom_text_proj"}[c.layout]
 			if head != "" {
 				want += 2
 				if !slices.Contains(names, head+".weight") {
@@ -87,7 +88,7 @@ func TestWriteHF(t *testing.T) {
 				return
 			}
 			adir := dir
-			if c.layout == LayoutJinaV4 {
+			if c.layout == qwenlayout.LayoutJinaV4 {
 				adir = filepath.Join(dir, "adapters")
 			}
 			var ac struct {
@@ -136,13 +137,13 @@ func TestWriteHF(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := HFSourceOf("v.patch_embd.weight.2", HFNaming{Projector: ProjectorQwen25VL}); ok {
+	if _, ok := qwenlayout.HFSourceOf("v.patch_embd.weight.2", qwenlayout.HFNaming{Projector: qwenlayout.ProjectorQwen25VL}); ok {
 		t.Error("a third temporal slice has a source")
 	}
-	if _, ok := HFSourceOf("blk.0.attn_k_norm.weight", HFNaming{Projector: ProjectorQwen25VL}); ok {
+	if _, ok := qwenlayout.HFSourceOf("blk.0.attn_k_norm.weight", qwenlayout.HFNaming{Projector: qwenlayout.ProjectorQwen25VL}); ok {
 		t.Error("a Qwen3 tensor has a Qwen2-VL source")
 	}
-	q3 := HFNaming{Projector: ProjectorQwen3VL, DeepStack: []int{5, 11, 17}, Tied: true, Yes: 9, No: 7}
+	q3 := qwenlayout.HFNaming{Projector: qwenlayout.ProjectorQwen3VL, DeepStack: []int{5, 11, 17}, Tied: true, Yes: 9, No: 7}
 	for gg, want := range map[string]string{
 		"v.deepstack.11.fc2.bias":  "visual.deepstack_merger_list.1.linear_fc2.bias",
 		"v.blk.3.attn_qkv.weight":  "visual.blocks.3.attn.qkv.weight",
@@ -152,14 +153,14 @@ func TestWriteHF(t *testing.T) {
 		"blk.2.attn_q_norm.weight": "model.layers.2.self_attn.q_norm.weight",
 		"v.position_embd.weight":   "visual.pos_embed.weight",
 	} {
-		if src, ok := HFSourceOf(gg, q3); !ok || src.Name != want {
+		if src, ok := qwenlayout.HFSourceOf(gg, q3); !ok || src.Name != want {
 			t.Errorf("Qwen3-VL %s: source %q, want %q", gg, src.Name, want)
 		}
 	}
-	if src, _ := HFSourceOf("cls.output.weight", q3); !slices.Equal(src.Rows, []int{9, 7}) {
+	if src, _ := qwenlayout.HFSourceOf("cls.output.weight", q3); !slices.Equal(src.Rows, []int{9, 7}) {
 		t.Errorf("cls.output rows %v, want yes then no", src.Rows)
 	}
-	if _, ok := HFSourceOf("v.deepstack.4.fc1.weight", q3); ok {
+	if _, ok := qwenlayout.HFSourceOf("v.deepstack.4.fc1.weight", q3); ok {
 		t.Error("a DeepStack merger at a block that is no tap has a source")
 	}
 }

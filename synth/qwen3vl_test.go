@@ -9,6 +9,7 @@ import (
 
 	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/internal/fixtures"
+	"github.com/vembed/vembed/qwenlayout"
 )
 
 func tinyQwen3(t *testing.T) Config {
@@ -166,7 +167,7 @@ func TestQwen3Validate(t *testing.T) {
 		"head dim":    func(c *Config) { c.LM.HeadDim = 24 },   // sections cover 16 pairs
 		"vision head": func(c *Config) { c.Vision.Heads = 16 }, // 2-wide heads
 		"positions":   func(c *Config) { c.Vision.PositionSide = 0 },
-		"qwen2 taps":  func(c *Config) { c.Projector = ProjectorQwen2VL },
+		"qwen2 taps":  func(c *Config) { c.Projector = qwenlayout.ProjectorQwen2VL },
 	} {
 		c := tinyQwen3(t)
 		mod(&c)

@@ -11,62 +11,27 @@ import (
 	"sync"
 
 	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/qwenlayout"
 )
 
-// Files are streamed through gguf.Writer.AddTensorFunc: the writer encodes
-// the header and tensor infos first (offsets follow from the tensor sizes),
-// then every tensor is generated, encoded and written in row chunks, so a
-// multi-gigabyte model never sits in memory.
+// Files are streamed through qwenlayout.WriteFile: the writer encodes the
+// header and tensor infos first, then every tensor is generated, encoded and
+// written in row chunks, so a multi-gigabyte model never sits in memory.
 
 // chunkValues is the number of values generated per work item (rows are
-// never split). Files keep gguf.Writer's default alignment, 32, as the
-// converter writes no general.alignment.
+// never split).
 const chunkValues = 1 << 18
 
-// initKind says how a tensor's values are drawn.
-type initKind int
-
-const (
-	initWeight initKind = iota // Std·N(0,1), also used for biases
-	initNorm                   // 1 + Std·N(0,1)
-)
-
-type tensorSpec struct {
-	name string
-	ne   []int64 // innermost first
-	typ  gguf.Type
-	init initKind
-}
-
-func (t *tensorSpec) elements() int64 { return elements(t.ne) }
-
-// KV is one metadata key and its value, typed as the file stores it.
-type KV struct {
-	Key   string
-	Value any
-}
-
-type kv = KV
-
-// fileSpec is everything one GGUF file holds, with tensor values still to be
-// drawn from seed.
+// fileSpec is a planned file with its values still to be drawn from seed.
 type fileSpec struct {
-	kvs     []kv
-	tensors []*tensorSpec
-	seed    uint64
-	std     float32
-}
-
-// add appends a tensor and returns it.
-func (f *fileSpec) add(name string, typ gguf.Type, init initKind, ne ...int64) *tensorSpec {
-	t := &tensorSpec{name: name, ne: ne, typ: typ, init: init}
-	f.tensors = append(f.tensors, t)
-	return t
+	*qwenlayout.Layout
+	seed uint64
+	std  float32
 }
 
 // chunk is one work item: whole rows of one tensor.
 type chunk struct {
-	t          *tensorSpec
+	t          *qwenlayout.TensorLayout
 	index      int64 // chunk number within the tensor (part of its seed)
 	rows       int64
 	lastOfTens bool
@@ -89,27 +54,27 @@ func tensorStream(seed uint64, name string, index int64) *rand.Rand {
 
 // generate draws and encodes one chunk.
 func (f *fileSpec) generate(c *chunk, vals []float32) ([]byte, error) {
-	n := c.rows * c.t.ne[0]
+	n := c.rows * c.t.NE[0]
 	vals = vals[:n]
-	rng := tensorStream(f.seed, c.t.name, c.index)
+	rng := tensorStream(f.seed, c.t.Name, c.index)
 	std := float64(f.std)
 	base := 0.0
-	if c.t.init == initNorm {
+	if c.t.Norm {
 		base = 1
 	}
 	for i := range vals {
 		vals[i] = float32(base + std*rng.NormFloat64())
 	}
-	if c.t.typ == gguf.TypeF32 {
+	if c.t.Type == gguf.TypeF32 {
 		out := make([]byte, 4*n)
 		for i, v := range vals {
 			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(v))
 		}
 		return out, nil
 	}
-	out, err := gguf.Quantize(c.t.typ, vals)
+	out, err := gguf.Quantize(c.t.Type, vals)
 	if err != nil {
-		return nil, fmt.Errorf("synth: tensor %q as %s: %w", c.t.name, c.t.typ, err)
+		return nil, fmt.Errorf("synth: tensor %q as %s: %w", c.t.Name, c.t.Type, err)
 	}
 	return out, nil
 }
@@ -117,24 +82,15 @@ func (f *fileSpec) generate(c *chunk, vals []float32) ([]byte, error) {
 // write streams the file to path (via a temporary file renamed when
 // complete).
 func (f *fileSpec) write(path string, workers int, progress func(file string, done, total int64)) error {
-	w := gguf.NewWriter()
-	for _, p := range f.kvs {
-		w.Add(p.Key, p.Value)
-	}
 	s := f.start(workers)
 	defer s.stop()
 	if progress != nil {
-		for _, t := range f.tensors {
-			s.total += t.elements()
+		for _, t := range f.Tensors {
+			s.total += t.Elements()
 		}
 		s.progress = func(done, total int64) { progress(filepath.Base(path), done, total) }
 	}
-	for _, t := range f.tensors {
-		if err := w.AddTensorFunc(t.name, t.typ, t.ne, s.fill(t)); err != nil {
-			return fmt.Errorf("synth: %w", err)
-		}
-	}
-	if err := w.WriteFile(path); err != nil {
+	if err := qwenlayout.WriteFile(path, f.Layout, s.fill); err != nil {
 		return fmt.Errorf("synth: %w", err)
 	}
 	return nil
@@ -164,9 +120,10 @@ func (f *fileSpec) start(workers int) *stream {
 		defer s.wg.Done()
 		defer close(s.order)
 		defer close(work)
-		for _, t := range f.tensors {
-			rowsPer := max(1, chunkValues/t.ne[0])
-			nrows := t.elements() / t.ne[0]
+		for i := range f.Tensors {
+			t := &f.Tensors[i]
+			rowsPer := max(1, chunkValues/t.NE[0])
+			nrows := t.Elements() / t.NE[0]
 			for idx, r0 := int64(0), int64(0); r0 < nrows; idx, r0 = idx+1, r0+rowsPer {
 				c := &chunk{t: t, index: idx, rows: min(rowsPer, nrows-r0), out: make(chan chunkResult, 1)}
 				c.lastOfTens = r0+c.rows >= nrows
@@ -189,7 +146,7 @@ func (f *fileSpec) start(workers int) *stream {
 			defer s.wg.Done()
 			var vals []float32
 			for c := range work {
-				if need := int(c.rows * c.t.ne[0]); cap(vals) < need {
+				if need := int(c.rows * c.t.NE[0]); cap(vals) < need {
 					vals = make([]float32, need)
 				}
 				data, err := f.generate(c, vals)
@@ -200,35 +157,33 @@ func (f *fileSpec) start(workers int) *stream {
 	return s
 }
 
-// fill returns the function that writes t's bytes: the next chunks in file
-// order, which must be t's, since the writer asks for tensors in the same
-// order the producer generates them.
-func (s *stream) fill(t *tensorSpec) func(io.Writer) error {
-	return func(dst io.Writer) error {
-		if t.elements() == 0 {
-			return nil // no chunks were made for it
-		}
-		for c := range s.order {
-			r := <-c.out
-			if r.err != nil {
-				return r.err
-			}
-			if c.t != t {
-				return fmt.Errorf("synth: tensor %q: got a chunk of %q", t.name, c.t.name)
-			}
-			if _, err := dst.Write(r.data); err != nil {
-				return err
-			}
-			if s.progress != nil {
-				s.written += c.rows * t.ne[0]
-				s.progress(s.written, s.total)
-			}
-			if c.lastOfTens {
-				return nil
-			}
-		}
-		return fmt.Errorf("synth: tensor %q: generation stopped early", t.name)
+// fill writes t's bytes: the next chunks in file order, which must be
+// t's, since the writer asks for tensors in the same order the producer
+// generates them.
+func (s *stream) fill(t qwenlayout.TensorLayout, dst io.Writer) error {
+	if t.Elements() == 0 {
+		return nil // no chunks were made for it
 	}
+	for c := range s.order {
+		r := <-c.out
+		if r.err != nil {
+			return r.err
+		}
+		if c.t.Name != t.Name {
+			return fmt.Errorf("synth: tensor %q: got a chunk of %q", t.Name, c.t.Name)
+		}
+		if _, err := dst.Write(r.data); err != nil {
+			return err
+		}
+		if s.progress != nil {
+			s.written += c.rows * t.NE[0]
+			s.progress(s.written, s.total)
+		}
+		if c.lastOfTens {
+			return nil
+		}
+	}
+	return fmt.Errorf("synth: tensor %q: generation stopped early", t.Name)
 }
 
 // stop ends generation, whether or not every chunk was consumed, and waits

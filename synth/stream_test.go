@@ -9,16 +9,21 @@ import (
 	"time"
 
 	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/qwenlayout"
 )
 
 // TestWriteFailure checks that a tensor that cannot be generated stops the
 // write with an error naming it, leaves no file, and stops every generator
 // goroutine, though chunks of the next tensor are already in flight.
 func TestWriteFailure(t *testing.T) {
-	f := &fileSpec{seed: 1, std: 0.02, kvs: []kv{{"general.architecture", "test"}}}
-	f.add("a", gguf.TypeF32, initWeight, 1024, 600) // several chunks
-	f.add("bad", gguf.TypeIQ2_XXS, initWeight, 256, 4)
-	f.add("c", gguf.TypeF32, initWeight, 1024, 256*16) // more chunks than the stream buffers
+	f := &fileSpec{Layout: &qwenlayout.Layout{
+		KVs: []qwenlayout.KV{{Key: "general.architecture", Value: "test"}},
+		Tensors: []qwenlayout.TensorLayout{
+			{Name: "a", NE: []int64{1024, 600}, Type: gguf.TypeF32}, // several chunks
+			{Name: "bad", NE: []int64{256, 4}, Type: gguf.TypeIQ2_XXS},
+			{Name: "c", NE: []int64{1024, 256 * 16}, Type: gguf.TypeF32}, // more chunks than the stream buffers
+		},
+	}, seed: 1, std: 0.02}
 	dir := t.TempDir()
 	before := runtime.NumGoroutine()
 	err := f.write(filepath.Join(dir, "x.gguf"), 3, nil)

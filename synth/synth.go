@@ -4,28 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/qwenlayout"
 )
-
-// LMFileName and MMProjFileName are the names WritePair gives its files,
-// following llama.cpp's "<name>-<encoding>.gguf" / "mmproj-<name>-<encoding>.gguf".
-func (c *Config) LMFileName() string { return c.Name + "-" + upper(c.LMType) + ".gguf" }
-
-// MMProjFileName is the vision file's name; see LMFileName.
-func (c *Config) MMProjFileName() string {
-	return "mmproj-" + c.Name + "-" + upper(c.MMProjType) + ".gguf"
-}
-
-// MVProjFileName is the multi-vector side-car's name.
-func (c *Config) MVProjFileName() string {
-	return "mvproj-" + c.Name + "-" + upper(c.MVProj.Type) + ".gguf"
-}
-
-func upper(s string) string {
-	if t, err := ParseTypeSpec(s); err == nil {
-		return t.Name
-	}
-	return s
-}
 
 // WritePair writes the LM and mmproj GGUFs of cfg into dir (created if
 // missing) and returns their paths. Tensors are generated and written one
@@ -50,32 +33,68 @@ func WritePair(dir string, cfg Config) (lmPath, mmprojPath string, err error) {
 
 // WriteLM writes the language-model GGUF of cfg to path.
 func WriteLM(path string, cfg Config) error {
-	return writeSpec(path, cfg, func() (*fileSpec, error) {
+	return writeSpec(path, cfg, cfg.Seed, func() (*qwenlayout.Layout, error) {
 		tok, err := cfg.tokenizerKVs()
 		if err != nil {
 			return nil, err
 		}
-		return cfg.lmSpec(tok)
+		return cfg.LMLayout(tok)
 	})
 }
 
 // WriteMMProj writes the vision (mmproj) GGUF of cfg to path.
 func WriteMMProj(path string, cfg Config) error {
-	return writeSpec(path, cfg, cfg.mmprojSpec)
+	return writeSpec(path, cfg, cfg.Seed+1, cfg.MMProjLayout)
 }
 
 // WriteMVProj writes the multi-vector projector side-car of cfg to path.
 func WriteMVProj(path string, cfg Config) error {
-	return writeSpec(path, cfg, cfg.mvprojSpec)
+	return writeSpec(path, cfg, cfg.Seed+2, cfg.MVProjLayout)
 }
 
-func writeSpec(path string, cfg Config, plan func() (*fileSpec, error)) error {
+func writeSpec(path string, cfg Config, seed uint64, plan func() (*qwenlayout.Layout, error)) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	f, err := plan()
+	l, err := plan()
 	if err != nil {
 		return err
 	}
+	f := &fileSpec{Layout: l, seed: seed, std: cfg.Std}
 	return f.write(path, cfg.Workers, cfg.Progress)
+}
+
+// tokenizerKVs returns the tokenizer metadata for the LM: the small
+// vocabulary, or the tokenizer.* keys of c.VocabFrom copied with their types.
+func (c *Config) tokenizerKVs() ([]qwenlayout.KV, error) {
+	if c.VocabFrom == "" {
+		v, err := c.smallVocab()
+		if err != nil {
+			return nil, err
+		}
+		return qwenlayout.VocabKVs(v, ChatTemplate), nil
+	}
+	src, err := gguf.Open(c.VocabFrom)
+	if err != nil {
+		return nil, fmt.Errorf("synth: vocabulary source: %w", err)
+	}
+	defer src.Close()
+	var out []qwenlayout.KV
+	ntok := -1
+	for _, p := range src.KVs {
+		if !strings.HasPrefix(p.Key, "tokenizer.") {
+			continue
+		}
+		if p.Key == "tokenizer.ggml.tokens" {
+			ntok = p.Value.Len()
+		}
+		out = append(out, qwenlayout.KV{Key: p.Key, Value: p.Value.Interface()})
+	}
+	switch {
+	case ntok < 0:
+		return nil, fmt.Errorf("synth: vocabulary source %s has no tokenizer.ggml.tokens", c.VocabFrom)
+	case ntok != c.LM.Vocab:
+		return nil, fmt.Errorf("synth: vocabulary source %s has %d tokens, the LM is configured for %d", c.VocabFrom, ntok, c.LM.Vocab)
+	}
+	return out, nil
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/internal/fixtures"
+	"github.com/vembed/vembed/quantize"
+	"github.com/vembed/vembed/qwenlayout"
 )
 
 func open(t *testing.T, path string) *gguf.File {
@@ -238,7 +240,7 @@ func TestReadersAccept(t *testing.T) {
 				t.Errorf("vision config %+v does not match %+v", vc, c.Vision)
 			}
 			wantFFN := c.Vision.FFN
-			if c.Projector == ProjectorQwen2VL {
+			if c.Projector == qwenlayout.ProjectorQwen2VL {
 				wantFFN = c.LM.Hidden // the converter's quirk
 				if mf.Tensor("v.blk.0.ln1.bias") == nil || mf.Tensor("v.blk.0.ffn_gate.weight") != nil {
 					t.Error("Qwen2-VL blocks need LayerNorm biases and no gate")
@@ -407,13 +409,13 @@ func TestTypePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.LMType, c.MMProjType = "Q4_K_M", "Q8_0"
-	lm, err := c.lmSpec(nil)
+	lm, err := c.LMLayout(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	types := map[string]gguf.Type{}
-	for _, ts := range lm.tensors {
-		types[ts.name] = ts.typ
+	for _, ts := range lm.Tensors {
+		types[ts.Name] = ts.Type
 	}
 	// use_more_bits for 36 layers: 0-3, 31-35 and every third from 6.
 	more := map[int]bool{}
@@ -438,31 +440,31 @@ func TestTypePlan(t *testing.T) {
 		t.Errorf("token_embd %s output_norm %s, want Q6_K and F32", types["token_embd.weight"], types["output_norm.weight"])
 	}
 	c.LM.Untied = true
-	un, err := c.lmSpec(nil)
+	un, err := c.LMLayout(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ts := range un.tensors {
-		types[ts.name] = ts.typ
+	for _, ts := range un.Tensors {
+		types[ts.Name] = ts.Type
 	}
-	if un.tensors[0].name != "output.weight" || types["output.weight"] != gguf.TypeQ6_K || types["token_embd.weight"] != gguf.TypeQ4_K {
+	if un.Tensors[0].Name != "output.weight" || types["output.weight"] != gguf.TypeQ6_K || types["token_embd.weight"] != gguf.TypeQ4_K {
 		t.Errorf("untied: first %s, output %s, token_embd %s; want output.weight first, Q6_K, Q4_K",
-			un.tensors[0].name, types["output.weight"], types["token_embd.weight"])
+			un.Tensors[0].Name, types["output.weight"], types["token_embd.weight"])
 	}
-	mm, err := c.mmprojSpec()
+	mm, err := c.MMProjLayout()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ts := range mm.tensors {
+	for _, ts := range mm.Tensors {
 		want := gguf.TypeQ8_0
 		switch {
-		case len(ts.ne) == 1, strings.HasPrefix(ts.name, "v.patch_embd"):
+		case len(ts.NE) == 1, strings.HasPrefix(ts.Name, "v.patch_embd"):
 			want = gguf.TypeF32
-		case strings.HasSuffix(ts.name, "ffn_down.weight"): // 3420 values per row: no 32-blocks
+		case strings.HasSuffix(ts.Name, "ffn_down.weight"): // 3420 values per row: no 32-blocks
 			want = gguf.TypeF16
 		}
-		if ts.typ != want {
-			t.Errorf("%s %v: %s, want %s", ts.name, ts.ne, ts.typ, want)
+		if ts.Type != want {
+			t.Errorf("%s %v: %s, want %s", ts.Name, ts.NE, ts.Type, want)
 		}
 	}
 	// Rows that fit no block of the chosen type fall back as llama-quantize does.
@@ -478,16 +480,8 @@ func TestTypePlan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := s.Pick(roleOther, tc.nx, 0, 1); got != tc.want {
+		if got := s.Pick(quantize.RoleOther, tc.nx, 0, 1); got != tc.want {
 			t.Errorf("%s with rows of %d: %s, want %s", tc.typ, tc.nx, got, tc.want)
-		}
-	}
-}
-
-func TestSizeLabel(t *testing.T) {
-	for n, want := range map[int64]string{107072: "107K", 919808: "920K", 3_090_000_000: "3.1B", 1_500_000: "1.5M", 12_000_000: "12M"} {
-		if got := sizeLabel(n); got != want {
-			t.Errorf("sizeLabel(%d) = %q, want %q", n, got, want)
 		}
 	}
 }

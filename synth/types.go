@@ -21,14 +21,3 @@ func ParseTypeSpec(s string) (TypeSpec, error) {
 	}
 	return spec, nil
 }
-
-// role tells the type chooser what a matrix is.
-type role = quantize.Role
-
-const (
-	roleOther      = quantize.RoleOther
-	roleOutput     = quantize.RoleOutput // output.weight, or token_embd.weight when tied
-	roleAttnV      = quantize.RoleAttnV
-	roleFFNDown    = quantize.RoleFFNDown
-	roleAttnOutput = quantize.RoleAttnOutput
-)

@@ -6,15 +6,8 @@ import (
 	"strings"
 	"sync"
 	"unicode"
-	"unicode/utf8"
-)
 
-// Token types as llama.cpp stores them in tokenizer.ggml.token_type.
-const (
-	TokenNormal      int32 = 1
-	TokenControl     int32 = 3
-	TokenUserDefined int32 = 4
-	TokenUnused      int32 = 5
+	"github.com/vembed/vembed/qwenlayout"
 )
 
 // AddedTokens are the 22 Qwen2 / Qwen2.5(-VL) added tokens in id order; in the
@@ -46,53 +39,15 @@ const ChatTemplate = "{% set image_count = namespace(value=0) %}{% set video_cou
 	"{% elif 'text' in content %}{{ content['text'] }}{% endif %}{% endfor %}<|im_end|>\n{% endif %}{% endfor %}" +
 	"{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 
-// Vocab is a byte-level BPE vocabulary in the form llama.cpp's gpt2 tokenizer
-// reads from GGUF metadata.
-type Vocab struct {
-	Tokens []string
-	Types  []int32
-	Merges []string // "left right", in rank order
-	BOS    uint32
-	EOS    uint32
-	PAD    uint32
-}
-
-// ByteTokens returns GPT-2's byte-to-unicode table in token-id order: the
-// 188 printable bytes first (id 0 = "!"), then the other 68 bytes in
-// increasing order, each shown as the code point 256+n. Byte-level BPE
-// vocabularies (Qwen's among them) use this order for their first 256 ids.
-// The second result maps a byte to its token string.
-func ByteTokens() (tokens []string, byByte [256]string) {
-	printable := func(b int) bool {
-		return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF)
-	}
-	tokens = make([]string, 0, 256)
-	for b := 0; b < 256; b++ {
-		if printable(b) {
-			byByte[b] = string(rune(b))
-			tokens = append(tokens, byByte[b])
-		}
-	}
-	n := 0
-	for b := 0; b < 256; b++ {
-		if !printable(b) {
-			byByte[b] = string(rune(256 + n))
-			tokens = append(tokens, byByte[b])
-			n++
-		}
-	}
-	return tokens, byByte
-}
-
 // SmallVocab builds the small Qwen-style vocabulary: the 256 byte tokens,
 // nMerges merges learned from the built-in sample text, the 22 added tokens,
 // then "[PAD<id>]" fillers up to size ids (UNUSED, as the converter writes
 // ids that have no token).
-func SmallVocab(nMerges, size int) (*Vocab, error) {
+func SmallVocab(nMerges, size int) (*qwenlayout.Vocab, error) {
 	if nMerges < 0 {
 		return nil, fmt.Errorf("synth: negative merge count %d", nMerges)
 	}
-	bytesTok, _ := ByteTokens()
+	bytesTok, _ := qwenlayout.ByteTokens()
 	merges, learned, err := trainedMerges(nMerges)
 	if err != nil {
 		return nil, err
@@ -106,19 +61,19 @@ func SmallVocab(nMerges, size int) (*Vocab, error) {
 	tokens = append(tokens, AddedTokens...)
 	types := make([]int32, size)
 	for i := range first {
-		types[i] = TokenNormal
+		types[i] = qwenlayout.TokenNormal
 	}
 	for i, t := range AddedTokens {
-		types[first+i] = TokenControl
+		types[first+i] = qwenlayout.TokenControl
 		if !strings.HasPrefix(t, "<|") {
-			types[first+i] = TokenUserDefined
+			types[first+i] = qwenlayout.TokenUserDefined
 		}
 	}
 	for id := len(tokens); id < size; id++ {
 		tokens = append(tokens, fmt.Sprintf("[PAD%d]", id))
-		types[id] = TokenUnused
+		types[id] = qwenlayout.TokenUnused
 	}
-	v := &Vocab{
+	v := &qwenlayout.Vocab{
 		Tokens: tokens,
 		Types:  types,
 		Merges: merges,
@@ -135,7 +90,7 @@ func SmallVocab(nMerges, size int) (*Vocab, error) {
 // smallVocab is the small vocabulary of c. A reranker's also holds "yes"
 // and "no" (as normal tokens in its first filler ids, unless the merges
 // learned them), the words whose LM head rows its converter keeps.
-func (c *Config) smallVocab() (*Vocab, error) {
+func (c *Config) smallVocab() (*qwenlayout.Vocab, error) {
 	v, err := SmallVocab(c.Merges, c.LM.Vocab)
 	if err != nil || c.LM.Pooling != "rank" {
 		return v, err
@@ -144,11 +99,11 @@ func (c *Config) smallVocab() (*Vocab, error) {
 		if slices.Contains(v.Tokens, w) {
 			continue
 		}
-		id := slices.Index(v.Types, TokenUnused)
+		id := slices.Index(v.Types, qwenlayout.TokenUnused)
 		if id < 0 {
 			return nil, fmt.Errorf("synth: a reranker's vocabulary of %d ids has no room for %q", c.LM.Vocab, w)
 		}
-		v.Tokens[id], v.Types[id] = w, TokenNormal
+		v.Tokens[id], v.Types[id] = w, qwenlayout.TokenNormal
 	}
 	return v, v.Check()
 }
@@ -166,7 +121,7 @@ func trainedMerges(n int) (merges, added []string, err error) {
 	if r, ok := trained.m[n]; ok {
 		return r[0], r[1], nil
 	}
-	base, byByte := ByteTokens()
+	base, byByte := qwenlayout.ByteTokens()
 	merges, added, err = learnMerges(sampleText, byByte, base, n)
 	if err != nil {
 		return nil, nil, err
@@ -176,60 +131,6 @@ func trainedMerges(n int) (merges, added []string, err error) {
 	}
 	trained.m[n] = [2][]string{merges, added}
 	return merges, added, nil
-}
-
-// Check verifies that the vocabulary is usable by a byte-level BPE
-// tokenizer: unique tokens, all 256 byte tokens present, and every merge
-// joining two tokens into a token.
-func (v *Vocab) Check() error {
-	if len(v.Types) != len(v.Tokens) {
-		return fmt.Errorf("synth: %d token types for %d tokens", len(v.Types), len(v.Tokens))
-	}
-	ids := make(map[string]int, len(v.Tokens))
-	for i, t := range v.Tokens {
-		if j, dup := ids[t]; dup {
-			return fmt.Errorf("synth: token %q at ids %d and %d", t, j, i)
-		}
-		ids[t] = i
-	}
-	_, byByte := ByteTokens()
-	for b, t := range byByte {
-		if _, ok := ids[t]; !ok {
-			return fmt.Errorf("synth: byte %#02x has no token %q", b, t)
-		}
-	}
-	for i, m := range v.Merges {
-		l, r, ok := splitMerge(m)
-		if !ok {
-			return fmt.Errorf("synth: merge %d %q is not two tokens separated by a space", i, m)
-		}
-		for _, part := range []string{l, r, l + r} {
-			if _, ok := ids[part]; !ok {
-				return fmt.Errorf("synth: merge %d %q: %q is not a token", i, m, part)
-			}
-		}
-	}
-	for _, id := range []uint32{v.BOS, v.EOS, v.PAD} {
-		if int(id) >= len(v.Tokens) {
-			return fmt.Errorf("synth: special token id %d out of range", id)
-		}
-	}
-	return nil
-}
-
-// splitMerge splits a merge rule at the first space after position 0, as
-// llama.cpp does (a token can itself start with a space-like character).
-func splitMerge(m string) (l, r string, ok bool) {
-	if m == "" {
-		return "", "", false
-	}
-	_, n := utf8.DecodeRuneInString(m)
-	i := strings.IndexByte(m[n:], ' ')
-	if i < 0 {
-		return "", "", false
-	}
-	l, r = m[:n+i], m[n+i+1:]
-	return l, r, l != "" && r != ""
 }
 
 // learnMerges trains byte-level BPE on text: words come from a Qwen2-like

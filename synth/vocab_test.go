@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/vembed/vembed/internal/fixtures"
+	"github.com/vembed/vembed/qwenlayout"
 )
 
 func TestSmallVocab(t *testing.T) {
@@ -26,7 +27,7 @@ func TestSmallVocab(t *testing.T) {
 		t.Errorf("byte tokens out of order: %q %q %q", v.Tokens[0], v.Tokens[187], v.Tokens[188])
 	}
 	for i, m := range v.Merges {
-		l, r, _ := splitMerge(m)
+		l, r, _ := qwenlayout.SplitMerge(m)
 		if v.Tokens[256+i] != l+r {
 			t.Errorf("merge %d %q does not produce token %d %q", i, m, 256+i, v.Tokens[256+i])
 		}
@@ -34,8 +35,8 @@ func TestSmallVocab(t *testing.T) {
 	if v.Tokens[v.BOS] != "<|endoftext|>" || v.Tokens[v.EOS] != "<|im_end|>" || v.PAD != v.BOS || v.BOS != 486 {
 		t.Errorf("special ids bos %d eos %d pad %d", v.BOS, v.EOS, v.PAD)
 	}
-	for id, typ := range map[int]int32{485: TokenNormal, 486: TokenControl, 495: TokenControl, 500: TokenUserDefined,
-		501: TokenUserDefined, 507: TokenControl, 508: TokenUnused, 511: TokenUnused} {
+	for id, typ := range map[int]int32{485: qwenlayout.TokenNormal, 486: qwenlayout.TokenControl, 495: qwenlayout.TokenControl, 500: qwenlayout.TokenUserDefined,
+		501: qwenlayout.TokenUserDefined, 507: qwenlayout.TokenControl, 508: qwenlayout.TokenUnused, 511: qwenlayout.TokenUnused} {
 		if v.Types[id] != typ {
 			t.Errorf("token %d %q: type %d, want %d", id, v.Tokens[id], v.Types[id], typ)
 		}
@@ -44,7 +45,7 @@ func TestSmallVocab(t *testing.T) {
 		t.Errorf("last filler %q", v.Tokens[511])
 	}
 	// Determinism of the trainer itself (SmallVocab caches it).
-	base, byByte := ByteTokens()
+	base, byByte := qwenlayout.ByteTokens()
 	m1, a1, err := learnMerges(sampleText, byByte, base, 230)
 	if err != nil {
 		t.Fatal(err)
@@ -89,13 +90,13 @@ func TestVocabCheckRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, mod := range map[string]func(*Vocab){
-		"dup":       func(v *Vocab) { v.Tokens[300-1] = v.Tokens[0] },
-		"merge":     func(v *Vocab) { v.Merges[0] = "x yz" },
-		"nospace":   func(v *Vocab) { v.Merges[0] = "ab" },
-		"types":     func(v *Vocab) { v.Types = v.Types[:1] },
-		"bytes":     func(v *Vocab) { v.Tokens[5] = "zz" },
-		"specialid": func(v *Vocab) { v.EOS = 300 },
+	for name, mod := range map[string]func(*qwenlayout.Vocab){
+		"dup":       func(v *qwenlayout.Vocab) { v.Tokens[300-1] = v.Tokens[0] },
+		"merge":     func(v *qwenlayout.Vocab) { v.Merges[0] = "x yz" },
+		"nospace":   func(v *qwenlayout.Vocab) { v.Merges[0] = "ab" },
+		"types":     func(v *qwenlayout.Vocab) { v.Types = v.Types[:1] },
+		"bytes":     func(v *qwenlayout.Vocab) { v.Tokens[5] = "zz" },
+		"specialid": func(v *qwenlayout.Vocab) { v.EOS = 300 },
 	} {
 		w := *v
 		w.Tokens = append([]string(nil), v.Tokens...)
@@ -107,22 +108,6 @@ func TestVocabCheckRejects(t *testing.T) {
 	}
 	if _, err := SmallVocab(100000, 200000); err == nil {
 		t.Error("more merges than the sample allows: no error")
-	}
-}
-
-func TestSplitMerge(t *testing.T) {
-	for m, want := range map[string][2]string{
-		"Ġ t": {"Ġ", "t"}, "  x": {" ", "x"}, "a b c": {"a", "b c"}, "é ab": {"é", "ab"},
-	} {
-		l, r, ok := splitMerge(m)
-		if !ok || l != want[0] || r != want[1] {
-			t.Errorf("splitMerge(%q) = %q %q %v", m, l, r, ok)
-		}
-	}
-	for _, bad := range []string{"", "ab", "a ", " "} {
-		if _, _, ok := splitMerge(bad); ok {
-			t.Errorf("splitMerge(%q) accepted", bad)
-		}
 	}
 }
 

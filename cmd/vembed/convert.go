@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/vembed/vembed/convert"
-	"github.com/vembed/vembed/synth"
+	"github.com/vembed/vembed/qwenlayout"
 )
 
 func init() {
@@ -43,7 +43,7 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	task := fs.String("task", "", "jina-embeddings-v4's task adapter to merge (retrieval, text-matching, code; default retrieval), or all: one LM and mvproj per task")
 	typ := fs.String("type", "F16", "LM weight type: F32, F16, BF16, Q8_0, Q6_K, Q4_K, ... or a llama.cpp mix (Q4_K_M, Q5_K_M, ...)")
 	mmType := fs.String("mmproj-type", "F16", "vision encoder weight type (block types keep the patch embedding, attn_out and the merger in F16, as vembed quantize does)")
-	layout := fs.String("layout", "", "checkpoint layout ("+strings.Join(synth.Layouts(), ", ")+"); default: told from the checkpoint")
+	layout := fs.String("layout", "", "checkpoint layout ("+strings.Join(qwenlayout.Layouts(), ", ")+"); default: told from the checkpoint")
 	name := fs.String("name", "", "model name (general.name and file names; default from config.json or HF_DIR)")
 	recipe := fs.String("recipe", "", "override vembed.recipe (jina-embeddings-v4, gme, colqwen2, ...)")
 	pos, err := parseFlags(fs, args)

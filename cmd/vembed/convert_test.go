@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/vembed/vembed/hub/hubtest"
+	"github.com/vembed/vembed/qwenlayout"
 	"github.com/vembed/vembed/synth"
 )
 
@@ -59,7 +60,7 @@ func TestConvertQwen3VL(t *testing.T) {
 	dir := t.TempDir()
 	img := filepath.Join(dir, "page.png")
 	writePNG(t, img, 64, 64, 1)
-	for _, layout := range []string{synth.LayoutQwen3VL, synth.LayoutQwen3VLReranker} {
+	for _, layout := range []string{qwenlayout.LayoutQwen3VL, qwenlayout.LayoutQwen3VLReranker} {
 		hf, out := filepath.Join(dir, layout), filepath.Join(dir, layout+"-gguf")
 		var o, e bytes.Buffer
 		if code := run([]string{"synth", "--format", "hf", "--layout", layout, "--out", hf}, &o, &e); code != 0 {
@@ -75,7 +76,7 @@ func TestConvertQwen3VL(t *testing.T) {
 		}
 		o.Reset()
 		args := []string{"embed", "--model", files[0], "--mmproj", files[1], "--image", img, "--json"}
-		if layout == synth.LayoutQwen3VLReranker {
+		if layout == qwenlayout.LayoutQwen3VLReranker {
 			args = []string{"rerank", "--model", files[0], "--mmproj", files[1], "--query", `"which page?"`, "--document", `"text"`, "--document", `{"image":"` + img + `"}`, "--json"}
 		}
 		if code := run(args, &o, &e); code != 0 {
@@ -85,7 +86,7 @@ func TestConvertQwen3VL(t *testing.T) {
 			Embeddings [][]float64 `json:"embeddings"`
 			Scores     []float64   `json:"scores"`
 		}
-		if err := json.Unmarshal(o.Bytes(), &res); err != nil || len(res.Embeddings)+len(res.Scores) != map[string]int{synth.LayoutQwen3VL: 1, synth.LayoutQwen3VLReranker: 2}[layout] {
+		if err := json.Unmarshal(o.Bytes(), &res); err != nil || len(res.Embeddings)+len(res.Scores) != map[string]int{qwenlayout.LayoutQwen3VL: 1, qwenlayout.LayoutQwen3VLReranker: 2}[layout] {
 			t.Errorf("%s: %s (%v)", args[0], o.String(), err)
 		}
 	}
@@ -95,9 +96,9 @@ func TestConvertQwen3VL(t *testing.T) {
 // repository pulls it, converts it once into the cache and serves it; a
 // second run reuses the conversion.
 func TestCheckpointRepoConverted(t *testing.T) {
-	for _, layout := range []string{synth.LayoutJinaV4, synth.LayoutGME} {
+	for _, layout := range []string{qwenlayout.LayoutJinaV4, qwenlayout.LayoutGME} {
 		t.Run(layout, func(t *testing.T) {
-			preset := map[string]string{synth.LayoutJinaV4: "tiny", synth.LayoutGME: "tiny-qwen2vl"}[layout]
+			preset := map[string]string{qwenlayout.LayoutJinaV4: "tiny", qwenlayout.LayoutGME: "tiny-qwen2vl"}[layout]
 			cfg, err := synth.Preset(preset)
 			if err != nil {
 				t.Fatal(err)
@@ -114,7 +115,7 @@ func TestCheckpointRepoConverted(t *testing.T) {
 				}
 				return err
 			})
-			if layout == synth.LayoutGME {
+			if layout == qwenlayout.LayoutGME {
 				// Without a name in config.json, the repository's tells GME.
 				var c map[string]any
 				json.Unmarshal(files["config.json"], &c)
@@ -128,7 +129,7 @@ func TestCheckpointRepoConverted(t *testing.T) {
 			embed := func() (string, string) {
 				var o, e bytes.Buffer
 				args := []string{"embed", "--model", "hf://" + repo, "--text", "a short query"}
-				if layout == synth.LayoutJinaV4 {
+				if layout == qwenlayout.LayoutJinaV4 {
 					args = append(args, "--multivector")
 				}
 				if code := run(args, &o, &e); code != 0 {
@@ -145,10 +146,10 @@ func TestCheckpointRepoConverted(t *testing.T) {
 				t.Errorf("the cached conversion embeds differently:\n%s\n%s", first, second)
 			}
 			converted, _ := filepath.Glob(filepath.Join(home, "xdg", "vembed", "converted", "models--org--"+layout+"-tiny", "*", "*.gguf"))
-			if len(converted) < 2 || layout == synth.LayoutGME && !strings.Contains(converted[0], "gme-tiny-F16.gguf") {
+			if len(converted) < 2 || layout == qwenlayout.LayoutGME && !strings.Contains(converted[0], "gme-tiny-F16.gguf") {
 				t.Errorf("converted files: %v", converted)
 			}
-			if layout == synth.LayoutGME {
+			if layout == qwenlayout.LayoutGME {
 				var o, e bytes.Buffer
 				run([]string{"inspect", converted[0]}, &o, &e)
 				if !regexp.MustCompile(`vembed\.recipe\s.*gme`).MatchString(o.String()) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/vembed/vembed/qwenlayout"
 	"github.com/vembed/vembed/safetensors"
 	"github.com/vembed/vembed/synth"
 )
@@ -39,7 +40,7 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	vocabFrom := fs.String("vocab-from", "", "copy the tokenizer from this GGUF (its size must match the preset's vocabulary)")
 	workers := fs.Int("workers", 0, "goroutines generating tensors; 0 keeps the default (2)")
 	format := fs.String("format", "gguf", "gguf: a GGUF pair; hf: a Hugging Face checkpoint (see --layout, --dtype) for vembed convert")
-	layout := fs.String("layout", synth.LayoutJinaV4, "--format hf: checkpoint layout, "+strings.Join(synth.Layouts(), ", ")+" (gme and colqwen2 need a Qwen2-VL preset: tiny-qwen2vl, the default for them, or qwen2vl-2b; qwen3-vl and qwen3-vl-reranker a Qwen3-VL one: tiny-qwen3vl, the default for them, or the 2B presets)")
+	layout := fs.String("layout", qwenlayout.LayoutJinaV4, "--format hf: checkpoint layout, "+strings.Join(qwenlayout.Layouts(), ", ")+" (gme and colqwen2 need a Qwen2-VL preset: tiny-qwen2vl, the default for them, or qwen2vl-2b; qwen3-vl and qwen3-vl-reranker a Qwen3-VL one: tiny-qwen3vl, the default for them, or the 2B presets)")
 	dtype := fs.String("dtype", "BF16", "--format hf: weight dtype, BF16, F16 or F32")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -62,10 +63,10 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	qwen3 := *layout == synth.LayoutQwen3VL || *layout == synth.LayoutQwen3VLReranker
+	qwen3 := *layout == qwenlayout.LayoutQwen3VL || *layout == qwenlayout.LayoutQwen3VLReranker
 	if *format == "hf" && !set["preset"] {
 		switch {
-		case *layout == synth.LayoutGME || *layout == synth.LayoutColQwen2:
+		case *layout == qwenlayout.LayoutGME || *layout == qwenlayout.LayoutColQwen2:
 			*preset = "tiny-qwen2vl"
 		case qwen3:
 			*preset = "tiny-qwen3vl"
@@ -78,7 +79,7 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	if *format == "hf" && qwen3 {
 		// The checkpoints differ in name only; the reranker's
 		// configuration has the rank head (and "yes" and "no" tokens).
-		cfg.LM.Pooling = map[bool]string{true: "rank", false: "last"}[*layout == synth.LayoutQwen3VLReranker]
+		cfg.LM.Pooling = map[bool]string{true: "rank", false: "last"}[*layout == qwenlayout.LayoutQwen3VLReranker]
 	}
 	if *lmType != "" {
 		cfg.LMType = *lmType

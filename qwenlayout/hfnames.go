@@ -1,4 +1,4 @@
-package synth
+package qwenlayout
 
 import (
 	"fmt"
@@ -8,12 +8,44 @@ import (
 
 // One table says which Hugging Face checkpoint tensor each GGUF tensor of a
 // Qwen2-VL / Qwen2.5-VL / Qwen3-VL pair comes from, as llama.cpp's
-// convert_hf_to_gguf.py maps them. WriteHF uses it to name the tensors of
-// a synthetic checkpoint; the converter uses it to find the values of every
+// convert_hf_to_gguf.py maps them. Package synth uses it to name the tensors
+// of a synthetic checkpoint, package convert to find the values of every
 // tensor a Layout plans. Checkpoint names are given with the canonical
 // prefixes of Qwen2VLForConditionalGeneration checkpoints ("model." for
 // the decoder, "visual." for the tower, "lm_head."); other exports'
 // prefixes are the reader's business.
+
+// Hugging Face checkpoint layouts: how a family's release lays out its
+// files and names its tensors (package convert reads them, package synth
+// writes synthetic ones).
+const (
+	// LayoutJinaV4 is jina-embeddings-v4: a Qwen2.5-VL checkpoint with
+	// multi_vector_projector, and under adapters/ one PEFT LoRA adapter
+	// holding every task's A/B pair ("lora_A.<task>.weight").
+	LayoutJinaV4 = "jina-v4"
+	// LayoutColQwen25 and LayoutColQwen2 are colpali-engine's ColQwen2.5 /
+	// ColQwen2: the base model with custom_text_proj, and a LoRA adapter
+	// (adapter_config.json, adapter_model.safetensors) beside it.
+	LayoutColQwen25 = "colqwen2.5"
+	LayoutColQwen2  = "colqwen2"
+	// LayoutGME is GME-Qwen2-VL: a plain Qwen2-VL checkpoint.
+	LayoutGME = "gme"
+	// LayoutQwen3VL is Qwen3-VL-Embedding: a plain
+	// Qwen3VLForConditionalGeneration checkpoint (model.language_model.,
+	// model.visual.).
+	LayoutQwen3VL = "qwen3-vl"
+	// LayoutQwen3VLReranker is Qwen3-VL-Reranker: the same form, told by
+	// its name; the converter keeps the LM head's "yes" and "no" rows.
+	LayoutQwen3VLReranker = "qwen3-vl-reranker"
+)
+
+// Layouts lists the checkpoint layouts.
+func Layouts() []string {
+	return []string{LayoutJinaV4, LayoutColQwen25, LayoutColQwen2, LayoutGME, LayoutQwen3VL, LayoutQwen3VLReranker}
+}
+
+// JinaTasks are jina-embeddings-v4's task adapters.
+var JinaTasks = []string{"retrieval", "text-matching", "code"}
 
 // HFSource locates a GGUF tensor's values in a checkpoint.
 type HFSource struct {
@@ -151,7 +183,7 @@ func HFTensors(l *Layout, n HFNaming, vocab int) ([]HFTensor, error) {
 	for _, t := range l.Tensors {
 		src, ok := HFSourceOf(t.Name, n)
 		if !ok {
-			return nil, fmt.Errorf("synth: no checkpoint tensor for %s", t.Name)
+			return nil, fmt.Errorf("qwenlayout: no checkpoint tensor for %s", t.Name)
 		}
 		if seen[src.Name] {
 			continue
@@ -162,7 +194,7 @@ func HFTensors(l *Layout, n HFNaming, vocab int) ([]HFTensor, error) {
 		switch {
 		case src.Temporal: // ne [p, p, 3, W] → [W, 3, T, p, p]
 			if len(t.NE) != 4 {
-				return nil, fmt.Errorf("synth: %s: patch embedding ne %v", t.Name, t.NE)
+				return nil, fmt.Errorf("qwenlayout: %s: patch embedding ne %v", t.Name, t.NE)
 			}
 			shape = []int64{t.NE[3], t.NE[2], TemporalPatch, t.NE[1], t.NE[0]}
 		case src.Parts > 1:

@@ -51,7 +51,8 @@ func archTiers() []*impl {
 	t.swiGLU = swiGLUWith(siluMulVec)
 	t.quickGELU = inPlaceWith(quickGELUVec)
 	t.geluTanh = inPlaceWith(geluTanhVec)
-	return []*impl{int8Tier(t), &t}
+	i8 := int8Tier(t)
+	return append(vnniTiers(i8), i8, &t)
 }
 
 //go:noescape

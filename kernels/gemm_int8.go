@@ -578,5 +578,5 @@ func int32s(b []int16) []int32 {
 // of type t by activations quantized to 8 bits (for products of enough
 // rows, SetInt8MinRows), so that results carry that quantization's error.
 func QuantizesActivations(t gguf.Type) bool {
-	return Active() == TierAVX2Int8 && int8Types[t]
+	return int8Tiers[Active()] && int8Types[t]
 }

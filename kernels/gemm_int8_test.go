@@ -170,6 +170,19 @@ func intGEMMs() []intGEMM {
 			gemmU8(dst, x, m, w, bias, g)
 		}})
 	}
+	vt := map[gguf.Type]bool{}
+	for t := range vnniDecoders {
+		vt[t] = true
+	}
+	vn := map[string]*vnniTier{"go": vnniGo}
+	for name, g := range archVNNIKernels() {
+		vn[name] = g
+	}
+	for name, g := range vn {
+		out = append(out, intGEMM{"vnni-" + name, vt, func(dst, x []float32, m int, w *Matrix, bias []float32) {
+			gemmVNNI(dst, x, m, w, bias, g)
+		}})
+	}
 	return out
 }
 
@@ -221,7 +234,7 @@ func TestMatMulInt8(t *testing.T) {
 // int8Slack is int8Bound when the active tier multiplies w in integers,
 // else 0.
 func int8Slack(w *Matrix, j int, x []float32) float64 {
-	if !int8Types[w.Type] || Active() != TierAVX2Int8 {
+	if !int8Types[w.Type] || !int8Tiers[Active()] {
 		return 0
 	}
 	return int8Bound(w, j, x)

@@ -11,7 +11,8 @@ type Tier string
 
 // The tiers. The best one the CPU supports is active at start-up; the
 // VEMBED_CPU environment variable (a tier name) forces another, and Use
-// switches at run time. All but avx2-int8 compute float32 products with
+// switches at run time. All but the integer tiers (avx2-int8 and the VNNI
+// tiers built on it) compute float32 products with
 // float32 accumulation (the reference accumulates in float64), so they agree
 // with the reference within float32 summation-order error.
 const (
@@ -27,6 +28,14 @@ const (
 	// (gemm_int8.go), which adds an error of at most half a quantization
 	// step per value; float weights keep the exact float32 path.
 	TierAVX2Int8 Tier = "avx2-int8"
+	// TierAVX512VNNI is avx2-int8 with the integer products by AVX-512
+	// VNNI (VPDPBUSD on zmm, gemm_vnni.go): the same results, bit for bit.
+	// Needs AVX-512 F/BW/VL and VNNI.
+	TierAVX512VNNI Tier = "avx512-vnni"
+	// TierAVXVNNI is avx2-int8 with the integer products by AVX-VNNI
+	// (VEX VPDPBUSD on ymm), for CPUs with AVX-VNNI but no AVX-512 (Intel
+	// Alder Lake and later client cores): the same results, bit for bit.
+	TierAVXVNNI Tier = "avx-vnni"
 )
 
 // impl is the table of functions behind the exported API.

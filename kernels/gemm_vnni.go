@@ -1,0 +1,354 @@
+package kernels
+
+import (
+	"encoding/binary"
+
+	"github.com/vembed/vembed/gguf"
+)
+
+// The integer GEMM of the VNNI tiers (avx512-vnni, avx-vnni): the integer
+// GEMM of the avx2-int8 tier (gemm_int8.go, gemm_int8_u8.go) with its
+// inner products done by VPDPBUSD, which multiplies four unsigned bytes by
+// four signed bytes and adds the four products into an int32 lane in one
+// instruction, without the int16 intermediate sums of VPMADDUBSW (so no
+// saturation and no limit on the weights' range).
+//
+// Operands are those of the u8 path: activations as unsigned bytes q+128,
+// broadcast four at a time, weights as signed bytes in panels of gemmNR
+// columns by groups of four k (the u8 path's decoders and panel layout),
+// and per column and block a starting sum −128·Σ m·w that removes the
+// +128. Since VPDPBUSD does not saturate, every type the avx2-int8 tier
+// multiplies in integers goes through this one layout, the int16 path's
+// types too: Q8_0 and IQ4_NL as bytes, IQ4_XS as its codebook values with
+// the sub-block scale as a multiplier.
+//
+// Multipliers m (Q6_K, Q3_K: one per 16 values; IQ4_XS: one per 32) take
+// a second set of accumulators: each half block is summed alone, and the
+// block sum is start + m₀·A + m₁·B (VPMULLD). Types without them (unit
+// decoders) sum a whole block from the start value.
+//
+// Every block sum is the same exact integer the avx2-int8 tier computes,
+// and the float epilogue is the same operations in the same order (per
+// 32-value block c += float(S)·(dx·fd), then fm·(dx·Σq); per gemmKC slice
+// the tile written or added to c), so the results are bit-identical to
+// that tier's: TestVNNIMatchesAVX2Int8 checks exactly that.
+//
+// Geometry belongs to the tier: a tile is rows activation rows by span
+// panels of gemmNR columns (avx512-vnni: 6×32, one zmm of sixteen int32
+// lanes per panel; avx-vnni: 6×16 in ymm halves). A worker decodes its
+// column block into whole tiles (panels rounded up to span, the extra
+// columns zero).
+
+const (
+	// vnniAux is the int32 count per block of a panel's auxiliary data:
+	// sixteen starting sums, the multipliers of k 0..15, those of k
+	// 16..31, and sixteen unused, so that the next panel's entries are
+	// nb·256 bytes on (an address the kernels form with a scaled index).
+	vnniAux = 4 * gemmNR
+	// vnniFlagMul tells a kernel that the block has multipliers.
+	vnniFlagMul = 8
+)
+
+// vnniKernel computes, for ng row groups of rows rows, the rows×(span·
+// gemmNR) tiles c (+)= a·bᵀ over nb blocks: group g's activations (q+128,
+// interleaved by groups of four, group p of row r at a[(p*rows+r)*4]) at
+// a[g*as], its (dx, dx·Σq) pairs at ds[g*dss] (row r of block b at
+// ds[(b*rows+r)*2]), its output at c[g*rows*ldc]. Panel j of the tile has
+// its weights at b[j*nb*u8Panel], its aux (vnniAux int32 per block) at
+// aux[j*nb*vnniAux] and its factors (i8PanelF per block) at
+// f[j*nb*i8PanelF]. t is a scratch tile of rows×span·gemmNR floats. flags:
+// i8FlagAcc, i8FlagMin, vnniFlagMul.
+type vnniKernel func(ng, nb int, a []uint8, as int, ds []float32, dss int, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int)
+
+// vnniDecoders are the decoders of the VNNI tiers: the u8 path's, and the
+// int16 path's types as signed bytes.
+var vnniDecoders = func() map[gguf.Type]u8Decoder {
+	m := map[gguf.Type]u8Decoder{
+		gguf.TypeQ8_0:   {32, 34, false, false, true, false, vnniRowQ8_0},
+		gguf.TypeIQ4_NL: {32, 18, false, false, true, false, vnniRowIQ4NL},
+		gguf.TypeIQ4_XS: {256, 136, false, false, false, false, vnniRowIQ4XS},
+	}
+	for t, d := range u8Decoders {
+		m[t] = d
+	}
+	return m
+}()
+
+func vnniRowQ8_0(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
+	for b := 0; b < n/32; b++ {
+		blk := src[34*b : 34*b+34]
+		fd[b*fs] = f16(blk)
+		o := bytesOf(q[32*b : 32*b+32])
+		copy(o, blk[2:34])
+		for h := 0; h < 2; h++ {
+			var s int32
+			for i := 16 * h; i < 16*h+16; i += 8 {
+				// Signed bytes summed as unsigned ones with the top bit
+				// flipped (+128 each).
+				s += int32(byteSum16(binary.LittleEndian.Uint64(o[i:])^0x8080808080808080)) - 8*128
+			}
+			sum[2*b+h] = s
+		}
+	}
+}
+
+// iq4Half writes the codebook values of 16 bytes of IQ4 nibbles (low
+// nibbles first, then high) and the sums of both halves.
+func iq4Half(o []int8, qs []byte, sum []int32) {
+	var s0, s1 int32
+	for j, c := range qs[:16] {
+		lo, hi := iq4nlValues[c&15], iq4nlValues[c>>4]
+		o[j], o[j+16] = lo, hi
+		s0 += int32(lo)
+		s1 += int32(hi)
+	}
+	sum[0], sum[1] = s0, s1
+}
+
+func vnniRowIQ4NL(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
+	for b := 0; b < n/32; b++ {
+		blk := src[18*b : 18*b+18]
+		fd[b*fs] = f16(blk)
+		iq4Half(q[32*b:32*b+32], blk[2:18], sum[2*b:])
+	}
+}
+
+// vnniRowIQ4XS keeps the codebook value and the sub-block scale ls−32 as
+// the multiplier of both halves: ls·value is the int16 path's value.
+func vnniRowIQ4XS(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
+	for b := 0; b < n/256; b++ {
+		blk := src[136*b : 136*b+136]
+		d, qs := f16(blk), blk[8:136]
+		sh := uint16(blk[2]) | uint16(blk[3])<<8
+		for ib := 0; ib < 8; ib++ {
+			s := 8*b + ib
+			fd[s*fs] = d
+			ls := (int16(blk[4+ib/2]>>(4*(ib%2))&15) | int16(sh>>(2*ib)&3)<<4) - 32
+			mul[2*s], mul[2*s+1] = ls, ls
+			iq4Half(q[32*s:32*s+32], qs[16*ib:16*ib+16], sum[2*s:])
+		}
+	}
+}
+
+// vnniAuxCol writes column col's entries of nb blocks of a panel's aux:
+// the start −128·Σ m·q and, unless unit (the kernel then reads none), the
+// multipliers of the two halves.
+func vnniAuxCol(mul []int16, sum []int32, nb int, aux []int32, col int, unit bool) {
+	for b := 0; b < nb; b++ {
+		a := aux[b*vnniAux : (b+1)*vnniAux]
+		if unit {
+			a[col] = -128 * (sum[2*b] + sum[2*b+1])
+			continue
+		}
+		m0, m1 := int32(mul[2*b]), int32(mul[2*b+1])
+		a[col] = -128 * (m0*sum[2*b] + m1*sum[2*b+1])
+		a[gemmNR+col], a[2*gemmNR+col] = m0, m1
+	}
+}
+
+// vnniTier is what a tier plugs into the VNNI GEMM.
+type vnniTier struct {
+	// kern multiplies the blocks of unit decoders, rows rows by span
+	// panels per tile; kernMul, rowsMul and spanMul those with multipliers.
+	kern, kernMul vnniKernel
+	rows, span    int
+	rowsMul       int
+	spanMul       int
+	pack8         func(src []int8, kc int, dst []int8)
+	quant         func(x []float32, q []uint8, ds []float32)
+	// dec, optional by type, replace vnniDecoders' rows with faster
+	// equals.
+	dec map[gguf.Type]func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32)
+}
+
+// gemmVNNI is MatMul through the VNNI kernels; w's type must be in
+// vnniDecoders and w.Cols > 0.
+func gemmVNNI(dst, x []float32, m int, w *Matrix, bias []float32, g *vnniTier) {
+	dec := vnniDecoders[w.Type]
+	if row := g.dec[w.Type]; row != nil {
+		dec.row = row
+	}
+	n, k := w.Rows, w.Cols
+	if m <= 0 || n <= 0 {
+		return
+	}
+	rows, span, kern, flagMul := g.rows, g.span, g.kern, 0
+	if !dec.unit {
+		rows, span, kern, flagMul = g.rowsMul, g.spanMul, g.kernMul, vnniFlagMul
+	}
+	width := span * gemmNR
+	nbRow := k / i8Block
+	groups := (m + rows - 1) / rows
+	xap, dsp := byteScratch.get(groups*rows*k), getScratch(groups*rows*2*nbRow)
+	defer byteScratch.put(xap)
+	defer putScratch(dsp)
+	xa, ds := *xap, *dsp
+	quantizeGroups(x, m, k, rows, ds, g.quant, func(gi, r int, q []uint8) {
+		xg := xa[gi*rows*k : (gi+1)*rows*k]
+		for p := 0; p < k/4; p++ {
+			o := (p*rows + r) * 4
+			copy(xg[o:o+4], q[4*p:4*p+4])
+		}
+	})
+
+	rowBytes := w.RowBytes()
+	mc, mBlocks, nBlocks := int8Blocking(m, n, rows)
+	flags0 := flagMul
+	if dec.hasMin {
+		flags0 |= i8FlagMin
+	}
+	const kb = gemmKC / i8Block
+
+	parallelFor(mBlocks*nBlocks, func(item int) {
+		m0, m1, n0, n1, panels := gemmTile(item, nBlocks, mc, m, n)
+		panels = roundUp(panels, span)
+
+		np := panels * kb * u8Panel
+		bp := byteScratch.get(np + gemmNR*gemmKC)
+		defer byteScratch.put(bp)
+		pan := int8s((*bp)[:np])
+		rowBuf := int8s((*bp)[np : np+gemmNR*gemmKC])
+		na := panels * kb * vnniAux
+		ap := i16Scratch.get(2*na + 2*kb + 4*kb)
+		defer i16Scratch.put(ap)
+		aux := int32s((*ap)[:2*na])
+		mul := (*ap)[2*na : 2*na+2*kb]
+		sum := int32s((*ap)[2*na+2*kb : 2*na+2*kb+4*kb])
+		nf, nt := panels*kb*i8PanelF, rows*width
+		fp := getScratch(nf + 2*nt)
+		defer putScratch(fp)
+		fac, tile, edge := (*fp)[:nf], (*fp)[nf:nf+nt], (*fp)[nf+nt:nf+2*nt]
+
+		for k0 := 0; k0 < k; k0 += gemmKC {
+			kc := min(gemmKC, k-k0)
+			nb := kc / i8Block
+			koff := k0 / dec.blockSize * dec.typeSize
+			for p := 0; p < panels; p++ {
+				pp := pan[p*nb*u8Panel : (p+1)*nb*u8Panel]
+				fs := fac[p*nb*i8PanelF : (p+1)*nb*i8PanelF]
+				as := aux[p*nb*vnniAux : (p+1)*nb*vnniAux]
+				row0 := n0 + p*gemmNR
+				for r := 0; r < gemmNR; r++ {
+					rb := rowBuf[r*kc : (r+1)*kc]
+					if row := row0 + r; row < n1 {
+						src := w.Data[row*rowBytes+koff:]
+						prefetchSlice(src, k-k0, kc, dec.blockSize, dec.typeSize)
+						dec.row(src, kc, rb, fs[r:], fs[gemmNR+r:], i8PanelF, mul, sum)
+					} else {
+						clear(rb)
+						clear(mul)
+						clear(sum)
+						for b := 0; b < nb; b++ {
+							fs[b*i8PanelF+r], fs[b*i8PanelF+gemmNR+r] = 0, 0
+						}
+					}
+					vnniAuxCol(mul, sum, nb, as, r, dec.unit)
+				}
+				g.pack8(rowBuf, kc, pp)
+				g.pack8(rowBuf[8*kc:], kc, pp[4*8:])
+			}
+			flags := flags0
+			if k0 > 0 {
+				flags |= i8FlagAcc
+			}
+			for p := 0; p < panels; p += span {
+				j0 := p * gemmNR
+				nr := min(width, n1-n0-j0)
+				pp := pan[p*nb*u8Panel:]
+				fs := fac[p*nb*i8PanelF:]
+				as8 := aux[p*nb*vnniAux:]
+				as, dss := rows*k, rows*2*nbRow
+				vnniTileRows(dst[n0+j0:], n, m0, m1, rows, width, nr, k0 > 0, edge, func(groups, i0 int, out []float32, ldo int) {
+					a := xa[i0*k+k0*rows:]
+					dsa := ds[(i0*nbRow+k0/i8Block*rows)*2:]
+					kern(groups, nb, a, as, dsa, dss, pp, as8, fs, tile, out, ldo, flags)
+				})
+			}
+		}
+		addBias(dst, n, bias, m0, m1, n0, n1)
+	})
+}
+
+// vnniTileRows is tileRows for tiles width columns wide: the full groups
+// of rows in one call when the tile is full width, the rest through the
+// edge scratch tile (rows×width floats).
+func vnniTileRows(c []float32, ldc, m0, m1, rows, width, nr int, acc bool, edge []float32, call func(groups, i0 int, out []float32, ldo int)) {
+	full := (m1 - m0) / rows
+	if nr < width {
+		full = 0
+	}
+	call(full, m0, c[m0*ldc:], ldc)
+	for i0 := m0 + full*rows; i0 < m1; i0 += rows {
+		mr := min(rows, m1-i0)
+		ci := c[i0*ldc:]
+		if acc {
+			for r := 0; r < mr; r++ {
+				copy(edge[r*width:r*width+nr], ci[r*ldc:])
+			}
+		}
+		call(1, i0, edge, width)
+		for r := 0; r < mr; r++ {
+			copy(ci[r*ldc:r*ldc+nr], edge[r*width:])
+		}
+	}
+}
+
+// vnniKernelGo returns the portable vnniKernel for tiles of rows×span
+// panels: the same integer sums (start plus m-weighted half sums of
+// (q+128)·w) and epilogue as the assembly.
+func vnniKernelGo(rows, span int) vnniKernel {
+	width := span * gemmNR
+	return func(ng, nb int, a []uint8, as int, ds []float32, dss int, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int) {
+		for g := 0; g < ng; g++ {
+			xa, dg, cg := a[g*as:], ds[g*dss:], c[g*rows*ldc:]
+			t := t[:rows*width]
+			clear(t)
+			for bb := 0; bb < nb; bb++ {
+				xb := xa[bb*i8Block*rows : (bb+1)*i8Block*rows]
+				for r := 0; r < rows; r++ {
+					dx, dxs := dg[(bb*rows+r)*2], dg[(bb*rows+r)*2+1]
+					for col := 0; col < width; col++ {
+						j, cc := col/gemmNR, col%gemmNR
+						pb := b[(j*nb+bb)*u8Panel:]
+						ab := aux[(j*nb+bb)*vnniAux:]
+						fb := f[(j*nb+bb)*i8PanelF:]
+						var half [2]int32
+						for kk := 0; kk < i8Block; kk++ {
+							half[kk/16] += int32(xb[(kk/4*rows+r)*4+kk%4]) * int32(pb[(kk/4*gemmNR+cc)*4+kk%4])
+						}
+						s := ab[cc] + half[0] + half[1]
+						if flags&vnniFlagMul != 0 {
+							s = ab[cc] + ab[gemmNR+cc]*half[0] + ab[2*gemmNR+cc]*half[1]
+						}
+						v := fma32(float32(s), dx*fb[cc], t[r*width+col])
+						if flags&i8FlagMin != 0 {
+							v = fma32(fb[gemmNR+cc], dxs, v)
+						}
+						t[r*width+col] = v
+					}
+				}
+			}
+			for r := 0; r < rows; r++ {
+				cr, tr := cg[r*ldc:r*ldc+width], t[r*width:(r+1)*width]
+				if flags&i8FlagAcc != 0 {
+					for j, v := range tr {
+						cr[j] += v
+					}
+				} else {
+					copy(cr, tr)
+				}
+			}
+		}
+	}
+}
+
+// vnniGo is the portable form of the avx512-vnni tier's GEMM (the 6×32
+// geometry), the tests' reference for the assembly.
+var vnniGo = &vnniTier{
+	kern: vnniKernelGo(6, 2), kernMul: vnniKernelGo(6, 2),
+	rows: 6, span: 2, rowsMul: 6, spanMul: 2,
+	pack8: pack8U8Go, quant: quantizeRowU8,
+}
+
+// int8Tiers are the tiers that multiply quantized weights in integers.
+var int8Tiers = map[Tier]bool{TierAVX2Int8: true, TierAVX512VNNI: true, TierAVXVNNI: true}

@@ -1,0 +1,132 @@
+package kernels
+
+import (
+	"github.com/vembed/vembed/gguf"
+	"golang.org/x/sys/cpu"
+)
+
+// hasAVX512VNNI reports whether the CPU and OS run the avx512-vnni
+// kernels: AVX-512 F, BW and VL with VNNI (x/sys/cpu reports AVX-512 only
+// when the OS saves the zmm and mask state).
+var hasAVX512VNNI = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI
+
+// hasAVXVNNI reports whether the CPU runs VEX-encoded VPDPBUSD on ymm.
+var hasAVXVNNI = hasAVX2 && cpu.X86.HasAVXVNNI
+
+//go:noescape
+func kernelVNNI6x32(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
+
+//go:noescape
+func kernelAVXVNNI6x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
+
+//go:noescape
+func kernelAVXVNNI3x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
+
+// vnniAsm wraps an assembly vnniKernel of rows×span tiles with the checks
+// that keep every access inside the slices; with no blocks the portable
+// kernel writes the (zero) tiles.
+func vnniAsm(rows, span int, kern func(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)) vnniKernel {
+	width := span * gemmNR
+	goKern := vnniKernelGo(rows, span)
+	return func(ng, nb int, a []uint8, as int, ds []float32, dss int, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int) {
+		if ng <= 0 {
+			return
+		}
+		if nb <= 0 {
+			goKern(ng, 0, a, as, ds, dss, b, aux, f, t, c, ldc, flags)
+			return
+		}
+		_ = a[(ng-1)*as+nb*i8Block*rows-1]
+		_ = ds[(ng-1)*dss+nb*rows*2-1]
+		_ = b[span*nb*u8Panel-1]
+		_ = aux[span*nb*vnniAux-1]
+		_ = f[span*nb*i8PanelF-1]
+		_ = t[rows*width-1]
+		_ = c[((ng-1)*rows+rows-1)*ldc+width-1]
+		kern(ng, nb, &a[0], as, &ds[0], dss, &b[0], &aux[0], &f[0], &t[0], &c[0], ldc, flags)
+	}
+}
+
+//go:noescape
+func decodeQ8_0S8AVX2(src *byte, nb int, q *int8, sum *int32)
+
+// q8RowVNNI is vnniRowQ8_0 with the bytes and sums in assembly.
+func q8RowVNNI(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
+	nb := n / 32
+	if nb == 0 {
+		return
+	}
+	_, _, _ = src[34*nb-1], q[32*nb-1], sum[2*nb-1]
+	for b := 0; b < nb; b++ {
+		fd[b*fs] = f16(src[34*b:])
+	}
+	decodeQ8_0S8AVX2(&src[0], nb, &q[0], &sum[0])
+	for i := range sum[:2*nb] {
+		sum[i] -= 16 * 128
+	}
+}
+
+// vnniRowsAVX2 are the VNNI tiers' decoders with the per-value work in
+// assembly (equal to vnniDecoders' rows, tested).
+var vnniRowsAVX2 = func() map[gguf.Type]func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
+	m := map[gguf.Type]func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32){
+		gguf.TypeQ8_0: q8RowVNNI,
+	}
+	for t, f := range u8RowsAVX2 {
+		m[t] = f
+	}
+	return m
+}()
+
+// vnniAVX512 and vnniAVX are the GEMMs of the avx512-vnni and avx-vnni
+// tiers.
+var (
+	vnniAVX512 = &vnniTier{
+		kern: vnniAsm(6, 2, kernelVNNI6x32), kernMul: vnniAsm(6, 2, kernelVNNI6x32),
+		rows: 6, span: 2, rowsMul: 6, spanMul: 2,
+		pack8: pack8U8AVX2, quant: quantizeRowU8AVX2, dec: vnniRowsAVX2,
+	}
+	vnniAVX = &vnniTier{
+		kern: vnniAsm(6, 1, kernelAVXVNNI6x16), kernMul: vnniAsm(3, 1, kernelAVXVNNI3x16),
+		rows: 6, span: 1, rowsMul: 3, spanMul: 1,
+		pack8: pack8U8AVX2, quant: quantizeRowU8AVX2, dec: vnniRowsAVX2,
+	}
+)
+
+// vnniTiers returns the VNNI tiers this CPU runs, best first, built on
+// the integer tier i8: products by quantized weights of int8Types through
+// the VNNI kernels (from the same row threshold), everything else as i8.
+func vnniTiers(i8 *impl) []*impl {
+	var out []*impl
+	add := func(name Tier, g *vnniTier) {
+		t := *i8
+		t.tier = name
+		t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
+			if !int8Types[w.Type] || w.Cols == 0 || m < int8Threshold(w.Type, int(int8MinRows.Load())) {
+				i8.matMul(dst, x, m, w, bias)
+				return
+			}
+			gemmVNNI(dst, x, m, w, bias, g)
+		}
+		out = append(out, &t)
+	}
+	if hasAVX512VNNI {
+		add(TierAVX512VNNI, vnniAVX512)
+	}
+	if hasAVXVNNI {
+		add(TierAVXVNNI, vnniAVX)
+	}
+	return out
+}
+
+// archVNNIKernels lists the VNNI GEMMs this CPU runs, for the tests.
+func archVNNIKernels() map[string]*vnniTier {
+	out := map[string]*vnniTier{}
+	if hasAVX512VNNI {
+		out[string(TierAVX512VNNI)] = vnniAVX512
+	}
+	if hasAVXVNNI {
+		out[string(TierAVXVNNI)] = vnniAVX
+	}
+	return out
+}

@@ -1,0 +1,591 @@
+#include "textflag.h"
+#include "gemm_int8_amd64.h"
+
+// The VNNI microkernels (see gemm_vnni.go). Activations are unsigned bytes
+// q+128 broadcast four at a time, weights signed bytes in 16-column panels
+// (four k per column), so one VPDPBUSD adds four products per column into
+// its int32 lane: the int32 accumulators start at the columns' −128·Σ m·w
+// and hold exact block sums.
+
+// The avx512-vnni kernel: a 6x32 tile, two 16-column panels (one zmm
+// each). Unit blocks sum in Z0..Z11 (row r, panel p in Z(2r+p)); blocks with
+// multipliers sum the half blocks in Z0..Z11 and Z12..Z23 and combine them
+// with VPMULLD. Z24, Z25 hold the step's weights, Z26..Z31 the broadcast
+// activations and the epilogue's temporaries. SI is nb·64, so the second
+// panel's weights are at (SI*8), its aux at (SI*4), its factors at (SI*2)
+// from the first's.
+
+// One k step of four values for the six rows into the accumulators c0..c11.
+#define VSTEP(aoff, boff, c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11) \
+	VMOVDQU32 boff(BX), Z24 \
+	VMOVDQU32 boff(BX)(SI*8), Z25 \
+	VPBROADCASTD aoff(AX), Z26 \
+	VPBROADCASTD aoff+4(AX), Z27 \
+	VPBROADCASTD aoff+8(AX), Z28 \
+	VPDPBUSD Z24, Z26, c0 \
+	VPDPBUSD Z25, Z26, c1 \
+	VPDPBUSD Z24, Z27, c2 \
+	VPDPBUSD Z25, Z27, c3 \
+	VPBROADCASTD aoff+12(AX), Z29 \
+	VPBROADCASTD aoff+16(AX), Z30 \
+	VPBROADCASTD aoff+20(AX), Z31 \
+	VPDPBUSD Z24, Z28, c4 \
+	VPDPBUSD Z25, Z28, c5 \
+	VPDPBUSD Z24, Z29, c6 \
+	VPDPBUSD Z25, Z29, c7 \
+	VPDPBUSD Z24, Z30, c8 \
+	VPDPBUSD Z25, Z30, c9 \
+	VPDPBUSD Z24, Z31, c10 \
+	VPDPBUSD Z25, Z31, c11
+
+#define VSTEPLO(aoff, boff) VSTEP(aoff, boff, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11)
+#define VSTEPHI(aoff, boff) VSTEP(aoff, boff, Z12, Z13, Z14, Z15, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
+
+// Half sums a (k 0..15) and b (k 16..31) of the first (VCOMB0) or second
+// (VCOMB1) panel into the block sum start + m0·a + m1·b, in a.
+#define VCOMB0(za, zb) \
+	VPMULLD 64(R12), za, za \
+	VPMULLD 128(R12), zb, zb \
+	VPADDD zb, za, za \
+	VPADDD 0(R12), za, za
+
+#define VCOMB1(za, zb) \
+	VPMULLD 64(R12)(SI*4), za, za \
+	VPMULLD 128(R12)(SI*4), zb, zb \
+	VPADDD zb, za, za \
+	VPADDD 0(R12)(SI*4), za, za
+
+// EPISCALE of gemm_int8_amd64.h for a row of the 6x32 tile: the same
+// operations in the same operand order, so the same roundings.
+#define VEPI(za, zb, dxoff, toff) \
+	VCVTDQ2PS za, za \
+	VCVTDQ2PS zb, zb \
+	VBROADCASTSS dxoff(R11), Z27 \
+	VMULPS 0(R13), Z27, Z28 \
+	VMULPS 0(R13)(SI*2), Z27, Z29 \
+	VFMADD213PS toff(DI), Z28, za \
+	VFMADD213PS toff+64(DI), Z29, zb
+
+#define VMINTERM(za, zb, dsoff) \
+	VBROADCASTSS dsoff(R11), Z30 \
+	VFMADD231PS 64(R13), Z30, za \
+	VFMADD231PS 64(R13)(SI*2), Z30, zb
+
+#define VPUT(za, zb, toff) \
+	VMOVUPS za, toff(DI) \
+	VMOVUPS zb, toff+64(DI)
+
+// func kernelVNNI6x32(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
+//
+// ng row groups of six rows: group g's activations at a+g·as bytes (four
+// k of row r at 4r, 24 bytes per step, 192 per block), its (dx, dx·Σq)
+// at ds+g·dss floats (48 bytes per block), its output at c+6g·ldc floats.
+// b, aux, f: the first panel's weights (512 bytes per block), aux (256)
+// and factors (128), the second panel's nb blocks further. t: 6x32 float32
+// scratch tile (row r at 128r). flags bit 0: add into c; bit 1: apply fm;
+// bit 3: multipliers.
+TEXT ·kernelVNNI6x32(SB), NOSPLIT, $0-104
+	MOVQ a+16(FP), R9
+	MOVQ ds+32(FP), R10
+	MOVQ c+80(FP), DX
+	MOVQ t+72(FP), DI
+	MOVQ ng+0(FP), R8
+	TESTQ R8, R8
+	JZ   vdone
+
+vgroup:
+	MOVQ R9, AX
+	MOVQ R10, R11
+	MOVQ b+48(FP), BX
+	MOVQ aux+56(FP), R12
+	MOVQ f+64(FP), R13
+	MOVQ nb+8(FP), CX
+	MOVQ CX, SI
+	SHLQ $6, SI
+	VPXORD Z0, Z0, Z0
+	VMOVUPS Z0, 0(DI)
+	VMOVUPS Z0, 64(DI)
+	VMOVUPS Z0, 128(DI)
+	VMOVUPS Z0, 192(DI)
+	VMOVUPS Z0, 256(DI)
+	VMOVUPS Z0, 320(DI)
+	VMOVUPS Z0, 384(DI)
+	VMOVUPS Z0, 448(DI)
+	VMOVUPS Z0, 512(DI)
+	VMOVUPS Z0, 576(DI)
+	VMOVUPS Z0, 640(DI)
+	VMOVUPS Z0, 704(DI)
+	TESTQ CX, CX
+	JZ   vstore
+
+vblock:
+	TESTQ $8, flags+96(FP)
+	JNZ  vmul
+	VMOVDQU32 0(R12), Z24
+	VMOVDQU32 0(R12)(SI*4), Z25
+	VMOVDQA32 Z24, Z0
+	VMOVDQA32 Z25, Z1
+	VMOVDQA32 Z24, Z2
+	VMOVDQA32 Z25, Z3
+	VMOVDQA32 Z24, Z4
+	VMOVDQA32 Z25, Z5
+	VMOVDQA32 Z24, Z6
+	VMOVDQA32 Z25, Z7
+	VMOVDQA32 Z24, Z8
+	VMOVDQA32 Z25, Z9
+	VMOVDQA32 Z24, Z10
+	VMOVDQA32 Z25, Z11
+	VSTEPLO(0, 0)
+	VSTEPLO(24, 64)
+	VSTEPLO(48, 128)
+	VSTEPLO(72, 192)
+	VSTEPLO(96, 256)
+	VSTEPLO(120, 320)
+	VSTEPLO(144, 384)
+	VSTEPLO(168, 448)
+	JMP  vepi
+
+vmul:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	VSTEPLO(0, 0)
+	VSTEPLO(24, 64)
+	VSTEPLO(48, 128)
+	VSTEPLO(72, 192)
+	VSTEPHI(96, 256)
+	VSTEPHI(120, 320)
+	VSTEPHI(144, 384)
+	VSTEPHI(168, 448)
+	VCOMB0(Z0, Z12)
+	VCOMB1(Z1, Z13)
+	VCOMB0(Z2, Z14)
+	VCOMB1(Z3, Z15)
+	VCOMB0(Z4, Z16)
+	VCOMB1(Z5, Z17)
+	VCOMB0(Z6, Z18)
+	VCOMB1(Z7, Z19)
+	VCOMB0(Z8, Z20)
+	VCOMB1(Z9, Z21)
+	VCOMB0(Z10, Z22)
+	VCOMB1(Z11, Z23)
+
+vepi:
+	ADDQ $192, AX
+	ADDQ $512, BX
+	ADDQ $256, R12
+	TESTQ $2, flags+96(FP)
+	JNZ  vwithmin
+	VEPI(Z0, Z1, 0, 0)
+	VPUT(Z0, Z1, 0)
+	VEPI(Z2, Z3, 8, 128)
+	VPUT(Z2, Z3, 128)
+	VEPI(Z4, Z5, 16, 256)
+	VPUT(Z4, Z5, 256)
+	VEPI(Z6, Z7, 24, 384)
+	VPUT(Z6, Z7, 384)
+	VEPI(Z8, Z9, 32, 512)
+	VPUT(Z8, Z9, 512)
+	VEPI(Z10, Z11, 40, 640)
+	VPUT(Z10, Z11, 640)
+	JMP  vnext
+
+vwithmin:
+	VEPI(Z0, Z1, 0, 0)
+	VMINTERM(Z0, Z1, 4)
+	VPUT(Z0, Z1, 0)
+	VEPI(Z2, Z3, 8, 128)
+	VMINTERM(Z2, Z3, 12)
+	VPUT(Z2, Z3, 128)
+	VEPI(Z4, Z5, 16, 256)
+	VMINTERM(Z4, Z5, 20)
+	VPUT(Z4, Z5, 256)
+	VEPI(Z6, Z7, 24, 384)
+	VMINTERM(Z6, Z7, 28)
+	VPUT(Z6, Z7, 384)
+	VEPI(Z8, Z9, 32, 512)
+	VMINTERM(Z8, Z9, 36)
+	VPUT(Z8, Z9, 512)
+	VEPI(Z10, Z11, 40, 640)
+	VMINTERM(Z10, Z11, 44)
+	VPUT(Z10, Z11, 640)
+
+vnext:
+	ADDQ $48, R11
+	ADDQ $128, R13
+	DECQ CX
+	JNZ  vblock
+
+vstore:
+	VMOVUPS 0(DI), Z0
+	VMOVUPS 64(DI), Z1
+	VMOVUPS 128(DI), Z2
+	VMOVUPS 192(DI), Z3
+	VMOVUPS 256(DI), Z4
+	VMOVUPS 320(DI), Z5
+	VMOVUPS 384(DI), Z6
+	VMOVUPS 448(DI), Z7
+	VMOVUPS 512(DI), Z8
+	VMOVUPS 576(DI), Z9
+	VMOVUPS 640(DI), Z10
+	VMOVUPS 704(DI), Z11
+	MOVQ ldc+88(FP), SI
+	SHLQ $2, SI
+	LEAQ (DX)(SI*2), R12
+	ADDQ SI, R12
+	TESTQ $1, flags+96(FP)
+	JZ   vwrite
+	VADDPS 0(DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	VADDPS 0(DX)(SI*1), Z2, Z2
+	VADDPS 64(DX)(SI*1), Z3, Z3
+	VADDPS 0(DX)(SI*2), Z4, Z4
+	VADDPS 64(DX)(SI*2), Z5, Z5
+	VADDPS 0(R12), Z6, Z6
+	VADDPS 64(R12), Z7, Z7
+	VADDPS 0(R12)(SI*1), Z8, Z8
+	VADDPS 64(R12)(SI*1), Z9, Z9
+	VADDPS 0(R12)(SI*2), Z10, Z10
+	VADDPS 64(R12)(SI*2), Z11, Z11
+
+vwrite:
+	VMOVUPS Z0, 0(DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 0(DX)(SI*1)
+	VMOVUPS Z3, 64(DX)(SI*1)
+	VMOVUPS Z4, 0(DX)(SI*2)
+	VMOVUPS Z5, 64(DX)(SI*2)
+	VMOVUPS Z6, 0(R12)
+	VMOVUPS Z7, 64(R12)
+	VMOVUPS Z8, 0(R12)(SI*1)
+	VMOVUPS Z9, 64(R12)(SI*1)
+	VMOVUPS Z10, 0(R12)(SI*2)
+	VMOVUPS Z11, 64(R12)(SI*2)
+	LEAQ (R12)(SI*2), DX
+	ADDQ SI, DX
+	ADDQ as+24(FP), R9
+	MOVQ dss+40(FP), CX
+	LEAQ (R10)(CX*4), R10
+	DECQ R8
+	JNZ  vgroup
+
+vdone:
+	VZEROUPPER
+	RET
+
+// VPDPBUSDY(d, u, s) is the AVX-VNNI (VEX.256.66.0F38.W0 50 /r) form of
+// VPDPBUSD Yd, Yu, Ys (Intel order: Yd += Yu's unsigned bytes · Ys's
+// signed bytes), which the Go assembler lacks: C4, then ~R X̄ ~B and the
+// 0F38 map, then W0 ~vvvv L1 pp=66, the opcode 50, ModRM 11 d s.
+#define VPDPBUSDY(d, u, s) \
+	BYTE $0xC4 \
+	BYTE $(0xE2^((d>>3)<<7)^((s>>3)<<5)) \
+	BYTE $(((15-u)<<3)|5) \
+	BYTE $0x50 \
+	BYTE $(0xC0|((d&7)<<3)|(s&7))
+
+// One k step for six rows into Y0..Y11 (row r in Y(2r), Y(2r+1)); Y12,
+// Y13 the weights, Y14, Y15 the broadcast activations.
+#define YSTEP6(aoff, boff) \
+	VMOVDQU boff(BX), Y12 \
+	VMOVDQU boff+32(BX), Y13 \
+	VPBROADCASTD aoff(AX), Y14 \
+	VPBROADCASTD aoff+4(AX), Y15 \
+	VPDPBUSDY(0, 14, 12) \
+	VPDPBUSDY(1, 14, 13) \
+	VPDPBUSDY(2, 15, 12) \
+	VPDPBUSDY(3, 15, 13) \
+	VPBROADCASTD aoff+8(AX), Y14 \
+	VPBROADCASTD aoff+12(AX), Y15 \
+	VPDPBUSDY(4, 14, 12) \
+	VPDPBUSDY(5, 14, 13) \
+	VPDPBUSDY(6, 15, 12) \
+	VPDPBUSDY(7, 15, 13) \
+	VPBROADCASTD aoff+16(AX), Y14 \
+	VPBROADCASTD aoff+20(AX), Y15 \
+	VPDPBUSDY(8, 14, 12) \
+	VPDPBUSDY(9, 14, 13) \
+	VPDPBUSDY(10, 15, 12) \
+	VPDPBUSDY(11, 15, 13)
+
+// func kernelAVXVNNI6x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
+//
+// The avx-vnni kernel of unit blocks: kernelVNNI6x32's layouts with one
+// panel, a 6x16 tile (t row r at 64r), in ymm registers.
+TEXT ·kernelAVXVNNI6x16(SB), NOSPLIT, $0-104
+	MOVQ a+16(FP), R9
+	MOVQ ds+32(FP), R10
+	MOVQ c+80(FP), DX
+	MOVQ t+72(FP), DI
+	MOVQ ng+0(FP), R8
+	TESTQ R8, R8
+	JZ   ydone
+
+ygroup:
+	MOVQ R9, AX
+	MOVQ R10, R11
+	MOVQ b+48(FP), BX
+	MOVQ aux+56(FP), R12
+	MOVQ f+64(FP), R13
+	MOVQ nb+8(FP), CX
+	TILE6ZERO
+	TESTQ CX, CX
+	JZ   ystore
+
+yblock:
+	VMOVDQU 0(R12), Y12
+	VMOVDQU 32(R12), Y13
+	VMOVDQA Y12, Y0
+	VMOVDQA Y13, Y1
+	VMOVDQA Y12, Y2
+	VMOVDQA Y13, Y3
+	VMOVDQA Y12, Y4
+	VMOVDQA Y13, Y5
+	VMOVDQA Y12, Y6
+	VMOVDQA Y13, Y7
+	VMOVDQA Y12, Y8
+	VMOVDQA Y13, Y9
+	VMOVDQA Y12, Y10
+	VMOVDQA Y13, Y11
+	YSTEP6(0, 0)
+	YSTEP6(24, 64)
+	YSTEP6(48, 128)
+	YSTEP6(72, 192)
+	YSTEP6(96, 256)
+	YSTEP6(120, 320)
+	YSTEP6(144, 384)
+	YSTEP6(168, 448)
+	ADDQ $192, AX
+	ADDQ $512, BX
+	ADDQ $256, R12
+	TESTQ $2, flags+96(FP)
+	JNZ  ywithmin
+	EPI6
+	JMP  ynext
+
+ywithmin:
+	EPIMIN6
+
+ynext:
+	ADDQ $48, R11
+	ADDQ $128, R13
+	DECQ CX
+	JNZ  yblock
+
+ystore:
+	TILE6LOAD(ldc+88(FP))
+	TESTQ $1, flags+96(FP)
+	JZ   ywrite
+	TILE6ADD
+
+ywrite:
+	TILE6WRITE
+	ADDQ as+24(FP), R9
+	MOVQ dss+40(FP), CX
+	LEAQ (R10)(CX*4), R10
+	DECQ R8
+	JNZ  ygroup
+
+ydone:
+	VZEROUPPER
+	RET
+
+// One k step for three rows into the accumulators c0..c5 (row r in c(2r),
+// c(2r+1)), given as register numbers.
+#define YSTEP3(aoff, boff, c0, c1, c2, c3, c4, c5) \
+	VMOVDQU boff(BX), Y12 \
+	VMOVDQU boff+32(BX), Y13 \
+	VPBROADCASTD aoff(AX), Y14 \
+	VPBROADCASTD aoff+4(AX), Y15 \
+	VPDPBUSDY(c0, 14, 12) \
+	VPDPBUSDY(c1, 14, 13) \
+	VPDPBUSDY(c2, 15, 12) \
+	VPDPBUSDY(c3, 15, 13) \
+	VPBROADCASTD aoff+8(AX), Y14 \
+	VPDPBUSDY(c4, 14, 12) \
+	VPDPBUSDY(c5, 14, 13)
+
+// Half sums a, b of columns 0..7 (off 0) or 8..15 (off 32) into the block
+// sum start + m0·a + m1·b, in a.
+#define YCOMB(ya, yb, off) \
+	VPMULLD off+64(R12), ya, ya \
+	VPMULLD off+128(R12), yb, yb \
+	VPADDD yb, ya, ya \
+	VPADDD off(R12), ya, ya
+
+// func kernelAVXVNNI3x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
+//
+// The avx-vnni kernel of blocks with multipliers: a 3x16 tile, the half
+// block sums of row r in Y(2r), Y(2r+1) and Y(6+2r), Y(7+2r); activations
+// 12 bytes per step (96 per block), scales 24 bytes per block, t row r at
+// 64r; otherwise as kernelAVXVNNI6x16.
+TEXT ·kernelAVXVNNI3x16(SB), NOSPLIT, $0-104
+	MOVQ a+16(FP), R9
+	MOVQ ds+32(FP), R10
+	MOVQ c+80(FP), DX
+	MOVQ t+72(FP), DI
+	MOVQ ng+0(FP), R8
+	TESTQ R8, R8
+	JZ   y3done
+
+y3group:
+	MOVQ R9, AX
+	MOVQ R10, R11
+	MOVQ b+48(FP), BX
+	MOVQ aux+56(FP), R12
+	MOVQ f+64(FP), R13
+	MOVQ nb+8(FP), CX
+	VXORPS Y0, Y0, Y0
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y0, 32(DI)
+	VMOVUPS Y0, 64(DI)
+	VMOVUPS Y0, 96(DI)
+	VMOVUPS Y0, 128(DI)
+	VMOVUPS Y0, 160(DI)
+	TESTQ CX, CX
+	JZ   y3store
+
+y3block:
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	VPXOR Y10, Y10, Y10
+	VPXOR Y11, Y11, Y11
+	YSTEP3(0, 0, 0, 1, 2, 3, 4, 5)
+	YSTEP3(12, 64, 0, 1, 2, 3, 4, 5)
+	YSTEP3(24, 128, 0, 1, 2, 3, 4, 5)
+	YSTEP3(36, 192, 0, 1, 2, 3, 4, 5)
+	YSTEP3(48, 256, 6, 7, 8, 9, 10, 11)
+	YSTEP3(60, 320, 6, 7, 8, 9, 10, 11)
+	YSTEP3(72, 384, 6, 7, 8, 9, 10, 11)
+	YSTEP3(84, 448, 6, 7, 8, 9, 10, 11)
+	YCOMB(Y0, Y6, 0)
+	YCOMB(Y1, Y7, 32)
+	YCOMB(Y2, Y8, 0)
+	YCOMB(Y3, Y9, 32)
+	YCOMB(Y4, Y10, 0)
+	YCOMB(Y5, Y11, 32)
+	ADDQ $96, AX
+	ADDQ $512, BX
+	ADDQ $256, R12
+	TESTQ $2, flags+96(FP)
+	JNZ  y3withmin
+	EPI(Y0, Y1, 0(R11), 0(DI), 32(DI))
+	EPI(Y2, Y3, 8(R11), 64(DI), 96(DI))
+	EPI(Y4, Y5, 16(R11), 128(DI), 160(DI))
+	JMP  y3next
+
+y3withmin:
+	EPIMIN(Y0, Y1, 0(R11), 4(R11), 0(DI), 32(DI))
+	EPIMIN(Y2, Y3, 8(R11), 12(R11), 64(DI), 96(DI))
+	EPIMIN(Y4, Y5, 16(R11), 20(R11), 128(DI), 160(DI))
+
+y3next:
+	ADDQ $24, R11
+	ADDQ $128, R13
+	DECQ CX
+	JNZ  y3block
+
+y3store:
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	MOVQ ldc+88(FP), SI
+	SHLQ $2, SI
+	TESTQ $1, flags+96(FP)
+	JZ   y3write
+	VADDPS 0(DX), Y0, Y0
+	VADDPS 32(DX), Y1, Y1
+	VADDPS 0(DX)(SI*1), Y2, Y2
+	VADDPS 32(DX)(SI*1), Y3, Y3
+	VADDPS 0(DX)(SI*2), Y4, Y4
+	VADDPS 32(DX)(SI*2), Y5, Y5
+
+y3write:
+	VMOVUPS Y0, 0(DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 0(DX)(SI*1)
+	VMOVUPS Y3, 32(DX)(SI*1)
+	VMOVUPS Y4, 0(DX)(SI*2)
+	VMOVUPS Y5, 32(DX)(SI*2)
+	ADDQ as+24(FP), R9
+	MOVQ dss+40(FP), CX
+	LEAQ (R10)(CX*4), R10
+	LEAQ (DX)(SI*2), DX
+	ADDQ SI, DX
+	DECQ R8
+	JNZ  y3group
+
+y3done:
+	VZEROUPPER
+	RET
+
+// func decodeQ8_0S8AVX2(src *byte, nb int, q *int8, sum *int32)
+//
+// The values of nb Q8_0 blocks (34 bytes apart, the f16 scale first) as
+// bytes, with the sums of each block's halves plus 16·128 (the caller
+// subtracts it): VPSADBW of the bytes with their top bit flipped.
+TEXT ·decodeQ8_0S8AVX2(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ sum+24(FP), DX
+	MOVL $0x80808080, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	VPXOR Y15, Y15, Y15
+	TESTQ CX, CX
+	JZ   q8done
+
+q8block:
+	VMOVDQU 2(SI), Y0
+	VMOVDQU Y0, 0(DI)
+	VPXOR Y14, Y0, Y0
+	VPSADBW Y15, Y0, Y10
+	VEXTRACTI128 $1, Y10, X11
+	VPSHUFD $0x4E, X10, X12
+	VPADDQ X12, X10, X10
+	VPSHUFD $0x4E, X11, X12
+	VPADDQ X12, X11, X11
+	VMOVD X10, 0(DX)
+	VMOVD X11, 4(DX)
+	ADDQ $34, SI
+	ADDQ $32, DI
+	ADDQ $8, DX
+	DECQ CX
+	JNZ  q8block
+
+q8done:
+	VZEROUPPER
+	RET

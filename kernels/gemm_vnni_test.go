@@ -1,0 +1,276 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/vembed/vembed/gguf"
+)
+
+// vnniCase is one VNNI GEMM checked against the avx2-int8 tier's integer
+// GEMM: the assembly against the AVX2 assembly (both round with hardware
+// FMA), the portable form against the portable u8 and int16 paths.
+type vnniCase struct {
+	name string
+	g    *vnniTier
+	ref  func(dst, x []float32, m int, w *Matrix, bias []float32)
+}
+
+// int8Ref returns the avx2-int8 tier's integer GEMM built from the given
+// kernels: weights of u8Decoders through the u8 path, the rest through
+// the int16 path, as int8Tier dispatches them.
+func int8Ref(i8 *i8Tier, u8 *u8Tier) func(dst, x []float32, m int, w *Matrix, bias []float32) {
+	return func(dst, x []float32, m int, w *Matrix, bias []float32) {
+		if u8Decoders[w.Type].row != nil {
+			gemmU8(dst, x, m, w, bias, u8)
+			return
+		}
+		gemmInt8(dst, x, m, w, bias, i8)
+	}
+}
+
+func vnniCases() []vnniCase {
+	cases := []vnniCase{{"go", vnniGo, int8Ref(
+		&i8Tier{kern: kernelI16Go, pack8: pack8I16Go, quant: quantizeRowU8},
+		&u8Tier{kern: kernelU8Go, nib: kernelS8Go, pack8: pack8U8Go, quant: quantizeRowU8})}}
+	ai8, au8 := archIntKernels()
+	for name, g := range archVNNIKernels() {
+		cases = append(cases, vnniCase{name, g, int8Ref(ai8["avx2"], au8["avx2"])})
+	}
+	return cases
+}
+
+// vnniSizes are the k depths of a type: one partial slice, whole slices
+// and a partial last one (every tail of k a block type allows is a
+// multiple of its block).
+func vnniSizes(typ gguf.Type) []int {
+	if typ.BlockSize() == 256 {
+		return []int{256, 768}
+	}
+	return []int{32, 224, 288, 544}
+}
+
+// vnniCompare runs path and ref on random activations (one row of ±1,
+// where every |q| is 127) for every row count in ms and reports the first
+// output whose bits differ.
+func vnniCompare(path, ref func(dst, x []float32, m int, w *Matrix, bias []float32), w *Matrix, ms []int, rng *rand.Rand) error {
+	k, n := w.Cols, w.Rows
+	for _, m := range ms {
+		x := randVec(m*k, rng)
+		if m > 2 {
+			for i := range k {
+				x[2*k+i] = float32(1 - 2*(i%2))
+			}
+		}
+		var bias []float32
+		if m%2 == 1 {
+			bias = randVec(n, rng)
+		}
+		want, got := make([]float32, m*n), make([]float32, m*n)
+		ref(want, x, m, w, bias)
+		path(got, x, m, w, bias)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				return fmt.Errorf("m%d: dst[%d][%d] = %v, the avx2-int8 tier gives %v", m, i/n, i%n, got[i], want[i])
+			}
+		}
+	}
+	return nil
+}
+
+// vnniRowCounts cover every tail of the 6- and 3-row groups, one and
+// several groups per call, and row blocks split across workers.
+var vnniRowCounts = []int{1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 13, 19, 64}
+
+// TestVNNIMatchesAVX2Int8 checks that every VNNI GEMM gives, for every
+// weight type the integer tiers multiply, every output bit for bit as the
+// avx2-int8 tier's integer GEMM: both compute exact integer block sums
+// and the same float epilogue, so any difference is a wrong kernel,
+// decoder or layout. Sizes cover the tails of rows (groups of 6 and 3),
+// columns (panels of 16, tiles of 32, column blocks of gemmNC) and k
+// (partial k slices).
+func TestVNNIMatchesAVX2Int8(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	for _, c := range vnniCases() {
+		for _, typ := range slices.Sorted(func(yield func(gguf.Type) bool) {
+			for typ := range int8Types {
+				if !yield(typ) {
+					return
+				}
+			}
+		}) {
+			for _, k := range vnniSizes(typ) {
+				for _, n := range []int{1, 15, 17, 33, 161} {
+					w := randMatrix(t, typ, n, k, rng)
+					path := func(dst, x []float32, m int, w *Matrix, bias []float32) { gemmVNNI(dst, x, m, w, bias, c.g) }
+					if err := vnniCompare(path, c.ref, w, vnniRowCounts, rng); err != nil {
+						t.Fatalf("%s %s k%d n%d: %v", c.name, typ, k, n, err)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestVNNIMutants checks that TestVNNIMatchesAVX2Int8's comparison fails
+// on wrong kernels: a weight decoded one off, a column's starting sum one
+// off, one activation byte one off, and the two half multipliers
+// swapped. Each must be caught on some type.
+func TestVNNIMutants(t *testing.T) {
+	for _, c := range vnniCases() {
+		mutants := map[string]func(g vnniTier) *vnniTier{
+			"weight": func(g vnniTier) *vnniTier {
+				g.dec = map[gguf.Type]func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32){}
+				for typ, d := range vnniDecoders {
+					row := d.row
+					if f := c.g.dec[typ]; f != nil {
+						row = f
+					}
+					g.dec[typ] = func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
+						row(src, n, q, fd, fm, fs, mul, sum)
+						q[n-1]++
+						sum[len(sum[:2*(n/32)])-1]++
+					}
+				}
+				return &g
+			},
+			"start": func(g vnniTier) *vnniTier {
+				g.kern = mutateAux(g.kern, func(aux []int32) { aux[3]++ })
+				g.kernMul = mutateAux(g.kernMul, func(aux []int32) { aux[3]++ })
+				return &g
+			},
+			"activation": func(g vnniTier) *vnniTier {
+				wrap := func(k vnniKernel) vnniKernel {
+					return func(ng, nb int, a []uint8, as int, ds []float32, dss int, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int) {
+						if nb > 0 {
+							a[nb*i8Block-1]++
+							defer func() { a[nb*i8Block-1]-- }()
+						}
+						k(ng, nb, a, as, ds, dss, b, aux, f, t, c, ldc, flags)
+					}
+				}
+				g.kern, g.kernMul = wrap(g.kern), wrap(g.kernMul)
+				return &g
+			},
+			"multipliers": func(g vnniTier) *vnniTier {
+				g.kernMul = mutateAux(g.kernMul, func(aux []int32) {
+					for b := 0; b+vnniAux <= len(aux); b += vnniAux {
+						for j := 0; j < gemmNR; j++ {
+							aux[b+gemmNR+j], aux[b+2*gemmNR+j] = aux[b+2*gemmNR+j], aux[b+gemmNR+j]
+						}
+					}
+				})
+				return &g
+			},
+		}
+		for name, mutate := range mutants {
+			g := mutate(*c.g)
+			rng := rand.New(rand.NewPCG(43, 44))
+			caught := false
+			for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeIQ4_XS} {
+				w := randMatrix(t, typ, 40, 512, rng)
+				path := func(dst, x []float32, m int, w *Matrix, bias []float32) { gemmVNNI(dst, x, m, w, bias, g) }
+				if vnniCompare(path, c.ref, w, []int{1, 7, 13}, rng) != nil {
+					caught = true
+				}
+			}
+			if !caught {
+				t.Errorf("%s: the mutant %q gives the avx2-int8 tier's results", c.name, name)
+			}
+		}
+	}
+}
+
+// mutateAux wraps a kernel so that it sees its aux changed by f (and
+// restored after the call).
+func mutateAux(k vnniKernel, f func(aux []int32)) vnniKernel {
+	return func(ng, nb int, a []uint8, as int, ds []float32, dss int, b []int8, aux []int32, fc []float32, t []float32, c []float32, ldc int, flags int) {
+		saved := slices.Clone(aux)
+		f(aux)
+		defer copy(aux, saved)
+		k(ng, nb, a, as, ds, dss, b, aux, fc, t, c, ldc, flags)
+	}
+}
+
+// TestVNNIDecoders checks the VNNI decoders of the int16 path's types
+// against that path's (values times multipliers, factors) and their half
+// sums against the values, and the assembly decoders against the
+// portable ones.
+func TestVNNIDecoders(t *testing.T) {
+	rng := rand.New(rand.NewPCG(45, 46))
+	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS} {
+		for _, k := range vnniSizes(typ) {
+			w := randMatrix(t, typ, 3, k, rng)
+			nb := k / 32
+			for j := 0; j < w.Rows; j++ {
+				src := w.Data[j*w.RowBytes():]
+				want, wfd := make([]int16, k), make([]float32, nb)
+				i8Decoders[typ].row(src, k, want, wfd, make([]float32, nb), 1)
+				decs := map[string]func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32){"go": vnniDecoders[typ].row}
+				for name, g := range archVNNIKernels() {
+					if f := g.dec[typ]; f != nil {
+						decs[name] = f
+					}
+				}
+				for name, row := range decs {
+					q, fd, mul, sum := make([]int8, k), make([]float32, nb), make([]int16, 2*nb), make([]int32, 2*nb)
+					for i := range mul {
+						mul[i] = 1
+					}
+					row(src, k, q, fd, make([]float32, nb), 1, mul, sum)
+					got := make([]int32, 2*nb)
+					for i, v := range q {
+						if int16(v)*mul[i/16] != want[i] {
+							t.Fatalf("%s %s k%d row %d: value %d is %d·%d, the int16 path has %d", name, typ, k, j, i, v, mul[i/16], want[i])
+						}
+						got[i/16] += int32(v)
+					}
+					if !slices.Equal(got, sum) || !slices.Equal(fd, wfd) {
+						t.Fatalf("%s %s k%d row %d: half sums %v (values sum to %v), factors %v want %v", name, typ, k, j, sum, got, fd, wfd)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestVNNITiers checks MatMul on each VNNI tier against the avx2-int8
+// tier, bit for bit, for every weight type (float types and Q8_K take the
+// same float32 path on both), through the exported API.
+func TestVNNITiers(t *testing.T) {
+	if !hasTier(TierAVX2Int8) {
+		t.Skip("no avx2-int8 tier on this CPU")
+	}
+	saved := Active()
+	defer Use(saved)
+	rng := rand.New(rand.NewPCG(47, 48))
+	for _, tier := range []Tier{TierAVX512VNNI, TierAVXVNNI} {
+		if !hasTier(tier) {
+			t.Logf("no %s tier on this CPU", tier)
+			continue
+		}
+		for _, typ := range allTypes {
+			k := 512
+			if typ.BlockSize() == 32 {
+				k = 288
+			}
+			w := randMatrix(t, typ, 45, k, rng)
+			for _, m := range []int{1, 9, 70} {
+				x, bias := randVec(m*k, rng), randVec(w.Rows, rng)
+				want, got := make([]float32, m*w.Rows), make([]float32, m*w.Rows)
+				Use(TierAVX2Int8)
+				MatMul(want, x, m, w, bias)
+				Use(tier)
+				MatMul(got, x, m, w, bias)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%s %s m%d: dst[%d][%d] = %v, avx2-int8 gives %v", tier, typ, m, i/w.Rows, i%w.Rows, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}

@@ -44,6 +44,18 @@ func needInt8(t *testing.T) func() {
 	}
 }
 
+// int8Tiers lists the integer tiers this CPU has: avx2-int8 and the VNNI
+// tiers, whose results equal its bit for bit.
+func int8Tiers() []kernels.Tier {
+	var out []kernels.Tier
+	for _, t := range []kernels.Tier{kernels.TierAVX2Int8, kernels.TierAVX512VNNI, kernels.TierAVXVNNI} {
+		if slices.Contains(kernels.Available(), t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // embedText returns the mean-pooled, normalized embedding of ids on tier.
 func embedText(t *testing.T, m *Model, tier kernels.Tier, ids []int32) []float32 {
 	t.Helper()
@@ -79,12 +91,14 @@ func TestInt8Fixtures(t *testing.T) {
 		}
 		for i, c := range ref.Cases {
 			f32 := embedText(t, m, kernels.TierAVX2, c.IDs)
-			i8 := embedText(t, m, kernels.TierAVX2Int8, c.IDs)
-			cos := cosine(i8, f32)
-			t.Logf("%s case %d: cos(int8, f32) %.7f; vs reference: int8 %.7f f32 %.7f; llama.cpp vs reference %.7f",
-				typ, i, cos, cosine(i8, c.Reference), cosine(f32, c.Reference), cosine(c.LlamaCpp, c.Reference))
-			if cos < int8MinCos {
-				t.Errorf("%s case %d: cos(int8, f32) = %.7f < %v", typ, i, cos, int8MinCos)
+			for _, tier := range int8Tiers() {
+				i8 := embedText(t, m, tier, c.IDs)
+				cos := cosine(i8, f32)
+				t.Logf("%s case %d %s: cos(int8, f32) %.7f; vs reference: int8 %.7f f32 %.7f; llama.cpp vs reference %.7f",
+					typ, i, tier, cos, cosine(i8, c.Reference), cosine(f32, c.Reference), cosine(c.LlamaCpp, c.Reference))
+				if cos < int8MinCos {
+					t.Errorf("%s case %d %s: cos(int8, f32) = %.7f < %v", typ, i, tier, cos, int8MinCos)
+				}
 			}
 		}
 		m.Close()
@@ -117,10 +131,13 @@ func TestInt8Synthetic(t *testing.T) {
 			heads.Normalize(e)
 			return e
 		}
-		cos := cosine(run(kernels.TierAVX2Int8), run(kernels.TierAVX2))
-		t.Logf("%s: cos(int8, f32) %.7f", typ, cos)
-		if cos < int8MinCos {
-			t.Errorf("%s: cos(int8, f32) = %.7f < %v", typ, cos, int8MinCos)
+		f32 := run(kernels.TierAVX2)
+		for _, tier := range int8Tiers() {
+			cos := cosine(run(tier), f32)
+			t.Logf("%s %s: cos(int8, f32) %.7f", typ, tier, cos)
+			if cos < int8MinCos {
+				t.Errorf("%s %s: cos(int8, f32) = %.7f < %v", typ, tier, cos, int8MinCos)
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -95,20 +96,18 @@ var vnniRowCounts = []int{1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 13, 19, 64}
 func TestVNNIMatchesAVX2Int8(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 42))
 	for _, c := range vnniCases() {
-		for _, typ := range slices.Sorted(func(yield func(gguf.Type) bool) {
-			for typ := range int8Types {
-				if !yield(typ) {
-					return
-				}
-			}
-		}) {
-			for _, k := range vnniSizes(typ) {
-				for _, n := range []int{1, 15, 17, 33, 161} {
-					w := randMatrix(t, typ, n, k, rng)
-					path := func(dst, x []float32, m int, w *Matrix, bias []float32) { gemmVNNI(dst, x, m, w, bias, c.g) }
-					if err := vnniCompare(path, c.ref, w, vnniRowCounts, rng); err != nil {
-						t.Fatalf("%s %s k%d n%d: %v", c.name, typ, k, n, err)
-					}
+		t.Run(c.name, func(t *testing.T) { vnniMatch(t, c, rng) })
+	}
+}
+
+func vnniMatch(t *testing.T, c vnniCase, rng *rand.Rand) {
+	for _, typ := range slices.Sorted(maps.Keys(int8Types)) {
+		for _, k := range vnniSizes(typ) {
+			for _, n := range []int{1, 15, 17, 33, 161} {
+				w := randMatrix(t, typ, n, k, rng)
+				path := func(dst, x []float32, m int, w *Matrix, bias []float32) { gemmVNNI(dst, x, m, w, bias, c.g) }
+				if err := vnniCompare(path, c.ref, w, vnniRowCounts, rng); err != nil {
+					t.Fatalf("%s %s k%d n%d: %v", c.name, typ, k, n, err)
 				}
 			}
 		}
@@ -166,20 +165,24 @@ func TestVNNIMutants(t *testing.T) {
 				return &g
 			},
 		}
-		for name, mutate := range mutants {
-			g := mutate(*c.g)
-			rng := rand.New(rand.NewPCG(43, 44))
-			caught := false
-			for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeIQ4_XS} {
-				w := randMatrix(t, typ, 40, 512, rng)
-				path := func(dst, x []float32, m int, w *Matrix, bias []float32) { gemmVNNI(dst, x, m, w, bias, g) }
-				if vnniCompare(path, c.ref, w, []int{1, 7, 13}, rng) != nil {
-					caught = true
-				}
+		t.Run(c.name, func(t *testing.T) { vnniMutants(t, c, mutants) })
+	}
+}
+
+func vnniMutants(t *testing.T, c vnniCase, mutants map[string]func(g vnniTier) *vnniTier) {
+	for name, mutate := range mutants {
+		g := mutate(*c.g)
+		rng := rand.New(rand.NewPCG(43, 44))
+		caught := false
+		for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeIQ4_XS} {
+			w := randMatrix(t, typ, 40, 512, rng)
+			path := func(dst, x []float32, m int, w *Matrix, bias []float32) { gemmVNNI(dst, x, m, w, bias, g) }
+			if vnniCompare(path, c.ref, w, []int{1, 7, 13}, rng) != nil {
+				caught = true
 			}
-			if !caught {
-				t.Errorf("%s: the mutant %q gives the avx2-int8 tier's results", c.name, name)
-			}
+		}
+		if !caught {
+			t.Errorf("%s: the mutant %q gives the avx2-int8 tier's results", c.name, name)
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 // saturation and no limit on the weights' range).
 //
 // Operands are those of the u8 path: activations as unsigned bytes q+128,
-// broadcast four at a time, weights as signed bytes in panels of gemmNR
+// broadcast four at a time, weights as signed bytes in panels of vnniNR
 // columns by groups of four k (the u8 path's decoders and panel layout),
 // and per column and block a starting sum −128·Σ m·w that removes the
 // +128. Since VPDPBUSD does not saturate, every type the avx2-int8 tier
@@ -34,29 +34,38 @@ import (
 // that tier's: TestVNNIMatchesAVX2Int8 checks exactly that.
 //
 // Geometry belongs to the tier: a tile is rows activation rows by span
-// panels of gemmNR columns (avx512-vnni: 6×32, one zmm of sixteen int32
+// panels of vnniNR columns (avx512-vnni: 6×32, one zmm of sixteen int32
 // lanes per panel; avx-vnni: 6×16 in ymm halves). A worker decodes its
 // column block into whole tiles (panels rounded up to span, the extra
 // columns zero).
 
 const (
+	// vnniNR is the width of a weight panel: sixteen columns, the int32
+	// lanes of a zmm register (two ymm). The panels are the u8 path's
+	// (pack8U8AVX2 writes them), which has the same width.
+	vnniNR = 16
+	// vnniPanel is the byte size of a panel's block: four k per column
+	// in eight groups.
+	vnniPanel = i8Block * vnniNR
+	// vnniPanelF is the float count of a panel's block: fd, then fm.
+	vnniPanelF = 2 * vnniNR
 	// vnniAux is the int32 count per block of a panel's auxiliary data:
 	// sixteen starting sums, the multipliers of k 0..15, those of k
 	// 16..31, and sixteen unused, so that the next panel's entries are
 	// nb·256 bytes on (an address the kernels form with a scaled index).
-	vnniAux = 4 * gemmNR
+	vnniAux = 4 * vnniNR
 	// vnniFlagMul tells a kernel that the block has multipliers.
 	vnniFlagMul = 8
 )
 
 // vnniKernel computes, for ng row groups of rows rows, the rows×(span·
-// gemmNR) tiles c (+)= a·bᵀ over nb blocks: group g's activations (q+128,
+// vnniNR) tiles c (+)= a·bᵀ over nb blocks: group g's activations (q+128,
 // interleaved by groups of four, group p of row r at a[(p*rows+r)*4]) at
 // a[g*as], its (dx, dx·Σq) pairs at ds[g*dss] (row r of block b at
 // ds[(b*rows+r)*2]), its output at c[g*rows*ldc]. Panel j of the tile has
-// its weights at b[j*nb*u8Panel], its aux (vnniAux int32 per block) at
-// aux[j*nb*vnniAux] and its factors (i8PanelF per block) at
-// f[j*nb*i8PanelF]. t is a scratch tile of rows×span·gemmNR floats. flags:
+// its weights at b[j*nb*vnniPanel], its aux (vnniAux int32 per block) at
+// aux[j*nb*vnniAux] and its factors (vnniPanelF per block) at
+// f[j*nb*vnniPanelF]. t is a scratch tile of rows×span·vnniNR floats. flags:
 // i8FlagAcc, i8FlagMin, vnniFlagMul.
 type vnniKernel func(ng, nb int, a []uint8, as int, ds []float32, dss int, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int)
 
@@ -142,7 +151,7 @@ func vnniAuxCol(mul []int16, sum []int32, nb int, aux []int32, col int, unit boo
 		}
 		m0, m1 := int32(mul[2*b]), int32(mul[2*b+1])
 		a[col] = -128 * (m0*sum[2*b] + m1*sum[2*b+1])
-		a[gemmNR+col], a[2*gemmNR+col] = m0, m1
+		a[vnniNR+col], a[2*vnniNR+col] = m0, m1
 	}
 }
 
@@ -176,7 +185,7 @@ func gemmVNNI(dst, x []float32, m int, w *Matrix, bias []float32, g *vnniTier) {
 	if !dec.unit {
 		rows, span, kern, flagMul = g.rowsMul, g.spanMul, g.kernMul, vnniFlagMul
 	}
-	width := span * gemmNR
+	width := span * vnniNR
 	nbRow := k / i8Block
 	groups := (m + rows - 1) / rows
 	xap, dsp := byteScratch.get(groups*rows*k), getScratch(groups*rows*2*nbRow)
@@ -200,21 +209,21 @@ func gemmVNNI(dst, x []float32, m int, w *Matrix, bias []float32, g *vnniTier) {
 	const kb = gemmKC / i8Block
 
 	parallelFor(mBlocks*nBlocks, func(item int) {
-		m0, m1, n0, n1, panels := gemmTile(item, nBlocks, mc, m, n)
-		panels = roundUp(panels, span)
+		m0, m1, n0, n1, _ := gemmTile(item, nBlocks, mc, m, n)
+		panels := roundUp((n1-n0+vnniNR-1)/vnniNR, span)
 
-		np := panels * kb * u8Panel
-		bp := byteScratch.get(np + gemmNR*gemmKC)
+		np := panels * kb * vnniPanel
+		bp := byteScratch.get(np + vnniNR*gemmKC)
 		defer byteScratch.put(bp)
 		pan := int8s((*bp)[:np])
-		rowBuf := int8s((*bp)[np : np+gemmNR*gemmKC])
+		rowBuf := int8s((*bp)[np : np+vnniNR*gemmKC])
 		na := panels * kb * vnniAux
 		ap := i16Scratch.get(2*na + 2*kb + 4*kb)
 		defer i16Scratch.put(ap)
 		aux := int32s((*ap)[:2*na])
 		mul := (*ap)[2*na : 2*na+2*kb]
 		sum := int32s((*ap)[2*na+2*kb : 2*na+2*kb+4*kb])
-		nf, nt := panels*kb*i8PanelF, rows*width
+		nf, nt := panels*kb*vnniPanelF, rows*width
 		fp := getScratch(nf + 2*nt)
 		defer putScratch(fp)
 		fac, tile, edge := (*fp)[:nf], (*fp)[nf:nf+nt], (*fp)[nf+nt:nf+2*nt]
@@ -224,22 +233,22 @@ func gemmVNNI(dst, x []float32, m int, w *Matrix, bias []float32, g *vnniTier) {
 			nb := kc / i8Block
 			koff := k0 / dec.blockSize * dec.typeSize
 			for p := 0; p < panels; p++ {
-				pp := pan[p*nb*u8Panel : (p+1)*nb*u8Panel]
-				fs := fac[p*nb*i8PanelF : (p+1)*nb*i8PanelF]
+				pp := pan[p*nb*vnniPanel : (p+1)*nb*vnniPanel]
+				fs := fac[p*nb*vnniPanelF : (p+1)*nb*vnniPanelF]
 				as := aux[p*nb*vnniAux : (p+1)*nb*vnniAux]
-				row0 := n0 + p*gemmNR
-				for r := 0; r < gemmNR; r++ {
+				row0 := n0 + p*vnniNR
+				for r := 0; r < vnniNR; r++ {
 					rb := rowBuf[r*kc : (r+1)*kc]
 					if row := row0 + r; row < n1 {
 						src := w.Data[row*rowBytes+koff:]
 						prefetchSlice(src, k-k0, kc, dec.blockSize, dec.typeSize)
-						dec.row(src, kc, rb, fs[r:], fs[gemmNR+r:], i8PanelF, mul, sum)
+						dec.row(src, kc, rb, fs[r:], fs[vnniNR+r:], vnniPanelF, mul, sum)
 					} else {
 						clear(rb)
 						clear(mul)
 						clear(sum)
 						for b := 0; b < nb; b++ {
-							fs[b*i8PanelF+r], fs[b*i8PanelF+gemmNR+r] = 0, 0
+							fs[b*vnniPanelF+r], fs[b*vnniPanelF+vnniNR+r] = 0, 0
 						}
 					}
 					vnniAuxCol(mul, sum, nb, as, r, dec.unit)
@@ -252,10 +261,10 @@ func gemmVNNI(dst, x []float32, m int, w *Matrix, bias []float32, g *vnniTier) {
 				flags |= i8FlagAcc
 			}
 			for p := 0; p < panels; p += span {
-				j0 := p * gemmNR
+				j0 := p * vnniNR
 				nr := min(width, n1-n0-j0)
-				pp := pan[p*nb*u8Panel:]
-				fs := fac[p*nb*i8PanelF:]
+				pp := pan[p*nb*vnniPanel:]
+				fs := fac[p*nb*vnniPanelF:]
 				as8 := aux[p*nb*vnniAux:]
 				as, dss := rows*k, rows*2*nbRow
 				vnniTileRows(dst[n0+j0:], n, m0, m1, rows, width, nr, k0 > 0, edge, func(groups, i0 int, out []float32, ldo int) {
@@ -297,7 +306,7 @@ func vnniTileRows(c []float32, ldc, m0, m1, rows, width, nr int, acc bool, edge 
 // panels: the same integer sums (start plus m-weighted half sums of
 // (q+128)·w) and epilogue as the assembly.
 func vnniKernelGo(rows, span int) vnniKernel {
-	width := span * gemmNR
+	width := span * vnniNR
 	return func(ng, nb int, a []uint8, as int, ds []float32, dss int, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int) {
 		for g := 0; g < ng; g++ {
 			xa, dg, cg := a[g*as:], ds[g*dss:], c[g*rows*ldc:]
@@ -308,21 +317,21 @@ func vnniKernelGo(rows, span int) vnniKernel {
 				for r := 0; r < rows; r++ {
 					dx, dxs := dg[(bb*rows+r)*2], dg[(bb*rows+r)*2+1]
 					for col := 0; col < width; col++ {
-						j, cc := col/gemmNR, col%gemmNR
-						pb := b[(j*nb+bb)*u8Panel:]
+						j, cc := col/vnniNR, col%vnniNR
+						pb := b[(j*nb+bb)*vnniPanel:]
 						ab := aux[(j*nb+bb)*vnniAux:]
-						fb := f[(j*nb+bb)*i8PanelF:]
+						fb := f[(j*nb+bb)*vnniPanelF:]
 						var half [2]int32
 						for kk := 0; kk < i8Block; kk++ {
-							half[kk/16] += int32(xb[(kk/4*rows+r)*4+kk%4]) * int32(pb[(kk/4*gemmNR+cc)*4+kk%4])
+							half[kk/16] += int32(xb[(kk/4*rows+r)*4+kk%4]) * int32(pb[(kk/4*vnniNR+cc)*4+kk%4])
 						}
 						s := ab[cc] + half[0] + half[1]
 						if flags&vnniFlagMul != 0 {
-							s = ab[cc] + ab[gemmNR+cc]*half[0] + ab[2*gemmNR+cc]*half[1]
+							s = ab[cc] + ab[vnniNR+cc]*half[0] + ab[2*vnniNR+cc]*half[1]
 						}
 						v := fma32(float32(s), dx*fb[cc], t[r*width+col])
 						if flags&i8FlagMin != 0 {
-							v = fma32(fb[gemmNR+cc], dxs, v)
+							v = fma32(fb[vnniNR+cc], dxs, v)
 						}
 						t[r*width+col] = v
 					}

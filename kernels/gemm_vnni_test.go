@@ -157,8 +157,8 @@ func TestVNNIMutants(t *testing.T) {
 			"multipliers": func(g vnniTier) *vnniTier {
 				g.kernMul = mutateAux(g.kernMul, func(aux []int32) {
 					for b := 0; b+vnniAux <= len(aux); b += vnniAux {
-						for j := 0; j < gemmNR; j++ {
-							aux[b+gemmNR+j], aux[b+2*gemmNR+j] = aux[b+2*gemmNR+j], aux[b+gemmNR+j]
+						for j := 0; j < vnniNR; j++ {
+							aux[b+vnniNR+j], aux[b+2*vnniNR+j] = aux[b+2*vnniNR+j], aux[b+vnniNR+j]
 						}
 					}
 				})

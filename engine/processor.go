@@ -405,6 +405,9 @@ func (p *processor) decode(ctx context.Context, im *imageItem, bytesKey Key, o o
 func (e *Engine) preprocKey(o options) Key {
 	c := o.img
 	h := newHasher("preprocess/1").int(c.PatchSize).int(c.MergeSize).int(c.TemporalPatchSize).int(c.MinPixels).int(c.MaxPixels)
+	if f := c.Fetch; f.MaxPixels > 0 { // only then, so that other models' keys stay as they were
+		h.int(f.Factor).int(f.MinPixels).int(f.MaxPixels)
+	}
 	for i := 0; i < 3; i++ {
 		h.int(int(math.Float32bits(c.Mean[i]))).int(int(math.Float32bits(c.Std[i])))
 	}

@@ -21,7 +21,25 @@ type Config struct {
 	// resize rounds a side shorter than Factor up to Factor instead of
 	// refusing the image.
 	QwenVLUtils bool
+	// Fetch, when its MaxPixels is set, is a first resize before the one
+	// above: GME's fetch_image (see Fetch).
+	Fetch Fetch
 }
+
+// Fetch is the first of GME's two resizes (its copy of qwen-vl-utils'
+// fetch_image): the image is resized with Pillow's BICUBIC to the size
+// FetchResize picks (sides multiples of Factor, at least Factor, pixels
+// within [MinPixels, MaxPixels], an aspect ratio above 200 clamped rather
+// than refused), and the result goes through the processor's own smart
+// resize. A zero MaxPixels means no such stage.
+type Fetch struct {
+	Factor               int
+	MinPixels, MaxPixels int
+}
+
+// GMEFetch is GME's fetch_image stage: factor 28, 4·28² to 16384·28²
+// pixels.
+func GMEFetch() Fetch { return Fetch{Factor: 28, MinPixels: 4 * 28 * 28, MaxPixels: 16384 * 28 * 28} }
 
 // CLIP's normalization constants, as float32 (what the mmproj stores).
 var (
@@ -58,6 +76,9 @@ func (c Config) validate() error {
 		return fmt.Errorf("imageproc: config: pixel range [%d, %d] invalid", c.MinPixels, c.MaxPixels)
 	case c.MaxPixels > MaxPixelsLimit:
 		return fmt.Errorf("imageproc: config: max pixels %d exceeds %d", c.MaxPixels, MaxPixelsLimit)
+	case c.Fetch.MaxPixels != 0 && (c.Fetch.Factor <= 0 || c.Fetch.Factor > 1024 || c.Fetch.MinPixels < 0 ||
+		c.Fetch.MinPixels > c.Fetch.MaxPixels || c.Fetch.MaxPixels > MaxPixelsLimit):
+		return fmt.Errorf("imageproc: config: fetch stage factor %d, pixel range [%d, %d] invalid", c.Fetch.Factor, c.Fetch.MinPixels, c.Fetch.MaxPixels)
 	}
 	for i, s := range c.Std {
 		if s == 0 {
@@ -91,10 +112,16 @@ func (p *Patches) MergedTokens() int {
 	return p.GridT * p.GridH * p.GridW / (m * m)
 }
 
-// TargetSize is the size FromImage resizes an image of width x height to.
+// TargetSize is the size FromImage resizes an image of width x height to
+// (after the Fetch stage, when there is one).
 func (c Config) TargetSize(width, height int) (w, h int, err error) {
 	if err := c.validate(); err != nil {
 		return 0, 0, err
+	}
+	if c.Fetch.MaxPixels > 0 {
+		if height, width, err = FetchResize(height, width, c.Fetch); err != nil {
+			return 0, 0, err
+		}
 	}
 	if c.QwenVLUtils {
 		h, w, err = SmartResizeVLUtils(height, width, c.Factor(), c.MinPixels, c.MaxPixels)
@@ -104,14 +131,36 @@ func (c Config) TargetSize(width, height int) (w, h int, err error) {
 	return w, h, err
 }
 
-// FromImage smart-resizes img with Pillow's BICUBIC and cuts it into
-// normalized patches.
+// FromImage smart-resizes img with Pillow's BICUBIC (twice with a Fetch
+// stage) and cuts it into normalized patches.
 func FromImage(img *Image, cfg Config) (*Patches, error) {
-	w, h, err := cfg.TargetSize(img.Width, img.Height)
+	img, err := cfg.FetchImage(img)
+	if err != nil {
+		return nil, err
+	}
+	c := cfg
+	c.Fetch = Fetch{}
+	w, h, err := c.TargetSize(img.Width, img.Height)
 	if err != nil {
 		return nil, err
 	}
 	return Patchify(ResizeBicubic(img, w, h), cfg)
+}
+
+// FetchImage applies the Fetch stage of cfg to img (img itself without
+// one).
+func (c Config) FetchImage(img *Image) (*Image, error) {
+	if c.Fetch.MaxPixels == 0 {
+		return img, nil
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	h, w, err := FetchResize(img.Height, img.Width, c.Fetch)
+	if err != nil {
+		return nil, err
+	}
+	return ResizeBicubic(img, w, h), nil
 }
 
 // Preprocess decodes an encoded image and turns it into patches. For a
@@ -120,7 +169,7 @@ func FromImage(img *Image, cfg Config) (*Patches, error) {
 // result is the same as FromImage on the decoded image.
 func Preprocess(data []byte, cfg Config, opts DecodeOptions) (*Patches, error) {
 	opts.alphaOnWhite = cfg.QwenVLUtils
-	if opts.ApplyEXIFOrientation {
+	if opts.ApplyEXIFOrientation || cfg.Fetch.MaxPixels > 0 {
 		img, err := Decode(data, opts)
 		if err != nil {
 			return nil, err

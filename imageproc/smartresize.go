@@ -88,3 +88,44 @@ func SmartResizeVLUtils(height, width, factor, minPixels, maxPixels int) (h, w i
 	}
 	return hBar, wBar, nil
 }
+
+// FetchResize is the smart resize of GME's fetch_image (qwen-vl-utils'
+// rules as GME copied them): each side rounded half to even to a multiple
+// of the factor and at least the factor, scaled down (floor) into
+// MaxPixels or up (ceil) into MinPixels, and an aspect ratio above 200
+// clamped (the longer side set to 200 times the shorter) instead of
+// refused. It returns the height and width.
+func FetchResize(height, width int, f Fetch) (h, w int, err error) {
+	factor := f.Factor
+	if factor <= 0 || height <= 0 || width <= 0 {
+		return 0, 0, fmt.Errorf("imageproc: %w: %dx%d (HxW) with factor %d", ErrSize, height, width, factor)
+	}
+	hf, wf, ff := float64(height), float64(width), float64(factor)
+	hBar := max(factor, int(math.RoundToEven(hf/ff))*factor)
+	wBar := max(factor, int(math.RoundToEven(wf/ff))*factor)
+	switch {
+	case int64(hBar)*int64(wBar) > int64(f.MaxPixels):
+		beta := math.Sqrt(hf * wf / float64(f.MaxPixels))
+		hBar = int(math.Floor(hf/beta/ff)) * factor
+		wBar = int(math.Floor(wf/beta/ff)) * factor
+	case int64(hBar)*int64(wBar) < int64(f.MinPixels):
+		beta := math.Sqrt(float64(f.MinPixels) / (hf * wf))
+		hBar = int(math.Ceil(hf*beta/ff)) * factor
+		wBar = int(math.Ceil(wf*beta/ff)) * factor
+	}
+	if hBar <= 0 || wBar <= 0 {
+		// The reference divides by zero here.
+		return 0, 0, fmt.Errorf("imageproc: %w: %dx%d (HxW) cannot fit in %d pixels with sides that are multiples of %d", ErrSize, height, width, f.MaxPixels, factor)
+	}
+	if max(hBar, wBar) > maxAspectRatio*min(hBar, wBar) {
+		if hBar > wBar {
+			hBar = wBar * maxAspectRatio
+		} else {
+			wBar = hBar * maxAspectRatio
+		}
+	}
+	if int64(hBar)*int64(wBar) > MaxPixelsLimit {
+		return 0, 0, fmt.Errorf("imageproc: %w: %dx%d (HxW) resizes to %dx%d, over %d pixels", ErrSize, height, width, hBar, wBar, MaxPixelsLimit)
+	}
+	return hBar, wBar, nil
+}

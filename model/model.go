@@ -21,7 +21,10 @@ type Info struct {
 
 	PatchSize, MergeSize, TemporalPatchSize int
 	ImageMean, ImageStd                     [3]float32
-	MinPixels, MaxPixels                    int
+	// MinPixels and MaxPixels are the image budget the vision file states
+	// (clip.vision.image_min_pixels / image_max_pixels), 0 when it states
+	// none: the family's recipe has the defaults.
+	MinPixels, MaxPixels int
 
 	HasVision bool
 

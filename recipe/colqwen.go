@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/imageproc"
 	"github.com/vembed/vembed/model"
 	"github.com/vembed/vembed/tokenizer"
@@ -19,19 +20,54 @@ import (
 //   - several images or text with images (not in the reference): the same
 //     user turn with the parts in order and no "Describe the image.".
 //
+// The query prefix is a setting of the file (QueryPrefixKey): "Query: ",
+// what colpali-engine v0.3.9 to v0.3.12 used and the public checkpoints
+// were trained with, unless the file says otherwise (v0.3.13 and later use
+// none).
+//
 // ColQwen has no single vector; a pooled one is the mean of every token's
 // final hidden state (non-reference). Tasks: "retrieval" only, queries
 // being texts and documents images.
-type ColQwen struct{}
+type ColQwen struct {
+	// QueryPrefix precedes a query's text.
+	QueryPrefix string
+}
+
+// QueryPrefixKey is the LM metadata key holding ColQwen's query prefix
+// (absent: DefaultQueryPrefix).
+const QueryPrefixKey = "vembed.query_prefix"
+
+// DefaultQueryPrefix is the public ColQwen checkpoints' query prefix.
+const DefaultQueryPrefix = "Query: "
+
+const colqwenName = "colqwen2"
+
+// colqwenFrom reads ColQwen's settings from a file.
+func colqwenFrom(f *gguf.File) (Recipe, error) {
+	r := ColQwen{QueryPrefix: DefaultQueryPrefix}
+	if _, ok := f.Lookup(QueryPrefixKey); ok {
+		p, err := f.String(QueryPrefixKey)
+		if err != nil {
+			return nil, fmt.Errorf("recipe: %s: %w", QueryPrefixKey, err)
+		}
+		r.QueryPrefix = p
+	}
+	return r, nil
+}
 
 // colqwenAugmentation is the processor's query suffix.
 var colqwenAugmentation = strings.Repeat("<|endoftext|>", 10)
 
 // Name implements Recipe.
-func (ColQwen) Name() string { return "colqwen2" }
+func (ColQwen) Name() string { return colqwenName }
 
 // Version implements Recipe.
-func (ColQwen) Version() string { return "colqwen2/1" }
+func (c ColQwen) Version() string {
+	if c.QueryPrefix == DefaultQueryPrefix {
+		return "colqwen2/1"
+	}
+	return fmt.Sprintf("colqwen2/1 prefix %q", c.QueryPrefix)
+}
 
 // Tasks implements Recipe.
 func (ColQwen) Tasks() []string { return []string{"retrieval"} }
@@ -46,7 +82,7 @@ func (ColQwen) Task(name string) (Task, error) {
 }
 
 // Prompt implements Recipe.
-func (ColQwen) Prompt(tok *tokenizer.Tokenizer, task Task, parts []tokenizer.Part) (*tokenizer.Prompt, error) {
+func (c ColQwen) Prompt(tok *tokenizer.Tokenizer, task Task, parts []tokenizer.Part) (*tokenizer.Prompt, error) {
 	var text strings.Builder
 	var images []int
 	for _, p := range parts {
@@ -58,7 +94,7 @@ func (ColQwen) Prompt(tok *tokenizer.Tokenizer, task Task, parts []tokenizer.Par
 		}
 	}
 	if len(images) == 0 {
-		return tok.RawPrompt("Query: "+text.String()+colqwenAugmentation, nil)
+		return tok.RawPrompt(c.QueryPrefix+text.String()+colqwenAugmentation, nil)
 	}
 	body := text.String()
 	if len(images) == 1 && len(parts) == 1 {

@@ -28,7 +28,7 @@ func TestColQwenPrompts(t *testing.T) {
 		return i
 	}
 	eot := id("<|endoftext|>")
-	var c ColQwen
+	c := ColQwen{QueryPrefix: DefaultQueryPrefix}
 	task, err := c.Task("")
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +44,10 @@ func TestColQwenPrompts(t *testing.T) {
 	want := append(tok.Encode("Query: red cars", false), slices.Repeat([]int32{eot}, 10)...)
 	if !slices.Equal(q.IDs, want) {
 		t.Errorf("query prompt %v, want %v", q.IDs, want)
+	}
+	bare, err := ColQwen{}.Prompt(tok, task, []tokenizer.Part{{Text: "red cars"}})
+	if want := append(tok.Encode("red cars", false), slices.Repeat([]int32{eot}, 10)...); err != nil || !slices.Equal(bare.IDs, want) {
+		t.Errorf("query prompt without prefix %v (%v), want %v", bare.IDs, err, want)
 	}
 	if p := c.Pooling(q); p.Kind != Mean || p.Lo != 0 || p.Hi != len(q.IDs) {
 		t.Errorf("pooling %+v", p)

@@ -88,8 +88,12 @@ func (JinaV4) Image(mi model.Info) imageproc.Config { return qwenImage(mi) }
 
 // qwenImage is the preprocessing the model's metadata describes, with
 // jina-embeddings-v4's values for whatever the metadata leaves out.
-func qwenImage(mi model.Info) imageproc.Config {
-	c := imageproc.JinaV4Config()
+func qwenImage(mi model.Info) imageproc.Config { return withInfo(imageproc.JinaV4Config(), mi) }
+
+// withInfo sets what the model's metadata gives over a family's defaults
+// c: patch and merge sizes, normalization, and the pixel budget
+// (clip.vision.image_min_pixels / image_max_pixels).
+func withInfo(c imageproc.Config, mi model.Info) imageproc.Config {
 	if mi.PatchSize > 0 {
 		c.PatchSize = mi.PatchSize
 	}
@@ -110,36 +114,3 @@ func qwenImage(mi model.Info) imageproc.Config {
 	}
 	return c
 }
-
-// GME is GME-Qwen2-VL: the jina-v4 prompts' structure is not GME's, but
-// its pooling is the last token of the sequence. GME prompts wrap inputs in
-// the Qwen2-VL chat template with an instruction; until that template is
-// built in, its inputs use the raw-prompt mode (engine Input.Template),
-// and plain inputs get the jina-v4 prompt with last-token pooling.
-type GME struct{}
-
-// Name implements Recipe.
-func (GME) Name() string { return "gme" }
-
-// Version implements Recipe.
-func (GME) Version() string { return "gme/1" }
-
-// Tasks implements Recipe.
-func (GME) Tasks() []string { return JinaV4{}.Tasks() }
-
-// Task implements Recipe.
-func (GME) Task(name string) (Task, error) { return JinaV4{}.Task(name) }
-
-// Prompt implements Recipe.
-func (GME) Prompt(tok *tokenizer.Tokenizer, task Task, parts []tokenizer.Part) (*tokenizer.Prompt, error) {
-	return JinaV4{}.Prompt(tok, task, parts)
-}
-
-// Pooling implements Recipe.
-func (GME) Pooling(p *tokenizer.Prompt) Pooling { return Pooling{Kind: Last} }
-
-// Dimensions implements Recipe.
-func (GME) Dimensions(hidden int) []int { return nil }
-
-// Image implements Recipe.
-func (GME) Image(mi model.Info) imageproc.Config { return qwenImage(mi) }

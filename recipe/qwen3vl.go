@@ -58,8 +58,12 @@ func (Qwen3VLEmbedding) Dimensions(hidden int) []int { return nil }
 // Image implements Recipe.
 func (Qwen3VLEmbedding) Image(mi model.Info) imageproc.Config { return qwen3Image(mi) }
 
+// qwen3Image is Qwen3-VL's preprocessing: the model's metadata over
+// qwen-vl-utils' defaults (patch 16, 4,096..1,843,200 pixels).
 func qwen3Image(mi model.Info) imageproc.Config {
-	c := qwenImage(mi)
+	c := imageproc.JinaV4Config()
+	c.PatchSize, c.MinPixels, c.MaxPixels = 16, 4*32*32, 1800*32*32
+	c = withInfo(c, mi)
 	c.QwenVLUtils = true
 	return c
 }

@@ -9,6 +9,9 @@ package recipe
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/imageproc"
@@ -100,10 +103,45 @@ const (
 	poolingRank = 4
 )
 
+// Key is the LM metadata key that names a file's recipe; vembed convert
+// writes it. Recipes keep their own settings under "vembed." too (see
+// ColQwen's QueryPrefixKey).
+const Key = "vembed.recipe"
+
+// Constructor builds a recipe for a language model file, reading whatever
+// settings the recipe keeps in the file's metadata.
+type Constructor func(f *gguf.File) (Recipe, error)
+
+var registry = map[string]Constructor{}
+
+// Register makes a recipe selectable by the name a file's vembed.recipe
+// gives. It panics on a name registered twice (a programming error).
+func Register(name string, c Constructor) {
+	if _, dup := registry[name]; dup {
+		panic("recipe: " + name + " registered twice")
+	}
+	registry[name] = c
+}
+
+// Known lists the registered recipe names, sorted.
+func Known() []string { return slices.Sorted(maps.Keys(registry)) }
+
+func fixed(r Recipe) Constructor { return func(*gguf.File) (Recipe, error) { return r, nil } }
+
+func init() {
+	Register(JinaV4{}.Name(), fixed(JinaV4{}))
+	Register(GME{}.Name(), fixed(GME{}))
+	Register(colqwenName, colqwenFrom)
+	Register(Qwen3VLEmbedding{}.Name(), fixed(Qwen3VLEmbedding{}))
+	Register(Qwen3VLReranker{}.Name(), fixed(Qwen3VLReranker{}))
+}
+
 // Select returns the recipe for a language model file: the one named by
-// its `vembed.recipe` key, else the family its architecture implies.
+// its vembed.recipe key, else the family its architecture implies (files
+// converted by llama.cpp: qwen2vl as jina-embeddings-v4, qwen3vl by its
+// pooling type).
 func Select(f *gguf.File) (Recipe, error) {
-	name, err := f.String("vembed.recipe")
+	name, err := f.String(Key)
 	if err != nil || name == "" {
 		arch, _ := f.String("general.architecture")
 		switch arch {
@@ -121,20 +159,12 @@ func Select(f *gguf.File) (Recipe, error) {
 				return nil, fmt.Errorf("recipe: %s.pooling_type %d: Qwen3-VL files are embedders (LAST or none) or rerankers (RANK)", arch, p)
 			}
 		default:
-			return nil, fmt.Errorf("recipe: no embedding recipe for architecture %q", arch)
+			return nil, fmt.Errorf("recipe: no embedding recipe for architecture %q (%s not set; known recipes: %s)", arch, Key, strings.Join(Known(), ", "))
 		}
 	}
-	switch name {
-	case JinaV4{}.Name():
-		return JinaV4{}, nil
-	case GME{}.Name():
-		return GME{}, nil
-	case ColQwen{}.Name():
-		return ColQwen{}, nil
-	case Qwen3VLEmbedding{}.Name():
-		return Qwen3VLEmbedding{}, nil
-	case Qwen3VLReranker{}.Name():
-		return Qwen3VLReranker{}, nil
+	c, ok := registry[name]
+	if !ok {
+		return nil, fmt.Errorf("recipe: unknown recipe %q (known: %s)", name, strings.Join(Known(), ", "))
 	}
-	return nil, fmt.Errorf("recipe: unknown recipe %q", name)
+	return c(f)
 }

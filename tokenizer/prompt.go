@@ -120,6 +120,7 @@ const (
 	visionEnd   = "<|vision_end|>"
 	imagePad    = "<|image_pad|>"
 	videoPad    = "<|video_pad|>"
+	endOfText   = "<|endoftext|>"
 )
 
 // JinaV4Prompt builds the jina-embeddings-v4 input for parts:

@@ -25,14 +25,6 @@ import (
 	"github.com/vembed/vembed/model/internal/vlm"
 )
 
-// Preprocessing limits of the official Qwen3-VL-Embedding and -Reranker
-// code (qwen-vl-utils with factor 32: 4 to 1800 merged tokens), used when
-// the mmproj does not store its own.
-const (
-	defaultMinPixels = 4 * 32 * 32
-	defaultMaxPixels = 1800 * 32 * 32
-)
-
 // Model is a loaded Qwen3-VL pair. Its methods may be called from several
 // goroutines at once: all state is read-only after Load.
 type Model struct {
@@ -75,8 +67,6 @@ func Load(lmPath, mmprojPath string) (*Model, error) {
 		TemporalPatchSize: temporalPatchSize,
 		ImageMean:         [3]float32{0.5, 0.5, 0.5},
 		ImageStd:          [3]float32{0.5, 0.5, 0.5},
-		MinPixels:         defaultMinPixels,
-		MaxPixels:         defaultMaxPixels,
 		FlopsPerToken:     m.lm.Flops(),
 	}
 	if mmprojPath == "" {

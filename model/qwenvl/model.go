@@ -23,13 +23,6 @@ import (
 // temporal kernel); the value is not stored in the GGUF.
 const temporalPatchSize = 2
 
-// Default preprocessing limits used when the mmproj does not store them:
-// jina-embeddings-v4's (min 56·56, max 768 merged tokens of 28·28 px).
-const (
-	defaultMinPixels = 56 * 56
-	defaultMaxPixels = 768 * 28 * 28
-)
-
 // Model is a loaded Qwen-VL model pair. Its methods may be called from
 // several goroutines at once: all state is read-only after Load.
 type Model struct {
@@ -66,8 +59,6 @@ func Load(lmPath, mmprojPath string) (*Model, error) {
 		PatchSize:         14,
 		MergeSize:         2,
 		TemporalPatchSize: temporalPatchSize,
-		MinPixels:         defaultMinPixels,
-		MaxPixels:         defaultMaxPixels,
 	}
 	m.info.FlopsPerToken = m.lm.Flops()
 	if mmprojPath == "" {

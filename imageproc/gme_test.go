@@ -43,14 +43,14 @@ func TestColQwenGMEStages(t *testing.T) {
 		t.Run(c.ID, func(t *testing.T) {
 			var cs struct {
 				Images []struct {
-					File      string `json:"file"`
-					FetchHW   []int  `json:"fetch_image_hw"`
-					FetchSHA  string `json:"fetch_image_rgb_sha256"`
-					ProcHW    []int  `json:"processor_hw"`
-					ResizedHW []int  `json:"resized_hw"`
-					SHA       string `json:"resized_rgb_sha256"`
+					File      string       `json:"file"`
+					FetchHW   []int        `json:"fetch_image_hw"`
+					FetchSHA  string       `json:"fetch_image_rgb_sha256"`
+					ProcHW    []int        `json:"processor_hw"`
+					ResizedHW []int        `json:"resized_hw"`
+					SHA       string       `json:"resized_rgb_sha256"`
 					Head      fixtures.Raw `json:"patches_head"`
-					NMerged int `json:"n_merged_tokens"`
+					NMerged   int          `json:"n_merged_tokens"`
 				} `json:"images"`
 			}
 			cdir := filepath.Join(dir, "cases", c.ID)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/quantize"
 	"github.com/vembed/vembed/qwenlayout"
+	"github.com/vembed/vembed/recipe"
 )
 
 // Options control Convert.
@@ -34,8 +36,21 @@ type Options struct {
 	// Name is general.name and the files' base name (default: config.json's
 	// _name_or_path, else the directory's name).
 	Name string
-	// Recipe overrides the vembed.recipe the layout implies.
+	// Recipe overrides the vembed.recipe the layout implies, and lets a
+	// checkpoint whose family is not recognised convert.
 	Recipe string
+	// Base is the base checkpoint of an adapter directory given as dir
+	// (default: found by the adapter's base_model_name_or_path).
+	Base string
+	// Adapter is a LoRA adapter directory to merge into the checkpoint dir
+	// (ColQwen's, which ships in its own repository).
+	Adapter string
+	// NoAdapter converts a ColQwen base without its adapter, which is
+	// refused otherwise: its vectors are not the released model's.
+	NoAdapter bool
+	// QueryPrefix, when set, is ColQwen's query prefix stored in the LM
+	// (default recipe.DefaultQueryPrefix, "Query: ").
+	QueryPrefix *string
 	// Log receives progress and warnings; nil discards them.
 	Log *slog.Logger
 	// Progress, when set, hears of the values written to each file.
@@ -54,7 +69,11 @@ type Result struct {
 
 // layoutInfo is what a layout adds to the plain conversion.
 type layoutInfo struct {
-	recipe  string
+	recipe string
+	// pixels, when set, is the family's fixed image budget, which its code
+	// sets whatever preprocessor_config.json says (GME's processor, the
+	// Qwen3-VL embedding code's).
+	pixels  [2]int
 	pooling int    // llama.cpp's LLAMA_POOLING_TYPE_*, -1 for none written
 	head    string // multi-vector head (canonical name without .weight)
 	adapter string // adapter directory, "" for none
@@ -139,13 +158,26 @@ func infoOf(dir, layout string) layoutInfo {
 		}
 		return l
 	case qwenlayout.LayoutGME:
-		return layoutInfo{recipe: "gme", pooling: poolingLast}
+		return layoutInfo{recipe: "gme", pooling: poolingLast, pixels: [2]int{256 * 28 * 28, 1280 * 28 * 28}}
+	case qwenlayout.LayoutQwen3VL:
+		// llama.cpp writes no pooling type for Qwen3-VL-Embedding (vembed
+		// reads qwen3vl without one as last-token pooling).
+		return layoutInfo{recipe: "qwen3-vl-embedding", pooling: -1, pixels: [2]int{4 * 32 * 32, 1800 * 32 * 32}}
+	case qwenlayout.LayoutQwen3VLReranker:
+		// The reranker's rank keys come with its layout.
+		return layoutInfo{recipe: "qwen3-vl-reranker", pooling: -1, pixels: [2]int{4 * 32 * 32, 1800 * 32 * 32}}
 	}
-	// Plain checkpoints, and Qwen3-VL's: llama.cpp writes no pooling type
-	// for Qwen3-VL-Embedding (vembed reads qwen3vl without one as
-	// last-token pooling), and the reranker's rank keys come with its
-	// layout.
-	return layoutInfo{pooling: -1}
+	return layoutInfo{pooling: -1} // a checkpoint of no known family, converted with --recipe
+}
+
+// knownArchitectures names the checkpoints convert recognises, for the
+// error that refuses another.
+const knownArchitectures = "JinaEmbeddingsV4Model (jina-embeddings-v4), ColQwen2 / ColQwen2_5 (base + adapter), " +
+	"Qwen2VLForConditionalGeneration named gme-* or with gme_inference.py (GME), " +
+	"Qwen3VLForConditionalGeneration (Qwen3-VL-Embedding, -Reranker)"
+
+func isColQwen(layout string) bool {
+	return layout == qwenlayout.LayoutColQwen2 || layout == qwenlayout.LayoutColQwen25
 }
 
 // Convert writes the GGUFs of the Hugging Face checkpoint in dir into
@@ -159,6 +191,11 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	pp, err := locate(dir, o, log)
+	if err != nil {
+		return nil, err
+	}
+	dir = pp.base
 	cfg, err := readConfig(dir)
 	if err != nil {
 		return nil, err
@@ -171,8 +208,12 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 	if err != nil {
 		return nil, err
 	}
-	if o.Name != "" {
+	switch {
+	case o.Name != "":
 		base.Name, base.BaseName = o.Name, o.Name
+	case pp.adapter != "":
+		// The adapter is the released model (vidore/colqwen2.5-v0.2).
+		base.Name = dirName(pp.adapter)
 	}
 	base.LMType, base.MMProjType = cmpOr(o.Type, "F16"), cmpOr(o.MMProjType, "F16")
 	if err := base.Validate(); err != nil {
@@ -187,9 +228,57 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 	if err != nil {
 		return nil, err
 	}
+	if layout == "" && o.Recipe == "" {
+		return nil, fmt.Errorf("convert: %s: cannot tell which embedding model this %s checkpoint is (known: %s); name its recipe with --recipe (%s) or its layout with --layout",
+			dir, strings.Join(cfg.Architectures, ", "), knownArchitectures, strings.Join(recipe.Known(), ", "))
+	}
 	info := infoOf(dir, layout)
 	if o.Recipe != "" {
+		if !slices.Contains(recipe.Known(), o.Recipe) {
+			return nil, fmt.Errorf("convert: --recipe %q: known recipes are %s", o.Recipe, strings.Join(recipe.Known(), ", "))
+		}
 		info.recipe = o.Recipe
+	}
+	var warnings []string
+	switch {
+	case pp.adapter != "" && !isColQwen(layout):
+		return nil, fmt.Errorf("convert: %s is a %s checkpoint, which takes no separate adapter (ColQwen bases do)", dir, cmpOr(layout, "plain"))
+	case !isColQwen(layout):
+	case pp.adapter != "":
+		info.adapter = pp.adapter
+		if want := path.Base(adapterBaseName(pp.adapter)); !pp.found && want != "." && want != dirName(dir) && want != path.Base(cfg.NameOrPath) {
+			log.Warn("the adapter names another base", "base_model_name_or_path", adapterBaseName(pp.adapter), "base", dir)
+		}
+	case info.adapter != "": // an adapter saved inside the base directory
+	case o.NoAdapter:
+		w := "a ColQwen base converted without its LoRA adapter: its vectors are not the released model's"
+		log.Warn(w)
+		warnings = append(warnings, w)
+	default:
+		return nil, fmt.Errorf("convert: %s is a ColQwen base (%s) without its LoRA adapter, so every vector would be wrong: convert the adapter's directory instead (vembed convert ADAPTER_DIR finds this base), or give it with --adapter DIR; --no-adapter converts the base alone",
+			dir, strings.Join(cfg.Architectures, ", "))
+	}
+	if o.NoAdapter && !isColQwen(layout) {
+		return nil, fmt.Errorf("convert: --no-adapter: %s is not a ColQwen base", dir)
+	}
+	if o.QueryPrefix != nil && !isColQwen(layout) {
+		return nil, fmt.Errorf("convert: --query-prefix: only ColQwen's recipe takes a query prefix")
+	}
+	if info.pixels[1] > 0 {
+		base.Vision.MinPixels, base.Vision.MaxPixels = info.pixels[0], info.pixels[1]
+	} else {
+		lo, hi, from, err := pixelBudget(pp.adapter, dir)
+		switch {
+		case err != nil:
+			return nil, err
+		case hi == 0:
+			log.Warn("no image budget (min_pixels, max_pixels) in preprocessor_config.json: the mmproj gets none, and the recipe's default applies", "file", cmpOr(from, "none"))
+		default:
+			base.Vision.MinPixels, base.Vision.MaxPixels = lo, hi
+		}
+	}
+	if err := base.Validate(); err != nil {
+		return nil, fmt.Errorf("convert: %w", err)
 	}
 	naming := qwenlayout.HFNaming{Projector: base.Projector, DeepStack: base.Vision.DeepStack, Tied: !base.LM.Untied}
 	if layout == qwenlayout.LayoutQwen3VLReranker {
@@ -234,9 +323,25 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 	if info.recipe != "" {
 		extra = append(extra, qwenlayout.KV{Key: "vembed.recipe", Value: info.recipe})
 	}
+	if isColQwen(layout) {
+		prefix := recipe.DefaultQueryPrefix
+		if o.QueryPrefix != nil {
+			prefix = *o.QueryPrefix
+		}
+		extra = append(extra, qwenlayout.KV{Key: recipe.QueryPrefixKey, Value: prefix})
+	}
+	for _, w := range warnings {
+		extra = append(extra, qwenlayout.KV{Key: "vembed.warning", Value: w})
+	}
 	if info.pooling >= 0 {
 		extra = append(extra, qwenlayout.KV{Key: "qwen2vl.pooling_type", Value: uint32(info.pooling)})
 	}
+	var keep *Adapter // a single adapter, kept open for the tower's modules
+	defer func() {
+		if keep != nil {
+			keep.Close()
+		}
+	}()
 	for _, task := range tasks {
 		cfg := base
 		if len(tasks) > 1 {
@@ -247,8 +352,15 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 			if c.adapter, err = OpenAdapter(info.adapter, task); err != nil {
 				return res, err
 			}
-			if err := c.adapter.check(src, func(n string) bool { return isDecoder(n) || info.head != "" && strings.HasPrefix(n, info.head+".") }); err != nil {
+			if err := c.adapter.check(src, func(n string) bool {
+				// A single adapter may adapt the tower too (merged into the
+				// mmproj); task adapters share one mmproj, so they may not.
+				return isDecoder(n) || info.head != "" && strings.HasPrefix(n, info.head+".") || !info.tasked && strings.HasPrefix(n, "visual.")
+			}); err != nil {
 				c.adapter.Close()
+				if pp.adapter != "" {
+					err = fmt.Errorf("%w (the adapter does not fit the base %s; its base_model_name_or_path is %q: give the right base with --base DIR)", err, dir, adapterBaseName(pp.adapter))
+				}
 				return res, err
 			}
 		}
@@ -264,13 +376,16 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 				}
 			}
 		}
-		if c.adapter != nil {
+		if c.adapter != nil && info.tasked {
 			c.adapter.Close()
+		} else {
+			keep = c.adapter
 		}
 		if err != nil {
 			return res, err
 		}
 	}
+	c.adapter = keep // nil for task adapters: the tower runs without them
 	if res.MMProj, err = c.writeMMProj(base, outDir); err != nil {
 		return res, err
 	}
@@ -318,7 +433,6 @@ func (c *converter) writeLM(cfg qwenlayout.Config, outDir string, tok []qwenlayo
 }
 
 func (c *converter) writeMMProj(cfg qwenlayout.Config, outDir string) (string, error) {
-	c.adapter = nil // the towers run without the task adapters
 	l, err := cfg.MMProjLayout()
 	if err != nil {
 		return "", fmt.Errorf("convert: %w", err)
@@ -434,7 +548,7 @@ func (c *converter) planned(t qwenlayout.TensorLayout, dst io.Writer) error {
 		}
 		return c.emit(dst, t.Type, out)
 	}
-	return c.rows(dst, t, src.Name, int64(src.Part)*t.Elements(), src.Parts == 1)
+	return c.rows(dst, t, src.Name, int64(src.Part)*t.Elements(), true)
 }
 
 // rows streams tensor t from the checkpoint tensor name starting at value

@@ -52,8 +52,8 @@ var cases = []layoutCase{
 // key, as llama.cpp writes it) and the reranker (rank pooling, the head's
 // "yes" and "no" rows as cls.output.weight).
 var qwen3Cases = []layoutCase{
-	{layout: qwenlayout.LayoutQwen3VL, preset: "tiny-qwen3vl", lmPrefix: "model.language_model.", vPrefix: "model.visual.", tasks: []string{""}, qwen3: true},
-	{layout: qwenlayout.LayoutQwen3VLReranker, preset: "tiny-qwen3vl", lmPrefix: "model.language_model.", vPrefix: "model.visual.", tasks: []string{""}, qwen3: true, rank: true, pooling: 4, hasPooling: true},
+	{layout: qwenlayout.LayoutQwen3VL, preset: "tiny-qwen3vl", lmPrefix: "model.language_model.", vPrefix: "model.visual.", tasks: []string{""}, recipe: "qwen3-vl-embedding", qwen3: true},
+	{layout: qwenlayout.LayoutQwen3VLReranker, preset: "tiny-qwen3vl", lmPrefix: "model.language_model.", vPrefix: "model.visual.", tasks: []string{""}, recipe: "qwen3-vl-reranker", qwen3: true, rank: true, pooling: 4, hasPooling: true},
 }
 
 func writeCase(t *testing.T, c layoutCase, dtype safetensors.DType) (string, synth.Config) {
@@ -328,12 +328,12 @@ func TestTensorsAndMetadata(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				sameLayout(t, lmPath, res.LMs[0], "vembed.recipe", "qwen2vl.pooling_type", "general.name", "general.basename")
+				sameLayout(t, lmPath, res.LMs[0], "vembed.recipe", "vembed.query_prefix", "qwen2vl.pooling_type", "general.name", "general.basename")
 				if c.qwen3 {
 					runConverted(t, res, c.rank)
 				}
 				if typ == "F16" { // block types keep quantize.DefaultKeep's groups, which synth quantizes
-					sameLayout(t, mmPath, res.MMProj, "v.patch_embd.weight_flat", "general.name", "general.basename")
+					sameLayout(t, mmPath, res.MMProj, "v.patch_embd.weight_flat", "general.name", "general.basename", "clip.vision.image_min_pixels", "clip.vision.image_max_pixels")
 				}
 			})
 		}
@@ -566,12 +566,17 @@ func TestEmbeddingAgainstFloat64(t *testing.T) {
 			}
 			defer e.Close()
 			// The recipe's prompt, which the test rebuilds: "Query: " and the
-			// text, and for ColQwen the ten augmentation tokens.
+			// text, for ColQwen with the ten augmentation tokens, for GME in
+			// its chat form with the default instruction.
 			const text = "the quick brown fox"
 			in := engine.Input{Parts: []engine.Part{engine.Text(text)}}
 			prompt := "Query: " + text
-			if c.recipe == "colqwen2" {
+			switch c.recipe {
+			case "colqwen2":
 				prompt += strings.Repeat("<|endoftext|>", 10)
+			case "gme":
+				prompt = "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n" + text +
+					"<|im_end|>\n<|im_start|>assistant\n<|endoftext|>"
 			}
 
 			f, err := gguf.Open(res.LMs[0])

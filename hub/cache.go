@@ -153,3 +153,18 @@ func copyFile(src, dst string) error {
 	}
 	return nil
 }
+
+// CachedSnapshot returns the cache's snapshot directory of repo at
+// revision (a branch, tag or commit), without asking the hub; an error
+// when the cache does not hold it.
+func (c *Client) CachedSnapshot(repo, revision string) (string, error) {
+	commit, err := c.cachedCommit(repo, revision)
+	if err != nil {
+		return "", fmt.Errorf("hub: %s@%s is not in the cache %s", repo, revision, c.CacheDir)
+	}
+	dir := filepath.Join(c.RepoDir(repo), "snapshots", commit)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("hub: %s@%s is not in the cache %s", repo, revision, c.CacheDir)
+	}
+	return dir, nil
+}

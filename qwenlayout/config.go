@@ -71,6 +71,12 @@ type VisionConfig struct {
 	// PositionSide is the side of Qwen3-VL's learned position table
 	// (v.position_embd.weight has PositionSide² rows).
 	PositionSide int
+
+	// MinPixels and MaxPixels are the image budget of the model's
+	// processor, written as clip.vision.image_min_pixels /
+	// image_max_pixels when MaxPixels is set (0: none written, loaders use
+	// their family's defaults).
+	MinPixels, MaxPixels int
 }
 
 // MVProjConfig describes the multi-vector projector side-car.
@@ -111,6 +117,10 @@ var (
 	Qwen3Mean = [3]float32{0.5, 0.5, 0.5}
 	Qwen3Std  = [3]float32{0.5, 0.5, 0.5}
 )
+
+// MaxImagePixels bounds an image budget: Qwen2-VL's own largest
+// max_pixels (3584², about 12.8 MP), the most any loader accepts.
+const MaxImagePixels = 3584 * 3584
 
 // maxDim bounds every configured size, so a bad configuration is an error
 // rather than an enormous allocation.
@@ -183,6 +193,11 @@ func (c *Config) Validate() error {
 		}
 	default:
 		return fmt.Errorf("qwenlayout: unknown projector type %q", c.Projector)
+	}
+	if vi.MaxPixels != 0 || vi.MinPixels != 0 {
+		if vi.MinPixels < 0 || vi.MaxPixels <= 0 || vi.MinPixels > vi.MaxPixels || vi.MaxPixels > MaxImagePixels {
+			return fmt.Errorf("qwenlayout: image pixel budget [%d, %d]: want 0 <= min <= max, 0 < max <= %d", vi.MinPixels, vi.MaxPixels, MaxImagePixels)
+		}
 	}
 	if c.Name == "" {
 		return errors.New("qwenlayout: empty model name")

@@ -150,7 +150,7 @@ func (c *Config) LMLayout(tok []KV) (*Layout, error) {
 func (c *Config) visionKVs(spec quantize.Spec, ffnLen int) []KV {
 	const v = "clip.vision."
 	vi := c.Vision
-	return []KV{
+	kvs := []KV{
 		{"general.file_type", spec.FileType()},
 		{"clip.has_vision_encoder", true},
 		{v + "projection_dim", uint32(c.LM.Hidden)},
@@ -163,6 +163,10 @@ func (c *Config) visionKVs(spec quantize.Spec, ffnLen int) []KV {
 		{v + "image_mean", vi.ImageMean[:]},
 		{v + "image_std", vi.ImageStd[:]},
 	}
+	if vi.MaxPixels > 0 {
+		kvs = append(kvs, KV{v + "image_min_pixels", uint32(vi.MinPixels)}, KV{v + "image_max_pixels", uint32(vi.MaxPixels)})
+	}
+	return kvs
 }
 
 // quantizeLayout reorders a file as llama-quantize writes it (quantized

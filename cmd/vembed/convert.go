@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,13 +30,18 @@ func init() {
 	}
 }
 
-const convertUsage = `HF_DIR --out DIR [--task TASK|all] [--type F16] [--mmproj-type F16] [--layout L] [--name NAME] [--recipe NAME]
+const convertUsage = `HF_DIR|ADAPTER_DIR --out DIR [--task TASK|all] [--type F16] [--mmproj-type F16] [--layout L] [--name NAME] [--recipe NAME]
+       [--base DIR] [--adapter DIR] [--no-adapter] [--query-prefix TEXT]
 
 Writes the checkpoint's language model, vision encoder (mmproj) and, for
 jina-embeddings-v4 and ColQwen, multi-vector head (mvproj) as GGUFs into
 DIR, keys and tensor names as llama.cpp's converter writes them, LoRA
 adapters merged in float64 before the single rounding. jina-embeddings-v4
-gets one language model per task with --task all.`
+gets one language model per task with --task all. A ColQwen adapter
+directory (adapter_config.json) finds its base by base_model_name_or_path:
+beside it, as a path, or in the Hugging Face cache (vembed pull ORG/NAME);
+--base DIR names it. The image budget of preprocessor_config.json (the
+adapter's first), or the family's own (GME, Qwen3-VL), goes into the mmproj.`
 
 func runConvert(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("convert", convertUsage, stderr)
@@ -45,7 +51,11 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	mmType := fs.String("mmproj-type", "F16", "vision encoder weight type (block types keep the patch embedding, attn_out and the merger in F16, as vembed quantize does)")
 	layout := fs.String("layout", "", "checkpoint layout ("+strings.Join(qwenlayout.Layouts(), ", ")+"); default: told from the checkpoint")
 	name := fs.String("name", "", "model name (general.name and file names; default from config.json or HF_DIR)")
-	recipe := fs.String("recipe", "", "override vembed.recipe (jina-embeddings-v4, gme, colqwen2, ...)")
+	recipe := fs.String("recipe", "", "override vembed.recipe (jina-embeddings-v4, gme, colqwen2, ...); needed for a checkpoint of no known family")
+	base := fs.String("base", "", "the base checkpoint `DIR` of the adapter HF_DIR (default: found by its base_model_name_or_path)")
+	adapter := fs.String("adapter", "", "a LoRA adapter `DIR` to merge into HF_DIR (a ColQwen base's)")
+	noAdapter := fs.Bool("no-adapter", false, "convert a ColQwen base without its adapter (its vectors are not the released model's)")
+	prefix := fs.String("query-prefix", "", "ColQwen's query prefix stored in the LM (default \"Query: \", what the public checkpoints were trained with; colpali-engine 0.3.13+ uses none: --query-prefix '')")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -59,10 +69,17 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	start := time.Now()
-	res, err := convert.Convert(ctx, pos[0], *out, convert.Options{
+	o := convert.Options{
 		Layout: *layout, Task: *task, Type: *typ, MMProjType: *mmType, Name: *name, Recipe: *recipe,
+		Base: *base, Adapter: *adapter, NoAdapter: *noAdapter,
 		Log: slog.New(slog.NewTextHandler(stderr, nil)), Progress: synthProgress(stderr),
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "query-prefix" {
+			o.QueryPrefix = prefix
+		}
 	})
+	res, err := convert.Convert(ctx, pos[0], *out, o)
 	if res != nil {
 		for i, lm := range res.LMs {
 			fmt.Fprintln(stdout, lm)

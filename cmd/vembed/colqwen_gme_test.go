@@ -197,3 +197,88 @@ func TestColQwenGMEFixtures(t *testing.T) {
 		}
 	}
 }
+
+// TestColQwenGMEBadInput: each way a user can get a release wrong is an
+// error that names the fix, and leaves nothing in the output directory.
+func TestColQwenGMEBadInput(t *testing.T) {
+	dir := fixtures.Dir(t, "colqwen-gme")
+	base, adapter := filepath.Join(dir, "colqwen2.5-mini-base"), filepath.Join(dir, "colqwen2.5-mini-v0.1")
+	copyDir := func(src string) string {
+		dst := filepath.Join(t.TempDir(), filepath.Base(src))
+		os.MkdirAll(dst, 0o755)
+		ents, _ := os.ReadDir(src)
+		for _, e := range ents {
+			b, err := os.ReadFile(filepath.Join(src, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644)
+		}
+		return dst
+	}
+	lonely := copyDir(adapter) // no base beside it
+	t.Setenv("HF_HUB_CACHE", t.TempDir())
+	other := filepath.Join(t.TempDir(), "other-base")
+	var o, e bytes.Buffer
+	if code := run([]string{"synth", "--format", "hf", "--layout", "colqwen2.5", "--preset", "tiny", "--out", other}, &o, &e); code != 0 {
+		t.Fatalf("synth: %s", e.String())
+	}
+	budget := func(body string) string {
+		d := copyDir(adapter)
+		os.WriteFile(filepath.Join(d, "preprocessor_config.json"), []byte(body), 0o644)
+		return d
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"base without adapter", []string{base}, []string{"without its LoRA adapter", "--adapter", "--no-adapter"}},
+		{"base not found", []string{lonely}, []string{"vidore/colqwen2.5-mini-base", "is not found", "vembed pull", "--base"}},
+		{"adapter of another base", []string{adapter, "--base", other}, []string{"does not fit the base", "--base"}},
+		{"min above max", []string{budget(`{"min_pixels": 500000, "max_pixels": 250880}`), "--base", base}, []string{"exceeds max_pixels", "fix the file"}},
+		{"absurd max", []string{budget(`{"min_pixels": 3136, "max_pixels": 1e13}`), "--base", base}, []string{"max_pixels", "fix the file"}},
+		{"negative min", []string{budget(`{"min_pixels": -1, "max_pixels": 250880}`), "--base", base}, []string{"min_pixels", "fix the file"}},
+		{"adapter on GME", []string{filepath.Join(dir, "gme-Qwen2-VL-mini-Instruct"), "--adapter", adapter}, []string{"takes no separate adapter"}},
+	} {
+		out := filepath.Join(t.TempDir(), "out")
+		var o, e bytes.Buffer
+		code := run(append([]string{"convert", "--out", out}, c.args...), &o, &e)
+		for _, w := range c.want {
+			if code == 0 || !strings.Contains(e.String(), w) {
+				t.Errorf("%s: exit %d, stderr %q; want an error with %q", c.name, code, e.String(), w)
+			}
+		}
+		if left, _ := os.ReadDir(out); len(left) != 0 {
+			t.Errorf("%s: %d files left in the output directory", c.name, len(left))
+		}
+	}
+
+	// --no-adapter converts the base, and says so in the file.
+	out := t.TempDir()
+	o.Reset()
+	if code := run([]string{"convert", base, "--out", out, "--no-adapter"}, &o, &e); code != 0 {
+		t.Fatalf("--no-adapter: exit %d: %s", code, e.String())
+	}
+	o.Reset()
+	run([]string{"inspect", filepath.Join(out, "colqwen2.5-mini-base-F16.gguf")}, &o, &e)
+	if !strings.Contains(o.String(), "vembed.warning") {
+		t.Errorf("a base converted alone carries no warning:\n%.1500s", o.String())
+	}
+
+	// An instruction for a model that takes tasks, and a task for one that
+	// takes an instruction.
+	files := convertFixtures(t, dir)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--model", files["colqwen"][0], "--instruction", "Find the chart."}, "takes a task, not an instruction"},
+		{[]string{"--model", files["gme"][0], "--task", "retrieval.query"}, "give an instruction instead"},
+	} {
+		var o, e bytes.Buffer
+		if code := run(append(append([]string{"embed"}, c.args...), "--text", "x"), &o, &e); code == 0 || !strings.Contains(e.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %q", c.args, code, e.String(), c.want)
+		}
+	}
+}

@@ -31,6 +31,20 @@ type HFOptions struct {
 	// jina-embeddings-v4's and ColQwen's).
 	Rank  int
 	Alpha float64
+
+	// AdapterDir, for the ColQwen layouts, writes the adapter into its own
+	// directory, as the releases ship it (a base repository and an adapter
+	// repository whose base_model_name_or_path names it, here
+	// "synthetic/<the base directory's name>"), with its
+	// preprocessor_config.json and tokenizer_config.json; "" writes it
+	// inside the base.
+	AdapterDir string
+	// AdapterNewNames names the adapter's modules as transformers 4.52+
+	// does (model.language_model.*, model.visual.*).
+	AdapterNewNames bool
+	// AdapterVision adds LoRA pairs on the vision tower's attention and
+	// MLP matrices (a single adapter only).
+	AdapterVision bool
 }
 
 // hfModel is one layout's naming and files.
@@ -153,8 +167,29 @@ func WriteHF(dir string, cfg Config, o HFOptions) error {
 		return err
 	}
 	if m.adapter != "" {
-		if err := writeAdapter(filepath.Join(dir, m.adapter), cfg, m, o, ts); err != nil {
+		ad := filepath.Join(dir, m.adapter)
+		if o.AdapterDir != "" {
+			if m.adapter != "." {
+				return fmt.Errorf("synth: layout %s keeps its adapters inside the checkpoint; AdapterDir is for ColQwen", o.Layout)
+			}
+			ad = o.AdapterDir
+		}
+		if (o.AdapterVision || o.AdapterNewNames) && len(m.tasks) > 0 {
+			return fmt.Errorf("synth: layout %s: task adapters adapt the decoder only", o.Layout)
+		}
+		if err := writeAdapter(ad, dir, cfg, m, o, ts); err != nil {
 			return err
+		}
+		if o.AdapterDir != "" {
+			for _, f := range []string{"preprocessor_config.json", "tokenizer_config.json"} {
+				b, err := os.ReadFile(filepath.Join(dir, f))
+				if err == nil {
+					err = os.WriteFile(filepath.Join(ad, f), b, 0o644)
+				}
+				if err != nil {
+					return fmt.Errorf("synth: %w", err)
+				}
+			}
 		}
 	}
 	return nil
@@ -247,7 +282,7 @@ func (g hfGen) writeShards(dir, name string, ts []qwenlayout.HFTensor, shardByte
 // writeAdapter writes a PEFT LoRA adapter for every decoder projection and
 // the multi-vector head: one A/B pair per module, or per task
 // ("lora_A.<task>.weight", jina-embeddings-v4's multi-task form).
-func writeAdapter(dir string, cfg Config, m hfModel, o HFOptions, ts []qwenlayout.HFTensor) error {
+func writeAdapter(dir, base string, cfg Config, m hfModel, o HFOptions, ts []qwenlayout.HFTensor) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("synth: %w", err)
 	}
@@ -264,8 +299,20 @@ func writeAdapter(dir string, cfg Config, m hfModel, o HFOptions, ts []qwenlayou
 				target = target || strings.HasSuffix(module, "."+x)
 			}
 		}
+		if o.AdapterVision && strings.HasPrefix(module, m.visionPrefix+"blocks.") {
+			for _, x := range []string{"attn.qkv", "attn.proj", "mlp.fc1", "mlp.fc2", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"} {
+				target = target || strings.HasSuffix(module, "."+x)
+			}
+		}
 		if !target {
 			continue
+		}
+		if o.AdapterNewNames {
+			if rest, ok := strings.CutPrefix(module, m.lmPrefix); ok {
+				module = "model.language_model." + rest
+			} else if rest, ok := strings.CutPrefix(module, m.visionPrefix); ok {
+				module = "model.visual." + rest
+			}
 		}
 		infixes := []string{""}
 		if len(m.tasks) > 0 {
@@ -282,13 +329,17 @@ func writeAdapter(dir string, cfg Config, m hfModel, o HFOptions, ts []qwenlayou
 		}
 	}
 	slices.SortFunc(lora, func(a, b qwenlayout.HFTensor) int { return strings.Compare(a.Name, b.Name) })
+	baseName := cfg.Name
+	if o.AdapterDir != "" {
+		baseName = "synthetic/" + filepath.Base(filepath.Clean(base))
+	}
 	g := hfGen{seed: cfg.Seed + 3, std: 2.5 * float64(cfg.Std), dtype: o.DType, progress: cfg.Progress}
 	if err := g.write(filepath.Join(dir, "adapter_model.safetensors"), lora); err != nil {
 		return err
 	}
 	return writeJSONFile(filepath.Join(dir, "adapter_config.json"), map[string]any{
 		"peft_type":               "LORA",
-		"base_model_name_or_path": cfg.Name,
+		"base_model_name_or_path": baseName,
 		"r":                       o.Rank,
 		"lora_alpha":              o.Alpha,
 		"lora_dropout":            0.0,

@@ -1,6 +1,10 @@
 package convert
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/vembed/vembed/qwenlayout"
+)
 
 // FuzzCheckpointJSON feeds arbitrary config.json, tokenizer.json and
 // tokenizer_config.json to the readers: an error or a configuration,
@@ -30,5 +34,20 @@ func FuzzCheckpointJSON(f *testing.F) {
 			t.Fatalf("special ids %d/%d/%d beyond %d tokens", v.BOS, v.EOS, v.PAD, len(v.Tokens))
 		}
 		cfg.layoutConfig(dir, len(v.Tokens))
+	})
+}
+
+// FuzzPixelBudget: any preprocessor_config.json gives a budget a processor
+// can use, none, or an error.
+func FuzzPixelBudget(f *testing.F) {
+	for _, s := range []string{`{"min_pixels": 3136, "max_pixels": 12845056}`, `{"size": {"shortest_edge": 56, "longest_edge": 784}}`,
+		`{"min_pixels": 9, "max_pixels": 3}`, `{"max_pixels": 1e300}`, `{"min_pixels": -1, "max_pixels": 1000}`, `{}`, `[`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		lo, hi, err := parsePixelBudget(b)
+		if err == nil && (hi != 0 || lo != 0) && (lo < 0 || lo > hi || hi < 28*28 || hi > qwenlayout.MaxImagePixels) {
+			t.Fatalf("accepted [%d, %d]", lo, hi)
+		}
 	})
 }

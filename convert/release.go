@@ -104,36 +104,16 @@ func pixelBudget(dirs ...string) (minPx, maxPx int, from string, err error) {
 		if dir == "" || !exists(filepath.Join(dir, "preprocessor_config.json")) {
 			continue
 		}
-		var pre struct {
-			Min  *float64 `json:"min_pixels"`
-			Max  *float64 `json:"max_pixels"`
-			Size struct {
-				Min *float64 `json:"shortest_edge"`
-				Max *float64 `json:"longest_edge"`
-			} `json:"size"`
-		}
-		if err := readJSON(dir, "preprocessor_config.json", &pre); err != nil {
-			return 0, 0, "", err
-		}
-		lo, hi := pre.Min, pre.Max
-		if lo == nil && hi == nil {
-			lo, hi = pre.Size.Min, pre.Size.Max
+		b, err := os.ReadFile(filepath.Join(dir, "preprocessor_config.json"))
+		if err != nil {
+			return 0, 0, "", fmt.Errorf("convert: %w", err)
 		}
 		from = filepath.Join(dir, "preprocessor_config.json")
-		if lo == nil && hi == nil {
-			return 0, 0, from, nil
+		minPx, maxPx, err = parsePixelBudget(b)
+		if err != nil {
+			return 0, 0, "", fmt.Errorf("convert: %s: %w; fix the file", from, err)
 		}
-		if lo == nil || hi == nil {
-			return 0, 0, "", fmt.Errorf("convert: %s gives one of min_pixels and max_pixels but not the other: give both", from)
-		}
-		whole := func(v float64) bool { return v == math.Trunc(v) && v >= 0 && v <= qwenlayout.MaxImagePixels }
-		switch {
-		case !whole(*lo) || !whole(*hi) || *hi < 28*28:
-			return 0, 0, "", fmt.Errorf("convert: %s: min_pixels %v, max_pixels %v: want whole pixel counts, max_pixels from %d (one 28x28 token) to %d; fix the file", from, *lo, *hi, 28*28, qwenlayout.MaxImagePixels)
-		case *lo > *hi:
-			return 0, 0, "", fmt.Errorf("convert: %s: min_pixels %v exceeds max_pixels %v; fix the file", from, *lo, *hi)
-		}
-		return int(*lo), int(*hi), from, nil
+		return minPx, maxPx, from, nil
 	}
 	return 0, 0, "", nil
 }
@@ -150,4 +130,36 @@ func adapterBaseName(dir string) string {
 	}
 	json.Unmarshal(b, &ac)
 	return ac.Base
+}
+
+// parsePixelBudget reads the budget of a preprocessor_config.json: 0, 0
+// when it states none.
+func parsePixelBudget(b []byte) (minPx, maxPx int, err error) {
+	var pre struct {
+		Min  *float64 `json:"min_pixels"`
+		Max  *float64 `json:"max_pixels"`
+		Size struct {
+			Min *float64 `json:"shortest_edge"`
+			Max *float64 `json:"longest_edge"`
+		} `json:"size"`
+	}
+	if err := json.Unmarshal(b, &pre); err != nil {
+		return 0, 0, err
+	}
+	lo, hi := pre.Min, pre.Max
+	if lo == nil && hi == nil {
+		lo, hi = pre.Size.Min, pre.Size.Max
+	}
+	whole := func(v float64) bool { return v == math.Trunc(v) && v >= 0 && v <= qwenlayout.MaxImagePixels }
+	switch {
+	case lo == nil && hi == nil:
+		return 0, 0, nil
+	case lo == nil || hi == nil:
+		return 0, 0, errors.New("it gives one of min_pixels and max_pixels but not the other: give both")
+	case !whole(*lo) || !whole(*hi) || *hi < 28*28:
+		return 0, 0, fmt.Errorf("min_pixels %v, max_pixels %v: want whole pixel counts, max_pixels from %d (one 28x28 token) to %d", *lo, *hi, 28*28, qwenlayout.MaxImagePixels)
+	case *lo > *hi:
+		return 0, 0, fmt.Errorf("min_pixels %v exceeds max_pixels %v", *lo, *hi)
+	}
+	return int(*lo), int(*hi), nil
 }

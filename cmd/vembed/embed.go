@@ -89,7 +89,7 @@ func runEmbed(args []string, stdout, stderr io.Writer) error {
 	fs.Var(inputFlag{"image", &specs}, "image", "an image file input (repeatable)")
 	fs.Var(inputFlag{"input", &specs}, "input", "an input as JSON: a string, an item object or a list of parts (repeatable)")
 	task := fs.String("task", "", "retrieval.query, retrieval.passage, text-matching, code.query or code.passage (default: retrieval, query for text, passage for images)")
-	instruction := fs.String("instruction", "", "the instruction of models that take one instead of a task (Qwen3-VL-Embedding; default: the model's)")
+	instruction := fs.String("instruction", "", "the instruction of models that take one instead of a task (GME: a query's, Qwen3-VL-Embedding; default: the model's)")
 	dims := fs.Int("dimensions", 0, "Matryoshka truncation of single vectors (0: full width)")
 	multi := fs.Bool("multivector", false, "one vector per token (needs a projector)")
 	minPix := fs.Int("min-pixels", 0, "lower bound of the resized image area (0: model default)")

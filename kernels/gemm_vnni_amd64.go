@@ -66,11 +66,58 @@ func q8RowVNNI(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int1
 	}
 }
 
+//go:noescape
+func decodeIQ4S8AVX2(qs *byte, nb int, stride int, q *int8, sum *int32)
+
+// iq4nlRowVNNI is vnniRowIQ4NL with the codebook lookup and sums in
+// assembly.
+func iq4nlRowVNNI(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
+	nb := n / 32
+	if nb == 0 {
+		return
+	}
+	_, _, _ = src[18*nb-1], q[32*nb-1], sum[2*nb-1]
+	for b := 0; b < nb; b++ {
+		fd[b*fs] = f16(src[18*b:])
+	}
+	decodeIQ4S8AVX2(&src[2], nb, 18, &q[0], &sum[0])
+	for i := range sum[:2*nb] {
+		sum[i] -= 16 * 128
+	}
+}
+
+// iq4xsRowVNNI is vnniRowIQ4XS with the codebook lookup and sums in
+// assembly, a super-block (eight blocks of 16 nibble bytes) per call.
+func iq4xsRowVNNI(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
+	nsb := n / 256
+	if nsb == 0 {
+		return
+	}
+	_, _, _, _ = src[136*nsb-1], q[256*nsb-1], sum[16*nsb-1], mul[16*nsb-1]
+	for b := 0; b < nsb; b++ {
+		blk := src[136*b : 136*b+136]
+		d := f16(blk)
+		sh := uint16(blk[2]) | uint16(blk[3])<<8
+		for ib := 0; ib < 8; ib++ {
+			s := 8*b + ib
+			fd[s*fs] = d
+			ls := (int16(blk[4+ib/2]>>(4*(ib%2))&15) | int16(sh>>(2*ib)&3)<<4) - 32
+			mul[2*s], mul[2*s+1] = ls, ls
+		}
+		decodeIQ4S8AVX2(&blk[8], 8, 16, &q[256*b], &sum[16*b])
+	}
+	for i := range sum[:16*nsb] {
+		sum[i] -= 16 * 128
+	}
+}
+
 // vnniRowsAVX2 are the VNNI tiers' decoders with the per-value work in
 // assembly (equal to vnniDecoders' rows, tested).
 var vnniRowsAVX2 = func() map[gguf.Type]func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
 	m := map[gguf.Type]func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32){
-		gguf.TypeQ8_0: q8RowVNNI,
+		gguf.TypeQ8_0:   q8RowVNNI,
+		gguf.TypeIQ4_NL: iq4nlRowVNNI,
+		gguf.TypeIQ4_XS: iq4xsRowVNNI,
 	}
 	for t, f := range u8RowsAVX2 {
 		m[t] = f

@@ -589,3 +589,60 @@ q8block:
 q8done:
 	VZEROUPPER
 	RET
+
+// The IQ4_NL codebook (iq4nlValues) as signed bytes, the nibble mask and
+// the top bits.
+DATA vnniiq4<>+0(SB)/8, $0xF6EADDCFBFAD9881
+DATA vnniiq4<>+8(SB)/8, $0x7159453526190D01
+DATA vnniiq4<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA vnniiq4<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA vnniiq4<>+32(SB)/8, $0x8080808080808080
+DATA vnniiq4<>+40(SB)/8, $0x8080808080808080
+GLOBL vnniiq4<>(SB), RODATA|NOPTR, $48
+
+// The sum of the 16 signed bytes of X(v) plus 16·128, as int32 at off(DX):
+// VPSADBW of the bytes with their top bit flipped.
+#define SUM16(v, off) \
+	VPXOR X12, v, X3 \
+	VPSADBW X15, X3, X3 \
+	VPSHUFD $0x4E, X3, X4 \
+	VPADDQ X4, X3, X3 \
+	VMOVD X3, off(DX)
+
+// func decodeIQ4S8AVX2(qs *byte, nb int, stride int, q *int8, sum *int32)
+//
+// The codebook values of nb blocks of 16 IQ4 nibble bytes (stride bytes
+// apart) as signed bytes (the low nibbles' values, then the high ones'),
+// with the sums of both halves plus 16·128 (the caller subtracts it).
+TEXT ·decodeIQ4S8AVX2(SB), NOSPLIT, $0-40
+	MOVQ qs+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ stride+16(FP), R8
+	MOVQ q+24(FP), DI
+	MOVQ sum+32(FP), DX
+	VMOVDQU vnniiq4<>+0(SB), X13
+	VMOVDQU vnniiq4<>+16(SB), X14
+	VMOVDQU vnniiq4<>+32(SB), X12
+	VPXOR X15, X15, X15
+	TESTQ CX, CX
+	JZ   iq4done
+
+iq4block:
+	VMOVDQU (SI), X0
+	VPSRLW $4, X0, X1
+	VPAND X14, X0, X0
+	VPAND X14, X1, X1
+	VPSHUFB X0, X13, X0
+	VPSHUFB X1, X13, X1
+	VMOVDQU X0, 0(DI)
+	VMOVDQU X1, 16(DI)
+	SUM16(X0, 0)
+	SUM16(X1, 4)
+	ADDQ R8, SI
+	ADDQ $32, DI
+	ADDQ $8, DX
+	DECQ CX
+	JNZ  iq4block
+
+iq4done:
+	RET

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"encoding/binary"
+	"unsafe"
 
 	"github.com/vembed/vembed/gguf"
 )
@@ -193,10 +194,9 @@ func gemmVNNI(dst, x []float32, m int, w *Matrix, bias []float32, g *vnniTier) {
 	defer putScratch(dsp)
 	xa, ds := *xap, *dsp
 	quantizeGroups(x, m, k, rows, ds, g.quant, func(gi, r int, q []uint8) {
-		xg := xa[gi*rows*k : (gi+1)*rows*k]
-		for p := 0; p < k/4; p++ {
-			o := (p*rows + r) * 4
-			copy(xg[o:o+4], q[4*p:4*p+4])
+		xg := uint32s(xa[gi*rows*k : (gi+1)*rows*k])
+		for p, v := range uint32s(q[:k]) {
+			xg[p*rows+r] = v
 		}
 	})
 
@@ -276,6 +276,15 @@ func gemmVNNI(dst, x []float32, m int, w *Matrix, bias []float32, g *vnniTier) {
 		}
 		addBias(dst, n, bias, m0, m1, n0, n1)
 	})
+}
+
+// uint32s views bytes (a multiple of four) as uint32 values of the same
+// memory.
+func uint32s(b []byte) []uint32 {
+	if len(b) < 4 {
+		return nil
+	}
+	return unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), len(b)/4)
 }
 
 // vnniTileRows is tileRows for tiles width columns wide: the full groups

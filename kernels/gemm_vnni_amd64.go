@@ -17,6 +17,9 @@ var hasAVXVNNI = hasAVX2 && cpu.X86.HasAVXVNNI
 func kernelVNNI6x32(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
 
 //go:noescape
+func kernelVNNIUnit6x32(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
+
+//go:noescape
 func kernelAVXVNNI6x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
 
 //go:noescape
@@ -129,7 +132,7 @@ var vnniRowsAVX2 = func() map[gguf.Type]func(src []byte, n int, q []int8, fd, fm
 // tiers.
 var (
 	vnniAVX512 = &vnniTier{
-		kern: vnniAsm(6, 2, kernelVNNI6x32), kernMul: vnniAsm(6, 2, kernelVNNI6x32),
+		kern: vnniAsm(6, 2, kernelVNNIUnit6x32), kernMul: vnniAsm(6, 2, kernelVNNI6x32),
 		rows: 6, span: 2, rowsMul: 6, spanMul: 2,
 		pack8: pack8U8AVX2, quant: quantizeRowU8AVX2, dec: vnniRowsAVX2,
 	}

@@ -646,3 +646,197 @@ iq4block:
 
 iq4done:
 	RET
+
+// One k step of four values for the six rows into Z0..Z11, broadcasting
+// through Z26, Z27 (the unit kernel keeps its tile in Z12..Z23).
+#define USTEP(aoff, boff) \
+	VMOVDQU32 boff(BX), Z24 \
+	VMOVDQU32 boff(BX)(SI*8), Z25 \
+	VPBROADCASTD aoff(AX), Z26 \
+	VPDPBUSD Z24, Z26, Z0 \
+	VPDPBUSD Z25, Z26, Z1 \
+	VPBROADCASTD aoff+4(AX), Z27 \
+	VPDPBUSD Z24, Z27, Z2 \
+	VPDPBUSD Z25, Z27, Z3 \
+	VPBROADCASTD aoff+8(AX), Z26 \
+	VPDPBUSD Z24, Z26, Z4 \
+	VPDPBUSD Z25, Z26, Z5 \
+	VPBROADCASTD aoff+12(AX), Z27 \
+	VPDPBUSD Z24, Z27, Z6 \
+	VPDPBUSD Z25, Z27, Z7 \
+	VPBROADCASTD aoff+16(AX), Z26 \
+	VPDPBUSD Z24, Z26, Z8 \
+	VPDPBUSD Z25, Z26, Z9 \
+	VPBROADCASTD aoff+20(AX), Z27 \
+	VPDPBUSD Z24, Z27, Z10 \
+	VPDPBUSD Z25, Z27, Z11
+
+// VEPI with the tile row in registers ta, tb: the same operations and
+// operand roles (the sum's register is the FMA's first source), then the
+// result moved into the tile.
+#define UEPI(za, zb, ta, tb, dxoff) \
+	VCVTDQ2PS za, za \
+	VCVTDQ2PS zb, zb \
+	VBROADCASTSS dxoff(R11), Z28 \
+	VMULPS 0(R13), Z28, Z29 \
+	VMULPS 0(R13)(SI*2), Z28, Z30 \
+	VFMADD213PS ta, Z29, za \
+	VFMADD213PS tb, Z30, zb
+
+#define UMIN(za, zb, dsoff) \
+	VBROADCASTSS dsoff(R11), Z31 \
+	VFMADD231PS 64(R13), Z31, za \
+	VFMADD231PS 64(R13)(SI*2), Z31, zb
+
+#define UPUT(za, zb, ta, tb) \
+	VMOVAPS za, ta \
+	VMOVAPS zb, tb
+
+// func kernelVNNIUnit6x32(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
+//
+// kernelVNNI6x32 for unit blocks (flags bit 3 clear) with the float tile
+// in Z12..Z23 instead of memory; t is not used.
+TEXT ·kernelVNNIUnit6x32(SB), NOSPLIT, $0-104
+	MOVQ a+16(FP), R9
+	MOVQ ds+32(FP), R10
+	MOVQ c+80(FP), DX
+	MOVQ ng+0(FP), R8
+	TESTQ R8, R8
+	JZ   udone
+
+ugroup:
+	MOVQ R9, AX
+	MOVQ R10, R11
+	MOVQ b+48(FP), BX
+	MOVQ aux+56(FP), R12
+	MOVQ f+64(FP), R13
+	MOVQ nb+8(FP), CX
+	MOVQ CX, SI
+	SHLQ $6, SI
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	TESTQ CX, CX
+	JZ   ustore
+
+ublock:
+	VMOVDQU32 0(R12), Z24
+	VMOVDQU32 0(R12)(SI*4), Z25
+	VMOVDQA32 Z24, Z0
+	VMOVDQA32 Z25, Z1
+	VMOVDQA32 Z24, Z2
+	VMOVDQA32 Z25, Z3
+	VMOVDQA32 Z24, Z4
+	VMOVDQA32 Z25, Z5
+	VMOVDQA32 Z24, Z6
+	VMOVDQA32 Z25, Z7
+	VMOVDQA32 Z24, Z8
+	VMOVDQA32 Z25, Z9
+	VMOVDQA32 Z24, Z10
+	VMOVDQA32 Z25, Z11
+	USTEP(0, 0)
+	USTEP(24, 64)
+	USTEP(48, 128)
+	USTEP(72, 192)
+	USTEP(96, 256)
+	USTEP(120, 320)
+	USTEP(144, 384)
+	USTEP(168, 448)
+	ADDQ $192, AX
+	ADDQ $512, BX
+	ADDQ $256, R12
+	TESTQ $2, flags+96(FP)
+	JNZ  uwithmin
+	UEPI(Z0, Z1, Z12, Z13, 0)
+	UPUT(Z0, Z1, Z12, Z13)
+	UEPI(Z2, Z3, Z14, Z15, 8)
+	UPUT(Z2, Z3, Z14, Z15)
+	UEPI(Z4, Z5, Z16, Z17, 16)
+	UPUT(Z4, Z5, Z16, Z17)
+	UEPI(Z6, Z7, Z18, Z19, 24)
+	UPUT(Z6, Z7, Z18, Z19)
+	UEPI(Z8, Z9, Z20, Z21, 32)
+	UPUT(Z8, Z9, Z20, Z21)
+	UEPI(Z10, Z11, Z22, Z23, 40)
+	UPUT(Z10, Z11, Z22, Z23)
+	JMP  unext
+
+uwithmin:
+	UEPI(Z0, Z1, Z12, Z13, 0)
+	UMIN(Z0, Z1, 4)
+	UPUT(Z0, Z1, Z12, Z13)
+	UEPI(Z2, Z3, Z14, Z15, 8)
+	UMIN(Z2, Z3, 12)
+	UPUT(Z2, Z3, Z14, Z15)
+	UEPI(Z4, Z5, Z16, Z17, 16)
+	UMIN(Z4, Z5, 20)
+	UPUT(Z4, Z5, Z16, Z17)
+	UEPI(Z6, Z7, Z18, Z19, 24)
+	UMIN(Z6, Z7, 28)
+	UPUT(Z6, Z7, Z18, Z19)
+	UEPI(Z8, Z9, Z20, Z21, 32)
+	UMIN(Z8, Z9, 36)
+	UPUT(Z8, Z9, Z20, Z21)
+	UEPI(Z10, Z11, Z22, Z23, 40)
+	UMIN(Z10, Z11, 44)
+	UPUT(Z10, Z11, Z22, Z23)
+
+unext:
+	ADDQ $48, R11
+	ADDQ $128, R13
+	DECQ CX
+	JNZ  ublock
+
+ustore:
+	MOVQ ldc+88(FP), SI
+	SHLQ $2, SI
+	LEAQ (DX)(SI*2), R12
+	ADDQ SI, R12
+	TESTQ $1, flags+96(FP)
+	JZ   uwrite
+	VADDPS 0(DX), Z12, Z12
+	VADDPS 64(DX), Z13, Z13
+	VADDPS 0(DX)(SI*1), Z14, Z14
+	VADDPS 64(DX)(SI*1), Z15, Z15
+	VADDPS 0(DX)(SI*2), Z16, Z16
+	VADDPS 64(DX)(SI*2), Z17, Z17
+	VADDPS 0(R12), Z18, Z18
+	VADDPS 64(R12), Z19, Z19
+	VADDPS 0(R12)(SI*1), Z20, Z20
+	VADDPS 64(R12)(SI*1), Z21, Z21
+	VADDPS 0(R12)(SI*2), Z22, Z22
+	VADDPS 64(R12)(SI*2), Z23, Z23
+
+uwrite:
+	VMOVUPS Z12, 0(DX)
+	VMOVUPS Z13, 64(DX)
+	VMOVUPS Z14, 0(DX)(SI*1)
+	VMOVUPS Z15, 64(DX)(SI*1)
+	VMOVUPS Z16, 0(DX)(SI*2)
+	VMOVUPS Z17, 64(DX)(SI*2)
+	VMOVUPS Z18, 0(R12)
+	VMOVUPS Z19, 64(R12)
+	VMOVUPS Z20, 0(R12)(SI*1)
+	VMOVUPS Z21, 64(R12)(SI*1)
+	VMOVUPS Z22, 0(R12)(SI*2)
+	VMOVUPS Z23, 64(R12)(SI*2)
+	LEAQ (R12)(SI*2), DX
+	ADDQ SI, DX
+	ADDQ as+24(FP), R9
+	MOVQ dss+40(FP), CX
+	LEAQ (R10)(CX*4), R10
+	DECQ R8
+	JNZ  ugroup
+
+udone:
+	VZEROUPPER
+	RET

@@ -1,0 +1,39 @@
+package kernels
+
+import (
+	"fmt"
+	"testing"
+)
+
+// BenchmarkVNNIKernel reports the VNNI kernels' rate on one k slice of
+// panels in L1 and 384 activation rows (as BenchmarkI8Kernel does for the
+// AVX2 ones), in GMAC/s (one MAC is two of the peak's operations).
+func BenchmarkVNNIKernel(b *testing.B) {
+	const kc, rows = gemmKC, 384
+	nb := kc / i8Block
+	a := make([]uint8, rows*kc)
+	ds := make([]float32, rows*2*nb)
+	run := func(name string, ok bool, k vnniKernel, r, span, flags int) {
+		b.Run(name, func(b *testing.B) {
+			if !ok {
+				b.Skip("not on this CPU")
+			}
+			p := make([]int8, span*nb*vnniPanel)
+			aux := make([]int32, span*nb*vnniAux)
+			f := make([]float32, span*nb*vnniPanelF)
+			t := make([]float32, r*span*vnniNR)
+			c := make([]float32, rows*span*vnniNR)
+			for b.Loop() {
+				k(rows/r, nb, a, r*kc, ds, r*2*nb, p, aux, f, t, c, span*vnniNR, flags)
+			}
+			b.ReportMetric(float64(rows*span*vnniNR*kc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMACs")
+		})
+	}
+	for _, flags := range []int{i8FlagAcc, i8FlagAcc | i8FlagMin} {
+		run(fmt.Sprintf("avx512/unit/flags%d", flags), hasAVX512VNNI, vnniAsm(6, 2, kernelVNNIUnit6x32), 6, 2, flags)
+		run(fmt.Sprintf("avx512/tile-in-memory/flags%d", flags), hasAVX512VNNI, vnniAsm(6, 2, kernelVNNI6x32), 6, 2, flags)
+		run(fmt.Sprintf("avx512/mul/flags%d", flags), hasAVX512VNNI, vnniAsm(6, 2, kernelVNNI6x32), 6, 2, flags|vnniFlagMul)
+		run(fmt.Sprintf("avx/unit/flags%d", flags), hasAVXVNNI, vnniAsm(6, 1, kernelAVXVNNI6x16), 6, 1, flags)
+		run(fmt.Sprintf("avx/mul/flags%d", flags), hasAVXVNNI, vnniAsm(3, 1, kernelAVXVNNI3x16), 3, 1, flags|vnniFlagMul)
+	}
+}

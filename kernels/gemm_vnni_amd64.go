@@ -51,7 +51,7 @@ func vnniAsm(rows, span int, kern func(ng int, nb int, a *uint8, as int, ds *flo
 }
 
 //go:noescape
-func decodeQ8_0S8AVX2(src *byte, nb int, q *int8, sum *int32)
+func decodeQ8_0S8AVX2(src *byte, nb int, q *int8, sum *int32, fd *float32, fs int)
 
 // q8RowVNNI is vnniRowQ8_0 with the bytes and sums in assembly.
 func q8RowVNNI(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
@@ -59,11 +59,8 @@ func q8RowVNNI(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int1
 	if nb == 0 {
 		return
 	}
-	_, _, _ = src[34*nb-1], q[32*nb-1], sum[2*nb-1]
-	for b := 0; b < nb; b++ {
-		fd[b*fs] = f16(src[34*b:])
-	}
-	decodeQ8_0S8AVX2(&src[0], nb, &q[0], &sum[0])
+	_, _, _, _ = src[34*nb-1], q[32*nb-1], sum[2*nb-1], fd[(nb-1)*fs]
+	decodeQ8_0S8AVX2(&src[0], nb, &q[0], &sum[0], &fd[0], fs)
 	for i := range sum[:2*nb] {
 		sum[i] -= 16 * 128
 	}
@@ -179,4 +176,22 @@ func archVNNIKernels() map[string]*vnniTier {
 		out[string(TierAVXVNNI)] = vnniAVX
 	}
 	return out
+}
+
+//go:noescape
+func vnniLoopAVX512(n int)
+
+//go:noescape
+func vnniLoopAVX(n int)
+
+// vnniProbe returns the VNNI peak-probe loop and the integer operations of
+// one iteration.
+func vnniProbe() (func(n int), float64) {
+	switch {
+	case hasAVX512VNNI:
+		return vnniLoopAVX512, 12 * 64 * 2
+	case hasAVXVNNI:
+		return vnniLoopAVX, 12 * 32 * 2
+	}
+	return nil, 0
 }

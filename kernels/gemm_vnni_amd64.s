@@ -551,16 +551,20 @@ y3done:
 	VZEROUPPER
 	RET
 
-// func decodeQ8_0S8AVX2(src *byte, nb int, q *int8, sum *int32)
+// func decodeQ8_0S8AVX2(src *byte, nb int, q *int8, sum *int32, fd *float32, fs int)
 //
 // The values of nb Q8_0 blocks (34 bytes apart, the f16 scale first) as
 // bytes, with the sums of each block's halves plus 16·128 (the caller
-// subtracts it): VPSADBW of the bytes with their top bit flipped.
-TEXT ·decodeQ8_0S8AVX2(SB), NOSPLIT, $0-32
+// subtracts it): VPSADBW of the bytes with their top bit flipped; the
+// scales as float32 (VCVTPH2PS: exact, as halfToFloat) fs floats apart.
+TEXT ·decodeQ8_0S8AVX2(SB), NOSPLIT, $0-48
 	MOVQ src+0(FP), SI
 	MOVQ nb+8(FP), CX
 	MOVQ q+16(FP), DI
 	MOVQ sum+24(FP), DX
+	MOVQ fd+32(FP), R8
+	MOVQ fs+40(FP), R9
+	SHLQ $2, R9
 	MOVL $0x80808080, AX
 	VMOVD AX, X14
 	VPBROADCASTD X14, Y14
@@ -569,6 +573,11 @@ TEXT ·decodeQ8_0S8AVX2(SB), NOSPLIT, $0-32
 	JZ   q8done
 
 q8block:
+	MOVWLZX 0(SI), AX
+	VMOVD AX, X5
+	VCVTPH2PS X5, X5
+	VMOVSS X5, 0(R8)
+	ADDQ R9, R8
 	VMOVDQU 2(SI), Y0
 	VMOVDQU Y0, 0(DI)
 	VPXOR Y14, Y0, Y0

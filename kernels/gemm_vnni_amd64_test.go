@@ -2,8 +2,28 @@ package kernels
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
+	"time"
 )
+
+// BenchmarkVNNIPeak reports the VPDPBUSD peak (VNNIPeak) on one thread and
+// on GOMAXPROCS.
+func BenchmarkVNNIPeak(b *testing.B) {
+	for _, th := range []int{1, runtime.GOMAXPROCS(0)} {
+		b.Run(fmt.Sprintf("threads%d", th), func(b *testing.B) {
+			var g float64
+			for b.Loop() {
+				p, ok := VNNIPeak(th, 100*time.Millisecond)
+				if !ok {
+					b.Skip("no VNNI on this CPU")
+				}
+				g = p
+			}
+			b.ReportMetric(g, "GOPS")
+		})
+	}
+}
 
 // BenchmarkVNNIKernel reports the VNNI kernels' rate on one k slice of
 // panels in L1 and 384 activation rows (as BenchmarkI8Kernel does for the

@@ -6,3 +6,5 @@ package kernels
 func archTiers() []*impl { return nil }
 
 func fmaProbe() (func(n int), float64) { return nil, 0 }
+
+func vnniProbe() (func(n int), float64) { return nil, 0 }

@@ -1,0 +1,93 @@
+#include "textflag.h"
+
+// func vnniLoopAVX512(n int)
+// n iterations of 12 independent VPDPBUSD zmm chains (12·64 MACs, 1536
+// integer operations each), no memory traffic: the VNNI peak.
+TEXT ·vnniLoopAVX512(SB), NOSPLIT, $0-8
+	MOVQ n+0(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	TESTQ CX, CX
+	JZ   vpdone
+
+vploop:
+	VPDPBUSD Z12, Z13, Z0
+	VPDPBUSD Z12, Z13, Z1
+	VPDPBUSD Z12, Z13, Z2
+	VPDPBUSD Z12, Z13, Z3
+	VPDPBUSD Z12, Z13, Z4
+	VPDPBUSD Z12, Z13, Z5
+	VPDPBUSD Z12, Z13, Z6
+	VPDPBUSD Z12, Z13, Z7
+	VPDPBUSD Z12, Z13, Z8
+	VPDPBUSD Z12, Z13, Z9
+	VPDPBUSD Z12, Z13, Z10
+	VPDPBUSD Z12, Z13, Z11
+	DECQ CX
+	JNZ  vploop
+
+vpdone:
+	VZEROUPPER
+	RET
+
+// VPDPBUSD Yd, Yu, Ys in its VEX (AVX-VNNI) encoding; see gemm_vnni_amd64.s.
+#define VPDPBUSDY(d, u, s) \
+	BYTE $0xC4 \
+	BYTE $(0xE2^((d>>3)<<7)^((s>>3)<<5)) \
+	BYTE $(((15-u)<<3)|5) \
+	BYTE $0x50 \
+	BYTE $(0xC0|((d&7)<<3)|(s&7))
+
+// func vnniLoopAVX(n int)
+// vnniLoopAVX512 on ymm with the AVX-VNNI encoding (768 operations per
+// iteration).
+TEXT ·vnniLoopAVX(SB), NOSPLIT, $0-8
+	MOVQ n+0(FP), CX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	VPXOR Y10, Y10, Y10
+	VPXOR Y11, Y11, Y11
+	VPXOR Y12, Y12, Y12
+	VPXOR Y13, Y13, Y13
+	TESTQ CX, CX
+	JZ   vydone
+
+vyloop:
+	VPDPBUSDY(0, 13, 12)
+	VPDPBUSDY(1, 13, 12)
+	VPDPBUSDY(2, 13, 12)
+	VPDPBUSDY(3, 13, 12)
+	VPDPBUSDY(4, 13, 12)
+	VPDPBUSDY(5, 13, 12)
+	VPDPBUSDY(6, 13, 12)
+	VPDPBUSDY(7, 13, 12)
+	VPDPBUSDY(8, 13, 12)
+	VPDPBUSDY(9, 13, 12)
+	VPDPBUSDY(10, 13, 12)
+	VPDPBUSDY(11, 13, 12)
+	DECQ CX
+	JNZ  vyloop
+
+vydone:
+	VZEROUPPER
+	RET

@@ -479,23 +479,29 @@ func (e *Engine) options(req *Request) (options, error) {
 			return o, err
 		}
 	}
-	if req.MaxPixels != 0 {
-		if req.MaxPixels > e.img.MaxPixels {
-			return o, invalid("max_pixels", CodeInvalid, "max_pixels %d is above the model's limit %d (it may only be lowered)", req.MaxPixels, e.img.MaxPixels)
+	// A request moves the budget within the model's own bounds, never
+	// past them: below the minimum an image gets fewer tokens than the
+	// model was trained with (GME's processor upscales to 256), above the
+	// maximum more.
+	lo, hi := e.img.MinPixels, e.img.MaxPixels
+	for _, p := range []struct {
+		name string
+		v    int
+		dst  *int
+	}{{"max_pixels", req.MaxPixels, &o.img.MaxPixels}, {"min_pixels", req.MinPixels, &o.img.MinPixels}} {
+		if p.v == 0 {
+			continue
 		}
-		if f := e.img.Factor(); req.MaxPixels < f*f {
-			return o, invalid("max_pixels", CodeInvalid, "max_pixels %d is below one merged patch (%d pixels)", req.MaxPixels, f*f)
+		if p.v < lo || p.v > hi {
+			return o, invalid(p.name, CodeInvalid, "%s %d is outside the model's image budget of %d..%d pixels (a request may move it within those bounds only)", p.name, p.v, lo, hi)
 		}
-		o.img.MaxPixels = req.MaxPixels
-	}
-	if req.MinPixels != 0 {
-		if req.MinPixels < 0 || req.MinPixels > o.img.MaxPixels {
-			return o, invalid("min_pixels", CodeInvalid, "min_pixels %d must be between 1 and max_pixels %d", req.MinPixels, o.img.MaxPixels)
+		if f := o.img.Factor(); p.v < f*f {
+			return o, invalid(p.name, CodeInvalid, "%s %d is below one merged patch (%d pixels)", p.name, p.v, f*f)
 		}
-		o.img.MinPixels = req.MinPixels
+		*p.dst = p.v
 	}
 	if o.img.MinPixels > o.img.MaxPixels {
-		o.img.MinPixels = o.img.MaxPixels
+		return o, invalid("min_pixels", CodeInvalid, "min_pixels %d exceeds max_pixels %d", o.img.MinPixels, o.img.MaxPixels)
 	}
 	return o, nil
 }

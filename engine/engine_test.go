@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -465,6 +466,53 @@ func TestInputErrors(t *testing.T) {
 				t.Errorf("no message")
 			}
 		})
+	}
+}
+
+// TestPixelBoundsOfModel: a request's min_pixels and max_pixels move the
+// budget within the model's own bounds only; either outside them is
+// refused with an error naming those bounds, and within them it applies.
+func TestPixelBoundsOfModel(t *testing.T) {
+	e := sharedEngine(t)
+	lo, hi := e.Info().MinPixels, e.Info().MaxPixels
+	if lo <= 28*28 || hi <= lo {
+		t.Fatalf("model bounds %d..%d: the test needs a minimum above one merged patch", lo, hi)
+	}
+	img := testPNG(t, 56, 56, 9)
+	bounds := fmt.Sprintf("%d..%d", lo, hi)
+	for _, tc := range []struct {
+		name     string
+		min, max int
+		param    string
+	}{
+		{"min below the model's", lo - 1, 0, "min_pixels"},
+		{"min at one patch, below the model's", 28 * 28, 0, "min_pixels"},
+		{"min above the model's", hi + 1, 0, "min_pixels"},
+		{"max below the model's minimum", 0, lo - 1, "max_pixels"},
+		{"max above the model's", 0, hi + 1, "max_pixels"},
+		{"both below", 28 * 28, lo - 1, "max_pixels"},
+	} {
+		_, err := e.Embed(context.Background(), Request{Inputs: []Input{ImageInput(img)}, MinPixels: tc.min, MaxPixels: tc.max})
+		ie, ok := AsInputError(err)
+		if !ok || ie.Param != tc.param || ie.Code != CodeInvalid || !strings.Contains(ie.Error(), bounds) {
+			t.Errorf("%s (min %d, max %d): %v; want a %s error naming %s", tc.name, tc.min, tc.max, err, tc.param, bounds)
+		}
+	}
+	// Within the bounds: a 56x56 image is upscaled to the minimum asked,
+	// so the prompt grows with it.
+	prev := 0
+	for _, px := range []int{lo, lo * 4, lo * 16} {
+		resp, err := e.Embed(context.Background(), Request{Inputs: []Input{ImageInput(img)}, MinPixels: px, MaxPixels: hi})
+		if err != nil {
+			t.Fatalf("min_pixels %d within %s: %v", px, bounds, err)
+		}
+		if n := resp.PromptTokens; n <= prev {
+			t.Errorf("min_pixels %d: %d prompt tokens, not more than %d with a smaller minimum", px, n, prev)
+		}
+		prev = resp.PromptTokens
+	}
+	if _, err := e.Embed(context.Background(), Request{Inputs: []Input{ImageInput(img)}, MaxPixels: lo}); err != nil {
+		t.Errorf("max_pixels at the model's minimum: %v", err)
 	}
 }
 

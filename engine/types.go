@@ -80,8 +80,9 @@ type Request struct {
 	// vector per image span (<|vision_start|> … <|vision_end|>).
 	PerSpan bool
 
-	// MinPixels and MaxPixels bound the resized image area. MaxPixels may
-	// only lower the model's limit; MinPixels may not exceed MaxPixels.
+	// MinPixels and MaxPixels bound the resized image area (0: the
+	// model's). Each must lie within the model's own bounds (Info's
+	// MinPixels..MaxPixels), and MinPixels may not exceed MaxPixels.
 	MinPixels, MaxPixels int
 
 	// Truncate cuts a text-only input whose prompt is over the token limit

@@ -413,3 +413,36 @@ func TestEmbeddingTypeList(t *testing.T) {
 		}
 	}
 }
+
+// TestPixelBoundsOverHTTP: min_pixels or max_pixels outside the model's
+// image budget (as /v1/models reports it) is a 400 naming that budget;
+// within it the request is served.
+func TestPixelBoundsOverHTTP(t *testing.T) {
+	url := tinyServer(t)
+	lo, hi := tiny.eng.Info().MinPixels, tiny.eng.Info().MaxPixels
+	img := testImage(t)
+	post := func(extra string) (int, string) {
+		body := `{"input":[{"image":"` + img + `"}]` + extra + `}`
+		resp, err := http.Post(url+"/v1/embeddings", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	bounds := fmt.Sprintf("%d..%d", lo, hi)
+	for _, extra := range []string{
+		fmt.Sprintf(`,"min_pixels":%d`, lo-1),
+		fmt.Sprintf(`,"min_pixels":%d`, hi+1),
+		fmt.Sprintf(`,"max_pixels":%d`, lo-1),
+		fmt.Sprintf(`,"max_pixels":%d`, hi+1),
+	} {
+		if code, msg := post(extra); code != 400 || !strings.Contains(msg, bounds) {
+			t.Errorf("%s: %d %s; want 400 naming %s", extra, code, msg, bounds)
+		}
+	}
+	if code, msg := post(fmt.Sprintf(`,"min_pixels":%d,"max_pixels":%d`, lo, 4*lo)); code != 200 {
+		t.Errorf("a budget within %s: %d %s", bounds, code, msg)
+	}
+}

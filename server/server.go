@@ -35,8 +35,8 @@
 //	                    colpali-engine's hierarchical token pooling does
 //	per_span            also one vector per image span, in data[i].span_embeddings
 //	normalized          false skips L2 normalization (alias: normalize)
-//	min_pixels, max_pixels  per-request image budget (max may only lower
-//	                    the model's)
+//	min_pixels, max_pixels  per-request image budget, each within the
+//	                    model's own bounds (400 otherwise)
 //	truncate            true cuts texts longer than the model's limit
 //	                    instead of refusing them (Jina's field)
 //

@@ -362,3 +362,21 @@ func TestEmbedDump(t *testing.T) {
 		}
 	}
 }
+
+// TestEmbedPixelBounds: vembed embed refuses --min-pixels and --max-pixels
+// outside the model's image budget with an error naming it (the tiny
+// model's mmproj states none: jina-embeddings-v4's 3136..602112 apply).
+func TestEmbedPixelBounds(t *testing.T) {
+	dir := t.TempDir()
+	m := writeTestModel(t, dir)
+	img := filepath.Join(dir, "a.png")
+	writePNG(t, img, 70, 50, 1)
+	for _, flags := range [][]string{{"--min-pixels", "784"}, {"--max-pixels", "3000"}, {"--min-pixels", "602113"}, {"--max-pixels", "700000"}} {
+		var o, e bytes.Buffer
+		args := append([]string{"embed", "--model", m.model, "--mmproj", m.mmproj, "--image", img}, flags...)
+		if code := run(args, &o, &e); code == 0 || !strings.Contains(e.String(), "3136..602112") {
+			t.Errorf("%v: exit %d, %q; want an error naming the model's 3136..602112", flags, code, e.String())
+		}
+	}
+	cliEmbeddings(t, m, "--min-pixels", "3136", "--max-pixels", "602112", "--image", img)
+}

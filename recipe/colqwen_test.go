@@ -2,6 +2,7 @@ package recipe
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/vembed/vembed/synth"
@@ -66,5 +67,31 @@ func TestColQwenPrompts(t *testing.T) {
 	want = append(want, id("<|im_end|>"), eot)
 	if !slices.Equal(img.IDs, want) || len(img.Images) != 1 {
 		t.Errorf("image prompt %v, want %v", img.IDs, want)
+	}
+}
+
+// TestGMEOneImage: GME's prompt has one image slot; an input with two
+// images is refused naming the limit, one with one image and text is not.
+func TestGMEOneImage(t *testing.T) {
+	v, err := synth.SmallVocab(230, 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.New(tokenizer.Vocab{Model: "gpt2", Pre: "qwen2", Tokens: v.Tokens, TokenTypes: v.Types, Merges: v.Merges,
+		BOS: int(v.BOS), EOS: int(v.EOS), PAD: int(v.PAD)}, tokenizer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := GME{}
+	task, err := g.Task("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Prompt(tok, task, []tokenizer.Part{{Text: "a caption"}, {ImageTokens: 4}}); err != nil {
+		t.Errorf("one image and a text: %v", err)
+	}
+	_, err = g.Prompt(tok, task, []tokenizer.Part{{ImageTokens: 4}, {Text: "and"}, {ImageTokens: 4}})
+	if err == nil || !strings.Contains(err.Error(), "at most 1 image per input") || !strings.Contains(err.Error(), "has 2") {
+		t.Errorf("two images: %v; want an error naming the limit of one", err)
 	}
 }

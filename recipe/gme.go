@@ -1,6 +1,8 @@
 package recipe
 
 import (
+	"fmt"
+
 	"github.com/vembed/vembed/imageproc"
 	"github.com/vembed/vembed/model"
 	"github.com/vembed/vembed/tokenizer"
@@ -19,7 +21,7 @@ import (
 //   - Tasks: none; a request gives an instruction instead.
 //   - Pooling: the final <|endoftext|>'s hidden state (after the output
 //     norm), L2-normalized; Matryoshka truncation to any size.
-//   - Images: two resizes, fetch_image's (factor 28, 3,136..12,845,056
+//   - Images: at most one per input (gmeMaxImages); two resizes, fetch_image's (factor 28, 3,136..12,845,056
 //     pixels, aspect clamped at 200) then the processor's with GME's
 //     256..1280 image tokens (200,704..1,003,520 pixels; the mmproj's
 //     clip.vision.image_min_pixels / image_max_pixels when set).
@@ -48,9 +50,24 @@ func (GME) Task(name string) (Task, error) { return qwen3Task(name) }
 func (GME) Instructed() {}
 
 // Prompt implements Recipe.
+// GME embeds at most one image per input, as gme_inference.py does (its
+// prompt has one image slot, filled before the text); more would be a
+// prompt the model never saw, so they are refused rather than guessed at.
 func (GME) Prompt(tok *tokenizer.Tokenizer, task Task, parts []tokenizer.Part) (*tokenizer.Prompt, error) {
+	n := 0
+	for _, p := range parts {
+		if p.ImageTokens > 0 {
+			n++
+		}
+	}
+	if n > gmeMaxImages {
+		return nil, fmt.Errorf("GME takes at most %d image per input, as its reference does; this input has %d: send each image as its own input", gmeMaxImages, n)
+	}
 	return tok.GMEPrompt(task.Instruction, parts)
 }
+
+// gmeMaxImages is the number of images GME embeds in one input.
+const gmeMaxImages = 1
 
 // Pooling implements Recipe.
 func (GME) Pooling(p *tokenizer.Prompt) Pooling { return Pooling{Kind: Last} }

@@ -246,8 +246,15 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 	case !isColQwen(layout):
 	case pp.adapter != "":
 		info.adapter = pp.adapter
+		// Given with --base or --adapter (not found by the name): a base
+		// of the right shapes but another name may be another model's,
+		// whose merge gives wrong vectors without any error, so the file
+		// says so as well as the log.
 		if want := path.Base(adapterBaseName(pp.adapter)); !pp.found && want != "." && want != dirName(dir) && want != path.Base(cfg.NameOrPath) {
+			w := fmt.Sprintf("the adapter %s names its base %q, but it was merged into %s (%s): if that is another model, the vectors are not the released model's",
+				dirName(pp.adapter), adapterBaseName(pp.adapter), dirName(dir), cmpOr(cfg.NameOrPath, "no _name_or_path"))
 			log.Warn("the adapter names another base", "base_model_name_or_path", adapterBaseName(pp.adapter), "base", dir)
+			warnings = append(warnings, w)
 		}
 	case info.adapter != "": // an adapter saved inside the base directory
 	case o.NoAdapter:
@@ -330,8 +337,8 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 		}
 		extra = append(extra, qwenlayout.KV{Key: recipe.QueryPrefixKey, Value: prefix})
 	}
-	for _, w := range warnings {
-		extra = append(extra, qwenlayout.KV{Key: "vembed.warning", Value: w})
+	if len(warnings) > 0 {
+		extra = append(extra, qwenlayout.KV{Key: "vembed.warning", Value: strings.Join(warnings, "; ")})
 	}
 	if info.pooling >= 0 {
 		extra = append(extra, qwenlayout.KV{Key: "qwen2vl.pooling_type", Value: uint32(info.pooling)})

@@ -1,10 +1,13 @@
 package convert
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"log/slog"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/vembed/vembed/engine"
@@ -120,6 +123,61 @@ func TestColQwenRelease(t *testing.T) {
 		}
 		if math.Abs(n-1) > 1e-4 {
 			t.Fatalf("a row of norm² %v", n)
+		}
+	}
+}
+
+// TestAdapterOfAnotherName: an adapter merged into a base given with
+// --base or --adapter whose name is not the adapter's
+// base_model_name_or_path (the shapes fit, so nothing else can tell) is
+// converted with a warning in the log and in the LM's vembed.warning; the
+// base it names is converted without one.
+func TestAdapterOfAnotherName(t *testing.T) {
+	root := t.TempDir()
+	write := func(name string, seed uint64) (base, adapter string) {
+		cfg, err := synth.Preset("tiny")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Name, cfg.Seed = name, seed
+		base, adapter = filepath.Join(root, name+"-base"), filepath.Join(root, name+"-v1")
+		if err := synth.WriteHF(base, cfg, synth.HFOptions{Layout: qwenlayout.LayoutColQwen25, AdapterDir: adapter}); err != nil {
+			t.Fatal(err)
+		}
+		return base, adapter
+	}
+	baseA, adA := write("colqwen-a", 1)
+	baseB, _ := write("colqwen-b", 2)
+	for _, c := range []struct {
+		name    string
+		dir     string
+		o       Options
+		warning bool
+	}{
+		{"--base of another name", adA, Options{Base: baseB}, true},
+		{"--adapter into another name", baseB, Options{Adapter: adA}, true},
+		{"--base it names", adA, Options{Base: baseA}, false},
+		{"--adapter into the base it names", baseA, Options{Adapter: adA}, false},
+	} {
+		var logs bytes.Buffer
+		c.o.Type, c.o.MMProjType = "F32", "F32"
+		c.o.Log = slog.New(slog.NewTextHandler(&logs, nil))
+		res, err := Convert(context.Background(), c.dir, t.TempDir(), c.o)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		f, err := gguf.Open(res.LMs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, werr := f.String("vembed.warning")
+		f.Close()
+		logged := strings.Contains(logs.String(), "names another base")
+		switch {
+		case c.warning && (werr != nil || !strings.Contains(w, `"synthetic/colqwen-a-base"`) || !strings.Contains(w, "colqwen-b-base") || !logged):
+			t.Errorf("%s: vembed.warning %q (%v), logged %v; want both, naming the adapter's base and the one used", c.name, w, werr, logged)
+		case !c.warning && (werr == nil || logged):
+			t.Errorf("%s: warned (%q, logged %v) for the base the adapter names", c.name, w, logged)
 		}
 	}
 }

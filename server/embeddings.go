@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -17,7 +18,8 @@ import (
 
 // embeddingsRequest is the body of POST /v1/embeddings: the OpenAI fields,
 // the Jina ones, and vembed's extensions (per_span, min/max_pixels).
-// Unknown fields are ignored; known fields of the wrong type are an error.
+// Unknown fields are refused (see decodeStrict); known fields of the wrong
+// type are an error.
 type embeddingsRequest struct {
 	Input             json.RawMessage `json:"input"`
 	Model             string          `json:"model"`
@@ -225,7 +227,7 @@ func embeddingTypes(format string, typ json.RawMessage) (string, *badRequest) {
 	for _, t := range list {
 		if _, bad := outputEncoding("", t); bad != nil || t == "" {
 			return "", &badRequest{http.StatusBadRequest, "embedding_type", engine.CodeInvalid,
-				fmt.Sprintf("unknown embedding_type %q (want float, base64, binary or ubinary)", t)}
+				fmt.Sprintf("unknown embedding_type %q (want %s)", t, strings.Join(encodings, ", "))}
 		}
 	}
 	return listPrefix + strings.Join(list, ","), nil
@@ -259,11 +261,12 @@ func outputEncoding(format, typ string) (string, *badRequest) {
 	switch enc {
 	case "":
 		return encFloat, nil
-	case encFloat, encBase64, encBinary, encUbinary:
+	}
+	if slices.Contains(encodings, enc) {
 		return enc, nil
 	}
 	return "", &badRequest{http.StatusBadRequest, param, engine.CodeInvalid,
-		fmt.Sprintf("unknown %s %q (want float, base64, binary or ubinary)", param, enc)}
+		fmt.Sprintf("unknown %s %q (want %s)", param, enc, strings.Join(encodings, ", "))}
 }
 
 func jsonError(err error) *badRequest {
@@ -457,7 +460,11 @@ func (h *Handler) decodeBodyOf(w http.ResponseWriter, r *http.Request, v any, tr
 			fmt.Sprintf("request body has an unpaired surrogate escape at byte %d, which is not a character", at)}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		if f, ok := unknownField(err); ok {
+			return unknownFieldError(f, v)
+		}
 		return jsonError(err)
 	}
 	if dec.More() {
@@ -478,7 +485,10 @@ func inputField(er embeddingsRequest) (json.RawMessage, *badRequest) {
 			Role    string          `json:"role"`
 			Content json.RawMessage `json:"content"`
 		}
-		if err := json.Unmarshal(er.Messages, &msgs); err != nil || len(msgs) == 0 {
+		if err := decodeStrict(er.Messages, &msgs); err != nil || len(msgs) == 0 {
+			if f, ok := unknownField(errOrNil(err)); ok {
+				return nil, &badRequest{http.StatusBadRequest, "messages", "unknown_field", fmt.Sprintf("unknown field %q in a message (its fields: role, content)", f)}
+			}
 			return nil, &badRequest{http.StatusBadRequest, "messages", engine.CodeInvalid, "messages must be a non-empty list of {role, content}"}
 		}
 		var parts []json.RawMessage

@@ -104,8 +104,8 @@ func parseItem(raw json.RawMessage, param string, img ImageSource) (engine.Input
 		return parseParts(parts, param, img)
 	case '{':
 		var it item
-		if err := json.Unmarshal(raw, &it); err != nil {
-			return engine.Input{}, inputErr(param, engine.CodeInvalid, "not a valid item: %v", typeMessage(err))
+		if err := decodeStrict(raw, &it); err != nil {
+			return engine.Input{}, itemError(param, "not a valid item", err)
 		}
 		if it.Template != nil {
 			return it.templated(param, img)
@@ -142,8 +142,8 @@ func parseParts(parts []json.RawMessage, param string, img ImageSource) (engine.
 			continue
 		}
 		var it item
-		if err := json.Unmarshal(raw, &it); err != nil {
-			return engine.Input{}, inputErr(pp, engine.CodeInvalid, "a part must be an object with \"text\" or \"image\": %v", typeMessage(err))
+		if err := decodeStrict(raw, &it); err != nil {
+			return engine.Input{}, itemError(pp, "a part must be an object with \"text\" or \"image\"", err)
 		}
 		if it.Content != nil || it.Template != nil || it.Images != nil {
 			return engine.Input{}, inputErr(pp, engine.CodeInvalid, "parts cannot be nested")
@@ -271,6 +271,16 @@ func decodeBase64(s string) ([]byte, error) {
 func isNumber(raw json.RawMessage) bool {
 	raw = bytes.TrimSpace(raw)
 	return len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9')
+}
+
+// itemError is the error of an item or part that did not decode: an
+// unknown field is named (with the fields items take), anything else is
+// described after what.
+func itemError(param, what string, err error) *engine.InputError {
+	if f, ok := unknownField(err); ok {
+		return inputErr(param, "unknown_field", "unknown field %q (an item or part takes %s)", f, strings.Join(jsonFields(item{}), ", "))
+	}
+	return inputErr(param, engine.CodeInvalid, "%s: %v", what, typeMessage(err))
 }
 
 func inputErr(param, code, format string, args ...any) *engine.InputError {

@@ -134,7 +134,7 @@ func desc(schema map[string]any, d string) map[string]any {
 }
 
 var (
-	enc      = map[string]any{"enum": []any{"float", "base64", "binary", "ubinary"}}
+	enc      = map[string]any{"enum": []any{"float", "base64", "binary", "ubinary", "int8", "uint8"}}
 	anything = map[string]any{}
 
 	str     = map[string]any{"type": "string"}

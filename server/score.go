@@ -330,7 +330,11 @@ func rerankDocuments(raw json.RawMessage) ([]json.RawMessage, *badRequest) {
 		var mm struct {
 			Content []json.RawMessage `json:"content"`
 		}
-		if err := json.Unmarshal(raw, &mm); err != nil || mm.Content == nil {
+		if err := decodeStrict(raw, &mm); err != nil || mm.Content == nil {
+			if f, ok := unknownField(errOrNil(err)); ok {
+				return nil, &badRequest{http.StatusBadRequest, "documents", "unknown_field",
+					fmt.Sprintf(`unknown field %q in documents (vLLM's form is {"content": [part, …]})`, f)}
+			}
 			return nil, &badRequest{http.StatusBadRequest, "documents", engine.CodeInvalid,
 				`documents is a list, or {"content": [part, …]} with one document per part`}
 		}

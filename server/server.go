@@ -4,8 +4,9 @@
 //
 // # POST /v1/embeddings
 //
-// Request fields (unknown fields are ignored; a known field of the wrong type
-// is a 400 naming it):
+// Request fields (a field the route does not know, at the top level or in
+// an input item, is a 400 naming it, on every route; a known field of the
+// wrong type is a 400 naming it too):
 //
 //	input               string | list; each list element is one input:
 //	                    "text", {"text": …}, {"image": <base64 | data URI>},
@@ -26,7 +27,8 @@
 //	                    e.g. "Retrieve images or text relevant to the user's
 //	                    query."; default "Represent the user's input.")
 //	dimensions          Matryoshka size (see GET /v1/models)
-//	encoding_format     float | base64 | binary | ubinary (alias: embedding_type)
+//	encoding_format     float | base64 | binary | ubinary | int8 | uint8
+//	                    (alias: embedding_type)
 //	embedding_type      also Jina's list of types: each vector is then an
 //	                    object with one encoding per type
 //	return_multivector  one 128-d vector per token, in data[i].embeddings
@@ -43,7 +45,9 @@
 // base64 is the standard base64 of the little-endian float32 array; with
 // return_multivector each row is encoded on its own. ubinary packs one bit
 // per dimension (1 when > 0), first dimension in the most significant bit,
-// as numbers 0…255; binary is the same bytes minus 128. An http or https
+// as numbers 0…255; binary is the same bytes minus 128. int8 is the vector
+// scaled so that its largest magnitude is 127 and rounded, uint8 the same
+// plus 128 (Cohere documents no rule for these; see encode.go). An http or https
 // URL in any image field is fetched only with Options.ImageFetcher (vembed
 // serve --allow-image-urls or --image-url-domains), under package
 // imagefetch's policy: public addresses only unless allowed, every address
@@ -61,6 +65,13 @@
 // Retry-After when too many requests are pending or the engine's queue is
 // full, 503 with Retry-After while shutting down, 504 past the request
 // deadline, 500 for engine failures.
+//
+// Fields that other servers' clients send and that cannot change a result
+// are accepted and ignored on purpose, and only these: "model" (one model
+// per server), OpenAI's "user" (an end-user id for abuse monitoring),
+// Ollama's "keep_alive" and "options" (the model stays loaded; an
+// embedding has no generation options) and Cohere's "priority" (a
+// scheduling hint; requests are served in arrival order).
 //
 // # Production
 //

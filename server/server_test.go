@@ -139,7 +139,11 @@ func TestBadRequests(t *testing.T) {
 		{"negative dimensions", `{"input":"a","dimensions":-1}`, 400, "dimensions", "positive"},
 		{"wrong type task", `{"input":"a","task":3}`, 400, "task", "must be a string"},
 		{"wrong type text", `{"input":[{"text":3}]}`, 400, "input[0]", "must be a string"},
-		{"unknown encoding", `{"input":"a","encoding_format":"int8"}`, 400, "encoding_format", "unknown encoding_format"},
+		{"unknown encoding", `{"input":"a","encoding_format":"int4"}`, 400, "encoding_format", "unknown encoding_format"},
+		{"unknown field", `{"input":"a","embedding_types":["int8"]}`, 400, "embedding_types", `unknown field "embedding_types"`},
+		{"unknown item field", `{"input":[{"text":"a","lang":"en"}]}`, 400, "input[0]", `unknown field "lang"`},
+		{"unknown part field", `{"input":[[{"type":"image_url","image_url":{"url":"x","detail":"high"}}]]}`, 400, "input[0][0]", `unknown field "detail"`},
+		{"unknown message field", `{"messages":[{"role":"user","content":"a","name":"n"}]}`, 400, "messages", `unknown field "name"`},
 		{"disagreeing encodings", `{"input":"a","encoding_format":"float","embedding_type":"base64"}`, 400, "encoding_format", "disagree"},
 		{"chat form with a system message", `{"messages":[{"role":"system","content":"a"}]}`, 400, "messages[0].role", "user messages only"},
 		{"chat form and input", `{"input":"a","messages":[{"role":"user","content":"a"}]}`, 400, "messages", "not both"},
@@ -215,7 +219,7 @@ func TestRequestOptionsReachEngine(t *testing.T) {
 	f := &fakeEmbedder{}
 	h := newTestHandler(f, Options{})
 	status, _ := do(t, h, "POST", "/v1/embeddings",
-		`{"input":["a"],"model":"x","user":"u","task":"code.query","dimensions":2,"normalized":false,"min_pixels":10,"max_pixels":20,"per_span":true,"unknown_field":{"x":1}}`)
+		`{"input":["a"],"model":"x","user":"u","task":"code.query","dimensions":2,"normalized":false,"min_pixels":10,"max_pixels":20,"per_span":true}`)
 	if status != 200 {
 		t.Fatalf("status %d", status)
 	}

@@ -15,15 +15,15 @@ import (
 // pairs, go to the worker pool.
 
 const (
-	attnBQ = 96  // queries per block (a multiple of gemmMR)
-	attnBK = 128 // keys per block (a multiple of gemmNR)
+	attnBQ = 96  // queries per block, rounded down to a multiple of the tile's mr
+	attnBK = 128 // keys per block (a multiple of every tile's nr)
 )
 
 // attnTier is what a tier plugs into the fused attention.
 type attnTier struct {
-	kern microKernel
+	tile
 	// transpose8, when set, packs eight rows of float32 (stride floats
-	// apart, n8·8 values each) into columns 0..7 of a gemmNR-wide panel.
+	// apart, n8·8 values each) into columns 0..7 of an nr-wide panel.
 	transpose8 func(src []float32, stride, n8 int, dst []float32)
 	// scaleMax multiplies x by s in place and returns the largest result.
 	scaleMax func(x []float32, s float32) float32
@@ -46,13 +46,13 @@ type qBlock struct{ q0, q1, src, pos int }
 // queryBlocks splits the tokens of a packed pass into query blocks inside
 // mask segments, each segment its own key source. Tokens outside every
 // segment attend to themselves only.
-func queryBlocks(nTok int, mask Mask, k, v []float32) ([]attnSrc, []qBlock) {
+func queryBlocks(nTok int, mask Mask, k, v []float32, bq int) ([]attnSrc, []qBlock) {
 	var srcs []attnSrc
 	var out []qBlock
 	add := func(lo, hi int) {
 		srcs = append(srcs, attnSrc{k, v, lo, hi})
-		for q0 := lo; q0 < hi; q0 += attnBQ {
-			out = append(out, qBlock{q0, min(q0+attnBQ, hi), len(srcs) - 1, q0})
+		for q0 := lo; q0 < hi; q0 += bq {
+			out = append(out, qBlock{q0, min(q0+bq, hi), len(srcs) - 1, q0})
 		}
 	}
 	if len(mask.Segments) == 0 {
@@ -86,7 +86,7 @@ func (at *attnTier) attention(out, q, k, v []float32, nTok, nHead, nKV, headDim 
 		AttentionRef(out, q, k, v, nTok, nHead, nKV, headDim, scale, mask)
 		return
 	}
-	srcs, blocks := queryBlocks(nTok, mask, k, v)
+	srcs, blocks := queryBlocks(nTok, mask, k, v, at.bq())
 	at.run(out, q, nHead, nKV, headDim, scale, mask.Causal, srcs, blocks)
 }
 
@@ -103,12 +103,15 @@ func (at *attnTier) attentionKV(out, q []float32, nHead, nKV, headDim int, scale
 			continue
 		}
 		srcs = append(srcs, attnSrc{sp.K, sp.V, 0, sp.Pos + sp.Q1 - sp.Q0})
-		for q0 := sp.Q0; q0 < sp.Q1; q0 += attnBQ {
-			blocks = append(blocks, qBlock{q0, min(q0+attnBQ, sp.Q1), len(srcs) - 1, sp.Pos + q0 - sp.Q0})
+		for q0 := sp.Q0; q0 < sp.Q1; q0 += at.bq() {
+			blocks = append(blocks, qBlock{q0, min(q0+at.bq(), sp.Q1), len(srcs) - 1, sp.Pos + q0 - sp.Q0})
 		}
 	}
 	at.run(out, q, nHead, nKV, headDim, scale, true, srcs, blocks)
 }
+
+// bq is the number of queries per block: whole tiles of mr rows.
+func (at *attnTier) bq() int { return max(attnBQ/at.mr, 1) * at.mr }
 
 // run computes the query blocks. A query row's result depends only on its
 // own values and its source's keys: key blocks start at the source's first
@@ -119,15 +122,17 @@ func (at *attnTier) run(out, q []float32, nHead, nKV, headDim int, scale float32
 		return
 	}
 	group := nHead / nKV
+	nr := at.nr
+	bq := at.bq()
 	hd := headDim
 	qs, ks := nHead*hd, nKV*hd
-	hdPad := roundUp(hd, gemmNR)
+	hdPad := roundUp(hd, nr)
 	ldS := attnBK
 
 	// Every key block is packed once per key/value head, before the query
-	// blocks that share it run: keys as panels of hd×gemmNR (zero beyond
-	// the block), values as hdPad/gemmNR panels of nk×gemmNR.
-	kbSize := func(nk int) int { return roundUp(nk, gemmNR)*hd + hdPad*nk }
+	// blocks that share it run: keys as panels of hd×nr (zero beyond
+	// the block), values as hdPad/nr panels of nk×nr.
+	kbSize := func(nk int) int { return roundUp(nk, nr)*hd + hdPad*nk }
 	type keyBlock struct{ src, j0, nk, off int } // head g's panels at off + g·kbSize(nk)
 	var kbs []keyBlock
 	first := make([]int, len(srcs)) // first key block of each source
@@ -147,11 +152,11 @@ func (at *attnTier) run(out, q []float32, nHead, nKV, headDim int, scale float32
 		kb, g := kbs[item/nKV], item%nKV
 		k, v := srcs[kb.src].k, srcs[kb.src].v
 		base := packed[kb.off+g*kbSize(kb.nk) : kb.off+(g+1)*kbSize(kb.nk)]
-		kp, vp := base[:roundUp(kb.nk, gemmNR)*hd], base[roundUp(kb.nk, gemmNR)*hd:]
-		for p := 0; p < len(kp)/(gemmNR*hd); p++ {
-			pan := kp[p*gemmNR*hd : (p+1)*gemmNR*hd]
-			for r := 0; r < gemmNR; r++ {
-				j := p*gemmNR + r
+		kp, vp := base[:roundUp(kb.nk, nr)*hd], base[roundUp(kb.nk, nr)*hd:]
+		for p := 0; p < len(kp)/(nr*hd); p++ {
+			pan := kp[p*nr*hd : (p+1)*nr*hd]
+			for r := 0; r < nr; r++ {
+				j := p*nr + r
 				if at.transpose8 != nil && r%8 == 0 && j+8 <= kb.nk && hd%8 == 0 {
 					at.transpose8(k[(kb.j0+j)*ks+g*hd:], ks, hd/8, pan[r:])
 					r += 7
@@ -159,35 +164,39 @@ func (at *attnTier) run(out, q []float32, nHead, nKV, headDim int, scale float32
 				}
 				if j >= kb.nk {
 					for d := 0; d < hd; d++ {
-						pan[d*gemmNR+r] = 0
+						pan[d*nr+r] = 0
 					}
 					continue
 				}
 				kr := k[(kb.j0+j)*ks+g*hd : (kb.j0+j)*ks+g*hd+hd]
 				for d, kv := range kr {
-					pan[d*gemmNR+r] = kv
+					pan[d*nr+r] = kv
 				}
 			}
 		}
-		for p := 0; p < hdPad/gemmNR; p++ {
-			pan := vp[p*gemmNR*kb.nk : (p+1)*gemmNR*kb.nk]
-			c0 := p * gemmNR
-			w := min(gemmNR, hd-c0)
+		for p := 0; p < hdPad/nr; p++ {
+			pan := vp[p*nr*kb.nk : (p+1)*nr*kb.nk]
+			c0 := p * nr
+			w := min(nr, hd-c0)
 			for j := 0; j < kb.nk; j++ {
 				src := v[(kb.j0+j)*ks+g*hd+c0:]
-				if w == gemmNR {
+				switch {
+				case w == 16 && nr == 16:
 					// A whole panel row: one fixed-size move rather than
-					// a call to the general copy per 16 values.
-					*(*[gemmNR]float32)(pan[j*gemmNR:]) = *(*[gemmNR]float32)(src)
+					// a call to the general copy per 16 or 32 values.
+					*(*[16]float32)(pan[j*16:]) = *(*[16]float32)(src)
+					continue
+				case w == 32 && nr == 32:
+					*(*[32]float32)(pan[j*32:]) = *(*[32]float32)(src)
 					continue
 				}
-				copy(pan[j*gemmNR:j*gemmNR+w], src[:w])
-				clear(pan[j*gemmNR+w : (j+1)*gemmNR])
+				copy(pan[j*nr:j*nr+w], src[:w])
+				clear(pan[j*nr+w : (j+1)*nr])
 			}
 		}
 	})
 
-	size := attnBQ*ldS + 2*attnBQ + edgeScratch(max(hd, attnBK))
+	size := bq*ldS + 2*bq + at.edgeScratch(max(hd, attnBK))
 	parallelFor(len(blocks)*nHead, func(item int) {
 		bi, h := item/nHead, item%nHead
 		b, g := blocks[bi], h/group
@@ -196,8 +205,8 @@ func (at *attnTier) run(out, q []float32, nHead, nKV, headDim int, scale float32
 		defer putScratch(bufp)
 		buf := *bufp
 		take := func(n int) []float32 { s := buf[:n:n]; buf = buf[n:]; return s }
-		sc := take(attnBQ * ldS)
-		mx, l := take(attnBQ), take(attnBQ)
+		sc := take(bq * ldS)
+		mx, l := take(bq), take(bq)
 		edge := buf
 
 		rows := b.q1 - b.q0
@@ -216,8 +225,8 @@ func (at *attnTier) run(out, q []float32, nHead, nKV, headDim int, scale float32
 			kb := kbs[first[b.src]+(j0-src.lo)/attnBK]
 			nk := min(kb.nk, kEnd-j0) // the causal limit may cut the block
 			base := packed[kb.off+g*kbSize(kb.nk):]
-			kp, vp := base[:roundUp(kb.nk, gemmNR)*hd], base[roundUp(kb.nk, gemmNR)*hd:kbSize(kb.nk)]
-			panelProductStride(at.kern, sc, ldS, qb, qs, rows, hd, kp, gemmNR*hd, nk, false, edge)
+			kp, vp := base[:roundUp(kb.nk, nr)*hd], base[roundUp(kb.nk, nr)*hd:kbSize(kb.nk)]
+			at.panelProductStride(sc, ldS, qb, qs, rows, hd, kp, nr*hd, nk, false, edge)
 
 			// Online softmax: fold this block into each row's running
 			// maximum and sum, rescaling what was accumulated so far.
@@ -250,7 +259,7 @@ func (at *attnTier) run(out, q []float32, nHead, nKV, headDim int, scale float32
 				mx[i] = mNew
 			}
 
-			panelProductStride(at.kern, o, qs, sc, ldS, rows, nk, vp, gemmNR*kb.nk, hd, j0 > src.lo, edge)
+			at.panelProductStride(o, qs, sc, ldS, rows, nk, vp, nr*kb.nk, hd, j0 > src.lo, edge)
 		}
 		for i := 0; i < rows; i++ {
 			at.scaleMax(o[i*qs:i*qs+hd], 1/l[i]) // the maximum is not needed

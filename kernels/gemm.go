@@ -21,26 +21,39 @@ import "github.com/vembed/vembed/gguf"
 // column block, which the hardware prefetchers keep ahead of the FMAs.
 
 const (
-	gemmMR = 6   // rows of x per microkernel call
-	gemmNR = 16  // output columns per microkernel call (two 8-wide vectors)
+	gemmMR = 6   // rows per call of the generic and avx2 microkernels and the int8 layouts
+	gemmNR = 16  // their output columns per call (two 8-wide vectors)
 	gemmKC = 256 // k slice: a multiple of every block size (256 for K-quants)
-	gemmNC = 128 // output columns decoded per slice and worker
+	gemmNC = 128 // output columns decoded per slice and worker: a multiple of every tile's nr
 )
 
-// microKernel computes the gemmMR×gemmNR tile c = a·b, or c += a·b when acc
-// is set, over kc values of k. Row i of a starts at a[i*lda]; b is a packed
-// panel holding k-major rows of gemmNR values; row i of c starts at c[i*ldc].
+// tile is a tier's float32 register tile: a microkernel and its geometry,
+// mr rows of x by nr output columns. Each tier owns its tile; the blocked
+// GEMM and the attention are written for any geometry whose nr divides
+// gemmNC and is a multiple of 8, and panels are nr columns wide.
+type tile struct {
+	kern   microKernel
+	mr, nr int
+}
+
+// genericTile is the portable 6×16 tile.
+var genericTile = tile{kern: microKernelGo, mr: gemmMR, nr: gemmNR}
+
+// microKernel computes the mr×nr tile c = a·b of its tier's geometry, or
+// c += a·b when acc is set, over kc values of k. Row i of a starts at
+// a[i*lda]; b is a packed panel holding k-major rows of nr values; row i of
+// c starts at c[i*ldc].
 type microKernel func(kc int, a []float32, lda int, b []float32, c []float32, ldc int, acc bool)
 
 // pack8Func packs eight weight rows, stride bytes apart, into columns
-// 0..7 of n8·8 consecutive k rows of a gemmNR-wide panel at dst; src points
+// 0..7 of n8·8 consecutive k rows of a panel of its tier's width at dst; src points
 // at the first value of the slice in row 0. It is the vectorized form of a
 // decoder for the float types, where decoding is pure data movement.
 type pack8Func func(src []byte, stride int, n8 int, dst []float32)
 
 // gemmTier is what a tier plugs into the blocked GEMM.
 type gemmTier struct {
-	kern  microKernel
+	tile
 	pack8 map[gguf.Type]pack8Func // optional, by weight type
 	// rowDecode, optional by type, decodes n values of a row contiguously;
 	// transpose8 then packs the decoded rows (see attnTier). Only for
@@ -58,7 +71,7 @@ func gemm(dst, x []float32, m int, w *Matrix, bias []float32, g *gemmTier) {
 	if g.transpose8 == nil || dec.blockSize%8 != 0 {
 		rowDec = nil
 	}
-	kern := g.kern
+	mr, nr := g.mr, g.nr
 	n, k := w.Rows, w.Cols
 	if m <= 0 || n <= 0 {
 		return
@@ -78,32 +91,32 @@ func gemm(dst, x []float32, m int, w *Matrix, bias []float32, g *gemmTier) {
 	nBlocks := (n + gemmNC - 1) / gemmNC
 	// Split the rows only as far as needed to give every worker several
 	// items: each row block decodes the whole weight matrix again.
-	mc := roundUp(m, gemmMR)
+	mc := roundUp(m, mr)
 	if want := 3 * workers(); nBlocks < want {
 		parts := (want + nBlocks - 1) / nBlocks
-		mc = max(roundUp((m+parts-1)/parts, gemmMR), min(mc, 8*gemmMR))
+		mc = max(roundUp((m+parts-1)/parts, mr), min(mc, 8*mr))
 	}
 	mBlocks := (m + mc - 1) / mc
 
 	parallelFor(mBlocks*nBlocks, func(item int) {
-		m0, m1, n0, n1, panels := gemmTile(item, nBlocks, mc, m, n)
+		m0, m1, n0, n1, panels := gemmTile(item, nBlocks, mc, m, n, nr)
 
-		np := panels * gemmKC * gemmNR
-		bufp := getScratch(np + gemmNR*gemmKC + edgeScratch(gemmKC))
+		np := panels * gemmKC * nr
+		bufp := getScratch(np + nr*gemmKC + g.edgeScratch(gemmKC))
 		defer putScratch(bufp)
-		packed, rowBuf, edge := (*bufp)[:np], (*bufp)[np:np+gemmNR*gemmKC], (*bufp)[np+gemmNR*gemmKC:]
+		packed, rowBuf, edge := (*bufp)[:np], (*bufp)[np:np+nr*gemmKC], (*bufp)[np+nr*gemmKC:]
 
 		for k0 := 0; k0 < k; k0 += gemmKC {
 			kc := min(gemmKC, k-k0)
 			// Decode the panels of this k slice.
 			for p := 0; p < panels; p++ {
-				pan := packed[p*kc*gemmNR : (p+1)*kc*gemmNR]
-				row0 := n0 + p*gemmNR
+				pan := packed[p*kc*nr : (p+1)*kc*nr]
+				row0 := n0 + p*nr
 				koff := k0 / dec.blockSize * dec.typeSize
 				if rowDec != nil {
 					// Decode the rows contiguously, then transpose them
 					// into the panel eight at a time.
-					for r := 0; r < gemmNR; r++ {
+					for r := 0; r < nr; r++ {
 						rb := rowBuf[r*kc : (r+1)*kc]
 						if row := row0 + r; row < n1 {
 							rowDec(w.Data[row*rowBytes+koff:], kc, rb)
@@ -111,15 +124,16 @@ func gemm(dst, x []float32, m int, w *Matrix, bias []float32, g *gemmTier) {
 							clear(rb)
 						}
 					}
-					g.transpose8(rowBuf, kc, kc/8, pan)
-					g.transpose8(rowBuf[8*kc:], kc, kc/8, pan[8:])
+					for r := 0; r < nr; r += 8 {
+						g.transpose8(rowBuf[r*kc:], kc, kc/8, pan[r:])
+					}
 					continue
 				}
-				for r := 0; r < gemmNR; r++ {
+				for r := 0; r < nr; r++ {
 					row := row0 + r
 					if row >= n1 {
 						for kk := 0; kk < kc; kk++ {
-							pan[kk*gemmNR+r] = 0
+							pan[kk*nr+r] = 0
 						}
 						continue
 					}
@@ -131,15 +145,15 @@ func gemm(dst, x []float32, m int, w *Matrix, bias []float32, g *gemmTier) {
 						pack8(w.Data[row*rowBytes+koff:], rowBytes, k8/8, pan[r:])
 						for rr := r; rr < r+8 && k8 < kc; rr++ {
 							src := w.Data[(row0+rr)*rowBytes+koff+k8*dec.typeSize:]
-							dec.decode(src, kc-k8, pan[k8*gemmNR+rr:], gemmNR)
+							dec.decode(src, kc-k8, pan[k8*nr+rr:], nr)
 						}
 						r += 7
 						continue
 					}
-					dec.decode(w.Data[row*rowBytes+koff:], kc, pan[r:], gemmNR)
+					dec.decode(w.Data[row*rowBytes+koff:], kc, pan[r:], nr)
 				}
 			}
-			panelProduct(kern, dst[m0*n+n0:], n, x[m0*k+k0:], k, m1-m0, kc, packed, n1-n0, k0 > 0, edge)
+			g.panelProduct(dst[m0*n+n0:], n, x[m0*k+k0:], k, m1-m0, kc, packed, n1-n0, k0 > 0, edge)
 		}
 		if bias != nil {
 			for i := m0; i < m1; i++ {
@@ -154,37 +168,38 @@ func gemm(dst, x []float32, m int, w *Matrix, bias []float32, g *gemmTier) {
 
 // gemmTile is work item item of a product over m rows and n columns cut
 // into row blocks of mc and nBlocks column blocks of gemmNC: its rows
-// m0..m1, columns n0..n1 and the number of gemmNR-wide panels they hold.
-func gemmTile(item, nBlocks, mc, m, n int) (m0, m1, n0, n1, panels int) {
+// m0..m1, columns n0..n1 and the number of nr-wide panels they hold.
+func gemmTile(item, nBlocks, mc, m, n, nr int) (m0, m1, n0, n1, panels int) {
 	m0 = (item / nBlocks) * mc
 	m1 = min(m0+mc, m)
 	n0 = (item % nBlocks) * gemmNC
 	n1 = min(n0+gemmNC, n)
-	return m0, m1, n0, n1, (n1 - n0 + gemmNR - 1) / gemmNR
+	return m0, m1, n0, n1, (n1 - n0 + nr - 1) / nr
 }
 
 // edgeScratch is the scratch size panelProduct needs for a k depth of kc.
-func edgeScratch(kc int) int { return gemmMR*kc + gemmMR*gemmNR }
+func (t tile) edgeScratch(kc int) int { return t.mr*kc + t.mr*t.nr }
 
 // panelProduct computes c (+)= a·b for a rows×kc block a (row i at a[i*lda])
-// and the packed panels b of kc×cols weights (ceil(cols/gemmNR) panels of
-// kc×gemmNR, zero-padded), into c with row stride ldc. It adds to c when
-// acc is set. edge is scratch of edgeScratch(kc) floats for the tiles at the
+// and the packed panels b of kc×cols weights (ceil(cols/nr) panels of
+// kc×nr, zero-padded), into c with row stride ldc. It adds to c when acc is
+// set. edge is scratch of edgeScratch(kc) floats for the tiles at the
 // bottom and right borders, which the fixed-size kernel cannot write in
 // place.
-func panelProduct(kern microKernel, c []float32, ldc int, a []float32, lda int, rows, kc int, b []float32, cols int, acc bool, edge []float32) {
-	panelProductStride(kern, c, ldc, a, lda, rows, kc, b, kc*gemmNR, cols, acc, edge)
+func (t tile) panelProduct(c []float32, ldc int, a []float32, lda int, rows, kc int, b []float32, cols int, acc bool, edge []float32) {
+	t.panelProductStride(c, ldc, a, lda, rows, kc, b, kc*t.nr, cols, acc, edge)
 }
 
 // panelProductStride is panelProduct with the panels of b ps floats apart
-// (at least kc·gemmNR), so that a product may use the first kc rows of
-// longer panels.
-func panelProductStride(kern microKernel, c []float32, ldc int, a []float32, lda int, rows, kc int, b []float32, ps, cols int, acc bool, edge []float32) {
-	edgeA, tile := edge[:gemmMR*kc], edge[gemmMR*kc:gemmMR*kc+gemmMR*gemmNR]
-	for i0 := 0; i0 < rows; i0 += gemmMR {
-		mr := min(gemmMR, rows-i0)
+// (at least kc·nr), so that a product may use the first kc rows of longer
+// panels.
+func (t tile) panelProductStride(c []float32, ldc int, a []float32, lda int, rows, kc int, b []float32, ps, cols int, acc bool, edge []float32) {
+	MR, NR, kern := t.mr, t.nr, t.kern
+	edgeA, tileBuf := edge[:MR*kc], edge[MR*kc:MR*kc+MR*NR]
+	for i0 := 0; i0 < rows; i0 += MR {
+		mr := min(MR, rows-i0)
 		ai, ldai := a[i0*lda:], lda
-		if mr < gemmMR {
+		if mr < MR {
 			// Too few rows left for the kernel's fixed height: copy them
 			// into a zero-padded block.
 			clear(edgeA)
@@ -193,11 +208,11 @@ func panelProductStride(kern microKernel, c []float32, ldc int, a []float32, lda
 			}
 			ai, ldai = edgeA, kc
 		}
-		for j0 := 0; j0 < cols; j0 += gemmNR {
-			nr := min(gemmNR, cols-j0)
-			pan := b[j0/gemmNR*ps : j0/gemmNR*ps+kc*gemmNR]
+		for j0 := 0; j0 < cols; j0 += NR {
+			nr := min(NR, cols-j0)
+			pan := b[j0/NR*ps : j0/NR*ps+kc*NR]
 			ci := c[i0*ldc+j0:]
-			if mr == gemmMR && nr == gemmNR {
+			if mr == MR && nr == NR {
 				kern(kc, ai, ldai, pan, ci, ldc, acc)
 				continue
 			}
@@ -205,12 +220,12 @@ func panelProductStride(kern microKernel, c []float32, ldc int, a []float32, lda
 			// that exists.
 			if acc {
 				for r := 0; r < mr; r++ {
-					copy(tile[r*gemmNR:r*gemmNR+nr], ci[r*ldc:])
+					copy(tileBuf[r*NR:r*NR+nr], ci[r*ldc:])
 				}
 			}
-			kern(kc, ai, ldai, pan, tile, gemmNR, acc)
+			kern(kc, ai, ldai, pan, tileBuf, NR, acc)
 			for r := 0; r < mr; r++ {
-				copy(ci[r*ldc:r*ldc+nr], tile[r*gemmNR:])
+				copy(ci[r*ldc:r*ldc+nr], tileBuf[r*NR:])
 			}
 		}
 	}

@@ -25,6 +25,9 @@ func microKernelAVX2(kc int, a []float32, lda int, b []float32, c []float32, ldc
 	kernel6x16AVX2(kc, &a[0], lda, &b[0], &c[0], ldc, ac)
 }
 
+// avx2Tile is the 6×16 tile of the avx2 tiers.
+var avx2Tile = tile{kern: microKernelAVX2, mr: gemmMR, nr: gemmNR}
+
 // hasAVX2 reports whether the CPU and OS support the AVX2 tier: AVX2, FMA
 // and F16C instructions with the YMM state saved by the OS (x/sys/cpu
 // reports AVX only when the OS saves it).
@@ -37,7 +40,7 @@ func archTiers() []*impl {
 	}
 	t := *generic
 	t.tier = TierAVX2
-	g := &gemmTier{kern: microKernelAVX2, pack8: map[gguf.Type]pack8Func{
+	g := &gemmTier{tile: avx2Tile, pack8: map[gguf.Type]pack8Func{
 		gguf.TypeF32:  packer(pack8F32, 4),
 		gguf.TypeF16:  packer(pack8F16, 2),
 		gguf.TypeBF16: packer(pack8BF16, 2),
@@ -45,7 +48,7 @@ func archTiers() []*impl {
 	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
 		matMul(dst, x, m, w, bias, g)
 	}
-	at := &attnTier{kern: microKernelAVX2, scaleMax: scaleMaxVec, expSum: expSumVec, transpose8: transpose8AVX2}
+	at := &attnTier{tile: avx2Tile, scaleMax: scaleMaxVec, expSum: expSumVec, transpose8: transpose8AVX2}
 	t.attention = at.attention
 	t.attentionKV = at.attentionKV
 	t.swiGLU = swiGLUWith(siluMulVec)
@@ -89,7 +92,7 @@ func packer(f func(src *byte, stride int, n8 int, dst *float32), size int) pack8
 }
 
 // transpose8AVX2 packs eight float32 rows, stride floats apart, into
-// columns 0..7 of n8·8 rows of a gemmNR-wide panel.
+// columns 0..7 of n8·8 rows of a gemmNR-wide panel (avx2Tile's width).
 func transpose8AVX2(src []float32, stride, n8 int, dst []float32) {
 	if n8 == 0 {
 		return

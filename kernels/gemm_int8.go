@@ -406,7 +406,7 @@ func gemmInt8(dst, x []float32, m int, w *Matrix, bias []float32, g *i8Tier) {
 		return
 	}
 	if k == 0 {
-		gemm(dst, x, m, w, bias, &gemmTier{kern: microKernelGo})
+		gemm(dst, x, m, w, bias, &gemmTier{tile: genericTile})
 		return
 	}
 	// Activations of each group of i8Rows rows are stored interleaved by
@@ -436,7 +436,7 @@ func gemmInt8(dst, x []float32, m int, w *Matrix, bias []float32, g *i8Tier) {
 	const kb = gemmKC / i8Block // blocks per full k slice
 
 	parallelFor(mBlocks*nBlocks, func(item int) {
-		m0, m1, n0, n1, panels := gemmTile(item, nBlocks, mc, m, n)
+		m0, m1, n0, n1, panels := gemmTile(item, nBlocks, mc, m, n, gemmNR)
 
 		np := panels * kb * i8PanelK
 		ip := i16Scratch.get(np + gemmNR*gemmKC)

@@ -375,7 +375,7 @@ func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 	const kb = gemmKC / i8Block
 
 	parallelFor(mBlocks*nBlocks, func(item int) {
-		m0, m1, n0, n1, panels := gemmTile(item, nBlocks, mc, m, n)
+		m0, m1, n0, n1, panels := gemmTile(item, nBlocks, mc, m, n, gemmNR)
 
 		np := panels * kb * u8Panel
 		bp := byteScratch.get(np + gemmNR*gemmKC)

@@ -209,7 +209,7 @@ func gemmVNNI(dst, x []float32, m int, w *Matrix, bias []float32, g *vnniTier) {
 	const kb = gemmKC / i8Block
 
 	parallelFor(mBlocks*nBlocks, func(item int) {
-		m0, m1, n0, n1, _ := gemmTile(item, nBlocks, mc, m, n)
+		m0, m1, n0, n1, _ := gemmTile(item, nBlocks, mc, m, n, vnniNR)
 		panels := roundUp((n1-n0+vnniNR-1)/vnniNR, span)
 
 		np := panels * kb * vnniPanel

@@ -76,10 +76,10 @@ var reference = &impl{
 var generic = &impl{
 	tier: TierGeneric,
 	matMul: func(dst, x []float32, m int, w *Matrix, bias []float32) {
-		matMul(dst, x, m, w, bias, &gemmTier{kern: microKernelGo})
+		matMul(dst, x, m, w, bias, &gemmTier{tile: genericTile})
 	},
-	attention:   (&attnTier{kern: microKernelGo, scaleMax: scaleMaxGo, expSum: expSumGo}).attention,
-	attentionKV: (&attnTier{kern: microKernelGo, scaleMax: scaleMaxGo, expSum: expSumGo}).attentionKV,
+	attention:   (&attnTier{tile: genericTile, scaleMax: scaleMaxGo, expSum: expSumGo}).attention,
+	attentionKV: (&attnTier{tile: genericTile, scaleMax: scaleMaxGo, expSum: expSumGo}).attentionKV,
 	rmsNorm:     rmsNormPar,
 	layerNorm:   layerNormPar,
 	rope:        ropePar,

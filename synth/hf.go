@@ -96,6 +96,15 @@ func WriteHF(dir string, cfg Config, o HFOptions) error {
 	if err != nil {
 		return err
 	}
+	// The adapter options are checked before anything is written.
+	switch {
+	case m.adapter == "" && (o.AdapterDir != "" || o.AdapterNewNames || o.AdapterVision):
+		return fmt.Errorf("synth: layout %s has no adapter: AdapterDir, AdapterNewNames and AdapterVision are for ColQwen", o.Layout)
+	case o.AdapterDir != "" && m.adapter != ".":
+		return fmt.Errorf("synth: layout %s keeps its adapters inside the checkpoint; AdapterDir is for ColQwen", o.Layout)
+	case (o.AdapterVision || o.AdapterNewNames) && len(m.tasks) > 0:
+		return fmt.Errorf("synth: layout %s: task adapters adapt the decoder only", o.Layout)
+	}
 	if cfg.Projector != projector {
 		return fmt.Errorf("synth: layout %s needs a %s tower, the configuration has %s (pick a %s preset)", cmpOr(o.Layout, qwenlayout.LayoutJinaV4), projector, cfg.Projector, map[string]string{qwenlayout.ProjectorQwen2VL: "Qwen2-VL", qwenlayout.ProjectorQwen25VL: "Qwen2.5-VL", qwenlayout.ProjectorQwen3VL: "Qwen3-VL"}[projector])
 	}
@@ -169,13 +178,7 @@ func WriteHF(dir string, cfg Config, o HFOptions) error {
 	if m.adapter != "" {
 		ad := filepath.Join(dir, m.adapter)
 		if o.AdapterDir != "" {
-			if m.adapter != "." {
-				return fmt.Errorf("synth: layout %s keeps its adapters inside the checkpoint; AdapterDir is for ColQwen", o.Layout)
-			}
 			ad = o.AdapterDir
-		}
-		if (o.AdapterVision || o.AdapterNewNames) && len(m.tasks) > 0 {
-			return fmt.Errorf("synth: layout %s: task adapters adapt the decoder only", o.Layout)
 		}
 		if err := writeAdapter(ad, dir, cfg, m, o, ts); err != nil {
 			return err

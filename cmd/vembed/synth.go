@@ -42,6 +42,9 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	format := fs.String("format", "gguf", "gguf: a GGUF pair; hf: a Hugging Face checkpoint (see --layout, --dtype) for vembed convert")
 	layout := fs.String("layout", qwenlayout.LayoutJinaV4, "--format hf: checkpoint layout, "+strings.Join(qwenlayout.Layouts(), ", ")+" (gme and colqwen2 need a Qwen2-VL preset: tiny-qwen2vl, the default for them, or qwen2vl-2b; qwen3-vl and qwen3-vl-reranker a Qwen3-VL one: tiny-qwen3vl, the default for them, or the 2B presets)")
 	dtype := fs.String("dtype", "BF16", "--format hf: weight dtype, BF16, F16 or F32")
+	adapterDir := fs.String("adapter-dir", "", "--format hf, colqwen layouts: write the LoRA adapter into its own `DIR` as the releases ship it (adapter_config.json naming the base as synthetic/<--out's name>, its processor and tokenizer configs) instead of inside the base; convert DIR then finds the base beside it")
+	adapterNewNames := fs.Bool("adapter-new-names", false, "--format hf, colqwen layouts: name the adapter's modules as transformers 4.52+ does (model.language_model.*, model.visual.*)")
+	adapterVision := fs.Bool("adapter-vision", false, "--format hf, colqwen layouts: also put LoRA pairs on the vision tower's attention and MLP matrices")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -63,6 +66,11 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, f := range []string{"adapter-dir", "adapter-new-names", "adapter-vision"} {
+		if set[f] && *format != "hf" {
+			return usageError(fs, stderr, "--%s goes with --format hf", f)
+		}
+	}
 	qwen3 := *layout == qwenlayout.LayoutQwen3VL || *layout == qwenlayout.LayoutQwen3VLReranker
 	if *format == "hf" && !set["preset"] {
 		switch {
@@ -105,11 +113,15 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	start := time.Now()
 	switch *format {
 	case "hf":
-		o := synth.HFOptions{Layout: *layout, DType: safetensors.DType(strings.ToUpper(*dtype))}
+		o := synth.HFOptions{Layout: *layout, DType: safetensors.DType(strings.ToUpper(*dtype)),
+			AdapterDir: *adapterDir, AdapterNewNames: *adapterNewNames, AdapterVision: *adapterVision}
 		if err := synth.WriteHF(*out, cfg, o); err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, *out)
+		if *adapterDir != "" {
+			fmt.Fprintln(stdout, *adapterDir)
+		}
 		fmt.Fprintf(stderr, "wrote %s as a %s checkpoint in %.1fs\n", *preset, *layout, time.Since(start).Seconds())
 		return nil
 	case "gguf":

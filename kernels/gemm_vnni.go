@@ -164,8 +164,12 @@ type vnniTier struct {
 	rows, span    int
 	rowsMul       int
 	spanMul       int
-	pack8         func(src []int8, kc int, dst []int8)
-	quant         func(x []float32, q []uint8, ds []float32)
+	// rowMajor lays a group's activations out by block, then row, then
+	// the block's 32 bytes (the amx tier's tiles), instead of interleaving
+	// the rows by groups of four bytes.
+	rowMajor bool
+	pack8    func(src []int8, kc int, dst []int8)
+	quant    func(x []float32, q []uint8, ds []float32)
 	// dec, optional by type, replace vnniDecoders' rows with faster
 	// equals.
 	dec map[gguf.Type]func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32)
@@ -194,6 +198,13 @@ func gemmVNNI(dst, x []float32, m int, w *Matrix, bias []float32, g *vnniTier) {
 	defer putScratch(dsp)
 	xa, ds := *xap, *dsp
 	quantizeGroups(x, m, k, rows, ds, g.quant, func(gi, r int, q []uint8) {
+		if g.rowMajor {
+			xg := xa[gi*rows*k : (gi+1)*rows*k]
+			for b := 0; b < nbRow; b++ {
+				copy(xg[(b*rows+r)*i8Block:(b*rows+r+1)*i8Block], q[b*i8Block:])
+			}
+			return
+		}
 		xg := uint32s(xa[gi*rows*k : (gi+1)*rows*k])
 		for p, v := range uint32s(q[:k]) {
 			xg[p*rows+r] = v
@@ -312,9 +323,10 @@ func vnniTileRows(c []float32, ldc, m0, m1, rows, width, nr int, acc bool, edge 
 }
 
 // vnniKernelGo returns the portable vnniKernel for tiles of rows×span
-// panels: the same integer sums (start plus m-weighted half sums of
-// (q+128)·w) and epilogue as the assembly.
-func vnniKernelGo(rows, span int) vnniKernel {
+// panels (activations laid out row-major when rowMajor): the same integer
+// sums (start plus m-weighted half sums of (q+128)·w) and epilogue as the
+// assembly.
+func vnniKernelGo(rows, span int, rowMajor bool) vnniKernel {
 	width := span * vnniNR
 	return func(ng, nb int, a []uint8, as int, ds []float32, dss int, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int) {
 		for g := 0; g < ng; g++ {
@@ -332,7 +344,11 @@ func vnniKernelGo(rows, span int) vnniKernel {
 						fb := f[(j*nb+bb)*vnniPanelF:]
 						var half [2]int32
 						for kk := 0; kk < i8Block; kk++ {
-							half[kk/16] += int32(xb[(kk/4*rows+r)*4+kk%4]) * int32(pb[(kk/4*vnniNR+cc)*4+kk%4])
+							xi := (kk/4*rows+r)*4 + kk%4
+							if rowMajor {
+								xi = r*i8Block + kk
+							}
+							half[kk/16] += int32(xb[xi]) * int32(pb[(kk/4*vnniNR+cc)*4+kk%4])
 						}
 						s := ab[cc] + half[0] + half[1]
 						if flags&vnniFlagMul != 0 {
@@ -363,10 +379,18 @@ func vnniKernelGo(rows, span int) vnniKernel {
 // vnniGo is the portable form of the avx512-vnni tier's GEMM (the 6×32
 // geometry), the tests' reference for the assembly.
 var vnniGo = &vnniTier{
-	kern: vnniKernelGo(6, 2), kernMul: vnniKernelGo(6, 2),
+	kern: vnniKernelGo(6, 2, false), kernMul: vnniKernelGo(6, 2, false),
 	rows: 6, span: 2, rowsMul: 6, spanMul: 2,
 	pack8: pack8U8Go, quant: quantizeRowU8,
 }
 
+// amxGo is the portable form of the amx tier's GEMM (16×32 tiles,
+// activations row-major), the tests' check of that layout.
+var amxGo = &vnniTier{
+	kern: vnniKernelGo(16, 2, true), kernMul: vnniKernelGo(16, 2, true),
+	rows: 16, span: 2, rowsMul: 16, spanMul: 2, rowMajor: true,
+	pack8: pack8U8Go, quant: quantizeRowU8,
+}
+
 // int8Tiers are the tiers that multiply quantized weights in integers.
-var int8Tiers = map[Tier]bool{TierAVX2Int8: true, TierAVX512VNNI: true, TierAVXVNNI: true}
+var int8Tiers = map[Tier]bool{TierAVX2Int8: true, TierAVX512VNNI: true, TierAVXVNNI: true, TierAMX: true}

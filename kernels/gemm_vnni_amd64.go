@@ -30,7 +30,7 @@ func kernelAVXVNNI3x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, b
 // kernel writes the (zero) tiles.
 func vnniAsm(rows, span int, kern func(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)) vnniKernel {
 	width := span * vnniNR
-	goKern := vnniKernelGo(rows, span)
+	goKern := vnniKernelGo(rows, span, false)
 	return func(ng, nb int, a []uint8, as int, ds []float32, dss int, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int) {
 		if ng <= 0 {
 			return
@@ -157,6 +157,10 @@ func vnniTiers(i8 *impl) []*impl {
 		}
 		out = append(out, &t)
 	}
+	if hasAMX {
+		add(TierAMX, vnniAMX)
+		out[len(out)-1].optIn = true
+	}
 	if hasAVX512VNNI {
 		add(TierAVX512VNNI, vnniAVX512)
 	}
@@ -174,6 +178,9 @@ func archVNNIKernels() map[string]*vnniTier {
 	}
 	if hasAVXVNNI {
 		out[string(TierAVXVNNI)] = vnniAVX
+	}
+	if hasAMX {
+		out[string(TierAMX)] = vnniAMX
 	}
 	return out
 }

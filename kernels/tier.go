@@ -36,11 +36,19 @@ const (
 	// (VEX VPDPBUSD on ymm), for CPUs with AVX-VNNI but no AVX-512 (Intel
 	// Alder Lake and later client cores): the same results, bit for bit.
 	TierAVXVNNI Tier = "avx-vnni"
+	// TierAMX is avx512-vnni with the integer products by AMX int8 tiles
+	// (TDPBUSD, gemm_amx_amd64.s), for Sapphire Rapids and later: the same
+	// results, bit for bit. It has not run on AMX hardware yet, so it is
+	// never picked by default: VEMBED_CPU=amx or Use selects it.
+	TierAMX Tier = "amx"
 )
 
 // impl is the table of functions behind the exported API.
 type impl struct {
-	tier        Tier
+	tier Tier
+	// optIn keeps a tier from being the default: only VEMBED_CPU or Use
+	// select it.
+	optIn       bool
 	matMul      func(dst, x []float32, m int, w *Matrix, bias []float32)
 	attention   func(out, q, k, v []float32, nTok, nHead, nKV, headDim int, scale float32, mask Mask)
 	attentionKV func(out, q []float32, nHead, nKV, headDim int, scale float32, spans []KVSpan)
@@ -106,7 +114,17 @@ func init() {
 		}
 		return
 	}
-	active.Store(tiers[0])
+	active.Store(defaultTier())
+}
+
+// defaultTier is the best tier that is not opt-in.
+func defaultTier() *impl {
+	for _, im := range tiers {
+		if !im.optIn {
+			return im
+		}
+	}
+	return reference
 }
 
 // Use makes t the active tier. It fails if the CPU or build lacks it.

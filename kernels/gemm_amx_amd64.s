@@ -1,0 +1,502 @@
+#include "textflag.h"
+
+// The amx tier's kernel (see gemm_vnni.go and gemm_amx_amd64.go): the
+// integer block sums of a 16x32 tile by AMX int8 tiles, TDPBUSD (unsigned
+// activations q+128 in A, signed weights in B), the float epilogue in
+// AVX-512 from the stored sums. The Go assembler has no AMX mnemonics, so
+// the instructions are emitted as bytes (Intel SDM, AMX chapter); each
+// macro below names the instruction and its fixed operand form. UNVERIFIED:
+// no AMX hardware has run this code; objdump decodes the bytes as the
+// intended instructions.
+//
+// Register numbers: AX 0, CX 1, DX 2, BX 3, SI 6, DI 7, R8..R15 8..15.
+
+// LDTILECFG (R10): VEX.128.NP.0F38.W0 49 /0, ModRM 00 000 010 with VEX.B̄
+// clear for R10.
+#define LDTILECFG_R10 \
+	BYTE $0xC4; BYTE $0xC2; BYTE $0x78; BYTE $0x49; BYTE $0x02
+
+// TILERELEASE: VEX.128.NP.0F38.W0 49 C0.
+#define TILERELEASE \
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0xC0
+
+// TILEZERO tmm(t): VEX.128.F2.0F38.W0 49 11:t:000.
+#define TILEZERO(t) \
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $(0xC0|(t<<3))
+
+// TILELOADD tmm(t), (base)(index*1): VEX.128.F2.0F38.W0 4B, ModRM 00:t:100,
+// SIB 00:index:base; VEX.X̄ and B̄ carry the high bits of index and base
+// (base must not be 5 or 13, index not 4 or 12).
+#define TILELOADD(t, base, index) \
+	BYTE $0xC4 \
+	BYTE $(0xE2^((index>>3)<<6)^((base>>3)<<5)) \
+	BYTE $0x7B \
+	BYTE $0x4B \
+	BYTE $(((t&7)<<3)|4) \
+	BYTE $(((index&7)<<3)|(base&7))
+
+// TILESTORED (base)(index*1), tmm(t): VEX.128.F3.0F38.W0 4B, as TILELOADD.
+#define TILESTORED(t, base, index) \
+	BYTE $0xC4 \
+	BYTE $(0xE2^((index>>3)<<6)^((base>>3)<<5)) \
+	BYTE $0x7A \
+	BYTE $0x4B \
+	BYTE $(((t&7)<<3)|4) \
+	BYTE $(((index&7)<<3)|(base&7))
+
+// TDPBUSD tmm(c), tmm(a), tmm(b): VEX.128.66.0F38.W0 5E 11:c:a, vvvv = ~b:
+// c[m][n] += Σ a[m][4i+j] (unsigned) · b[i][4n+j] (signed).
+#define TDPBUSD(c, a, b) \
+	BYTE $0xC4 \
+	BYTE $0xE2 \
+	BYTE $(((15-b)<<3)|1) \
+	BYTE $0x5E \
+	BYTE $(0xC0|(c<<3)|a)
+
+// Scratch at DI (the t argument, amxScratch floats): the float tile
+// (16 rows of 32, 128 bytes apart) at 0, the integer sums at 2048 (and the
+// second halves' at 4096 for blocks with multipliers), same layout; the
+// tile configuration at 6144.
+
+// One row's epilogue from integer sums in za, zb (already the block
+// sums): EPISCALE's operations and operand roles, fd in Z18, Z19, the
+// float tile row in memory.
+#define AEPI(za, zb, zp, zq, zd, dxoff, toff, toff2) \
+	VCVTDQ2PS za, za \
+	VCVTDQ2PS zb, zb \
+	VBROADCASTSS dxoff(R11), zd \
+	VMULPS Z18, zd, zp \
+	VMULPS Z19, zd, zq \
+	VFMADD213PS toff(DI), zp, za \
+	VFMADD213PS toff2(DI), zq, zb
+
+// The offset term: fm in Z20, Z21.
+#define AMIN(za, zb, zd, dsoff) \
+	VBROADCASTSS dsoff(R11), zd \
+	VFMADD231PS Z20, zd, za \
+	VFMADD231PS Z21, zd, zb
+
+#define APUT(za, zb, toff, toff2) \
+	VMOVUPS za, toff(DI) \
+	VMOVUPS zb, toff2(DI)
+
+// Block sums of a unit block: starts (Z16, Z17) plus the tile sums.
+#define ASUM(za, zb, s0, s1) \
+	VPADDD s0(DI), Z16, za \
+	VPADDD s1(DI), Z17, zb
+
+// Block sums with multipliers: start + m0·lo + m1·hi (m0, m1 of the
+// panels in Z22, Z23 and Z24, Z25).
+#define ASUMMUL(za, zb, zp, zq, s0, h0, s1, h1) \
+	VPMULLD s0(DI), Z22, za \
+	VPMULLD h0(DI), Z23, zp \
+	VPMULLD s1(DI), Z24, zb \
+	VPMULLD h1(DI), Z25, zq \
+	VPADDD zp, za, za \
+	VPADDD zq, zb, zb \
+	VPADDD Z16, za, za \
+	VPADDD Z17, zb, zb
+
+// func kernelAMX16x32(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
+//
+// kernelVNNI6x32's arguments for groups of 16 rows whose activations are
+// row-major per block (row r's 32 bytes of block b at (16b+r)·32), t the
+// scratch above with the tile configuration for flags (unit, or with
+// multipliers) already written. The group's activations and scales are
+// advanced in the argument slots, which leaves R9 and R10 for the tile
+// instructions' stride and base.
+TEXT ·kernelAMX16x32(SB), NOSPLIT, $0-104
+	MOVQ t+72(FP), DI
+	LEAQ 6144(DI), R10
+	LDTILECFG_R10
+	MOVQ c+80(FP), DX
+	MOVQ ng+0(FP), R8
+	TESTQ R8, R8
+	JZ   adone
+
+agroup:
+	MOVQ a+16(FP), AX
+	MOVQ ds+32(FP), R11
+	MOVQ b+48(FP), BX
+	MOVQ aux+56(FP), R12
+	MOVQ f+64(FP), R13
+	MOVQ nb+8(FP), CX
+	MOVQ CX, SI
+	SHLQ $6, SI
+	VPXORD Z0, Z0, Z0
+	VMOVUPS Z0, 0(DI)
+	VMOVUPS Z0, 64(DI)
+	VMOVUPS Z0, 128(DI)
+	VMOVUPS Z0, 192(DI)
+	VMOVUPS Z0, 256(DI)
+	VMOVUPS Z0, 320(DI)
+	VMOVUPS Z0, 384(DI)
+	VMOVUPS Z0, 448(DI)
+	VMOVUPS Z0, 512(DI)
+	VMOVUPS Z0, 576(DI)
+	VMOVUPS Z0, 640(DI)
+	VMOVUPS Z0, 704(DI)
+	VMOVUPS Z0, 768(DI)
+	VMOVUPS Z0, 832(DI)
+	VMOVUPS Z0, 896(DI)
+	VMOVUPS Z0, 960(DI)
+	VMOVUPS Z0, 1024(DI)
+	VMOVUPS Z0, 1088(DI)
+	VMOVUPS Z0, 1152(DI)
+	VMOVUPS Z0, 1216(DI)
+	VMOVUPS Z0, 1280(DI)
+	VMOVUPS Z0, 1344(DI)
+	VMOVUPS Z0, 1408(DI)
+	VMOVUPS Z0, 1472(DI)
+	VMOVUPS Z0, 1536(DI)
+	VMOVUPS Z0, 1600(DI)
+	VMOVUPS Z0, 1664(DI)
+	VMOVUPS Z0, 1728(DI)
+	VMOVUPS Z0, 1792(DI)
+	VMOVUPS Z0, 1856(DI)
+	VMOVUPS Z0, 1920(DI)
+	VMOVUPS Z0, 1984(DI)
+	TESTQ CX, CX
+	JZ   astore
+
+ablock:
+	VMOVDQU32 0(R12), Z16
+	VMOVDQU32 0(R12)(SI*4), Z17
+	VMOVUPS 0(R13), Z18
+	VMOVUPS 0(R13)(SI*2), Z19
+	VMOVUPS 64(R13), Z20
+	VMOVUPS 64(R13)(SI*2), Z21
+	TESTQ $8, flags+96(FP)
+	JNZ  amul
+
+	TILEZERO(0)
+	TILEZERO(1)
+	MOVQ $32, R9
+	TILELOADD(2, 0, 9)
+	MOVQ $64, R9
+	TILELOADD(3, 3, 9)
+	LEAQ (BX)(SI*8), R10
+	TILELOADD(4, 10, 9)
+	TDPBUSD(0, 2, 3)
+	TDPBUSD(1, 2, 4)
+	MOVQ $128, R9
+	LEAQ 2048(DI), R10
+	TILESTORED(0, 10, 9)
+	LEAQ 2112(DI), R10
+	TILESTORED(1, 10, 9)
+	TESTQ $2, flags+96(FP)
+	JNZ  aunitmin
+	ASUM(Z0, Z1, 2048, 2112)
+	AEPI(Z0, Z1, Z2, Z3, Z4, 0, 0, 64)
+	APUT(Z0, Z1, 0, 64)
+	ASUM(Z6, Z7, 2176, 2240)
+	AEPI(Z6, Z7, Z8, Z9, Z10, 8, 128, 192)
+	APUT(Z6, Z7, 128, 192)
+	ASUM(Z26, Z27, 2304, 2368)
+	AEPI(Z26, Z27, Z28, Z29, Z30, 16, 256, 320)
+	APUT(Z26, Z27, 256, 320)
+	ASUM(Z0, Z1, 2432, 2496)
+	AEPI(Z0, Z1, Z2, Z3, Z4, 24, 384, 448)
+	APUT(Z0, Z1, 384, 448)
+	ASUM(Z6, Z7, 2560, 2624)
+	AEPI(Z6, Z7, Z8, Z9, Z10, 32, 512, 576)
+	APUT(Z6, Z7, 512, 576)
+	ASUM(Z26, Z27, 2688, 2752)
+	AEPI(Z26, Z27, Z28, Z29, Z30, 40, 640, 704)
+	APUT(Z26, Z27, 640, 704)
+	ASUM(Z0, Z1, 2816, 2880)
+	AEPI(Z0, Z1, Z2, Z3, Z4, 48, 768, 832)
+	APUT(Z0, Z1, 768, 832)
+	ASUM(Z6, Z7, 2944, 3008)
+	AEPI(Z6, Z7, Z8, Z9, Z10, 56, 896, 960)
+	APUT(Z6, Z7, 896, 960)
+	ASUM(Z26, Z27, 3072, 3136)
+	AEPI(Z26, Z27, Z28, Z29, Z30, 64, 1024, 1088)
+	APUT(Z26, Z27, 1024, 1088)
+	ASUM(Z0, Z1, 3200, 3264)
+	AEPI(Z0, Z1, Z2, Z3, Z4, 72, 1152, 1216)
+	APUT(Z0, Z1, 1152, 1216)
+	ASUM(Z6, Z7, 3328, 3392)
+	AEPI(Z6, Z7, Z8, Z9, Z10, 80, 1280, 1344)
+	APUT(Z6, Z7, 1280, 1344)
+	ASUM(Z26, Z27, 3456, 3520)
+	AEPI(Z26, Z27, Z28, Z29, Z30, 88, 1408, 1472)
+	APUT(Z26, Z27, 1408, 1472)
+	ASUM(Z0, Z1, 3584, 3648)
+	AEPI(Z0, Z1, Z2, Z3, Z4, 96, 1536, 1600)
+	APUT(Z0, Z1, 1536, 1600)
+	ASUM(Z6, Z7, 3712, 3776)
+	AEPI(Z6, Z7, Z8, Z9, Z10, 104, 1664, 1728)
+	APUT(Z6, Z7, 1664, 1728)
+	ASUM(Z26, Z27, 3840, 3904)
+	AEPI(Z26, Z27, Z28, Z29, Z30, 112, 1792, 1856)
+	APUT(Z26, Z27, 1792, 1856)
+	ASUM(Z0, Z1, 3968, 4032)
+	AEPI(Z0, Z1, Z2, Z3, Z4, 120, 1920, 1984)
+	APUT(Z0, Z1, 1920, 1984)
+	JMP  anext
+
+aunitmin:
+	ASUM(Z0, Z1, 2048, 2112)
+	AEPI(Z0, Z1, Z2, Z3, Z4, 0, 0, 64)
+	AMIN(Z0, Z1, Z5, 4)
+	APUT(Z0, Z1, 0, 64)
+	ASUM(Z6, Z7, 2176, 2240)
+	AEPI(Z6, Z7, Z8, Z9, Z10, 8, 128, 192)
+	AMIN(Z6, Z7, Z11, 12)
+	APUT(Z6, Z7, 128, 192)
+	ASUM(Z26, Z27, 2304, 2368)
+	AEPI(Z26, Z27, Z28, Z29, Z30, 16, 256, 320)
+	AMIN(Z26, Z27, Z31, 20)
+	APUT(Z26, Z27, 256, 320)
+	ASUM(Z0, Z1, 2432, 2496)
+	AEPI(Z0, Z1, Z2, Z3, Z4, 24, 384, 448)
+	AMIN(Z0, Z1, Z5, 28)
+	APUT(Z0, Z1, 384, 448)
+	ASUM(Z6, Z7, 2560, 2624)
+	AEPI(Z6, Z7, Z8, Z9, Z10, 32, 512, 576)
+	AMIN(Z6, Z7, Z11, 36)
+	APUT(Z6, Z7, 512, 576)
+	ASUM(Z26, Z27, 2688, 2752)
+	AEPI(Z26, Z27, Z28, Z29, Z30, 40, 640, 704)
+	AMIN(Z26, Z27, Z31, 44)
+	APUT(Z26, Z27, 640, 704)
+	ASUM(Z0, Z1, 2816, 2880)
+	AEPI(Z0, Z1, Z2, Z3, Z4, 48, 768, 832)
+	AMIN(Z0, Z1, Z5, 52)
+	APUT(Z0, Z1, 768, 832)
+	ASUM(Z6, Z7, 2944, 3008)
+	AEPI(Z6, Z7, Z8, Z9, Z10, 56, 896, 960)
+	AMIN(Z6, Z7, Z11, 60)
+	APUT(Z6, Z7, 896, 960)
+	ASUM(Z26, Z27, 3072, 3136)
+	AEPI(Z26, Z27, Z28, Z29, Z30, 64, 1024, 1088)
+	AMIN(Z26, Z27, Z31, 68)
+	APUT(Z26, Z27, 1024, 1088)
+	ASUM(Z0, Z1, 3200, 3264)
+	AEPI(Z0, Z1, Z2, Z3, Z4, 72, 1152, 1216)
+	AMIN(Z0, Z1, Z5, 76)
+	APUT(Z0, Z1, 1152, 1216)
+	ASUM(Z6, Z7, 3328, 3392)
+	AEPI(Z6, Z7, Z8, Z9, Z10, 80, 1280, 1344)
+	AMIN(Z6, Z7, Z11, 84)
+	APUT(Z6, Z7, 1280, 1344)
+	ASUM(Z26, Z27, 3456, 3520)
+	AEPI(Z26, Z27, Z28, Z29, Z30, 88, 1408, 1472)
+	AMIN(Z26, Z27, Z31, 92)
+	APUT(Z26, Z27, 1408, 1472)
+	ASUM(Z0, Z1, 3584, 3648)
+	AEPI(Z0, Z1, Z2, Z3, Z4, 96, 1536, 1600)
+	AMIN(Z0, Z1, Z5, 100)
+	APUT(Z0, Z1, 1536, 1600)
+	ASUM(Z6, Z7, 3712, 3776)
+	AEPI(Z6, Z7, Z8, Z9, Z10, 104, 1664, 1728)
+	AMIN(Z6, Z7, Z11, 108)
+	APUT(Z6, Z7, 1664, 1728)
+	ASUM(Z26, Z27, 3840, 3904)
+	AEPI(Z26, Z27, Z28, Z29, Z30, 112, 1792, 1856)
+	AMIN(Z26, Z27, Z31, 116)
+	APUT(Z26, Z27, 1792, 1856)
+	ASUM(Z0, Z1, 3968, 4032)
+	AEPI(Z0, Z1, Z2, Z3, Z4, 120, 1920, 1984)
+	AMIN(Z0, Z1, Z5, 124)
+	APUT(Z0, Z1, 1920, 1984)
+	JMP  anext
+
+amul:
+	VMOVDQU32 64(R12), Z22
+	VMOVDQU32 128(R12), Z23
+	VMOVDQU32 64(R12)(SI*4), Z24
+	VMOVDQU32 128(R12)(SI*4), Z25
+	TILEZERO(0)
+	TILEZERO(1)
+	TILEZERO(2)
+	TILEZERO(3)
+	MOVQ $32, R9
+	TILELOADD(4, 0, 9)
+	LEAQ 16(AX), R10
+	TILELOADD(5, 10, 9)
+	MOVQ $64, R9
+	TILELOADD(6, 3, 9)
+	LEAQ (BX)(SI*8), R10
+	TILELOADD(7, 10, 9)
+	TDPBUSD(0, 4, 6)
+	TDPBUSD(1, 4, 7)
+	LEAQ 256(BX), R10
+	TILELOADD(6, 10, 9)
+	LEAQ 256(BX)(SI*8), R10
+	TILELOADD(7, 10, 9)
+	TDPBUSD(2, 5, 6)
+	TDPBUSD(3, 5, 7)
+	MOVQ $128, R9
+	LEAQ 2048(DI), R10
+	TILESTORED(0, 10, 9)
+	LEAQ 2112(DI), R10
+	TILESTORED(1, 10, 9)
+	LEAQ 4096(DI), R10
+	TILESTORED(2, 10, 9)
+	LEAQ 4160(DI), R10
+	TILESTORED(3, 10, 9)
+	TESTQ $2, flags+96(FP)
+	JNZ  amulmin
+	ASUMMUL(Z0, Z1, Z2, Z3, 2048, 4096, 2112, 4160)
+	AEPI(Z0, Z1, Z2, Z3, Z4, 0, 0, 64)
+	APUT(Z0, Z1, 0, 64)
+	ASUMMUL(Z6, Z7, Z8, Z9, 2176, 4224, 2240, 4288)
+	AEPI(Z6, Z7, Z8, Z9, Z10, 8, 128, 192)
+	APUT(Z6, Z7, 128, 192)
+	ASUMMUL(Z26, Z27, Z28, Z29, 2304, 4352, 2368, 4416)
+	AEPI(Z26, Z27, Z28, Z29, Z30, 16, 256, 320)
+	APUT(Z26, Z27, 256, 320)
+	ASUMMUL(Z0, Z1, Z2, Z3, 2432, 4480, 2496, 4544)
+	AEPI(Z0, Z1, Z2, Z3, Z4, 24, 384, 448)
+	APUT(Z0, Z1, 384, 448)
+	ASUMMUL(Z6, Z7, Z8, Z9, 2560, 4608, 2624, 4672)
+	AEPI(Z6, Z7, Z8, Z9, Z10, 32, 512, 576)
+	APUT(Z6, Z7, 512, 576)
+	ASUMMUL(Z26, Z27, Z28, Z29, 2688, 4736, 2752, 4800)
+	AEPI(Z26, Z27, Z28, Z29, Z30, 40, 640, 704)
+	APUT(Z26, Z27, 640, 704)
+	ASUMMUL(Z0, Z1, Z2, Z3, 2816, 4864, 2880, 4928)
+	AEPI(Z0, Z1, Z2, Z3, Z4, 48, 768, 832)
+	APUT(Z0, Z1, 768, 832)
+	ASUMMUL(Z6, Z7, Z8, Z9, 2944, 4992, 3008, 5056)
+	AEPI(Z6, Z7, Z8, Z9, Z10, 56, 896, 960)
+	APUT(Z6, Z7, 896, 960)
+	ASUMMUL(Z26, Z27, Z28, Z29, 3072, 5120, 3136, 5184)
+	AEPI(Z26, Z27, Z28, Z29, Z30, 64, 1024, 1088)
+	APUT(Z26, Z27, 1024, 1088)
+	ASUMMUL(Z0, Z1, Z2, Z3, 3200, 5248, 3264, 5312)
+	AEPI(Z0, Z1, Z2, Z3, Z4, 72, 1152, 1216)
+	APUT(Z0, Z1, 1152, 1216)
+	ASUMMUL(Z6, Z7, Z8, Z9, 3328, 5376, 3392, 5440)
+	AEPI(Z6, Z7, Z8, Z9, Z10, 80, 1280, 1344)
+	APUT(Z6, Z7, 1280, 1344)
+	ASUMMUL(Z26, Z27, Z28, Z29, 3456, 5504, 3520, 5568)
+	AEPI(Z26, Z27, Z28, Z29, Z30, 88, 1408, 1472)
+	APUT(Z26, Z27, 1408, 1472)
+	ASUMMUL(Z0, Z1, Z2, Z3, 3584, 5632, 3648, 5696)
+	AEPI(Z0, Z1, Z2, Z3, Z4, 96, 1536, 1600)
+	APUT(Z0, Z1, 1536, 1600)
+	ASUMMUL(Z6, Z7, Z8, Z9, 3712, 5760, 3776, 5824)
+	AEPI(Z6, Z7, Z8, Z9, Z10, 104, 1664, 1728)
+	APUT(Z6, Z7, 1664, 1728)
+	ASUMMUL(Z26, Z27, Z28, Z29, 3840, 5888, 3904, 5952)
+	AEPI(Z26, Z27, Z28, Z29, Z30, 112, 1792, 1856)
+	APUT(Z26, Z27, 1792, 1856)
+	ASUMMUL(Z0, Z1, Z2, Z3, 3968, 6016, 4032, 6080)
+	AEPI(Z0, Z1, Z2, Z3, Z4, 120, 1920, 1984)
+	APUT(Z0, Z1, 1920, 1984)
+	JMP  anext
+
+amulmin:
+	ASUMMUL(Z0, Z1, Z2, Z3, 2048, 4096, 2112, 4160)
+	AEPI(Z0, Z1, Z2, Z3, Z4, 0, 0, 64)
+	AMIN(Z0, Z1, Z5, 4)
+	APUT(Z0, Z1, 0, 64)
+	ASUMMUL(Z6, Z7, Z8, Z9, 2176, 4224, 2240, 4288)
+	AEPI(Z6, Z7, Z8, Z9, Z10, 8, 128, 192)
+	AMIN(Z6, Z7, Z11, 12)
+	APUT(Z6, Z7, 128, 192)
+	ASUMMUL(Z26, Z27, Z28, Z29, 2304, 4352, 2368, 4416)
+	AEPI(Z26, Z27, Z28, Z29, Z30, 16, 256, 320)
+	AMIN(Z26, Z27, Z31, 20)
+	APUT(Z26, Z27, 256, 320)
+	ASUMMUL(Z0, Z1, Z2, Z3, 2432, 4480, 2496, 4544)
+	AEPI(Z0, Z1, Z2, Z3, Z4, 24, 384, 448)
+	AMIN(Z0, Z1, Z5, 28)
+	APUT(Z0, Z1, 384, 448)
+	ASUMMUL(Z6, Z7, Z8, Z9, 2560, 4608, 2624, 4672)
+	AEPI(Z6, Z7, Z8, Z9, Z10, 32, 512, 576)
+	AMIN(Z6, Z7, Z11, 36)
+	APUT(Z6, Z7, 512, 576)
+	ASUMMUL(Z26, Z27, Z28, Z29, 2688, 4736, 2752, 4800)
+	AEPI(Z26, Z27, Z28, Z29, Z30, 40, 640, 704)
+	AMIN(Z26, Z27, Z31, 44)
+	APUT(Z26, Z27, 640, 704)
+	ASUMMUL(Z0, Z1, Z2, Z3, 2816, 4864, 2880, 4928)
+	AEPI(Z0, Z1, Z2, Z3, Z4, 48, 768, 832)
+	AMIN(Z0, Z1, Z5, 52)
+	APUT(Z0, Z1, 768, 832)
+	ASUMMUL(Z6, Z7, Z8, Z9, 2944, 4992, 3008, 5056)
+	AEPI(Z6, Z7, Z8, Z9, Z10, 56, 896, 960)
+	AMIN(Z6, Z7, Z11, 60)
+	APUT(Z6, Z7, 896, 960)
+	ASUMMUL(Z26, Z27, Z28, Z29, 3072, 5120, 3136, 5184)
+	AEPI(Z26, Z27, Z28, Z29, Z30, 64, 1024, 1088)
+	AMIN(Z26, Z27, Z31, 68)
+	APUT(Z26, Z27, 1024, 1088)
+	ASUMMUL(Z0, Z1, Z2, Z3, 3200, 5248, 3264, 5312)
+	AEPI(Z0, Z1, Z2, Z3, Z4, 72, 1152, 1216)
+	AMIN(Z0, Z1, Z5, 76)
+	APUT(Z0, Z1, 1152, 1216)
+	ASUMMUL(Z6, Z7, Z8, Z9, 3328, 5376, 3392, 5440)
+	AEPI(Z6, Z7, Z8, Z9, Z10, 80, 1280, 1344)
+	AMIN(Z6, Z7, Z11, 84)
+	APUT(Z6, Z7, 1280, 1344)
+	ASUMMUL(Z26, Z27, Z28, Z29, 3456, 5504, 3520, 5568)
+	AEPI(Z26, Z27, Z28, Z29, Z30, 88, 1408, 1472)
+	AMIN(Z26, Z27, Z31, 92)
+	APUT(Z26, Z27, 1408, 1472)
+	ASUMMUL(Z0, Z1, Z2, Z3, 3584, 5632, 3648, 5696)
+	AEPI(Z0, Z1, Z2, Z3, Z4, 96, 1536, 1600)
+	AMIN(Z0, Z1, Z5, 100)
+	APUT(Z0, Z1, 1536, 1600)
+	ASUMMUL(Z6, Z7, Z8, Z9, 3712, 5760, 3776, 5824)
+	AEPI(Z6, Z7, Z8, Z9, Z10, 104, 1664, 1728)
+	AMIN(Z6, Z7, Z11, 108)
+	APUT(Z6, Z7, 1664, 1728)
+	ASUMMUL(Z26, Z27, Z28, Z29, 3840, 5888, 3904, 5952)
+	AEPI(Z26, Z27, Z28, Z29, Z30, 112, 1792, 1856)
+	AMIN(Z26, Z27, Z31, 116)
+	APUT(Z26, Z27, 1792, 1856)
+	ASUMMUL(Z0, Z1, Z2, Z3, 3968, 6016, 4032, 6080)
+	AEPI(Z0, Z1, Z2, Z3, Z4, 120, 1920, 1984)
+	AMIN(Z0, Z1, Z5, 124)
+	APUT(Z0, Z1, 1920, 1984)
+
+anext:
+	ADDQ $512, AX
+	ADDQ $512, BX
+	ADDQ $256, R12
+	ADDQ $128, R13
+	ADDQ $128, R11
+	DECQ CX
+	JNZ  ablock
+
+astore:
+	// c rows ldc·4 bytes apart from DX; R10 walks them.
+	MOVQ ldc+88(FP), R9
+	SHLQ $2, R9
+	MOVQ DX, R10
+	MOVQ $0, CX
+
+arow:
+	VMOVUPS 0(DI)(CX*1), Z0
+	VMOVUPS 64(DI)(CX*1), Z1
+	TESTQ $1, flags+96(FP)
+	JZ   awrite
+	VADDPS 0(R10), Z0, Z0
+	VADDPS 64(R10), Z1, Z1
+
+awrite:
+	VMOVUPS Z0, 0(R10)
+	VMOVUPS Z1, 64(R10)
+	ADDQ R9, R10
+	ADDQ $128, CX
+	CMPQ CX, $2048
+	JNE  arow
+
+	MOVQ R10, DX
+	MOVQ as+24(FP), CX
+	ADDQ CX, a+16(FP)
+	MOVQ dss+40(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, ds+32(FP)
+	DECQ R8
+	JNZ  agroup
+
+adone:
+	TILERELEASE
+	VZEROUPPER
+	RET

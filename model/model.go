@@ -28,6 +28,14 @@ type Info struct {
 
 	HasVision bool
 
+	// Bidirectional is set for a language model whose tokens attend to
+	// every token of their sequence (no causal mask): such a sequence must
+	// run in one chunk, since no cache of earlier chunks can stand for
+	// keys that come later. OutputNorm is false for a model whose hidden
+	// states are read before the final norm.
+	Bidirectional bool
+	OutputNorm    bool
+
 	// Cost estimates for scheduling: multiply-adds ×2 of the weight
 	// products per language-model token, and per vision patch and stage
 	// (patch embedding, blocks and merger averaged over the pass's
@@ -74,6 +82,17 @@ type ImageEmbedding struct {
 	// GridT, GridH, GridW are the image's grid in patches (not merged units).
 	GridT, GridH, GridW int
 }
+
+// GGUF keys in vembed's namespace for what llama.cpp's keys cannot say of a
+// decoder; a file without them is causal with its output norm applied.
+const (
+	// KeyCausal (BOOL, default true): false = no causal mask; every token
+	// of one input attends to every token of that input.
+	KeyCausal = "vembed.attention.causal"
+	// KeyOutputNorm (BOOL, default true): false = the hidden states are
+	// the last decoder layer's output, output_norm.weight not applied.
+	KeyOutputNorm = "vembed.output_norm"
+)
 
 // Sequence is one input of the language model: token ids and the images
 // placed in them.
@@ -129,9 +148,10 @@ type Model interface {
 	NewState(seq Sequence) (State, error)
 	// ForwardChunks runs one language-model pass over chunks of several
 	// sequences and returns per chunk the final hidden states (after the
-	// output norm) of its N tokens, N×Hidden values. Each sequence
-	// advances by its chunk's N; a row's values are bit for bit what one
-	// pass over the whole sequence alone gives.
+	// output norm, unless Info.OutputNorm is false) of its N tokens,
+	// N×Hidden values. Each sequence advances by its chunk's N; a row's
+	// values are bit for bit what one pass over the whole sequence alone
+	// gives. With Info.Bidirectional every chunk must be a whole sequence.
 	ForwardChunks(chunks []Chunk) ([][]float32, error)
 	Close() error
 }

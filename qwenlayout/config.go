@@ -38,6 +38,10 @@ type LMConfig struct {
 	// (the Qwen3-VL-Reranker form, which also gets the yes/no classifier
 	// head cls.output.weight and classifier.output_labels).
 	Pooling string
+	// Extra are keys written last, in order: vembed's own (vembed.recipe,
+	// the decoder mode of model.KeyCausal and model.KeyOutputNorm, ...),
+	// which llama.cpp's keys cannot say.
+	Extra []KV
 }
 
 // HeadWidth is the attention head width the LM file stores: HeadDim, or

@@ -138,6 +138,7 @@ func (c *Config) LMLayout(tok []KV) (*Layout, error) {
 	}
 	f.KVs = append(f.KVs, KV{"general.quantization_version", uint32(quantizationVersion)})
 	f.KVs = append(f.KVs, tok...)
+	f.KVs = append(f.KVs, lm.Extra...)
 	if spec.Mix != "" || spec.Base.BlockSize() > 1 {
 		quantizeLayout(f)
 	}

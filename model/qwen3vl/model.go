@@ -12,7 +12,11 @@
 //
 // The model stops at the final hidden states (after the output norm):
 // embeddings pool them (last token for Qwen3-VL-Embedding) and a reranker
-// scores the last one with its classifier head (package model/heads). Every
+// scores the last one with its classifier head (package model/heads).
+// Files converted from bidirectional retrievers (nemotron-colembed-vl-v2)
+// say model.KeyCausal = false and model.KeyOutputNorm = false: every token
+// then attends to its whole sequence, which runs in one pass, and the rows
+// are the last layer's output before the norm. Every
 // dimension, head count and tap is read from the files' metadata.
 package qwen3vl
 
@@ -68,6 +72,8 @@ func Load(lmPath, mmprojPath string) (*Model, error) {
 		ImageMean:         [3]float32{0.5, 0.5, 0.5},
 		ImageStd:          [3]float32{0.5, 0.5, 0.5},
 		FlopsPerToken:     m.lm.Flops(),
+		Bidirectional:     !m.lm.Causal,
+		OutputNorm:        m.lm.OutputNorm,
 	}
 	if mmprojPath == "" {
 		return m, nil

@@ -61,6 +61,7 @@ func Load(lmPath, mmprojPath string) (*Model, error) {
 		TemporalPatchSize: temporalPatchSize,
 	}
 	m.info.FlopsPerToken = m.lm.Flops()
+	m.info.Bidirectional, m.info.OutputNorm = !m.lm.Causal, m.lm.OutputNorm
 	if mmprojPath == "" {
 		return m, nil
 	}

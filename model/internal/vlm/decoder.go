@@ -30,6 +30,10 @@ type Decoder struct {
 	MergeSize, TemporalStride int
 	// ImagePad is the id of <|image_pad|>, -1 when the vocabulary lacks it.
 	ImagePad int32
+	// Causal is false for a bidirectional decoder (model.KeyCausal): each
+	// sequence attends to all of itself and runs in one chunk. OutputNorm
+	// is false when the final norm is not applied (model.KeyOutputNorm).
+	Causal, OutputNorm bool
 
 	eps, ropeBase float32
 	sections      [4]int
@@ -72,6 +76,15 @@ func LoadDecoder(f *gguf.File) (*Decoder, error) {
 		HeadDim: c.KeyLength, FFN: c.FeedForwardLength, Ctx: c.ContextLength,
 		eps: c.RMSEpsilon, ropeBase: c.RopeFreqBase, sections: c.RopeSections,
 		interleaved: qwen3, MergeSize: 2, TemporalStride: 1, ImagePad: findToken(f, "<|image_pad|>"),
+		Causal: true, OutputNorm: true,
+	}
+	for key, dst := range map[string]*bool{model.KeyCausal: &lm.Causal, model.KeyOutputNorm: &lm.OutputNorm} {
+		switch v, err := f.Bool(key); {
+		case err == nil:
+			*dst = v
+		case !errors.Is(err, gguf.ErrKeyNotFound):
+			return nil, fmt.Errorf("metadata %s: %w", key, err)
+		}
 	}
 	if lm.NKV == 0 {
 		lm.NKV = lm.NHead
@@ -151,6 +164,12 @@ func LoadDecoder(f *gguf.File) (*Decoder, error) {
 	}
 	return lm, nil
 }
+
+// OutputNormWeight is output_norm.weight.
+func (lm *Decoder) OutputNormWeight() []float32 { return lm.outNorm }
+
+// Eps is the RMSNorm epsilon of the decoder's norms.
+func (lm *Decoder) Eps() float32 { return lm.eps }
 
 // Layers is the number of decoder layers.
 func (lm *Decoder) Layers() int { return len(lm.layers) }
@@ -249,6 +268,9 @@ func (lm *Decoder) ForwardChunks(chunks []model.Chunk) ([][]float32, error) {
 		if c.N <= 0 || st.done+c.N > len(st.ids) {
 			return nil, fmt.Errorf("chunk %d: %d tokens from %d of a %d-token sequence", i, c.N, st.done, len(st.ids))
 		}
+		if !lm.Causal && (st.done != 0 || c.N != len(st.ids)) {
+			return nil, fmt.Errorf("chunk %d: %d tokens from %d of a %d-token sequence: a bidirectional decoder runs each sequence in one chunk", i, c.N, st.done, len(st.ids))
+		}
 		parts[i] = part{st: st, a: st.done, b: st.done + c.N, row: n}
 		n += c.N
 	}
@@ -275,13 +297,23 @@ func (lm *Decoder) ForwardChunks(chunks []model.Chunk) ([][]float32, error) {
 	cos, sin := lm.RopeTables(pos)
 	s := NewScratch(n, lm.Hidden, lm.NHead*lm.HeadDim, lm.NKV*lm.HeadDim, lm.FFN)
 	spans := make([]kernels.KVSpan, len(parts))
+	var mask kernels.Mask // a bidirectional pass: one segment per sequence
+	if !lm.Causal {
+		mask.Segments = make([]int, 0, len(parts)+1)
+		for _, p := range parts {
+			mask.Segments = append(mask.Segments, p.row)
+		}
+		mask.Segments = append(mask.Segments, n)
+	}
 	for l := range lm.layers {
-		lm.layers[l].forward(lm, l, x, n, cos, sin, parts, spans, s)
+		lm.layers[l].forward(lm, l, x, n, cos, sin, parts, spans, mask, s)
 		if l < lm.DeepStack {
 			lm.addDeepStack(x, l, parts)
 		}
 	}
-	kernels.RMSNorm(x, x, lm.outNorm, lm.Hidden, lm.eps)
+	if lm.OutputNorm {
+		kernels.RMSNorm(x, x, lm.outNorm, lm.Hidden, lm.eps)
+	}
 	out := make([][]float32, len(parts))
 	for i, p := range parts {
 		lo, hi := p.row*h, (p.row+p.b-p.a)*h
@@ -492,8 +524,9 @@ func (lm *Decoder) RopeTables(pos [][3]int) (cos, sin []float32) {
 }
 
 // forward applies layer l to the rows x of a pass in place; parts say
-// which sequence and tokens each run of rows is.
-func (d *decoderLayer) forward(lm *Decoder, l int, x []float32, n int, cos, sin []float32, parts []part, spans []kernels.KVSpan, s *Scratch) {
+// which sequence and tokens each run of rows is. A bidirectional decoder's
+// parts are whole sequences, the segments of mask.
+func (d *decoderLayer) forward(lm *Decoder, l int, x []float32, n int, cos, sin []float32, parts []part, spans []kernels.KVSpan, mask kernels.Mask, s *Scratch) {
 	h, hd := lm.Hidden, lm.HeadDim
 	kvw := lm.NKV * hd
 	xn := s.XN[:n*h]
@@ -510,6 +543,25 @@ func (d *decoderLayer) forward(lm *Decoder, l int, x []float32, n int, cos, sin 
 	}
 	kernels.RoPE(q, n, lm.NHead, hd, cos, sin)
 	kernels.RoPE(k, n, lm.NKV, hd, cos, sin)
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	if !lm.Causal {
+		// Each segment is its own key source whose blocks start at its
+		// first row, so a row's bits do not depend on the pass around it.
+		kernels.Attention(att, q, k, v, n, lm.NHead, lm.NKV, hd, scale, mask)
+	} else {
+		d.attendCausal(lm, l, att, q, k, v, parts, spans, scale)
+	}
+	MatMul(xn, att, n, d.o, nil)
+	kernels.Add(x, x, xn)
+
+	kernels.RMSNorm(xn, x, d.ffnNorm, h, lm.eps)
+	d.mlp.AddTo(x, xn, n, s)
+}
+
+// attendCausal is causal attention over chunks: each part reads the keys
+// and values of its sequence's earlier chunks, kept in its state.
+func (d *decoderLayer) attendCausal(lm *Decoder, l int, att, q, k, v []float32, parts []part, spans []kernels.KVSpan, scale float32) {
+	kvw := lm.NKV * lm.HeadDim
 	for i, p := range parts {
 		r0, r1 := p.row, p.row+p.b-p.a
 		kk, vv := k[r0*kvw:r1*kvw], v[r0*kvw:r1*kvw]
@@ -520,10 +572,5 @@ func (d *decoderLayer) forward(lm *Decoder, l int, x []float32, n int, cos, sin 
 		}
 		spans[i] = kernels.KVSpan{Q0: r0, Q1: r1, K: kk, V: vv, Pos: p.a}
 	}
-	kernels.AttentionKV(att, q, lm.NHead, lm.NKV, hd, float32(1/math.Sqrt(float64(hd))), spans)
-	MatMul(xn, att, n, d.o, nil)
-	kernels.Add(x, x, xn)
-
-	kernels.RMSNorm(xn, x, d.ffnNorm, h, lm.eps)
-	d.mlp.AddTo(x, xn, n, s)
+	kernels.AttentionKV(att, q, lm.NHead, lm.NKV, lm.HeadDim, scale, spans)
 }

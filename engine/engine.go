@@ -207,6 +207,7 @@ type Engine struct {
 
 	modelID, visionID  Key
 	maxTokenBytes      int
+	limitNote          string // why the token limit is lower than the model's, for its errors
 	flopsPerToken      int64
 	flopsPerPatchStage int64
 	patchVals          int
@@ -269,7 +270,20 @@ func (e *Engine) init() error {
 	if e.tok, err = tokenizer.FromGGUF(f, cfg.Tokenizer); err != nil {
 		return fmt.Errorf("engine: tokenizer of %s: %w", cfg.Model, err)
 	}
+	mi := e.model.Info()
+	e.mi = mi
+	source, err := f.String(heads.KeyMultiVectorSource)
+	if err != nil && !errors.Is(err, gguf.ErrKeyNotFound) {
+		return fmt.Errorf("engine: %s: %w", cfg.Model, err)
+	}
 	switch {
+	case source == "hidden":
+		if cfg.MVProj != "" || heads.HasMultiVector(f) {
+			return fmt.Errorf("engine: %s: %s is \"hidden\" (the per-token rows are the hidden states), so a multi-vector projector does not apply", cfg.Model, heads.KeyMultiVectorSource)
+		}
+		e.mv = heads.HiddenRows(mi.Hidden)
+	case source != "" && source != "mvproj":
+		return fmt.Errorf("engine: %s: %s %q is not one vembed knows (mvproj, hidden)", cfg.Model, heads.KeyMultiVectorSource, source)
 	case cfg.MVProj != "":
 		if e.mv, err = heads.LoadMultiVector(cfg.MVProj); err != nil {
 			return fmt.Errorf("engine: %w", err)
@@ -279,8 +293,6 @@ func (e *Engine) init() error {
 			return fmt.Errorf("engine: %w", err)
 		}
 	}
-	mi := e.model.Info()
-	e.mi = mi
 	if e.mv != nil && e.mv.InputDim != mi.Hidden {
 		return fmt.Errorf("engine: multi-vector projector takes %d inputs, the model is %d wide", e.mv.InputDim, mi.Hidden)
 	}
@@ -309,6 +321,12 @@ func (e *Engine) init() error {
 	}
 	if cfg.MaxTokens <= 0 {
 		e.info.ContextLength = min(DefaultMaxTokens, mi.ContextLength)
+	}
+	if mi.Bidirectional && e.info.ContextLength >= cfg.MaxBatchTokens {
+		// Each input runs whole in one pass (see the scheduler), so no
+		// input may be longer than a pass.
+		e.info.ContextLength = cfg.MaxBatchTokens
+		e.limitNote = fmt.Sprintf("; this model attends bidirectionally, so an input runs in one pass, of at most %d tokens (max batch tokens)", cfg.MaxBatchTokens)
 	}
 	if e.info.ContextLength <= 0 {
 		return fmt.Errorf("engine: %s declares no context length; set a token limit", cfg.Model)

@@ -209,7 +209,7 @@ func (p *processor) plan(i int, in Input, o options, truncate bool) (*input, err
 			if !truncate {
 				why = "set truncate to cut it"
 			}
-			return nil, invalid(it.param, CodeTooLong, "input is %d tokens, over the limit of %d tokens (%s)", n, limit, why)
+			return nil, invalid(it.param, CodeTooLong, "input is %d tokens, over the limit of %d tokens (%s%s)", n, limit, why, e.limitNote)
 		}
 		prompt.IDs = prompt.IDs[:limit:limit]
 	}
@@ -235,7 +235,7 @@ func (e *Engine) checkText(param, text string, limit int, truncate bool) (string
 	}
 	if max := limit * e.maxTokenBytes; len(text) > max {
 		if !truncate {
-			return "", invalid(param, CodeTooLong, "text of %d bytes is over the limit of %d tokens (at most %d bytes)", len(text), limit, max)
+			return "", invalid(param, CodeTooLong, "text of %d bytes is over the limit of %d tokens (at most %d bytes%s)", len(text), limit, max, e.limitNote)
 		}
 		cut := max
 		for cut > 0 && !utf8.RuneStart(text[cut]) {

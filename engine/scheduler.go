@@ -123,6 +123,10 @@ type scheduler struct {
 	// requests: the next step runs a vision stage whatever waits, so that
 	// steady query traffic cannot starve the images.
 	visionOwed bool
+	// wholeOwed is set when a step deferred a sequence of a bidirectional
+	// model (which runs whole, in one pass) for short requests: the next
+	// step takes it however large, so that queries cannot starve it.
+	wholeOwed bool
 }
 
 // lineFit fits t = fixed + perToken·m to recent observations by least
@@ -525,30 +529,51 @@ func (s *scheduler) step() {
 		// The short requests' step takes little bulk work beside them.
 		bulk = min(bulk, budget/4)
 	}
-	// Bulk: round robin over requests, one chunk of one sequence each.
-	for progress := true; bulk > 0 && progress; {
+	// Bulk: round robin over requests, one chunk of one sequence each. A
+	// bidirectional model's sequences are never cut (no cache of earlier
+	// chunks can stand for keys that come later): one that does not fit
+	// what the step has left waits, unless it is the step's first bulk
+	// work, when it runs whole beyond the step's budget (it is at most
+	// MaxBatchTokens, the engine's one-pass limit). Beside short requests
+	// it waits one step, holding its place in the round, and then runs.
+	whole := e.mi.Bidirectional
+	bulkAdded, deferred := false, false
+	rr := s.rr
+	oversize := func() bool { return whole && !bulkAdded && (!short || s.wholeOwed) }
+	for progress := true; progress && (bulk > 0 || oversize()); {
 		progress = false
 		n := len(s.reqs)
-		for k := 0; k < n && bulk > 0; k++ {
-			r := s.reqs[(s.rr+k)%n]
+		for k := 0; k < n && (bulk > 0 || oversize()); k++ {
+			r := s.reqs[(rr+k)%n]
 			for _, sq := range r.seqs {
 				if sq.state == nil || in[sq] || sq.left() == 0 {
 					continue
 				}
-				c := min(sq.left(), bulk)
+				c := min(sq.left(), max(bulk, 0))
+				if whole && c < sq.left() {
+					if !oversize() || used+sq.left() > maxTok {
+						if !bulkAdded && !deferred {
+							deferred = true
+							s.rr = (rr + k) % n
+						}
+						break
+					}
+					c = sq.left()
+				}
 				if c < sq.left() && c < e.cfg.MinChunk {
 					break
 				}
 				add(sq, c)
 				bulk -= c
-				progress = true
+				bulkAdded, progress = true, true
 				break
 			}
 		}
 	}
-	if len(s.reqs) > 0 {
+	if len(s.reqs) > 0 && !deferred {
 		s.rr = (s.rr + 1) % len(s.reqs)
 	}
+	s.wholeOwed = deferred
 
 	// Vision: advance the current pass, or start one. A step carrying
 	// short requests skips it, unless the step before did too.

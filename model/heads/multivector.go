@@ -31,6 +31,10 @@ import (
 //	mvproj.task        string the task whose LoRA is merged into the weights
 //
 // A multi-vector output has one vector per token, prompt tokens included.
+//
+// An LM GGUF whose KeyMultiVectorSource is "hidden" needs no projector:
+// its rows are the hidden states themselves, L2-normalized
+// (nemotron-colembed-vl-v2); HiddenRows makes that identity projector.
 type MultiVector struct {
 	InputDim, OutputDim int
 	Normalize           bool   // L2-normalize each projected vector
@@ -39,6 +43,17 @@ type MultiVector struct {
 	w    *kernels.Matrix
 	bias []float32
 	file *gguf.File // owned when loaded from a path
+}
+
+// KeyMultiVectorSource is the LM metadata key (STRING) that says where a
+// model's per-token rows come from: "mvproj" (the default: a projector,
+// in the LM or a side-car) or "hidden" (the hidden states, normalized).
+const KeyMultiVectorSource = "vembed.multivector.source"
+
+// HiddenRows returns the projector of a model whose per-token rows are its
+// dim-wide hidden states, each L2-normalized.
+func HiddenRows(dim int) *MultiVector {
+	return &MultiVector{InputDim: dim, OutputDim: dim, Normalize: true}
 }
 
 // LoadMultiVector opens a projector side-car (or an LM GGUF carrying the
@@ -111,7 +126,11 @@ func (p *MultiVector) Project(hidden []float32, n int) [][]float32 {
 		panic(fmt.Sprintf("heads: Project of %d rows of %d needs %d values, have %d", n, p.InputDim, n*p.InputDim, len(hidden)))
 	}
 	flat := make([]float32, n*p.OutputDim)
-	kernels.MatMul(flat, hidden, n, p.w, p.bias)
+	if p.w == nil { // HiddenRows
+		copy(flat, hidden[:n*p.InputDim])
+	} else {
+		kernels.MatMul(flat, hidden, n, p.w, p.bias)
+	}
 	out := make([][]float32, n)
 	for i := range out {
 		out[i] = flat[i*p.OutputDim : (i+1)*p.OutputDim : (i+1)*p.OutputDim]

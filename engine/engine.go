@@ -468,10 +468,29 @@ type options struct {
 	multi      bool
 	perSpan    bool
 	normalized bool
+	limit      int // tokens of one prompt
 }
 
 func (e *Engine) options(req *Request) (options, error) {
-	o := options{dims: req.Dimensions, img: e.img, multi: req.Multivector, perSpan: req.PerSpan, normalized: !req.Unnormalized}
+	o := options{dims: req.Dimensions, img: e.img, multi: req.Multivector, perSpan: req.PerSpan, normalized: !req.Unnormalized,
+		limit: e.info.ContextLength}
+	switch {
+	case req.MaxTokens < 0:
+		return o, invalid("max_tokens", CodeInvalid, "max_tokens must be positive, got %d", req.MaxTokens)
+	case req.MaxTokens > 0:
+		o.limit = min(o.limit, req.MaxTokens)
+	}
+	if req.InputType != "" {
+		if req.Task != "" || req.Instruction != "" {
+			return o, invalid("input_type", CodeInvalid, "input_type replaces task and instruction; send one of them")
+		}
+		p, err := recipe.ForInputType(e.recipe, req.InputType)
+		if err != nil {
+			return o, invalid("input_type", CodeUnsupported, "%v", err)
+		}
+		req.Task = p.Task
+		req.Instruction = p.Instruction
+	}
 	t, err := e.recipe.Task(req.Task)
 	if err != nil {
 		return o, invalid("task", CodeInvalid, "%v", err)

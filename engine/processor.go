@@ -166,7 +166,7 @@ func (p *processor) plan(i int, in Input, o options, truncate bool) (*input, err
 	if len(in.Parts) == 0 && in.Template == "" {
 		return nil, invalid(it.param, CodeEmpty, "input has no parts")
 	}
-	limit := e.info.ContextLength
+	limit := o.limit
 	tparts := make([]tokenizer.Part, len(in.Parts))
 	textOnly := true
 	for k, part := range in.Parts {

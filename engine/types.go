@@ -67,6 +67,18 @@ type Request struct {
 	// that take a task refuse it.
 	Instruction string
 
+	// InputType says what the inputs are for in the words of Cohere's
+	// input_type (recipe.InputTypes: search_query, search_document,
+	// classification, clustering, image); the model's recipe maps it onto
+	// a task or an instruction, or refuses it. It replaces Task and
+	// Instruction, which must then be empty.
+	InputType string
+
+	// MaxTokens, when positive, lowers the token limit of each input's
+	// prompt for this request (Cohere's max_tokens): a longer input is
+	// refused, or cut to it with Truncate.
+	MaxTokens int
+
 	// Dimensions truncates single vectors (Matryoshka); 0 keeps all. See
 	// Info.Dimensions for the allowed values. Multi-vector requests refuse
 	// it: their width is fixed by the projector.

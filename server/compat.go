@@ -25,6 +25,7 @@ func (h *Handler) registerCompat() {
 	h.handle("GET /v1/models/{id}", h.model)
 	h.handle("POST /pooling", h.pooling)
 	h.registerScore()
+	h.registerCohere()
 }
 
 // refuse writes a badRequest.

@@ -405,6 +405,12 @@ func longTextString(body []byte, lim int) int {
 // run admits req, runs it under the request deadline and checks its
 // result, writing the error response itself when it returns false.
 func (h *Handler) run(w http.ResponseWriter, r *http.Request, req engine.Request) (*engine.Response, bool) {
+	return h.runNamed(w, r, req, "input")
+}
+
+// runNamed is run for a route whose inputs field has another name than
+// "input" (Cohere's "texts"): the engine's errors name that field.
+func (h *Handler) runNamed(w http.ResponseWriter, r *http.Request, req engine.Request, param string) (*engine.Response, bool) {
 	release, ok := h.admit(w)
 	if !ok {
 		return nil, false
@@ -413,6 +419,11 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, req engine.Request
 	ctx, cancel := h.deadline(r.Context())
 	defer cancel()
 	resp, err := h.emb.Embed(ctx, req)
+	if ie, ok := engine.AsInputError(err); ok && param != "input" {
+		if rest, ok := strings.CutPrefix(ie.Param, "input"); ok && (rest == "" || rest[0] == '[') {
+			err = &engine.InputError{Param: param + rest, Code: ie.Code, Err: ie.Err}
+		}
+	}
 	if err != nil {
 		h.writeEngineError(w, r, err)
 		return nil, false

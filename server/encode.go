@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"math"
+	"strings"
 )
 
 // Output encodings of a vector, named as in the OpenAI encoding_format, the
@@ -20,6 +21,8 @@ const (
 // encodings lists every output encoding, in the order error messages name
 // them.
 var encodings = []string{encFloat, encBase64, encBinary, encUbinary, encInt8, encUint8}
+
+func joinEncodings() string { return strings.Join(encodings, ", ") }
 
 // The integer encodings, and what Cohere documents of them. Cohere's embed
 // v2 API reference (docs.cohere.com/reference/embed, and the same text in

@@ -29,7 +29,8 @@ var routeDocs = map[string]struct {
 	"GET /info":            {"text-embeddings-inference model information", ""},
 	"POST /v1/rerank":      {"Rerank documents for a query (Jina, Cohere)", "RerankRequest"},
 	"POST /rerank":         {"Alias of /v1/rerank", "RerankRequest"},
-	"POST /v2/rerank":      {"Alias of /v1/rerank (Cohere v2 path)", "RerankRequest"},
+	"POST /v2/rerank":      {"Cohere v2 rerank: results by relevance_score, best first", "CohereRerankRequest"},
+	"POST /v2/embed":       {"Cohere v2 embed: texts, images or inputs; vectors keyed by embedding type", "CohereEmbedRequest"},
 	"POST /v1/score":       {"Score text_2 against text_1 (vLLM)", "ScoreRequest"},
 	"POST /score":          {"Alias of /v1/score", "ScoreRequest"},
 }
@@ -50,7 +51,8 @@ var responseDocs = map[string]string{
 	"GET /info":            "TEIInfo",
 	"POST /v1/rerank":      "RerankResponse",
 	"POST /rerank":         "RerankResponse",
-	"POST /v2/rerank":      "RerankResponse",
+	"POST /v2/rerank":      "CohereRerankResponse",
+	"POST /v2/embed":       "CohereEmbedResponse",
 	"POST /v1/score":       "ScoreResponse",
 	"POST /score":          "ScoreResponse",
 }
@@ -85,6 +87,11 @@ func responseSchemas() map[string]any {
 			desc(map[string]any{"type": "array", "items": obj(map[string]any{"index": integer, "score": map[string]any{"type": "number"}, "text": map[string]any{}})},
 				"text-embeddings-inference's answer, to a request with texts"),
 		}},
+		"CohereEmbedResponse": obj(map[string]any{"id": str, "response_type": desc(str, "embeddings_by_type"),
+			"embeddings": desc(obj(cohereTypes()), "one list of vectors per embedding type asked, in input order"),
+			"texts":      map[string]any{"type": "array", "items": str}, "meta": cohereMetaSchema}, "id", "embeddings"),
+		"CohereRerankResponse": obj(map[string]any{"id": str, "meta": cohereMetaSchema, "results": map[string]any{"type": "array",
+			"items": obj(map[string]any{"index": integer, "relevance_score": map[string]any{"type": "number"}}, "index", "relevance_score")}}, "results"),
 		"ModelList":                obj(map[string]any{"object": str, "data": map[string]any{"type": "array", "items": map[string]any{"$ref": "#/components/schemas/Model"}}}, "data"),
 		"Model":                    model,
 		"Health":                   obj(map[string]any{"status": str}),
@@ -96,6 +103,24 @@ func responseSchemas() map[string]any {
 			"max_concurrent_requests": integer, "max_batch_tokens": integer, "version": str, "prompts": map[string]any{"type": "array", "items": str}}),
 	}
 }
+
+// cohereTypes are the properties of Cohere's embeddings object: one list of
+// vectors per encoding.
+func cohereTypes() map[string]any {
+	ints := map[string]any{"type": "array", "items": map[string]any{"type": "array", "items": integer}}
+	return map[string]any{
+		"float":   map[string]any{"type": "array", "items": map[string]any{"type": "array", "items": map[string]any{"type": "number"}}},
+		"base64":  desc(map[string]any{"type": "array", "items": str}, "standard base64 of the little-endian float32 array"),
+		"int8":    desc(ints, "round(x·127/max|x|) per value: -127..127"),
+		"uint8":   desc(ints, "int8 + 128: 1..255"),
+		"binary":  desc(ints, "one bit per dimension (1 when > 0), 8 per byte, first dimension in the most significant bit, as the byte - 128"),
+		"ubinary": desc(ints, "the same bytes, 0..255"),
+	}
+}
+
+var cohereMetaSchema = obj(map[string]any{"api_version": obj(map[string]any{"version": str}),
+	"billed_units": obj(map[string]any{"input_tokens": integer, "images": integer, "search_units": integer}),
+	"tokens":       obj(map[string]any{"input_tokens": integer})})
 
 // modelCardFields are the JSON names of a model card's fields.
 func modelCardFields() []string {
@@ -218,6 +243,22 @@ func (h *Handler) openapiDoc() map[string]any {
 					"texts":       desc(map[string]any{"type": "array", "items": inputSchema}, "text-embeddings-inference's documents; the answer is then its bare list of {index, score, text}"),
 					"return_text": boolean, "truncate": desc(boolean, "cut texts over the limit (embedding models)"),
 					"raw_scores": desc(boolean, "a reranker model's logit instead of its probability")}, "query"),
+				"CohereEmbedRequest": obj(map[string]any{"model": desc(str, "accepted and ignored: one model per server"),
+					"input_type": desc(map[string]any{"enum": []any{"search_query", "search_document", "classification", "clustering", "image"}},
+						"mapped onto the model's tasks or instructions; refused where the model has no such notion (absent: the model's default)"),
+					"texts":            map[string]any{"type": "array", "items": str},
+					"images":           desc(map[string]any{"type": "array", "items": str}, "data URIs (or http(s) URLs when the server fetches URLs)"),
+					"inputs":           desc(map[string]any{"type": "array", "items": inputSchema}, `{"content": [{"type": "text", "text"}, {"type": "image_url", "image_url": {"url"}}]} per input, or any element form of /v1/embeddings' input`),
+					"embedding_types":  map[string]any{"type": "array", "items": enc, "description": "default [float]"},
+					"output_dimension": desc(integer, "Matryoshka size, as dimensions on /v1/embeddings"),
+					"max_tokens":       desc(integer, "a lower token limit per input prompt"),
+					"truncate":         desc(map[string]any{"enum": []any{"NONE", "END", "START"}}, "END (default) cuts long text inputs, NONE refuses them; START is refused"),
+					"priority":         desc(integer, "accepted and ignored: requests are served in arrival order")}),
+				"CohereRerankRequest": obj(map[string]any{"model": desc(str, "accepted and ignored: one model per server"), "query": inputSchema,
+					"documents":          map[string]any{"type": "array", "items": inputSchema, "maxItems": engine.MaxRerankDocuments},
+					"top_n":              desc(integer, "at least 1; absent: every document"),
+					"max_tokens_per_doc": desc(integer, "documents are cut to this many tokens (default 4096, or the model's limit when lower); refused by reranker models"),
+					"priority":           desc(integer, "accepted and ignored: requests are served in arrival order")}, "query", "documents"),
 				"ScoreRequest": obj(map[string]any{"model": str, "text_1": inputs, "text_2": inputs, "multivector": boolean}, "text_1", "text_2"),
 				"Error": obj(map[string]any{"error": obj(map[string]any{"message": str, "type": str,
 					"param": map[string]any{"type": []any{"string", "null"}}, "code": map[string]any{"type": []any{"string", "null"}}, "request_id": str})}),

@@ -39,7 +39,7 @@ func (h *Handler) pairScorer() Reranker {
 }
 
 func (h *Handler) registerScore() {
-	for _, p := range []string{"/v1/rerank", "/rerank", "/v2/rerank"} {
+	for _, p := range []string{"/v1/rerank", "/rerank"} {
 		h.handle("POST "+p, h.rerank)
 	}
 	for _, p := range []string{"/v1/score", "/score"} {
@@ -76,7 +76,8 @@ func (h *Handler) scoreDocs(w http.ResponseWriter, r *http.Request, queries, doc
 		set         bool
 		param, what string
 	}{{o.multi, "multivector", "multivector (MaxSim of embeddings) applies to embedding models"},
-		{o.truncate, "truncate", "truncate cuts texts for embedding models; a pair over the context is refused"}} {
+		{o.truncate, "truncate", "truncate cuts texts for embedding models; a pair over the context is refused"},
+		{o.docTokensSet, "max_tokens_per_doc", "max_tokens_per_doc cuts documents for embedding models; a pair over the context is refused"}} {
 		if f.set {
 			refuse(w, &badRequest{http.StatusBadRequest, f.param, engine.CodeUnsupported, "this model is a reranker and scores each pair itself; " + f.what})
 			return nil, 0, false
@@ -118,6 +119,12 @@ type scoreOptions struct {
 	instruction string // the reranker's, or the query embedding's
 	truncate    bool   // cut texts over the limit (embedding models)
 	raw         bool   // a reranker's logit instead of its probability
+	// docCut cuts documents over the limit (embedding models), to
+	// docTokens tokens when positive; docTokensSet says the request
+	// gave docTokens (a reranker model refuses it).
+	docCut       bool
+	docTokens    int
+	docTokensSet bool
 }
 
 // rankRuns scores documents with the model's own pair scoring, each run
@@ -154,7 +161,7 @@ func (h *Handler) scorePairs(w http.ResponseWriter, r *http.Request, queries, do
 	if !ok {
 		return nil, 0, false
 	}
-	dr, ok := h.run(w, r, engine.Request{Inputs: docs, Task: dt, Multivector: multi, Truncate: o.truncate})
+	dr, ok := h.run(w, r, engine.Request{Inputs: docs, Task: dt, Multivector: multi, Truncate: o.truncate || o.docCut, MaxTokens: o.docTokens})
 	if !ok {
 		return nil, 0, false
 	}

@@ -172,6 +172,8 @@ func TestOpenAPIRequestFields(t *testing.T) {
 		"TEIRequest":              teiRequest{},
 		"RerankRequest":           rerankRequest{},
 		"ScoreRequest":            scoreRequest{},
+		"CohereEmbedRequest":      cohereEmbedRequest{},
+		"CohereRerankRequest":     cohereRerankRequest{},
 	} {
 		var fields []string
 		typ := reflect.TypeOf(v)
@@ -333,7 +335,8 @@ func TestOpenAPIResponses(t *testing.T) {
 		"GET /info":            "",
 		"POST /v1/rerank":      `{"query":"q","documents":["a","b"]}`,
 		"POST /rerank":         `{"query":"q","texts":["a","b"],"return_text":true}`,
-		"POST /v2/rerank":      `{"query":"q","documents":["a"]}`,
+		"POST /v2/rerank":      `{"model":"m","query":"q","documents":["a","b"],"top_n":1}`,
+		"POST /v2/embed":       `{"model":"m","texts":["a","b"],"input_type":"search_document","embedding_types":["float","int8","uint8","binary","ubinary","base64"]}`,
 		"POST /v1/score":       `{"text_1":"q","text_2":["a","b"]}`,
 		"POST /score":          `{"text_1":["q","r"],"text_2":["a","b"]}`,
 	}

@@ -139,7 +139,32 @@
 //	GET  /info            TEI's model description
 //	GET  /v1/models/{id}  one model card (404 for another id)
 //	GET  /openapi.json    an OpenAPI 3.1 document of every route
-//	POST /v1/rerank, /rerank, /v2/rerank  Jina and Cohere (vLLM serves
+//	POST /v2/embed        Cohere v2: {"model", "input_type", one of
+//	                      "texts", "images" (data URIs) and "inputs"
+//	                      ([{"content": [{"type": "text", "text"},
+//	                      {"type": "image_url", "image_url": {"url"}}]}]),
+//	                      "embedding_types" (float, int8, uint8, binary,
+//	                      ubinary, base64; default float),
+//	                      "output_dimension", "max_tokens", "truncate"
+//	                      (END, the default, cuts long texts; NONE refuses
+//	                      them; START is refused), "priority"} -> {"id",
+//	                      "response_type": "embeddings_by_type",
+//	                      "embeddings": {type: [vector, …]}, "texts",
+//	                      "meta"}. input_type is mapped by the model's
+//	                      recipe (recipe.ForInputType): jina-embeddings-v4
+//	                      search_query -> retrieval.query, search_document
+//	                      and image -> retrieval.passage, classification
+//	                      and clustering -> text-matching; Qwen3-VL-
+//	                      Embedding search_query -> the model card's
+//	                      retrieval instruction, documents the default;
+//	                      GME and ColQwen their retrieval defaults; what a
+//	                      model has no notion of is a 400 naming input_type
+//	POST /v2/rerank       Cohere v2: {"model", "query", "documents",
+//	                      "top_n", "max_tokens_per_doc" (documents are cut
+//	                      to it, default 4096 or the model's limit),
+//	                      "priority"} -> {"id", "results": [{"index",
+//	                      "relevance_score"}] best first, "meta"}
+//	POST /v1/rerank, /rerank  Jina and Cohere v1 (vLLM serves
 //	                      the same): {"query", "documents": [string |
 //	                      item] or vLLM's {"content": [part, …]} (each
 //	                      part one document), "top_n", "return_documents"

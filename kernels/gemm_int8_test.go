@@ -443,18 +443,29 @@ func u8RowMatch(t *testing.T, name string, typ gguf.Type, n int, row func(src []
 }
 
 // TestMatMulInt8Concurrent runs integer products from several goroutines
-// at once on the int8 tier: each must get its own scratch (activation,
+// at once on each integer tier: each must get its own scratch (activation,
 // panel and tile buffers) and the same result as when alone.
 func TestMatMulInt8Concurrent(t *testing.T) {
-	if !hasTier(TierAVX2Int8) {
-		t.Skip("no avx2-int8 tier on this CPU")
-	}
 	saved := Active()
 	defer Use(saved)
-	Use(TierAVX2Int8)
+	ran := false
+	for tier := range int8Tiers {
+		if !hasTier(tier) {
+			continue
+		}
+		ran = true
+		Use(tier)
+		t.Run(string(tier), matMulInt8Concurrent)
+	}
+	if !ran {
+		t.Skip("no integer tier on this CPU")
+	}
+}
+
+func matMulInt8Concurrent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 20))
 	const callers, m, k, n = 4, 41, 512, 150
-	for _, typ := range []gguf.Type{gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ5_0} {
+	for _, typ := range []gguf.Type{gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ5_0, gguf.TypeQ8_0} {
 		w := randMatrix(t, typ, n, k, rng)
 		xs := make([][]float32, callers)
 		want := make([][]float32, callers)

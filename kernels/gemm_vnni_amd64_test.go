@@ -8,7 +8,7 @@ import (
 )
 
 // BenchmarkVNNIPeak reports the VPDPBUSD peak (VNNIPeak) on one thread and
-// on GOMAXPROCS.
+// on GOMAXPROCS, and that of the ymm (AVX-VNNI) form.
 func BenchmarkVNNIPeak(b *testing.B) {
 	for _, th := range []int{1, runtime.GOMAXPROCS(0)} {
 		b.Run(fmt.Sprintf("threads%d", th), func(b *testing.B) {
@@ -19,6 +19,16 @@ func BenchmarkVNNIPeak(b *testing.B) {
 					b.Skip("no VNNI on this CPU")
 				}
 				g = p
+			}
+			b.ReportMetric(g, "GOPS")
+		})
+		b.Run(fmt.Sprintf("ymm/threads%d", th), func(b *testing.B) {
+			if !hasAVXVNNI {
+				b.Skip("no AVX-VNNI on this CPU")
+			}
+			var g float64
+			for b.Loop() {
+				g, _ = runProbe(vnniLoopAVX, 12*32*2, th, 100*time.Millisecond)
 			}
 			b.ReportMetric(g, "GOPS")
 		})

@@ -69,6 +69,14 @@ type hfConfig struct {
 	NameOrPath    string       `json:"_name_or_path"`
 	TaskNames     []string     `json:"task_names"`
 	MVDim         int          `json:"multi_vector_projector_dim"`
+	// The Qwen3-VL multi-vector retrievers: ColQwen3's head width, Ops-
+	// ColQwen3's row width (the head's first rows), nemotron's pooling.
+	EmbedDim int    `json:"embed_dim"`
+	Dims     int    `json:"dims"`
+	Pooling  string `json:"pooling"`
+	// outerModelType is the top-level model_type (text_config's replaces
+	// ModelType).
+	outerModelType string
 }
 
 func readJSON(dir, name string, v any) error {
@@ -96,6 +104,7 @@ func parseConfig(b []byte) (*hfConfig, error) {
 	if err := json.Unmarshal(b, &c); err != nil {
 		return nil, fmt.Errorf("convert: config.json: %w", err)
 	}
+	c.outerModelType = c.ModelType
 	if c.Text != nil && c.Text.Hidden > 0 {
 		mt, tie := c.ModelType, c.Tie
 		c.textConfig = *c.Text
@@ -270,6 +279,26 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// retriever names the Qwen3-VL multi-vector family config.json's
+// model_type or architectures name ("" for none).
+func (c *hfConfig) retriever() string {
+	names := append([]string{c.outerModelType}, c.Architectures...)
+	has := func(sub string) bool {
+		return slices.ContainsFunc(names, func(n string) bool {
+			return strings.Contains(strings.ReplaceAll(strings.ToLower(n), "_", ""), sub)
+		})
+	}
+	switch {
+	case has("opscolqwen3"):
+		return qwenlayout.LayoutOpsColQwen3
+	case has("colqwen3"):
+		return qwenlayout.LayoutColQwen3
+	case has("nemotronembed"):
+		return qwenlayout.LayoutNemotronColEmbed
+	}
+	return ""
 }
 
 // isJina reports jina-embeddings-v4's custom architecture.

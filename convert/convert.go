@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/model"
+	"github.com/vembed/vembed/model/heads"
 	"github.com/vembed/vembed/quantize"
 	"github.com/vembed/vembed/qwenlayout"
 	"github.com/vembed/vembed/recipe"
@@ -78,6 +80,10 @@ type layoutInfo struct {
 	head    string // multi-vector head (canonical name without .weight)
 	adapter string // adapter directory, "" for none
 	tasked  bool   // the adapter holds one pair per task
+	// retriever marks the Qwen3-VL multi-vector families (retriever.go):
+	// known prefixes only, the LM head dropped, the head's rows checked.
+	retriever bool
+	keys      []qwenlayout.KV // vembed keys of the LM beyond the recipe
 }
 
 // llama.cpp's pooling types.
@@ -88,9 +94,15 @@ const (
 )
 
 func detectLayout(dir string, cfg *hfConfig, src *source, o Options) (string, error) {
+	// A checkpoint naming a multi-vector retriever is that model, never a
+	// plain Qwen3-VL: its head and decoder mode would be lost.
+	named := cfg.retriever()
 	if o.Layout != "" {
 		if !slices.Contains(qwenlayout.Layouts(), o.Layout) {
 			return "", fmt.Errorf("convert: unknown layout %q (have %v)", o.Layout, qwenlayout.Layouts())
+		}
+		if named != "" && o.Layout != named {
+			return "", fmt.Errorf("convert: %s is a %s checkpoint (model_type %q, architectures %v); --layout %s would convert it as another model", dir, named, cfg.outerModelType, cfg.Architectures, o.Layout)
 		}
 		return o.Layout, nil
 	}
@@ -98,11 +110,24 @@ func detectLayout(dir string, cfg *hfConfig, src *source, o Options) (string, er
 	if err != nil {
 		return "", err
 	}
+	if named != "" {
+		if proj != qwenlayout.ProjectorQwen3VL {
+			return "", fmt.Errorf("convert: %s names %s, a Qwen3-VL model, but its vision_config is not Qwen3-VL's", dir, named)
+		}
+		return named, nil
+	}
 	name := strings.ToLower(strings.Join([]string{o.Name, cfg.NameOrPath, dirName(dir), readme(dir)}, " "))
 	if proj == qwenlayout.ProjectorQwen3VL {
 		// As llama.cpp's converter tells a Qwen3-VL reranker: by name
 		// (given, config.json's, the directory's), its README's title or a
 		// sequence-classification architecture.
+		// The retrievers' heads, when config.json does not name them.
+		if _, ok := src.tensor("embedding_proj_layer.weight"); ok {
+			return qwenlayout.LayoutColQwen3, nil
+		}
+		if _, ok := src.tensor("custom_text_proj.weight"); ok {
+			return qwenlayout.LayoutOpsColQwen3, nil
+		}
 		if strings.Contains(name, "reranker") ||
 			slices.ContainsFunc(cfg.Architectures, func(a string) bool { return strings.Contains(strings.ToLower(a), "sequenceclassification") }) {
 			return qwenlayout.LayoutQwen3VLReranker, nil
@@ -166,6 +191,16 @@ func infoOf(dir, layout string) layoutInfo {
 	case qwenlayout.LayoutQwen3VLReranker:
 		// The reranker's rank keys come with its layout.
 		return layoutInfo{recipe: "qwen3-vl-reranker", pooling: -1, pixels: [2]int{4 * 32 * 32, 1800 * 32 * 32}}
+	case qwenlayout.LayoutColQwen3:
+		return layoutInfo{recipe: recipe.ColQwen3Name, pooling: -1, head: "embedding_proj_layer", retriever: true}
+	case qwenlayout.LayoutOpsColQwen3:
+		return layoutInfo{recipe: recipe.OpsColQwen3Name, pooling: -1, head: "custom_text_proj", retriever: true}
+	case qwenlayout.LayoutNemotronColEmbed:
+		return layoutInfo{recipe: recipe.NemotronName, pooling: -1, retriever: true, keys: []qwenlayout.KV{
+			{Key: model.KeyCausal, Value: false},
+			{Key: model.KeyOutputNorm, Value: false},
+			{Key: heads.KeyMultiVectorSource, Value: "hidden"},
+		}}
 	}
 	return layoutInfo{pooling: -1} // a checkpoint of no known family, converted with --recipe
 }
@@ -174,7 +209,8 @@ func infoOf(dir, layout string) layoutInfo {
 // error that refuses another.
 const knownArchitectures = "JinaEmbeddingsV4Model (jina-embeddings-v4), ColQwen2 / ColQwen2_5 (base + adapter), " +
 	"Qwen2VLForConditionalGeneration named gme-* or with gme_inference.py (GME), " +
-	"Qwen3VLForConditionalGeneration (Qwen3-VL-Embedding, -Reranker)"
+	"Qwen3VLForConditionalGeneration (Qwen3-VL-Embedding, -Reranker), " +
+	"ColQwen3 (tomoro-colqwen3-embed), OpsColQwen3Model (Ops-ColQwen3), Qwen3VLNemotronEmbedModel (nemotron-colembed-vl-v2)"
 
 func isColQwen(layout string) bool {
 	return layout == qwenlayout.LayoutColQwen2 || layout == qwenlayout.LayoutColQwen25
@@ -271,7 +307,12 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 	if o.QueryPrefix != nil && !isColQwen(layout) {
 		return nil, fmt.Errorf("convert: --query-prefix: only ColQwen's recipe takes a query prefix")
 	}
-	if info.pixels[1] > 0 {
+	mvRows := 0 // rows of the multi-vector head written to the mvproj
+	if info.retriever {
+		if mvRows, err = retrieverChecks(dir, src, cfg, &base, layout, info, log); err != nil {
+			return nil, err
+		}
+	} else if info.pixels[1] > 0 {
 		base.Vision.MinPixels, base.Vision.MaxPixels = info.pixels[0], info.pixels[1]
 	} else {
 		lo, hi, from, err := pixelBudget(pp.adapter, dir)
@@ -295,7 +336,7 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 			return nil, errors.New(`convert: a reranker's vocabulary needs the tokens "yes" and "no", whose LM head rows are its scores`)
 		}
 	}
-	if info.head != "" {
+	if info.head != "" && !info.retriever {
 		if _, ok := src.tensor(info.head + ".weight"); !ok {
 			return nil, fmt.Errorf("convert: layout %s: the checkpoint has no %s.weight", layout, info.head)
 		}
@@ -337,6 +378,7 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 		}
 		extra = append(extra, qwenlayout.KV{Key: recipe.QueryPrefixKey, Value: prefix})
 	}
+	extra = append(extra, info.keys...)
 	if len(warnings) > 0 {
 		extra = append(extra, qwenlayout.KV{Key: "vembed.warning", Value: strings.Join(warnings, "; ")})
 	}
@@ -377,7 +419,7 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 			log.Info("wrote the language model", "file", lm, "task", task)
 			if info.head != "" {
 				var mv string
-				if mv, err = c.writeMVProj(cfg, outDir, info.head, task); err == nil {
+				if mv, err = c.writeMVProj(cfg, outDir, info.head, task, mvRows); err == nil {
 					res.MVProjs = append(res.MVProjs, mv)
 					log.Info("wrote the multi-vector head", "file", mv)
 				}
@@ -470,7 +512,10 @@ func (c *converter) writeMMProj(cfg qwenlayout.Config, outDir string) (string, e
 	})
 }
 
-func (c *converter) writeMVProj(cfg qwenlayout.Config, outDir, head, task string) (string, error) {
+// writeMVProj writes the head as the mvproj side-car: its first rows rows
+// (0: all), bias included; a linear layer's output cut to its first rows
+// is the linear layer of those rows.
+func (c *converter) writeMVProj(cfg qwenlayout.Config, outDir, head, task string, rows int) (string, error) {
 	t, _ := c.src.tensor(head + ".weight")
 	b, ok := c.src.tensor(head + ".bias")
 	switch {
@@ -478,15 +523,28 @@ func (c *converter) writeMVProj(cfg qwenlayout.Config, outDir, head, task string
 		return "", fmt.Errorf("convert: %s.weight is %v, want [out, %d]", head, t.Shape, cfg.LM.Hidden)
 	case !ok || len(b.Shape) != 1 || b.Shape[0] != t.Shape[0]:
 		return "", fmt.Errorf("convert: %s.bias is missing or not [%d]", head, t.Shape[0])
+	case int64(rows) > t.Shape[0]:
+		return "", fmt.Errorf("convert: %d rows of the %d of %s", rows, t.Shape[0], head)
 	}
-	cfg.MVProj = qwenlayout.MVProjConfig{OutputDim: int(t.Shape[0]), Task: task, Normalize: true, Type: "F32"}
+	if rows == 0 {
+		rows = int(t.Shape[0])
+	}
+	cfg.MVProj = qwenlayout.MVProjConfig{OutputDim: rows, Task: task, Normalize: true, Type: "F32"}
 	l, err := cfg.MVProjLayout()
 	if err != nil {
 		return "", fmt.Errorf("convert: %w", err)
 	}
 	path := filepath.Join(outDir, cfg.MVProjFileName())
 	return path, c.write(path, l, func(t qwenlayout.TensorLayout, dst io.Writer) error {
-		return c.rows(dst, t, head+strings.TrimPrefix(t.Name, "mvproj"), 0, true)
+		name := head + strings.TrimPrefix(t.Name, "mvproj")
+		if len(t.NE) == 1 && c.adapter == nil { // the bias, whose first rows values are the cut's
+			vals, err := c.src.values(name, 0, t.NE[0])
+			if err != nil {
+				return err
+			}
+			return c.emit(dst, t.Type, vals)
+		}
+		return c.rows(dst, t, name, 0, true)
 	})
 }
 

@@ -15,7 +15,12 @@ import (
 // "visual." for the tower): transformers 4.52+ nests both under "model."
 // ("model.language_model.", "model.visual."), colpali-engine's
 // Qwen2_5_VLModel subclasses drop the outer "model." ("language_model.").
+// TomoroAI's ColQwen3 wraps the whole Qwen3VLForConditionalGeneration as
+// "vlm." ("vlm.model.language_model.", "vlm.model.visual.", "vlm.lm_head.").
 var prefixes = []struct{ from, to string }{
+	{"vlm.model.language_model.", "model."},
+	{"vlm.model.visual.", "visual."},
+	{"vlm.lm_head.", "lm_head."},
 	{"model.language_model.", "model."},
 	{"language_model.model.", "model."},
 	{"language_model.", "model."},

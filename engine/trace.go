@@ -63,6 +63,14 @@ func (e *Engine) traceHidden(tr Tracer, it *input, hidden []float32) error {
 	if err := tr.Tensor(fmt.Sprintf("input%d.hidden_states", it.index), hidden, n, e.mi.Hidden); err != nil {
 		return fmt.Errorf("engine: trace: %w", err)
 	}
+	// The prompt's token ids, exact as float32 (every id is below 2^24).
+	ids := make([]float32, n)
+	for i, id := range it.prompt.IDs {
+		ids[i] = float32(id)
+	}
+	if err := tr.Tensor(fmt.Sprintf("input%d.token_ids", it.index), ids, n); err != nil {
+		return fmt.Errorf("engine: trace: %w", err)
+	}
 	for k, sp := range it.prompt.Images {
 		if err := tr.Tensor(traceName(it.index, k, "span"), []float32{float32(sp.First), float32(sp.End)}, 2); err != nil {
 			return fmt.Errorf("engine: trace: %w", err)

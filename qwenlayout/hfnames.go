@@ -37,11 +37,25 @@ const (
 	// LayoutQwen3VLReranker is Qwen3-VL-Reranker: the same form, told by
 	// its name; the converter keeps the LM head's "yes" and "no" rows.
 	LayoutQwen3VLReranker = "qwen3-vl-reranker"
+	// LayoutColQwen3 is TomoroAI's ColQwen3 (tomoro-colqwen3-embed): the
+	// Qwen3-VL backbone under vlm.model. (vlm.model.language_model.,
+	// vlm.model.visual.; vlm.lm_head. when untied) and the head
+	// embedding_proj_layer [embed_dim, H] with a bias.
+	LayoutColQwen3 = "colqwen3"
+	// LayoutOpsColQwen3 is OpenSearch-AI's Ops-ColQwen3: the backbone with
+	// no outer prefix (language_model., visual.) and the head
+	// custom_text_proj [H, H] with a bias, whose first dims rows are used.
+	LayoutOpsColQwen3 = "ops-colqwen3"
+	// LayoutNemotronColEmbed is NVIDIA's nemotron-colembed-vl-v2: stock
+	// Qwen3-VL names, no head; a bidirectional decoder read before its
+	// final norm.
+	LayoutNemotronColEmbed = "nemotron-colembed-vl"
 )
 
 // Layouts lists the checkpoint layouts.
 func Layouts() []string {
-	return []string{LayoutJinaV4, LayoutColQwen25, LayoutColQwen2, LayoutGME, LayoutQwen3VL, LayoutQwen3VLReranker}
+	return []string{LayoutJinaV4, LayoutColQwen25, LayoutColQwen2, LayoutGME, LayoutQwen3VL, LayoutQwen3VLReranker,
+		LayoutColQwen3, LayoutOpsColQwen3, LayoutNemotronColEmbed}
 }
 
 // JinaTasks are jina-embeddings-v4's task adapters.

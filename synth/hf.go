@@ -50,7 +50,9 @@ type HFOptions struct {
 // hfModel is one layout's naming and files.
 type hfModel struct {
 	lmPrefix, visionPrefix string // replacing "model." and "visual."
+	headPrefix             string // replacing "lm_head.", "" to keep it
 	head                   string // multi-vector head, "" for none
+	headRows               int    // the head's rows when not MVProj.OutputDim (Ops-ColQwen3: H)
 	adapter                string // adapter directory relative to the checkpoint, "" for none
 	tasks                  []string
 }
@@ -67,8 +69,12 @@ func (o HFOptions) model() (hfModel, string, error) {
 		return hfModel{lmPrefix: "model.", visionPrefix: "visual.", head: "custom_text_proj", adapter: "."}, qwenlayout.ProjectorQwen2VL, nil
 	case qwenlayout.LayoutGME:
 		return hfModel{lmPrefix: "model.", visionPrefix: "visual."}, qwenlayout.ProjectorQwen2VL, nil
-	case qwenlayout.LayoutQwen3VL, qwenlayout.LayoutQwen3VLReranker:
+	case qwenlayout.LayoutQwen3VL, qwenlayout.LayoutQwen3VLReranker, qwenlayout.LayoutNemotronColEmbed:
 		return hfModel{lmPrefix: "model.language_model.", visionPrefix: "model.visual."}, qwenlayout.ProjectorQwen3VL, nil
+	case qwenlayout.LayoutColQwen3:
+		return hfModel{lmPrefix: "vlm.model.language_model.", visionPrefix: "vlm.model.visual.", headPrefix: "vlm.lm_head.", head: "embedding_proj_layer"}, qwenlayout.ProjectorQwen3VL, nil
+	case qwenlayout.LayoutOpsColQwen3:
+		return hfModel{lmPrefix: "language_model.", visionPrefix: "visual.", head: "custom_text_proj", headRows: -1}, qwenlayout.ProjectorQwen3VL, nil
 	}
 	return hfModel{}, "", fmt.Errorf("synth: unknown checkpoint layout %q (have %v)", o.Layout, qwenlayout.Layouts())
 }
@@ -79,6 +85,9 @@ func (m hfModel) rename(canonical string) string {
 	}
 	if rest, ok := strings.CutPrefix(canonical, "visual."); ok {
 		return m.visionPrefix + rest
+	}
+	if rest, ok := strings.CutPrefix(canonical, "lm_head."); ok && m.headPrefix != "" {
+		return m.headPrefix + rest
 	}
 	return canonical
 }
@@ -168,6 +177,9 @@ func WriteHF(dir string, cfg Config, o HFOptions) error {
 	}
 	if m.head != "" {
 		H, D := int64(cfg.LM.Hidden), int64(cfg.MVProj.OutputDim)
+		if m.headRows < 0 { // a square head, of which the model uses the first OutputDim rows
+			D = H
+		}
 		ts = append(ts, qwenlayout.HFTensor{Name: m.head + ".weight", Shape: []int64{D, H}}, qwenlayout.HFTensor{Name: m.head + ".bias", Shape: []int64{D}})
 	}
 	slices.SortFunc(ts, func(a, b qwenlayout.HFTensor) int { return strings.Compare(a.Name, b.Name) })
@@ -431,6 +443,21 @@ func writeHFJSON(dir string, cfg Config, m hfModel, o HFOptions, v *qwenlayout.V
 		c["single_vector_pool_strategy"] = "mean"
 	case qwenlayout.LayoutColQwen2, qwenlayout.LayoutColQwen25:
 		c["architectures"] = []string{map[string]string{qwenlayout.LayoutColQwen2: "ColQwen2", qwenlayout.LayoutColQwen25: "ColQwen2_5"}[o.Layout]}
+	case qwenlayout.LayoutColQwen3:
+		c["model_type"], c["architectures"] = "colqwen3", []string{"ColQwen3"}
+		c["embed_dim"], c["padding_side"] = cfg.MVProj.OutputDim, "left"
+	case qwenlayout.LayoutOpsColQwen3:
+		c["model_type"], c["architectures"] = "ops_colqwen3", []string{"OpsColQwen3Model"}
+		c["dims"] = cfg.MVProj.OutputDim
+	case qwenlayout.LayoutNemotronColEmbed:
+		c["model_type"], c["architectures"] = "qwen3_vl_nemotron_embed", []string{"Qwen3VLNemotronEmbedModel"}
+		c["pooling"] = "colbert"
+		if err := writeJSONFile(filepath.Join(dir, "processor_config.json"), map[string]any{
+			"processor_class": "Qwen3VLNemotronEmbedProcessor", "q_max_length": 512, "p_max_length": 4096,
+			"query_prefix": "query:", "passage_prefix": "passage:", "reserve_tokens_for_images": 100,
+		}); err != nil {
+			return err
+		}
 	}
 	if err := writeJSONFile(filepath.Join(dir, "config.json"), c); err != nil {
 		return err
@@ -479,6 +506,25 @@ func writeHFJSON(dir string, cfg Config, m hfModel, o HFOptions, v *qwenlayout.V
 		maxPixels = 602112
 	case qwenlayout.LayoutQwen3VL, qwenlayout.LayoutQwen3VLReranker:
 		minPixels, maxPixels = 4096, 1843200
+	case qwenlayout.LayoutColQwen3, qwenlayout.LayoutOpsColQwen3, qwenlayout.LayoutNemotronColEmbed:
+		// transformers' Qwen3-VL form: size.shortest_edge / longest_edge.
+		minPixels, maxPixels = 65536, 1310720
+		if vi.MaxPixels > 0 {
+			minPixels, maxPixels = vi.MinPixels, vi.MaxPixels
+		}
+		return writeJSONFile(filepath.Join(dir, "preprocessor_config.json"), map[string]any{
+			"image_processor_type": "Qwen2VLImageProcessorFast",
+			"image_mean":           vi.ImageMean[:],
+			"image_std":            vi.ImageStd[:],
+			"patch_size":           vi.PatchSize,
+			"merge_size":           2,
+			"temporal_patch_size":  qwenlayout.TemporalPatch,
+			"size":                 map[string]any{"shortest_edge": minPixels, "longest_edge": maxPixels},
+			"do_resize":            true,
+			"do_normalize":         true,
+			"do_rescale":           true,
+			"rescale_factor":       1.0 / 255,
+		})
 	}
 	return writeJSONFile(filepath.Join(dir, "preprocessor_config.json"), map[string]any{
 		"image_processor_type": "Qwen2VLImageProcessor",

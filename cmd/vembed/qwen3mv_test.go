@@ -1,0 +1,451 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"maps"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/vembed/vembed/engine"
+	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/imageproc"
+	"github.com/vembed/vembed/internal/fixtures"
+	"github.com/vembed/vembed/model"
+	"github.com/vembed/vembed/model/heads"
+	"github.com/vembed/vembed/model/qwen3vl"
+	"github.com/vembed/vembed/recipe"
+	"github.com/vembed/vembed/server"
+)
+
+// mvCase is one case of the qwen3vl-mv fixtures.
+type mvCase struct {
+	ID        string       `json:"id"`
+	Model     string       `json:"model"`
+	Kind      string       `json:"kind"`
+	InputText string       `json:"input_text"`
+	IDs       []int32      `json:"token_ids"`
+	Multi     fixtures.Raw `json:"multivector"`
+	MinPixels int          `json:"min_pixels"`
+	MaxPixels int          `json:"max_pixels"`
+	Images    []struct {
+		File      string       `json:"file"`
+		ResizedHW [2]int       `json:"resized_hw"`
+		GridTHW   [3]int       `json:"grid_thw"`
+		Head      fixtures.Raw `json:"patches_head"`
+		SHA       string       `json:"resized_rgb_sha256"`
+	} `json:"images"`
+	// Alternatives are nemotron's rows in the wrong modes (causal,
+	// final_norm, causal_final_norm).
+	Alternatives map[string]fixtures.Raw `json:"alternatives"`
+	dir          string
+}
+
+// mvCheckpoints are the fixtures' checkpoint folders by model.
+var mvCheckpoints = map[string]string{
+	"tomoro":   "tomoro-colqwen3-embed-mini",
+	"ops":      "Ops-Colqwen3-mini",
+	"nemotron": "nemotron-colembed-vl-mini-v2",
+}
+
+// copyCheckpoint copies a fixture checkpoint into a temporary directory,
+// dereferencing the tokenizer.json links the fixtures keep (stored as a
+// file holding the relative path when the copy did not preserve links).
+func copyCheckpoint(t *testing.T, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), filepath.Base(src))
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Name() == "tokenizer.json" && len(b) < 256 && bytes.HasPrefix(b, []byte("../")) {
+			if b, err = os.ReadFile(filepath.Join(src, strings.TrimSpace(string(b)))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// convertMV converts a checkpoint with vembed convert and returns the
+// files it printed (LM first, mmproj last, the mvproj between).
+func convertMV(t *testing.T, ck string, extra ...string) []string {
+	t.Helper()
+	var o, e bytes.Buffer
+	args := append([]string{"convert", ck, "--out", filepath.Join(t.TempDir(), "out")}, extra...)
+	if code := run(args, &o, &e); code != 0 {
+		t.Fatalf("convert %s: exit %d: %s", ck, code, e.String())
+	}
+	return strings.Fields(o.String())
+}
+
+func readMVCases(t *testing.T, dir string) []mvCase {
+	var idx struct {
+		Cases []struct{ ID string } `json:"cases"`
+	}
+	fixtures.ReadJSON(t, filepath.Join(dir, "index.json"), &idx)
+	var cs []mvCase
+	for _, c := range idx.Cases {
+		k := mvCase{dir: filepath.Join(dir, "cases", c.ID)}
+		fixtures.ReadJSON(t, filepath.Join(k.dir, "case.json"), &k)
+		cs = append(cs, k)
+	}
+	if len(cs) != 13 {
+		t.Fatalf("%d cases, want the fixtures' 13", len(cs))
+	}
+	return cs
+}
+
+// checkRows compares multi-vector rows with a case's golden (or another
+// array of the same shape): the same row count and width, every row of
+// unit length and at cosine >= 0.9999. It returns a description of the
+// first failure, "" when they agree.
+func checkRows(t *testing.T, c mvCase, want fixtures.Raw, rows [][]float32) (worst float64, fail string) {
+	t.Helper()
+	ref := fixtures.ReadF32(t, c.dir, want)
+	n, d := want.Shape[0], want.Shape[1]
+	if len(rows) != n {
+		return 0, "row count " + itoa(len(rows)) + ", want " + itoa(n)
+	}
+	worst = 1
+	for i, r := range rows {
+		if len(r) != d {
+			return 0, "row width " + itoa(len(r)) + ", want " + itoa(d)
+		}
+		var sq float64
+		for _, x := range r {
+			sq += float64(x) * float64(x)
+		}
+		if math.Abs(math.Sqrt(sq)-1) > 1e-5 {
+			return 0, "row " + itoa(i) + " is not of unit length"
+		}
+		cs := fixtures.Cosine(r, ref[i*d:(i+1)*d])
+		if cs < 0.9999 {
+			return cs, "row " + itoa(i) + " cosine below 0.9999"
+		}
+		worst = min(worst, cs)
+	}
+	return worst, ""
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// readDump reads a tensor written by vembed embed --dump.
+func readDump(t *testing.T, dir, name string) []float32 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name+".f32"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
+
+// TestQwen3MultiVectorFixtures converts the three qwen3vl-mv checkpoints
+// (ColQwen3 under vlm.model., Ops-ColQwen3 bare with its sliced head,
+// nemotron bidirectional without the final norm) with vembed convert and
+// runs every case through vembed embed --multivector and /v1/embeddings:
+// token ids exact, resized images exact (size and pixels' SHA-256),
+// patches within 1e-5, and every multi-vector row of unit length at
+// cosine >= 0.9999 to the float64 reference.
+func TestQwen3MultiVectorFixtures(t *testing.T) {
+	dir := fixtures.Dir(t, "qwen3vl-mv")
+	files := map[string][]string{}
+	for m, ck := range mvCheckpoints {
+		files[m] = convertMV(t, copyCheckpoint(t, filepath.Join(dir, ck)), "--type", "F32", "--mmproj-type", "F32")
+		if want := map[bool]int{true: 3, false: 2}[m != "nemotron"]; len(files[m]) != want {
+			t.Fatalf("%s: convert wrote %v", m, files[m])
+		}
+	}
+	cases := readMVCases(t, dir)
+	args := func(m string) []string {
+		fs := files[m]
+		a := []string{"--model", fs[0], "--mmproj", fs[len(fs)-1]}
+		if len(fs) == 3 {
+			a = append(a, "--mvproj", fs[1])
+		}
+		return a
+	}
+	for _, c := range cases {
+		dump := t.TempDir()
+		a := append([]string{"embed", "--json", "--multivector", "--dump", dump}, args(c.Model)...)
+		if c.Kind == "query" {
+			a = append(a, "--text", c.InputText)
+		} else {
+			a = append(a, "--image", filepath.Join(c.dir, c.Images[0].File))
+		}
+		var o, e bytes.Buffer
+		if code := run(a, &o, &e); code != 0 {
+			t.Fatalf("%s: embed: exit %d: %s", c.ID, code, e.String())
+		}
+		var out struct {
+			Embeddings [][][]float32 `json:"embeddings"`
+		}
+		if err := json.Unmarshal(o.Bytes(), &out); err != nil || len(out.Embeddings) != 1 {
+			t.Fatalf("%s: embed printed %.300s", c.ID, o.String())
+		}
+		ids := readDump(t, dump, "input0.token_ids")
+		got := make([]int32, len(ids))
+		for i, v := range ids {
+			got[i] = int32(v)
+		}
+		if !slices.Equal(got, c.IDs) {
+			t.Errorf("%s: token ids %v\nwant %v", c.ID, got, c.IDs)
+		}
+		if c.Kind == "image" {
+			im := c.Images[0]
+			grid := readDump(t, dump, "input0.image0.grid")
+			if int(grid[1]) != im.GridTHW[1] || int(grid[2]) != im.GridTHW[2] {
+				t.Errorf("%s: grid %v, want %v", c.ID, grid, im.GridTHW)
+			}
+			patches := readDump(t, dump, "input0.image0.patches")
+			head := fixtures.ReadF32(t, c.dir, im.Head)
+			for i, v := range head {
+				if math.Abs(float64(patches[i]-v)) > 1e-5 {
+					t.Fatalf("%s: patch value %d is %v, want %v", c.ID, i, patches[i], v)
+				}
+			}
+		}
+		worst, fail := checkRows(t, c, c.Multi, out.Embeddings[0])
+		if fail != "" {
+			t.Fatalf("vembed embed %s: %s", c.ID, fail)
+		}
+		t.Logf("vembed embed %s: %d rows, worst cosine 1 - %.1e", c.ID, len(out.Embeddings[0]), 1-worst)
+	}
+
+	// Resized pixels, exactly, with each converted model's own budget.
+	for _, c := range cases {
+		if c.Kind != "image" {
+			continue
+		}
+		fs := files[c.Model]
+		m, err := qwen3vl.Load(fs[0], fs[len(fs)-1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := gguf.Open(fs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := recipe.Select(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := r.Image(m.Info())
+		m.Close()
+		if cfg.MinPixels != c.MinPixels || cfg.MaxPixels != c.MaxPixels {
+			t.Errorf("%s: budget %d..%d, want %d..%d", c.ID, cfg.MinPixels, cfg.MaxPixels, c.MinPixels, c.MaxPixels)
+		}
+		im := c.Images[0]
+		data, err := os.ReadFile(filepath.Join(c.dir, im.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := imageproc.Decode(data, imageproc.DecodeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, h, err := cfg.TargetSize(img.Width, img.Height)
+		if err != nil || h != im.ResizedHW[0] || w != im.ResizedHW[1] {
+			t.Fatalf("%s: resized to %dx%d (%v), want %v", c.ID, h, w, err, im.ResizedHW)
+		}
+		rgb := img.Pix
+		if w != img.Width || h != img.Height {
+			rgb = imageproc.ResizeBicubic(img, w, h).Pix
+		}
+		if sum := sha256.Sum256(rgb); hex.EncodeToString(sum[:]) != im.SHA {
+			t.Errorf("%s: resized pixels differ from the reference's", c.ID)
+		}
+	}
+
+	// The same through the server.
+	for m, fs := range files {
+		cfg := engine.Config{Model: fs[0], MMProj: fs[len(fs)-1]}
+		if len(fs) == 3 {
+			cfg.MVProj = fs[1]
+		}
+		eng, err := engine.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer eng.Close()
+		srv := httptest.NewServer(server.New(eng, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+		defer srv.Close()
+		for _, c := range cases {
+			if c.Model != m {
+				continue
+			}
+			var item any = c.InputText
+			if c.Kind == "image" {
+				b, err := os.ReadFile(filepath.Join(c.dir, c.Images[0].File))
+				if err != nil {
+					t.Fatal(err)
+				}
+				item = map[string]string{"image": "data:image/png;base64," + base64.StdEncoding.EncodeToString(b)}
+			}
+			body, _ := json.Marshal(map[string]any{"input": []any{item}, "return_multivector": true})
+			resp, err := http.Post(srv.URL+"/v1/embeddings", "application/json", bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var r struct {
+				Data []struct {
+					Embeddings [][]float32 `json:"embeddings"`
+				} `json:"data"`
+			}
+			if resp.StatusCode != 200 || json.Unmarshal(raw, &r) != nil || len(r.Data) != 1 {
+				t.Fatalf("%s: /v1/embeddings: %d %.300s", c.ID, resp.StatusCode, raw)
+			}
+			if _, fail := checkRows(t, c, c.Multi, r.Data[0].Embeddings); fail != "" {
+				t.Errorf("/v1/embeddings %s: %s", c.ID, fail)
+			}
+		}
+	}
+}
+
+// rewriteKeys copies a GGUF with some metadata keys set (added when
+// absent).
+func rewriteKeys(t *testing.T, src, dst string, set map[string]any) {
+	t.Helper()
+	f, err := gguf.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := gguf.NewWriter()
+	done := map[string]bool{}
+	for _, p := range f.KVs {
+		v := p.Value.Interface()
+		if s, ok := set[p.Key]; ok {
+			v, done[p.Key] = s, true
+		}
+		w.Add(p.Key, v)
+	}
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		if !done[k] {
+			w.Add(k, set[k])
+		}
+	}
+	for _, tn := range f.Tensors {
+		if err := w.AddTensor(tn.Name, tn.Type, tn.Dims, tn.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.WriteFile(dst); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNemotronModesToldApart runs the converted nemotron checkpoint with
+// its decoder mode switched (causal, final norm applied, both) on every
+// nemotron case: the fixture comparison of TestQwen3MultiVectorFixtures
+// fails for each wrong mode, and each mode matches the reference's rows
+// for that mode, so the comparison tells the modes apart and the switches
+// are what they say. The engine refuses such a file for the nemotron
+// recipe.
+func TestNemotronModesToldApart(t *testing.T) {
+	dir := fixtures.Dir(t, "qwen3vl-mv")
+	fs := convertMV(t, copyCheckpoint(t, filepath.Join(dir, mvCheckpoints["nemotron"])), "--type", "F32", "--mmproj-type", "F32")
+	lm, mm := fs[0], fs[len(fs)-1]
+	var cases []mvCase
+	for _, c := range readMVCases(t, dir) {
+		if c.Model == "nemotron" {
+			cases = append(cases, c)
+		}
+	}
+	f, err := gguf.Open(lm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := recipe.Select(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []struct {
+		alt            string // "" for the model's own mode
+		causal, normed bool
+	}{{"", false, false}, {"causal", true, false}, {"final_norm", false, true}, {"causal_final_norm", true, true}} {
+		path := filepath.Join(t.TempDir(), "lm.gguf")
+		rewriteKeys(t, lm, path, map[string]any{"vembed.attention.causal": mode.causal, "vembed.output_norm": mode.normed})
+		if mode.alt != "" {
+			if _, err := engine.New(engine.Config{Model: path, MMProj: mm}); err == nil || !strings.Contains(err.Error(), "bidirectional") {
+				t.Errorf("%s: the engine took a nemotron file run %s: %v", mode.alt, mode.alt, err)
+			}
+		}
+		m, err := qwen3vl.Load(path, mm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := r.Image(m.Info())
+		for _, c := range cases {
+			seq := model.Sequence{IDs: c.IDs}
+			if c.Kind == "image" {
+				data, err := os.ReadFile(filepath.Join(c.dir, c.Images[0].File))
+				if err != nil {
+					t.Fatal(err)
+				}
+				p, err := imageproc.Preprocess(data, cfg, imageproc.DecodeOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				pass, err := m.NewVisionPass([]model.ImageInput{{Patches: p.Data, GridT: p.GridT, GridH: p.GridH, GridW: p.GridW}}, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := pass.Step(pass.Stages()); err != nil {
+					t.Fatal(err)
+				}
+				enc := pass.Result()[0]
+				seq.Images = []model.ImageEmbedding{{Rows: enc.Rows, Deep: enc.Deep, First: slices.Index(c.IDs, 151655), GridT: p.GridT, GridH: p.GridH, GridW: p.GridW}}
+			}
+			hidden, err := m.Forward(seq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows := heads.HiddenRows(m.Info().Hidden).Project(hidden, len(c.IDs))
+			_, fail := checkRows(t, c, c.Multi, rows)
+			switch {
+			case mode.alt == "" && fail != "":
+				t.Errorf("%s, bidirectional without the norm: %s", c.ID, fail)
+			case mode.alt != "" && fail == "":
+				t.Errorf("%s run %s passes the comparison with the reference", c.ID, mode.alt)
+			case mode.alt != "":
+				if _, fail := checkRows(t, c, c.Alternatives[mode.alt], rows); fail != "" {
+					t.Errorf("%s run %s: against the reference's %s rows: %s", c.ID, mode.alt, mode.alt, fail)
+				}
+			}
+		}
+		m.Close()
+	}
+}

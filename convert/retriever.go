@@ -1,0 +1,166 @@
+package convert
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/vembed/vembed/qwenlayout"
+)
+
+// The Qwen3-VL multi-vector retrievers (ColQwen3, Ops-ColQwen3,
+// nemotron-colembed-vl-v2) convert as a Qwen3-VL checkpoint (qwen3vl LM,
+// qwen3vl_merger mmproj) plus:
+//   - their prefixes stripped ("vlm.model." for ColQwen3, none for Ops),
+//     and any tensor outside the backbone and the head refused: a prefix
+//     the converter does not know would otherwise leave weights behind;
+//   - no LM head (they never use it), token_embd standing for it;
+//   - the head as the mvproj side-car: ColQwen3's embedding_proj_layer
+//     whole, Ops-ColQwen3's custom_text_proj cut to its first dims rows
+//     (config.json's dims, else all), which is slicing its output;
+//   - nemotron's decoder mode in the LM (bidirectional, no final norm,
+//     rows from the hidden states: layoutInfo.keys);
+//   - the image budget: ColQwen3's processor caps images at 1280 visual
+//     tokens (1,310,720 pixels) whatever preprocessor_config.json says;
+//     the others keep its size.shortest_edge / longest_edge.
+//
+// Every check runs before anything is written.
+
+// Image budgets of the retrievers' processors.
+const (
+	retrieverMinPixels = 65536       // Qwen3-VL's size.shortest_edge
+	colqwen3MaxPixels  = 1280 * 1024 // ColQwen3Processor(max_num_visual_tokens=1280), 32² pixels a token
+)
+
+// retrieverChecks checks a retriever checkpoint and sets its image budget
+// and tied LM in base; it returns the rows of the head the mvproj gets (0
+// without a head).
+func retrieverChecks(dir string, src *source, cfg *hfConfig, base *qwenlayout.Config, layout string, info layoutInfo, log *slog.Logger) (int, error) {
+	var odd []string
+	for _, n := range src.names() {
+		if !strings.HasPrefix(n, "model.") && !strings.HasPrefix(n, "visual.") && !strings.HasPrefix(n, "lm_head.") &&
+			(info.head == "" || !strings.HasPrefix(n, info.head+".")) {
+			odd = append(odd, src.real[n])
+		}
+	}
+	if len(odd) > 0 {
+		return 0, fmt.Errorf("convert: %s: %d tensors under a prefix the %s layout does not have (%s): %s; the backbone is read under %s",
+			dir, len(odd), layout, strings.Join(odd[:min(3, len(odd))], ", "), retrieverNaming(layout), "model.language_model. / model.visual. (also language_model., visual., vlm.model.language_model., vlm.model.visual.)")
+	}
+	base.LM.Untied = false // lm_head is unused: token_embd stands for it
+
+	rows := 0
+	if info.head != "" {
+		w, ok := src.tensor(info.head + ".weight")
+		if !ok {
+			return 0, fmt.Errorf("convert: %s: a %s checkpoint without its head %s.weight", dir, layout, info.head)
+		}
+		b, ok := src.tensor(info.head + ".bias")
+		H := int64(base.LM.Hidden)
+		switch {
+		case len(w.Shape) != 2 || w.Shape[1] != H || w.Shape[0] <= 0:
+			return 0, fmt.Errorf("convert: %s: the head %s.weight is %v, which does not fit the LM's width %d (want [rows, %d])", dir, info.head, w.Shape, H, H)
+		case !ok || len(b.Shape) != 1 || b.Shape[0] != w.Shape[0]:
+			return 0, fmt.Errorf("convert: %s: the head's %s.bias is missing or not [%d]", dir, info.head, w.Shape[0])
+		}
+		rows = int(w.Shape[0])
+		switch layout {
+		case qwenlayout.LayoutColQwen3:
+			if cfg.EmbedDim != 0 && cfg.EmbedDim != rows {
+				return 0, fmt.Errorf("convert: %s: config.json's embed_dim %d differs from the head's %d rows", dir, cfg.EmbedDim, rows)
+			}
+		case qwenlayout.LayoutOpsColQwen3:
+			switch {
+			case cfg.Dims < 0 || cfg.Dims > rows:
+				return 0, fmt.Errorf("convert: %s: config.json's dims %d is beyond the head's %d rows (custom_text_proj %v)", dir, cfg.Dims, rows, w.Shape)
+			case cfg.Dims > 0:
+				rows = cfg.Dims
+			}
+		}
+	}
+
+	lo, hi, err := retrieverBudget(dir, log)
+	if err != nil {
+		return 0, err
+	}
+	if layout == qwenlayout.LayoutColQwen3 {
+		if hi != colqwen3MaxPixels && hi != 0 {
+			log.Info("ColQwen3's processor caps images at 1280 visual tokens whatever preprocessor_config.json says", "longest_edge", hi, "max_pixels", colqwen3MaxPixels)
+		}
+		hi = colqwen3MaxPixels
+	}
+	if hi == 0 {
+		lo, hi = retrieverMinPixels, colqwen3MaxPixels
+		log.Warn("no image budget in preprocessor_config.json: the mmproj gets 65536..1310720 pixels")
+	}
+	if lo == 0 && layout == qwenlayout.LayoutColQwen3 {
+		lo = retrieverMinPixels
+	}
+	base.Vision.MinPixels, base.Vision.MaxPixels = min(lo, hi), hi
+	return rows, nil
+}
+
+// retrieverNaming says how a layout names its backbone.
+func retrieverNaming(layout string) string {
+	switch layout {
+	case qwenlayout.LayoutColQwen3:
+		return "vlm.model.language_model., vlm.model.visual., embedding_proj_layer"
+	case qwenlayout.LayoutOpsColQwen3:
+		return "language_model., visual., custom_text_proj"
+	}
+	return "model.language_model., model.visual."
+}
+
+// retrieverBudget reads preprocessor_config.json's budget (min_pixels /
+// max_pixels, else size.shortest_edge / longest_edge); 0, 0 when there is
+// none. A budget above qwenlayout.MaxImagePixels (stock Qwen3-VL states
+// 16,777,216) is lowered to it with a warning.
+func retrieverBudget(dir string, log *slog.Logger) (lo, hi int, err error) {
+	path := filepath.Join(dir, "preprocessor_config.json")
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, 0, nil
+	} else if err != nil {
+		return 0, 0, fmt.Errorf("convert: %w", err)
+	}
+	var pre struct {
+		Min  *float64 `json:"min_pixels"`
+		Max  *float64 `json:"max_pixels"`
+		Size struct {
+			Min *float64 `json:"shortest_edge"`
+			Max *float64 `json:"longest_edge"`
+		} `json:"size"`
+	}
+	if err := json.Unmarshal(b, &pre); err != nil {
+		return 0, 0, fmt.Errorf("convert: %s: %w", path, err)
+	}
+	l, h := pre.Min, pre.Max
+	if l == nil && h == nil {
+		l, h = pre.Size.Min, pre.Size.Max
+	}
+	whole := func(v *float64) bool { return v != nil && *v == math.Trunc(*v) && *v >= 0 && *v < 1<<40 }
+	switch {
+	case l == nil && h == nil:
+		return 0, 0, nil
+	case !whole(l) || !whole(h) || *h < 32*32 || *l > *h:
+		return 0, 0, fmt.Errorf("convert: %s: image budget %v..%v: want whole pixel counts, the least at most the greatest, the greatest from %d (one 32x32 token); fix the file", path, deref(l), deref(h), 32*32)
+	}
+	lo, hi = int(*l), int(*h)
+	if hi > qwenlayout.MaxImagePixels {
+		log.Warn("the image budget is above what vembed preprocesses: lowered", "file", path, "max_pixels", hi, "to", qwenlayout.MaxImagePixels)
+		hi = qwenlayout.MaxImagePixels
+	}
+	return lo, hi, nil
+}
+
+func deref(v *float64) any {
+	if v == nil {
+		return "none"
+	}
+	return *v
+}

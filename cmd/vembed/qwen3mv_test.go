@@ -27,8 +27,11 @@ import (
 	"github.com/vembed/vembed/model"
 	"github.com/vembed/vembed/model/heads"
 	"github.com/vembed/vembed/model/qwen3vl"
+	"github.com/vembed/vembed/qwenlayout"
 	"github.com/vembed/vembed/recipe"
+	"github.com/vembed/vembed/safetensors"
 	"github.com/vembed/vembed/server"
+	"github.com/vembed/vembed/synth"
 )
 
 // mvCase is one case of the qwen3vl-mv fixtures.
@@ -447,5 +450,219 @@ func TestNemotronModesToldApart(t *testing.T) {
 			}
 		}
 		m.Close()
+	}
+}
+
+// rewriteCheckpoint rewrites the safetensors of a checkpoint copy as one
+// model.safetensors after edit (which may rename, reshape or drop a
+// tensor by returning keep false), removing the shards and their index.
+func rewriteCheckpoint(t *testing.T, dir string, edit func(d *safetensors.Data) (keep bool)) {
+	t.Helper()
+	ck, err := safetensors.OpenCheckpoint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []safetensors.Data
+	for _, n := range ck.Names() {
+		tn, f, _ := ck.Tensor(n)
+		vals, err := f.Float64(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := safetensors.Data{Name: n, DType: safetensors.F32, Shape: slices.Clone(tn.Shape), Values: make([]float32, len(vals))}
+		for i, v := range vals {
+			d.Values[i] = float32(v)
+		}
+		if edit(&d) {
+			out = append(out, d)
+		}
+	}
+	ck.Close()
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "model") {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+	if err := safetensors.Write(filepath.Join(dir, "model.safetensors"), out, map[string]string{"format": "pt"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestQwen3MultiVectorBadInput: a head that does not fit the LM's width,
+// tensors under a prefix the layout does not have, Ops' dims beyond its
+// head, a retriever forced into another layout: each an error that says
+// so, with nothing left in the output directory. A nemotron input over the
+// engine's one-pass limit is a 400 that names the limit.
+func TestQwen3MultiVectorBadInput(t *testing.T) {
+	dir := fixtures.Dir(t, "qwen3vl-mv")
+	tomoro := func(edit func(d *safetensors.Data) bool) string {
+		ck := copyCheckpoint(t, filepath.Join(dir, mvCheckpoints["tomoro"]))
+		rewriteCheckpoint(t, ck, edit)
+		return ck
+	}
+	ops := copyCheckpoint(t, filepath.Join(dir, mvCheckpoints["ops"]))
+	cfgPath := filepath.Join(ops, "config.json")
+	b, _ := os.ReadFile(cfgPath)
+	os.WriteFile(cfgPath, bytes.Replace(b, []byte(`"dims": 12`), []byte(`"dims": 20`), 1), 0o644)
+	for _, c := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"head narrower than the LM", []string{tomoro(func(d *safetensors.Data) bool {
+			if d.Name == "embedding_proj_layer.weight" {
+				d.Shape, d.Values = []int64{16, 12}, d.Values[:16*12]
+			}
+			return true
+		})}, []string{"embedding_proj_layer.weight", "does not fit the LM's width 16"}},
+		{"head without its bias", []string{tomoro(func(d *safetensors.Data) bool { return d.Name != "embedding_proj_layer.bias" })}, []string{"embedding_proj_layer.bias is missing"}},
+		{"unknown prefix", []string{tomoro(func(d *safetensors.Data) bool {
+			d.Name = strings.Replace(d.Name, "vlm.model.visual.", "vlm.vision_tower.", 1)
+			return true
+		})}, []string{"under a prefix the colqwen3 layout does not have", "vlm.vision_tower."}},
+		{"dims beyond the head", []string{ops}, []string{"dims 20 is beyond the head's 16 rows"}},
+		{"a retriever forced into another layout", []string{copyCheckpoint(t, filepath.Join(dir, mvCheckpoints["nemotron"])), "--layout", "qwen3-vl"}, []string{"is a nemotron-colembed-vl checkpoint", "would convert it as another model"}},
+	} {
+		out := filepath.Join(t.TempDir(), "out")
+		var o, e bytes.Buffer
+		code := run(append([]string{"convert", "--out", out}, c.args...), &o, &e)
+		for _, w := range c.want {
+			if code == 0 || !strings.Contains(e.String(), w) {
+				t.Errorf("%s: exit %d, stderr %q; want an error with %q", c.name, code, e.String(), w)
+			}
+		}
+		if left, _ := os.ReadDir(out); len(left) != 0 {
+			t.Errorf("%s: %d files left in the output directory", c.name, len(left))
+		}
+	}
+
+	fs := convertMV(t, copyCheckpoint(t, filepath.Join(dir, mvCheckpoints["nemotron"])))
+	eng, err := engine.New(engine.Config{Model: fs[0], MMProj: fs[1], MaxBatchTokens: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	srv := httptest.NewServer(server.New(eng, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	defer srv.Close()
+	body, _ := json.Marshal(map[string]any{"input": []string{strings.Repeat("a long query ", 30)}, "return_multivector": true})
+	resp, err := http.Post(srv.URL+"/v1/embeddings", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || !strings.Contains(string(raw), "one pass, of at most 64 tokens") {
+		t.Errorf("a nemotron input over the one-pass limit: %d %s", resp.StatusCode, raw)
+	}
+}
+
+// TestQwen3MultiVectorOtherShapes writes checkpoints of each retriever
+// layout in shapes unlike the fixtures' (widths, layers, heads, a
+// key_length that is not hidden/heads, DeepStack taps, position table,
+// head widths; ColQwen3 with an untied vlm.lm_head; Ops with dims below
+// its square head; sharded), converts them with vembed convert and embeds
+// a query and a page with vembed embed --multivector: the shapes come from
+// the files alone. The mvproj holds the head's first rows exactly, and
+// nemotron's LM the decoder-mode keys.
+func TestQwen3MultiVectorOtherShapes(t *testing.T) {
+	img := filepath.Join(t.TempDir(), "page.png")
+	writePNG(t, img, 200, 120, 4)
+	for _, c := range []struct {
+		layout string
+		rows   int // row width of the multi-vector output
+		untied bool
+	}{
+		{qwenlayout.LayoutColQwen3, 20, true},
+		{qwenlayout.LayoutOpsColQwen3, 10, false},
+		{qwenlayout.LayoutNemotronColEmbed, 48, false},
+	} {
+		t.Run(c.layout, func(t *testing.T) {
+			cfg, err := synth.Preset("tiny-qwen3vl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.LM.Hidden, cfg.LM.Layers, cfg.LM.Heads, cfg.LM.KVHeads, cfg.LM.FFN = 48, 4, 6, 3, 80
+			cfg.LM.HeadDim = 24
+			cfg.LM.MRoPE = [4]int32{4, 4, 4, 0}
+			cfg.LM.Untied = c.untied
+			cfg.LM.Pooling = ""
+			cfg.Vision.Width, cfg.Vision.Blocks, cfg.Vision.Heads, cfg.Vision.FFN = 48, 5, 3, 96
+			cfg.Vision.DeepStack = []int{1, 4}
+			cfg.Vision.PositionSide = 20
+			cfg.Vision.MinPixels, cfg.Vision.MaxPixels = 4096, 200704
+			cfg.MVProj.OutputDim = c.rows
+			ck := filepath.Join(t.TempDir(), "ck")
+			if err := synth.WriteHF(ck, cfg, synth.HFOptions{Layout: c.layout, ShardBytes: 1 << 20}); err != nil {
+				t.Fatal(err)
+			}
+			fs := convertMV(t, ck, "--type", "F32")
+			f, err := gguf.Open(fs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			name, _ := f.String(recipe.Key)
+			causal, cerr := f.Bool(model.KeyCausal)
+			if f.Tensor("output.weight") != nil {
+				t.Error("the LM keeps an output head the retriever never uses")
+			}
+			f.Close()
+			if name != c.layout || (c.layout == qwenlayout.LayoutNemotronColEmbed) != (cerr == nil && !causal) {
+				t.Errorf("LM recipe %q, causal %v (%v)", name, causal, cerr)
+			}
+			if len(fs) == 3 { // the head's first rows, exactly
+				mv, err := gguf.Open(fs[1])
+				if err != nil {
+					t.Fatal(err)
+				}
+				w, _ := mv.Tensor("mvproj.weight").Float32s()
+				mv.Close()
+				sc, err := safetensors.OpenCheckpoint(ck)
+				if err != nil {
+					t.Fatal(err)
+				}
+				head := map[string]string{qwenlayout.LayoutColQwen3: "embedding_proj_layer.weight", qwenlayout.LayoutOpsColQwen3: "custom_text_proj.weight"}[c.layout]
+				tn, sf, _ := sc.Tensor(head)
+				want, _ := sf.Float64Range(head, 0, int64(c.rows*48))
+				sc.Close()
+				if len(w) != c.rows*48 || tn.Shape[1] != 48 {
+					t.Fatalf("mvproj.weight has %d values, head %v", len(w), tn.Shape)
+				}
+				for i := range w {
+					if float64(w[i]) != want[i] {
+						t.Fatalf("mvproj.weight value %d is %v, the head's %v", i, w[i], want[i])
+					}
+				}
+			}
+			a := []string{"embed", "--json", "--multivector", "--model", fs[0], "--mmproj", fs[len(fs)-1], "--text", "where is the total?", "--image", img}
+			if len(fs) == 3 {
+				a = append(a, "--mvproj", fs[1])
+			}
+			var o, e bytes.Buffer
+			if code := run(a, &o, &e); code != 0 {
+				t.Fatalf("embed: exit %d: %s", code, e.String())
+			}
+			var out struct {
+				Embeddings [][][]float32 `json:"embeddings"`
+				Tokens     []int         `json:"tokens"`
+			}
+			if err := json.Unmarshal(o.Bytes(), &out); err != nil || len(out.Embeddings) != 2 {
+				t.Fatalf("embed printed %.300s", o.String())
+			}
+			for i, rows := range out.Embeddings {
+				if len(rows) < 5 {
+					t.Fatalf("input %d: %d rows", i, len(rows))
+				}
+				for _, r := range rows {
+					var sq float64
+					for _, x := range r {
+						sq += float64(x) * float64(x)
+					}
+					if len(r) != c.rows || math.Abs(sq-1) > 1e-5 {
+						t.Fatalf("input %d: a row of %d values, squared norm %v", i, len(r), sq)
+					}
+				}
+			}
+		})
 	}
 }

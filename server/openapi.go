@@ -280,3 +280,28 @@ func mergeSchemas(a, b map[string]any) map[string]any {
 func (h *Handler) openapi(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h.openapiDoc())
 }
+
+// Route is one route a Handler serves.
+type Route struct {
+	Pattern string // "METHOD /path", as registered
+	Summary string // as /openapi.json gives it
+	// AliasOf is the path of the route this one repeats under another
+	// name ("" for none).
+	AliasOf string
+}
+
+// Routes lists the routes h serves, in registration order.
+func (h *Handler) Routes() []Route {
+	out := make([]Route, len(h.routes))
+	for i, p := range h.routes {
+		d, ok := routeDocs[p]
+		if !ok {
+			d = optionalRouteDocs[p]
+		}
+		out[i] = Route{Pattern: p, Summary: d.summary}
+		if rest, ok := strings.CutPrefix(d.summary, "Alias of "); ok {
+			out[i].AliasOf = strings.Fields(rest)[0]
+		}
+	}
+	return out
+}

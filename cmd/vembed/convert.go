@@ -16,7 +16,9 @@ import (
 )
 
 func init() {
-	register(&command{name: "convert", summary: "a Hugging Face Qwen2-VL / Qwen2.5-VL checkpoint (jina-embeddings-v4, ColQwen, GME) to GGUF, task LoRA and multi-vector head merged", run: runConvert})
+	// The layouts are qwenlayout's, so a new one shows in the help.
+	register(&command{name: "convert", summary: "a Hugging Face Qwen2-VL / Qwen2.5-VL / Qwen3-VL checkpoint to GGUF, adapters and multi-vector head merged; layouts: " +
+		strings.Join(qwenlayout.Layouts(), ", "), run: runConvert})
 	convertCheckpoint = func(ctx context.Context, dir, outDir string, log *slog.Logger) (checkpointFiles, error) {
 		res, err := convert.Convert(ctx, dir, outDir, convert.Options{Log: log})
 		if err != nil {

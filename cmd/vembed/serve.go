@@ -23,8 +23,15 @@ import (
 	"github.com/vembed/vembed/visionsvc"
 )
 
+// serveSummary names every route the server registers (TestHelpLines
+// checks it against the server's routes; aliases are named by their
+// target).
+const serveSummary = "HTTP server: /v1/embeddings (OpenAI, Jina, vLLM, Infinity), /v2/embed /v2/rerank (Cohere), " +
+	"/v1/rerank /v1/score /pooling (Jina, vLLM), /api/embed /api/embeddings (Ollama), /embed /embed_all /info (TEI), " +
+	"/v1/models /v1/models/{id} /health /metrics /openapi.json; /v1/vision/encode with --role encoder"
+
 func init() {
-	register(&command{name: "serve", summary: "HTTP server: POST /v1/embeddings, GET /v1/models, GET /health", run: runServe})
+	register(&command{name: "serve", summary: serveSummary, run: runServe})
 }
 
 const serveUsage = `[--addr HOST:PORT] [--model LM.gguf [--mmproj MMPROJ.gguf] [--mvproj MV.gguf]]

@@ -19,9 +19,12 @@ import (
 
 func init() {
 	register(&command{
-		name:    "synth",
-		summary: "write a synthetic Qwen2-VL / Qwen2.5-VL / Qwen3-VL GGUF pair (LM + mmproj)",
-		run:     runSynth,
+		name: "synth",
+		// The presets and layouts are synth's and qwenlayout's, so new ones
+		// show in the help.
+		summary: "write a synthetic Qwen2-VL / Qwen2.5-VL / Qwen3-VL GGUF pair (presets: " + strings.Join(synth.Presets(), ", ") +
+			"), a retrieval dataset, or a Hugging Face checkpoint (layouts: " + strings.Join(qwenlayout.Layouts(), ", ") + ")",
+		run: runSynth,
 	})
 }
 

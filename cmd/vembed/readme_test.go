@@ -1,0 +1,143 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// readmeBlocks returns the ```sh blocks of a README section, each as its
+// lines.
+func readmeBlocks(t *testing.T, readme, section string) [][]string {
+	t.Helper()
+	_, rest, ok := strings.Cut(readme, "\n"+section+"\n")
+	if !ok {
+		t.Fatalf("README has no section %q", section)
+	}
+	if i := strings.Index(rest, "\n## "); i >= 0 {
+		rest = rest[:i]
+	}
+	var blocks [][]string
+	for {
+		_, after, ok := strings.Cut(rest, "```sh\n")
+		if !ok {
+			return blocks
+		}
+		body, tail, ok := strings.Cut(after, "```")
+		if !ok {
+			t.Fatalf("README %s: unclosed code block", section)
+		}
+		blocks = append(blocks, strings.Split(strings.TrimRight(body, "\n"), "\n"))
+		rest = tail
+	}
+}
+
+// stripComment removes a trailing shell comment (outside quotes, which
+// the set-up lines do not have).
+func stripComment(line string) string {
+	if i := strings.Index(line, " #"); i >= 0 {
+		line = line[:i]
+	}
+	return strings.TrimSpace(line)
+}
+
+// TestReadmeQuickStart runs the README's quick start as a newcomer would,
+// from the README itself: its test command is .ci/run's, its serve
+// command serves the demo model (started here on a free port instead of
+// 8080), and every curl line gets a JSON answer that is not an error.
+func TestReadmeQuickStart(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := readmeBlocks(t, string(raw), "## Quick start")
+	if len(blocks) < 2 {
+		t.Fatalf("the quick start has %d sh blocks, want the set-up block and the curl block", len(blocks))
+	}
+	ci, err := os.ReadFile(filepath.Join(root, ".ci/run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var serveArgs []string
+	sawTest := false
+	for _, line := range blocks[0] {
+		cmd := stripComment(line)
+		switch {
+		case cmd == "":
+		case strings.HasPrefix(cmd, "go run ./cmd/vembed serve"):
+			serveArgs = strings.Fields(strings.TrimPrefix(cmd, "go run ./cmd/vembed serve"))
+			if serveArgs == nil {
+				serveArgs = []string{}
+			}
+		case strings.HasPrefix(cmd, "go test "):
+			sawTest = true
+			if !strings.Contains("\n"+string(ci)+"\n", "\n"+cmd+"\n") {
+				t.Errorf("the README's test command %q is not a line of .ci/run", cmd)
+			}
+		default:
+			t.Errorf("the quick start's set-up line %q is neither the serve nor the test command this test checks", cmd)
+		}
+	}
+	if serveArgs == nil || !sawTest {
+		t.Fatalf("the set-up block lacks the serve command (%v) or the test command (%v)", serveArgs != nil, sawTest)
+	}
+	for _, a := range serveArgs {
+		if strings.HasPrefix(a, "--addr") || strings.HasPrefix(a, "-addr") {
+			t.Fatalf("the quick start's serve command sets %s; the test replaces the address", a)
+		}
+	}
+
+	script := strings.Join(blocks[1], "\n")
+	if !strings.Contains(script, "localhost:8080") {
+		t.Fatal("the curl block does not talk to localhost:8080, the address the serve command listens on")
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not found: the README's curl lines are not run")
+	}
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl not found: the README's curl lines are not run")
+	}
+	p := startServeProcess(t, serveArgs...)
+	addr := strings.TrimPrefix(strings.TrimPrefix(p.url, "http://"), "https://")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bash, "-e", "-c", strings.ReplaceAll(script, "localhost:8080", addr))
+	cmd.Dir = root
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("the README's curl block: %v\n%s\nserver log:\n%s", err, stderr.String(), p.log)
+	}
+	curls := strings.Count(script, "curl -s ")
+	dec := json.NewDecoder(&stdout)
+	n := 0
+	for {
+		var answer map[string]any
+		if err := dec.Decode(&answer); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("answer %d is not a JSON object: %v", n+1, err)
+		}
+		n++
+		if e, ok := answer["error"]; ok {
+			t.Errorf("answer %d is an error: %v", n, e)
+		}
+	}
+	if n != curls {
+		t.Errorf("%d answers to %d curl commands", n, curls)
+	}
+}

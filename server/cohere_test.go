@@ -110,6 +110,22 @@ func TestCohereEmbedMatchesV1(t *testing.T) {
 			}
 		}
 	}
+	// /v1/embeddings gives the same encodings through Jina's list of
+	// embedding types.
+	var v1 struct {
+		Data []struct {
+			Embedding map[string]json.RawMessage `json:"embedding"`
+		} `json:"data"`
+	}
+	call(t, url+"/v1/embeddings", `{"input":["alpha","beta gamma"],"dimensions":24,"embedding_type":`+types+`}`, &v1)
+	floats := vectors(reference(t, url, `{"input":["alpha","beta gamma"],"dimensions":24}`))
+	for i, d := range v1.Data {
+		for _, typ := range cohereTypeNames {
+			if g, w := string(d.Embedding[typ]), wantEncoding(t, floats[i], typ); g != w {
+				t.Errorf("/v1/embeddings %s of input %d\n got %.200s\nwant %.200s", typ, i, g, w)
+			}
+		}
+	}
 	var got cohereEmbedOut
 	call(t, url+"/v2/embed", `{"model":"m","texts":["a","b"],"input_type":"search_query"}`, &got)
 	if !slices.Equal(got.Texts, []string{"a", "b"}) || len(got.Embeddings) != 1 || got.Embeddings["float"] == nil {

@@ -60,6 +60,21 @@ type gemmTier struct {
 	// block types, whose slices are whole multiples of 8 values.
 	rowDecode  map[gguf.Type]func(src []byte, n int, dst []float32)
 	transpose8 func(src []float32, stride, n8 int, dst []float32)
+	// narrow, optional, makes the product one of pairs of narrow values
+	// (bfloat16): see narrower.
+	narrow *narrower
+}
+
+// narrower turns the float32 product into one of pairs of narrower values
+// held in 32-bit words (the bits stored in float32 slices): x rounds the m
+// rows of k activations in src to rows of (k+1)/2 words in dst (an odd k
+// padded with a zero); panel rounds a decoded kc×nr float32 panel, in
+// place, to (kc+1)/2 rows of nr words, word j of row p holding rows 2p and
+// 2p+1 of column j (an odd kc padded with a zero). The tile's kernel then
+// takes k in pairs.
+type narrower struct {
+	x     func(dst, src []float32, m, k int)
+	panel func(pan []float32, kc, nr int)
 }
 
 // gemm runs the blocked product on a tier's kernels. The weight type must
@@ -97,6 +112,19 @@ func gemm(dst, x []float32, m int, w *Matrix, bias []float32, g *gemmTier) {
 		mc = max(roundUp((m+parts-1)/parts, mr), min(mc, 8*mr))
 	}
 	mBlocks := (m + mc - 1) / mc
+	a, lda := x, k // the activations as the kernel reads them
+	if g.narrow != nil {
+		lda = (k + 1) / 2
+		ap := getScratch(m * lda)
+		defer putScratch(ap)
+		a = (*ap)[:m*lda]
+		// Rows are rounded independently, in parallel blocks.
+		const rb = 64
+		parallelFor((m+rb-1)/rb, func(i int) {
+			r0, r1 := i*rb, min(i*rb+rb, m)
+			g.narrow.x(a[r0*lda:r1*lda], x[r0*k:r1*k], r1-r0, k)
+		})
+	}
 
 	parallelFor(mBlocks*nBlocks, func(item int) {
 		m0, m1, n0, n1, panels := gemmTile(item, nBlocks, mc, m, n, nr)
@@ -153,7 +181,14 @@ func gemm(dst, x []float32, m int, w *Matrix, bias []float32, g *gemmTier) {
 					dec.decode(w.Data[row*rowBytes+koff:], kc, pan[r:], nr)
 				}
 			}
-			g.panelProduct(dst[m0*n+n0:], n, x[m0*k+k0:], k, m1-m0, kc, packed, n1-n0, k0 > 0, edge)
+			kk, ak := kc, k0
+			if g.narrow != nil {
+				for p := 0; p < panels; p++ {
+					g.narrow.panel(packed[p*kc*nr:(p+1)*kc*nr], kc, nr)
+				}
+				kk, ak = (kc+1)/2, k0/2
+			}
+			g.panelProductStride(dst[m0*n+n0:], n, a[m0*lda+ak:], lda, m1-m0, kk, packed, kc*nr, n1-n0, k0 > 0, edge)
 		}
 		if bias != nil {
 			for i := m0; i < m1; i++ {

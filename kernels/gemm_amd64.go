@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"slices"
 	"unsafe"
 
 	"github.com/vembed/vembed/gguf"
@@ -55,7 +56,15 @@ func archTiers() []*impl {
 	t.quickGELU = inPlaceWith(quickGELUVec)
 	t.geluTanh = inPlaceWith(geluTanhVec)
 	i8 := int8Tier(t)
-	return append(vnniTiers(i8), i8, &t)
+	if !hasAVX512 {
+		return append(vnniTiers(i8), i8, &t)
+	}
+	// On AVX-512 CPUs the VNNI tiers take their float32 products (float
+	// weights, short products) from the avx512 tier: the same bits as
+	// avx2's, faster.
+	f := avx512Tier(t)
+	out := slices.Concat(vnniTiers(int8Tier(*f)), []*impl{f, i8, &t})
+	return out
 }
 
 //go:noescape

@@ -39,7 +39,8 @@ func TestDecodersMatchDequantize(t *testing.T) {
 // within γ_{K+1}·(Σ|x_k·w_k| + |b|) of the exact value (Higham, Accuracy and
 // Stability of Numerical Algorithms, §3.1); the float64 reference adds at
 // most one rounding to float32, u·|ref|. The avx2-int8 tier adds the error
-// of its activation quantization, bounded by int8Slack.
+// of its activation quantization, bounded by int8Slack, and avx512-bf16
+// the rounding of activations and float weights to bfloat16, bf16Slack.
 func matMulCheck(t *testing.T, w *Matrix, m int, withBias bool, rng *rand.Rand) {
 	t.Helper()
 	k, n := w.Cols, w.Rows
@@ -68,7 +69,7 @@ func matMulCheck(t *testing.T, w *Matrix, m int, withBias bool, rng *rand.Rand) 
 				s += float64(bias[j])
 				mag += math.Abs(float64(bias[j]))
 			}
-			tol := gamma(k+1)*mag + u*math.Abs(s) + int8Slack(w, j, x[i*k:(i+1)*k])
+			tol := gamma(k+1)*mag + u*math.Abs(s) + int8Slack(w, j, x[i*k:(i+1)*k]) + bf16Slack(w.Type, k, mag)
 			if got := float64(dst[i*n+j]); !(math.Abs(got-s) <= tol) {
 				t.Fatalf("%s m=%d k=%d n=%d: dst[%d][%d] = %v, want %v ± %.3g", w.Type, m, k, n, i, j, got, s, tol)
 			}

@@ -1,0 +1,97 @@
+package kernels
+
+import (
+	"unsafe"
+
+	"github.com/vembed/vembed/gguf"
+	"golang.org/x/sys/cpu"
+)
+
+// hasAVX512 reports whether the CPU and OS support the avx512 tier:
+// AVX-512 F with the ZMM state saved by the OS (x/sys/cpu reports AVX-512
+// only when the OS saves it), besides what avx2 needs.
+var hasAVX512 = hasAVX2 && cpu.X86.HasAVX512F
+
+// avx512MR and avx512NR are the avx512 tile: 14 rows by two 16-wide
+// vectors hold 28 accumulators, leaving 4 of the 32 zmm registers for the
+// two panel vectors and two broadcasts. Against a 6×32 tile (12
+// accumulators) it loads 16 values per 28 FMAs instead of 8 per 12; an
+// 8×48 tile (24 accumulators, 11 loads per 24 FMAs) would pad 80-wide
+// attention heads to 96 as 32 does, but needs 48 | gemmNC.
+const (
+	avx512MR = 14
+	avx512NR = 32
+)
+
+//go:noescape
+func kernel14x32AVX512(kc int, a *float32, lda int, b *float32, c *float32, ldc int, acc int)
+
+// microKernelAVX512 is the 14×32 FMA microkernel.
+func microKernelAVX512(kc int, a []float32, lda int, b []float32, c []float32, ldc int, acc bool) {
+	// The assembly reads and writes through raw pointers; these checks keep
+	// every access inside the slices.
+	_ = a[(avx512MR-1)*lda+kc-1]
+	_ = b[kc*avx512NR-1]
+	_ = c[(avx512MR-1)*ldc+avx512NR-1]
+	var ac int
+	if acc {
+		ac = 1
+	}
+	kernel14x32AVX512(kc, &a[0], lda, &b[0], &c[0], ldc, ac)
+}
+
+// avx512Tile is the tile of the avx512 tier.
+var avx512Tile = tile{kern: microKernelAVX512, mr: avx512MR, nr: avx512NR}
+
+//go:noescape
+func pack8F32x32(src *byte, stride int, n8 int, dst *float32)
+
+//go:noescape
+func pack8F16x32(src *byte, stride int, n8 int, dst *float32)
+
+//go:noescape
+func pack8BF16x32(src *byte, stride int, n8 int, dst *float32)
+
+// packer32 is packer for the 32-wide panels of the avx512 tile.
+func packer32(f func(src *byte, stride int, n8 int, dst *float32), size int) pack8Func {
+	return func(src []byte, stride int, n8 int, dst []float32) {
+		if n8 == 0 {
+			return
+		}
+		_ = src[7*stride+n8*8*size-1]
+		_ = dst[(n8*8-1)*avx512NR+7]
+		f(&src[0], stride, n8, &dst[0])
+	}
+}
+
+// transpose8x32 packs eight float32 rows, stride floats apart, into
+// columns 0..7 of n8·8 rows of a 32-wide panel.
+func transpose8x32(src []float32, stride, n8 int, dst []float32) {
+	if n8 == 0 {
+		return
+	}
+	_ = src[7*stride+n8*8-1]
+	_ = dst[(n8*8-1)*avx512NR+7]
+	pack8F32x32((*byte)(unsafe.Pointer(&src[0])), 4*stride, n8, &dst[0])
+}
+
+// avx512GEMM is the float32 GEMM of the avx512 tier: avx2's panel decoders
+// with 32-wide packers.
+var avx512GEMM = &gemmTier{tile: avx512Tile, pack8: map[gguf.Type]pack8Func{
+	gguf.TypeF32:  packer32(pack8F32x32, 4),
+	gguf.TypeF16:  packer32(pack8F16x32, 2),
+	gguf.TypeBF16: packer32(pack8BF16x32, 2),
+}, rowDecode: rowDecodersAVX2, transpose8: transpose8x32}
+
+// avx512Tier returns the avx512 tier built from the avx2 tier t: MatMul and
+// attention on the avx512 tile, the rest as avx2.
+func avx512Tier(t impl) *impl {
+	t.tier = TierAVX512
+	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
+		matMul(dst, x, m, w, bias, avx512GEMM)
+	}
+	at := &attnTier{tile: avx512Tile, scaleMax: scaleMaxVec, expSum: expSumVec, transpose8: transpose8x32}
+	t.attention = at.attention
+	t.attentionKV = at.attentionKV
+	return &t
+}

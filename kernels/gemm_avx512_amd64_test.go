@@ -1,0 +1,92 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// needTier skips the test when the CPU lacks tier, saying so, and makes it
+// active until the test ends.
+func needTier(t *testing.T, tier Tier) {
+	t.Helper()
+	if !slices.Contains(Available(), tier) {
+		t.Skipf("tier %s is not available on this CPU (have %v)", tier, Available())
+	}
+	saved := Active()
+	t.Cleanup(func() { Use(saved) })
+}
+
+// sameBits fails unless a and b are equal bit for bit.
+func sameBits(t *testing.T, what string, a, b []float32) {
+	t.Helper()
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			t.Fatalf("%s: value %d is %v on one tier, %v on the other", what, i, a[i], b[i])
+		}
+	}
+}
+
+// TestAVX512MatchesAVX2 checks that the avx512 tier's float32 products are
+// bit for bit avx2's on every weight type, for sizes around both tiles'
+// heights and widths and k lengths with tails: both accumulate every
+// output in k order by FMA per k slice, so any difference is a bug in a
+// tile, a packer or the edge handling.
+func TestAVX512MatchesAVX2(t *testing.T) {
+	needTier(t, TierAVX512)
+	rng := rand.New(rand.NewPCG(51, 52))
+	for _, typ := range allTypes {
+		ks := []int{1, 7, 33, 300, 520}
+		switch typ.BlockSize() {
+		case 32:
+			ks = []int{32, 288}
+		case 256:
+			ks = []int{256, 768}
+		}
+		for _, k := range ks {
+			for _, n := range []int{1, 17, 33, 161} {
+				w := randMatrix(t, typ, n, k, rng)
+				bias := randVec(n, rng)
+				for _, m := range []int{1, 13, 14, 15, 43} {
+					x := randVec(m*k, rng)
+					run := func(tier Tier) []float32 {
+						Use(tier)
+						dst := make([]float32, m*n)
+						MatMul(dst, x, m, w, bias)
+						return dst
+					}
+					sameBits(t, fmt.Sprintf("%s k%d n%d m%d", typ, k, n, m), run(TierAVX512), run(TierAVX2))
+				}
+			}
+		}
+	}
+}
+
+// TestAVX512AttentionMatchesAVX2 checks the attention on the avx512 tile
+// against avx2's, bit for bit, for head sizes that fill the 32-wide panels
+// or not (80 is the Qwen2-VL vision head) and query counts around the
+// tile height.
+func TestAVX512AttentionMatchesAVX2(t *testing.T) {
+	needTier(t, TierAVX512)
+	rng := rand.New(rand.NewPCG(53, 54))
+	for _, c := range []struct{ nTok, nHead, nKV, hd int }{{1, 2, 1, 16}, {29, 4, 2, 24}, {200, 2, 2, 80}, {131, 4, 1, 128}} {
+		qs, ks := c.nHead*c.hd, c.nKV*c.hd
+		q, k, v := randVec(c.nTok*qs, rng), randVec(c.nTok*ks, rng), randVec(c.nTok*ks, rng)
+		scale := float32(1 / math.Sqrt(float64(c.hd)))
+		masks := []Mask{{}, {Causal: true}}
+		if c.nTok > 10 {
+			masks = append(masks, Mask{Segments: []int{0, 5, c.nTok / 2, c.nTok}})
+		}
+		for _, mask := range masks {
+			run := func(tier Tier) []float32 {
+				Use(tier)
+				out := make([]float32, c.nTok*qs)
+				Attention(out, q, k, v, c.nTok, c.nHead, c.nKV, c.hd, scale, mask)
+				return out
+			}
+			sameBits(t, fmt.Sprintf("%+v %+v", c, mask), run(TierAVX512), run(TierAVX2))
+		}
+	}
+}

@@ -1,0 +1,80 @@
+package kernels
+
+import "golang.org/x/sys/cpu"
+
+// hasAVX512BF16 reports whether the CPU runs the avx512-bf16 tier (VPERMW
+// needs AVX-512 BW).
+var hasAVX512BF16 = hasAVX512 && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512BF16
+
+//go:noescape
+func kernel14x32BF16(kp int, a *float32, lda int, b *float32, c *float32, ldc int, acc int)
+
+//go:noescape
+func bf16PanelPairs(src *float32, np int, dst *float32)
+
+//go:noescape
+func bf16Row(src *float32, n32 int, dst *float32)
+
+// microKernelBF16 is the 14×32 VDPBF16PS microkernel over kp pairs of k.
+func microKernelBF16(kp int, a []float32, lda int, b []float32, c []float32, ldc int, acc bool) {
+	_ = a[(avx512MR-1)*lda+kp-1]
+	_ = b[kp*avx512NR-1]
+	_ = c[(avx512MR-1)*ldc+avx512NR-1]
+	var ac int
+	if acc {
+		ac = 1
+	}
+	kernel14x32BF16(kp, &a[0], lda, &b[0], &c[0], ldc, ac)
+}
+
+// bf16RowsAVX512 is narrower.x: whole groups of 32 values by
+// VCVTNE2PS2BF16, the rest in Go.
+func bf16RowsAVX512(dst, src []float32, m, k int) {
+	lda := (k + 1) / 2
+	n32 := k / 32
+	for i := 0; i < m; i++ {
+		d, s := dst[i*lda:(i+1)*lda], src[i*k:(i+1)*k]
+		if n32 > 0 {
+			_ = s[n32*32-1]
+			_ = d[n32*16-1]
+			bf16Row(&s[0], n32, &d[0])
+		}
+		bf16PairsGo(d[n32*16:], s[n32*32:])
+	}
+}
+
+// bf16PanelAVX512 is narrower.panel for 32-wide panels: whole row pairs
+// by VCVTNE2PS2BF16 and VPERMW, an odd last row in Go.
+func bf16PanelAVX512(pan []float32, kc, nr int) {
+	np := kc / 2
+	if np > 0 {
+		_ = pan[2*np*avx512NR-1]
+		bf16PanelPairs(&pan[0], np, &pan[0])
+	}
+	bf16PanelGo(pan, kc, nr, np)
+}
+
+// bf16GEMM is the GEMM of the avx512-bf16 tier for float weights: panels
+// decoded to float32 by the avx512 packers, then rounded to pairs.
+var bf16GEMM = &gemmTier{
+	tile:       tile{kern: microKernelBF16, mr: avx512MR, nr: avx512NR},
+	pack8:      avx512GEMM.pack8,
+	rowDecode:  avx512GEMM.rowDecode,
+	transpose8: avx512GEMM.transpose8,
+	narrow:     &narrower{x: bf16RowsAVX512, panel: bf16PanelAVX512},
+}
+
+// bf16Tier returns the avx512-bf16 tier built on base: float weights
+// through bf16GEMM, everything else as base.
+func bf16Tier(base impl) *impl {
+	t := base
+	t.tier = TierAVX512BF16
+	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
+		if !bf16Types[w.Type] || w.Cols == 0 {
+			base.matMul(dst, x, m, w, bias)
+			return
+		}
+		gemm(dst, x, m, w, bias, bf16GEMM)
+	}
+	return &t
+}

@@ -1,0 +1,297 @@
+#include "textflag.h"
+
+// The avx512-bf16 tier's microkernel: the avx512 14x32 tile with
+// VDPBF16PS (AVX512_BF16) in place of the FMA. a and b hold pairs of
+// bfloat16 values, k = 2p in the low half of 32-bit word p and k = 2p+1 in
+// the high half; a panel row p holds the pairs of the 32 columns (128
+// bytes). One VDPBF16PS adds, in each of 16 float32 lanes, the two
+// products of a pair (exact in float32) to the accumulator, so each k-pair
+// step does 28 instructions of 32 products. Sums start from zero in each
+// k slice and are then added to c when acc is set.
+//
+// The Go assembler has no mnemonic for VDPBF16PS: each is emitted as its
+// EVEX encoding, EVEX.512.F3.0F38.W0 52 /r (Intel SDM), with the Intel-syntax
+// instruction it encodes beside it. Z28, Z29 are the panel vectors, Z30 and
+// Z31 the broadcast a pairs (alternating), Z0..Z27 the accumulators.
+
+#define KSTEPBF(aoff, boff) \
+	VMOVUPS boff(BX), Z28 \
+	VMOVUPS boff+64(BX), Z29 \
+	VPBROADCASTD aoff(R8), Z30 \
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc6 /* VDPBF16PS zmm0, zmm28, zmm30 */ \
+	BYTE $0x62; BYTE $0x92; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xce /* VDPBF16PS zmm1, zmm29, zmm30 */ \
+	VPBROADCASTD aoff(R8)(DX*1), Z31 \
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xd7 /* VDPBF16PS zmm2, zmm28, zmm31 */ \
+	BYTE $0x62; BYTE $0x92; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xdf /* VDPBF16PS zmm3, zmm29, zmm31 */ \
+	VPBROADCASTD aoff(R8)(DX*2), Z30 \
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe6 /* VDPBF16PS zmm4, zmm28, zmm30 */ \
+	BYTE $0x62; BYTE $0x92; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xee /* VDPBF16PS zmm5, zmm29, zmm30 */ \
+	VPBROADCASTD aoff(R9), Z31 \
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xf7 /* VDPBF16PS zmm6, zmm28, zmm31 */ \
+	BYTE $0x62; BYTE $0x92; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xff /* VDPBF16PS zmm7, zmm29, zmm31 */ \
+	VPBROADCASTD aoff(R9)(DX*1), Z30 \
+	BYTE $0x62; BYTE $0x12; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc6 /* VDPBF16PS zmm8, zmm28, zmm30 */ \
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xce /* VDPBF16PS zmm9, zmm29, zmm30 */ \
+	VPBROADCASTD aoff(R9)(DX*2), Z31 \
+	BYTE $0x62; BYTE $0x12; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xd7 /* VDPBF16PS zmm10, zmm28, zmm31 */ \
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xdf /* VDPBF16PS zmm11, zmm29, zmm31 */ \
+	VPBROADCASTD aoff(R10), Z30 \
+	BYTE $0x62; BYTE $0x12; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe6 /* VDPBF16PS zmm12, zmm28, zmm30 */ \
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xee /* VDPBF16PS zmm13, zmm29, zmm30 */ \
+	VPBROADCASTD aoff(R10)(DX*1), Z31 \
+	BYTE $0x62; BYTE $0x12; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xf7 /* VDPBF16PS zmm14, zmm28, zmm31 */ \
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xff /* VDPBF16PS zmm15, zmm29, zmm31 */ \
+	VPBROADCASTD aoff(R10)(DX*2), Z30 \
+	BYTE $0x62; BYTE $0x82; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc6 /* VDPBF16PS zmm16, zmm28, zmm30 */ \
+	BYTE $0x62; BYTE $0x82; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xce /* VDPBF16PS zmm17, zmm29, zmm30 */ \
+	VPBROADCASTD aoff(R11), Z31 \
+	BYTE $0x62; BYTE $0x82; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xd7 /* VDPBF16PS zmm18, zmm28, zmm31 */ \
+	BYTE $0x62; BYTE $0x82; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xdf /* VDPBF16PS zmm19, zmm29, zmm31 */ \
+	VPBROADCASTD aoff(R11)(DX*1), Z30 \
+	BYTE $0x62; BYTE $0x82; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe6 /* VDPBF16PS zmm20, zmm28, zmm30 */ \
+	BYTE $0x62; BYTE $0x82; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xee /* VDPBF16PS zmm21, zmm29, zmm30 */ \
+	VPBROADCASTD aoff(R11)(DX*2), Z31 \
+	BYTE $0x62; BYTE $0x82; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xf7 /* VDPBF16PS zmm22, zmm28, zmm31 */ \
+	BYTE $0x62; BYTE $0x82; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xff /* VDPBF16PS zmm23, zmm29, zmm31 */ \
+	VPBROADCASTD aoff(R12), Z30 \
+	BYTE $0x62; BYTE $0x02; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc6 /* VDPBF16PS zmm24, zmm28, zmm30 */ \
+	BYTE $0x62; BYTE $0x02; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xce /* VDPBF16PS zmm25, zmm29, zmm30 */ \
+	VPBROADCASTD aoff(R12)(DX*1), Z31 \
+	BYTE $0x62; BYTE $0x02; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xd7 /* VDPBF16PS zmm26, zmm28, zmm31 */ \
+	BYTE $0x62; BYTE $0x02; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xdf /* VDPBF16PS zmm27, zmm29, zmm31 */
+
+#define ZEROBF \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	VPXORD Z2, Z2, Z2 \
+	VPXORD Z3, Z3, Z3 \
+	VPXORD Z4, Z4, Z4 \
+	VPXORD Z5, Z5, Z5 \
+	VPXORD Z6, Z6, Z6 \
+	VPXORD Z7, Z7, Z7 \
+	VPXORD Z8, Z8, Z8 \
+	VPXORD Z9, Z9, Z9 \
+	VPXORD Z10, Z10, Z10 \
+	VPXORD Z11, Z11, Z11 \
+	VPXORD Z12, Z12, Z12 \
+	VPXORD Z13, Z13, Z13 \
+	VPXORD Z14, Z14, Z14 \
+	VPXORD Z15, Z15, Z15 \
+	VPXORD Z16, Z16, Z16 \
+	VPXORD Z17, Z17, Z17 \
+	VPXORD Z18, Z18, Z18 \
+	VPXORD Z19, Z19, Z19 \
+	VPXORD Z20, Z20, Z20 \
+	VPXORD Z21, Z21, Z21 \
+	VPXORD Z22, Z22, Z22 \
+	VPXORD Z23, Z23, Z23 \
+	VPXORD Z24, Z24, Z24 \
+	VPXORD Z25, Z25, Z25 \
+	VPXORD Z26, Z26, Z26 \
+	VPXORD Z27, Z27, Z27
+
+// func kernel14x32BF16(kp int, a *float32, lda int, b *float32, c *float32, ldc int, acc int)
+// kp pairs of k; lda is in pairs (32-bit words), ldc in floats.
+TEXT ·kernel14x32BF16(SB), NOSPLIT, $0-56
+	MOVQ kp+0(FP), CX
+	MOVQ a+8(FP), R8
+	MOVQ lda+16(FP), DX
+	SHLQ $2, DX
+	MOVQ b+24(FP), BX
+	LEAQ (R8)(DX*2), R9
+	ADDQ DX, R9
+	LEAQ (R9)(DX*2), R10
+	ADDQ DX, R10
+	LEAQ (R10)(DX*2), R11
+	ADDQ DX, R11
+	LEAQ (R11)(DX*2), R12
+	ADDQ DX, R12
+
+	ZEROBF
+
+	MOVQ CX, R13
+	SHRQ $2, R13
+	JZ   tail
+
+loop4:
+	KSTEPBF(0, 0)
+	KSTEPBF(4, 128)
+	KSTEPBF(8, 256)
+	KSTEPBF(12, 384)
+	ADDQ $16, R8
+	ADDQ $16, R9
+	ADDQ $16, R10
+	ADDQ $16, R11
+	ADDQ $16, R12
+	ADDQ $512, BX
+	DECQ R13
+	JNZ  loop4
+
+tail:
+	ANDQ $3, CX
+	JZ   store
+
+loop1:
+	KSTEPBF(0, 0)
+	ADDQ $4, R8
+	ADDQ $4, R9
+	ADDQ $4, R10
+	ADDQ $4, R11
+	ADDQ $4, R12
+	ADDQ $128, BX
+	DECQ CX
+	JNZ  loop1
+
+store:
+	MOVQ c+32(FP), DI
+	MOVQ ldc+40(FP), SI
+	SHLQ $2, SI
+	LEAQ (DI)(SI*2), R8
+	ADDQ SI, R8
+	LEAQ (R8)(SI*2), R9
+	ADDQ SI, R9
+	LEAQ (R9)(SI*2), R10
+	ADDQ SI, R10
+	LEAQ (R10)(SI*2), R11
+	ADDQ SI, R11
+	MOVQ acc+48(FP), AX
+	TESTQ AX, AX
+	JZ   write
+	VADDPS 0(DI), Z0, Z0
+	VADDPS 64(DI), Z1, Z1
+	VADDPS 0(DI)(SI*1), Z2, Z2
+	VADDPS 64(DI)(SI*1), Z3, Z3
+	VADDPS 0(DI)(SI*2), Z4, Z4
+	VADDPS 64(DI)(SI*2), Z5, Z5
+	VADDPS 0(R8), Z6, Z6
+	VADDPS 64(R8), Z7, Z7
+	VADDPS 0(R8)(SI*1), Z8, Z8
+	VADDPS 64(R8)(SI*1), Z9, Z9
+	VADDPS 0(R8)(SI*2), Z10, Z10
+	VADDPS 64(R8)(SI*2), Z11, Z11
+	VADDPS 0(R9), Z12, Z12
+	VADDPS 64(R9), Z13, Z13
+	VADDPS 0(R9)(SI*1), Z14, Z14
+	VADDPS 64(R9)(SI*1), Z15, Z15
+	VADDPS 0(R9)(SI*2), Z16, Z16
+	VADDPS 64(R9)(SI*2), Z17, Z17
+	VADDPS 0(R10), Z18, Z18
+	VADDPS 64(R10), Z19, Z19
+	VADDPS 0(R10)(SI*1), Z20, Z20
+	VADDPS 64(R10)(SI*1), Z21, Z21
+	VADDPS 0(R10)(SI*2), Z22, Z22
+	VADDPS 64(R10)(SI*2), Z23, Z23
+	VADDPS 0(R11), Z24, Z24
+	VADDPS 64(R11), Z25, Z25
+	VADDPS 0(R11)(SI*1), Z26, Z26
+	VADDPS 64(R11)(SI*1), Z27, Z27
+
+write:
+	VMOVUPS Z0, 0(DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z2, 0(DI)(SI*1)
+	VMOVUPS Z3, 64(DI)(SI*1)
+	VMOVUPS Z4, 0(DI)(SI*2)
+	VMOVUPS Z5, 64(DI)(SI*2)
+	VMOVUPS Z6, 0(R8)
+	VMOVUPS Z7, 64(R8)
+	VMOVUPS Z8, 0(R8)(SI*1)
+	VMOVUPS Z9, 64(R8)(SI*1)
+	VMOVUPS Z10, 0(R8)(SI*2)
+	VMOVUPS Z11, 64(R8)(SI*2)
+	VMOVUPS Z12, 0(R9)
+	VMOVUPS Z13, 64(R9)
+	VMOVUPS Z14, 0(R9)(SI*1)
+	VMOVUPS Z15, 64(R9)(SI*1)
+	VMOVUPS Z16, 0(R9)(SI*2)
+	VMOVUPS Z17, 64(R9)(SI*2)
+	VMOVUPS Z18, 0(R10)
+	VMOVUPS Z19, 64(R10)
+	VMOVUPS Z20, 0(R10)(SI*1)
+	VMOVUPS Z21, 64(R10)(SI*1)
+	VMOVUPS Z22, 0(R10)(SI*2)
+	VMOVUPS Z23, 64(R10)(SI*2)
+	VMOVUPS Z24, 0(R11)
+	VMOVUPS Z25, 64(R11)
+	VMOVUPS Z26, 0(R11)(SI*1)
+	VMOVUPS Z27, 64(R11)(SI*1)
+	VZEROUPPER
+	RET
+
+// The interleave of VPERMW after VCVTNE2PS2BF16: word 2j of the result is
+// word j of the source (row k = 2p, column j) and word 2j+1 is word 16+j
+// (row 2p+1, column j).
+DATA bf16Interleave<>+0(SB)/4, $0x100000
+DATA bf16Interleave<>+4(SB)/4, $0x110001
+DATA bf16Interleave<>+8(SB)/4, $0x120002
+DATA bf16Interleave<>+12(SB)/4, $0x130003
+DATA bf16Interleave<>+16(SB)/4, $0x140004
+DATA bf16Interleave<>+20(SB)/4, $0x150005
+DATA bf16Interleave<>+24(SB)/4, $0x160006
+DATA bf16Interleave<>+28(SB)/4, $0x170007
+DATA bf16Interleave<>+32(SB)/4, $0x180008
+DATA bf16Interleave<>+36(SB)/4, $0x190009
+DATA bf16Interleave<>+40(SB)/4, $0x1a000a
+DATA bf16Interleave<>+44(SB)/4, $0x1b000b
+DATA bf16Interleave<>+48(SB)/4, $0x1c000c
+DATA bf16Interleave<>+52(SB)/4, $0x1d000d
+DATA bf16Interleave<>+56(SB)/4, $0x1e000e
+DATA bf16Interleave<>+60(SB)/4, $0x1f000f
+GLOBL bf16Interleave<>(SB), RODATA|NOPTR, $64
+
+// func bf16PanelPairs(src *float32, np int, dst *float32)
+// Rounds np pairs of rows of a 32-wide float32 panel (rows 2p and 2p+1,
+// 256 bytes at src+256p) to bfloat16 pairs: row p of a 32-wide panel of
+// pairs, 128 bytes at dst+128p. dst may be src: row p is
+// written after rows 2p and 2p+1 are read, and p <= 2p.
+TEXT ·bf16PanelPairs(SB), NOSPLIT, $0-24
+	MOVQ src+0(FP), SI
+	MOVQ np+8(FP), CX
+	MOVQ dst+16(FP), DI
+	VMOVDQU32 bf16Interleave<>(SB), Z31
+	TESTQ CX, CX
+	JZ   pdone
+
+ploop:
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 64(SI), Z1
+	VMOVUPS 128(SI), Z2
+	VMOVUPS 192(SI), Z3
+	BYTE $0x62; BYTE $0xf2; BYTE $0x6f; BYTE $0x48; BYTE $0x72; BYTE $0xe0 /* VCVTNE2PS2BF16 zmm4, zmm2, zmm0: words 0..15 from zmm0, 16..31 from zmm2 */
+	BYTE $0x62; BYTE $0xf2; BYTE $0x67; BYTE $0x48; BYTE $0x72; BYTE $0xe9 /* VCVTNE2PS2BF16 zmm5, zmm3, zmm1 */
+	VPERMW Z4, Z31, Z6
+	VPERMW Z5, Z31, Z7
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 64(DI)
+	ADDQ $256, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  ploop
+
+pdone:
+	VZEROUPPER
+	RET
+
+// func bf16Row(src *float32, n32 int, dst *float32)
+// Rounds n32·32 consecutive float32 values to bfloat16, in order (so
+// values 2p and 2p+1 form pair p), 64 bytes of output per 32 values.
+TEXT ·bf16Row(SB), NOSPLIT, $0-24
+	MOVQ src+0(FP), SI
+	MOVQ n32+8(FP), CX
+	MOVQ dst+16(FP), DI
+	TESTQ CX, CX
+	JZ   rdone
+
+rloop:
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 64(SI), Z1
+	BYTE $0x62; BYTE $0xf2; BYTE $0x77; BYTE $0x48; BYTE $0x72; BYTE $0xd0 /* VCVTNE2PS2BF16 zmm2, zmm1, zmm0: words 0..15 from zmm0, 16..31 from zmm1 */
+	VMOVUPS Z2, 0(DI)
+	ADDQ $128, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  rloop
+
+rdone:
+	VZEROUPPER
+	RET

@@ -1,0 +1,90 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/vembed/vembed/gguf"
+)
+
+// bf16Slack is what the avx512-bf16 tier may add to the float32 bound of
+// a product of k terms of total magnitude mag = Σ|x·w| by weights of type
+// typ (gemm_bf16.go): activations and weights rounded to bfloat16 move
+// each product by at most e = ua + uw + ua·uw of itself (ua = 2⁻⁸; uw = 2⁻⁸
+// for F16 and F32 weights, 0 for BF16 ones, which are exact), and the
+// float32 sum of the rounded products, at most (1+e)·mag, adds γ_{k+1} of
+// that beyond the γ_{k+1}·mag the float32 bound has. VDPBF16PS treats
+// denormal inputs and outputs as zero: at most 2⁻¹²⁶ per product and sum,
+// which the last term covers.
+func bf16Slack(typ gguf.Type, k int, mag float64) float64 {
+	if Active() != TierAVX512BF16 || !bf16Types[typ] {
+		return 0
+	}
+	return bf16Err(typ, k, mag)
+}
+
+func bf16Err(typ gguf.Type, k int, mag float64) float64 {
+	const ua = 1.0 / 256
+	uw := ua
+	if typ == gguf.TypeBF16 {
+		uw = 0
+	}
+	e := ua + uw + ua*uw
+	return e*mag + gamma(k+1)*e*mag + float64(2*k+2)*0x1p-126
+}
+
+// TestBF16DriverGo runs the blocked GEMM with the pair layout on portable
+// Go narrowers and a Go microkernel (any CPU) against the float64
+// reference with the bfloat16 bound, on the float weight types, odd sizes
+// and k tails (odd k pads a pair with a zero), several k slices included.
+func TestBF16DriverGo(t *testing.T) {
+	g := &gemmTier{
+		tile:   tile{kern: microKernelBF16Go(6, 16), mr: 6, nr: 16},
+		narrow: &narrower{x: bf16RowsGo, panel: func(p []float32, kc, nr int) { bf16PanelGo(p, kc, nr, 0) }},
+	}
+	bf16MatMulCheck(t, func(dst, x []float32, m int, w *Matrix, bias []float32) { gemm(dst, x, m, w, bias, g) })
+}
+
+// bf16MatMulCheck checks mm against the float64 product of the decoded
+// weights within bf16Err on top of the float32 bound.
+func bf16MatMulCheck(t *testing.T, mm func(dst, x []float32, m int, w *Matrix, bias []float32)) {
+	rng := rand.New(rand.NewPCG(63, 64))
+	for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16} {
+		for _, k := range []int{1, 2, 3, 31, 33, 64, 257, 300, 555} {
+			for _, n := range []int{1, 17, 33, 130} {
+				w := randMatrix(t, typ, n, k, rng)
+				for _, m := range []int{1, 13, 14, 15, 30} {
+					t.Run(fmt.Sprintf("%s/k%d/n%d/m%d", typ, k, n, m), func(t *testing.T) {
+						x := randVec(m*k, rng)
+						bias := randVec(n, rng)
+						dst := make([]float32, m*n)
+						for i := range dst {
+							dst[i] = float32(math.NaN())
+						}
+						mm(dst, x, m, w, bias)
+						row := make([]float32, k)
+						for j := 0; j < n; j++ {
+							decoders[typ].decode(w.Data[j*w.RowBytes():], k, row, 1)
+							for i := 0; i < m; i++ {
+								var s, mag float64
+								for kk, v := range row {
+									p := float64(x[i*k+kk]) * float64(v)
+									s += p
+									mag += math.Abs(p)
+								}
+								s += float64(bias[j])
+								mag += math.Abs(float64(bias[j]))
+								tol := gamma(k+1)*mag + u*math.Abs(s) + bf16Err(typ, k, mag)
+								if got := float64(dst[i*n+j]); !(math.Abs(got-s) <= tol) {
+									t.Fatalf("dst[%d][%d] = %v, want %v ± %.3g", i, j, got, s, tol)
+								}
+							}
+						}
+					})
+				}
+			}
+		}
+	}
+}

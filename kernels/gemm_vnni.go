@@ -144,15 +144,21 @@ func vnniRowIQ4XS(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []i
 // the start −128·Σ m·q and, unless unit (the kernel then reads none), the
 // multipliers of the two halves.
 func vnniAuxCol(mul []int16, sum []int32, nb int, aux []int32, col int, unit bool) {
-	for b := 0; b < nb; b++ {
-		a := aux[b*vnniAux : (b+1)*vnniAux]
-		if unit {
-			a[col] = -128 * (sum[2*b] + sum[2*b+1])
-			continue
+	if nb <= 0 {
+		return
+	}
+	sum, aux = sum[:2*nb], aux[col:(nb-1)*vnniAux+2*vnniNR+col+1]
+	if unit {
+		for b := 0; b < nb; b++ {
+			aux[b*vnniAux] = -128 * (sum[2*b] + sum[2*b+1])
 		}
+		return
+	}
+	mul = mul[:2*nb]
+	for b := 0; b < nb; b++ {
 		m0, m1 := int32(mul[2*b]), int32(mul[2*b+1])
-		a[col] = -128 * (m0*sum[2*b] + m1*sum[2*b+1])
-		a[vnniNR+col], a[2*vnniNR+col] = m0, m1
+		aux[b*vnniAux] = -128 * (m0*sum[2*b] + m1*sum[2*b+1])
+		aux[b*vnniAux+vnniNR], aux[b*vnniAux+2*vnniNR] = m0, m1
 	}
 }
 

@@ -176,6 +176,9 @@ type vnniTier struct {
 	rowMajor bool
 	pack8    func(src []int8, kc int, dst []int8)
 	quant    func(x []float32, q []uint8, ds []float32)
+	// quantStrided, optional, is quant writing the four-byte groups of q
+	// stride bytes apart: straight into the interleaved layout.
+	quantStrided func(x []float32, q []uint8, stride int, ds []float32)
 	// dec, optional by type, replace vnniDecoders' rows with faster
 	// equals.
 	dec map[gguf.Type]func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32)
@@ -203,19 +206,23 @@ func gemmVNNI(dst, x []float32, m int, w *Matrix, bias []float32, g *vnniTier) {
 	defer byteScratch.put(xap)
 	defer putScratch(dsp)
 	xa, ds := *xap, *dsp
-	quantizeGroups(x, m, k, rows, ds, g.quant, func(gi, r int, q []uint8) {
-		if g.rowMajor {
-			xg := xa[gi*rows*k : (gi+1)*rows*k]
-			for b := 0; b < nbRow; b++ {
-				copy(xg[(b*rows+r)*i8Block:(b*rows+r+1)*i8Block], q[b*i8Block:])
+	if g.quantStrided != nil && !g.rowMajor {
+		quantizeInterleaved(x, m, k, rows, xa, ds, g.quantStrided)
+	} else {
+		quantizeGroups(x, m, k, rows, ds, g.quant, func(gi, r int, q []uint8) {
+			if g.rowMajor {
+				xg := xa[gi*rows*k : (gi+1)*rows*k]
+				for b := 0; b < nbRow; b++ {
+					copy(xg[(b*rows+r)*i8Block:(b*rows+r+1)*i8Block], q[b*i8Block:])
+				}
+				return
 			}
-			return
-		}
-		xg := uint32s(xa[gi*rows*k : (gi+1)*rows*k])
-		for p, v := range uint32s(q[:k]) {
-			xg[p*rows+r] = v
-		}
-	})
+			xg := uint32s(xa[gi*rows*k : (gi+1)*rows*k])
+			for p, v := range uint32s(q[:k]) {
+				xg[p*rows+r] = v
+			}
+		})
+	}
 
 	rowBytes := w.RowBytes()
 	mc, mBlocks, nBlocks := int8Blocking(m, n, rows)
@@ -292,6 +299,37 @@ func gemmVNNI(dst, x []float32, m int, w *Matrix, bias []float32, g *vnniTier) {
 			}
 		}
 		addBias(dst, n, bias, m0, m1, n0, n1)
+	})
+}
+
+// quantizeInterleaved is quantizeGroups for the interleaved layout with a
+// quantizer that writes it directly: the m rows of x (k values each) in
+// groups of rows rows into xa (group g at xa[g*rows*k:], row r's
+// four-byte group p at (p*rows+r)*4), the (d, d·Σq) pairs into ds as
+// [group][block][row][2]; rows past m are zeros.
+func quantizeInterleaved(x []float32, m, k, rows int, xa []uint8, ds []float32, quant func(x []float32, q []uint8, stride int, ds []float32)) {
+	nb := k / i8Block
+	parallelFor((m+rows-1)/rows, func(gi int) {
+		dp := getScratch(2 * nb)
+		defer putScratch(dp)
+		dr := *dp
+		xg := xa[gi*rows*k : (gi+1)*rows*k]
+		dg := ds[gi*rows*2*nb : (gi+1)*rows*2*nb]
+		for r := 0; r < rows; r++ {
+			if i := gi*rows + r; i < m {
+				quant(x[i*k:(i+1)*k], xg[r*4:], rows*4, dr)
+			} else {
+				x32 := uint32s(xg)
+				for p := 0; p < k/4; p++ {
+					x32[p*rows+r] = 0x80808080
+				}
+				clear(dr)
+			}
+			for b := 0; b < nb; b++ {
+				o := (b*rows + r) * 2
+				dg[o], dg[o+1] = dr[2*b], dr[2*b+1]
+			}
+		}
 	})
 }
 

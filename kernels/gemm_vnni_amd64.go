@@ -67,6 +67,20 @@ func q8RowVNNI(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int1
 }
 
 //go:noescape
+func quantizeU8StridedAVX2(x *float32, nb int, q *uint8, stride int, ds *float32)
+
+// quantizeRowU8StridedAVX2 is quantizeRowU8AVX2 with the four-byte groups
+// of q stride bytes apart.
+func quantizeRowU8StridedAVX2(x []float32, q []uint8, stride int, ds []float32) {
+	nb := len(x) / i8Block
+	if nb == 0 {
+		return
+	}
+	_, _ = q[(8*nb-1)*stride+3], ds[2*nb-1]
+	quantizeU8StridedAVX2(&x[0], nb, &q[0], stride, &ds[0])
+}
+
+//go:noescape
 func decodeIQ4S8AVX2(qs *byte, nb int, stride int, q *int8, sum *int32)
 
 // iq4nlRowVNNI is vnniRowIQ4NL with the codebook lookup and sums in
@@ -131,12 +145,12 @@ var (
 	vnniAVX512 = &vnniTier{
 		kern: vnniAsm(6, 2, kernelVNNIUnit6x32), kernMul: vnniAsm(6, 2, kernelVNNI6x32),
 		rows: 6, span: 2, rowsMul: 6, spanMul: 2,
-		pack8: pack8U8AVX2, quant: quantizeRowU8AVX2, dec: vnniRowsAVX2,
+		pack8: pack8U8AVX2, quant: quantizeRowU8AVX2, quantStrided: quantizeRowU8StridedAVX2, dec: vnniRowsAVX2,
 	}
 	vnniAVX = &vnniTier{
 		kern: vnniAsm(6, 1, kernelAVXVNNI6x16), kernMul: vnniAsm(3, 1, kernelAVXVNNI3x16),
 		rows: 6, span: 1, rowsMul: 3, spanMul: 1,
-		pack8: pack8U8AVX2, quant: quantizeRowU8AVX2, dec: vnniRowsAVX2,
+		pack8: pack8U8AVX2, quant: quantizeRowU8AVX2, quantStrided: quantizeRowU8StridedAVX2, dec: vnniRowsAVX2,
 	}
 )
 

@@ -59,8 +59,8 @@ func vnniSizes(typ gguf.Type) []int {
 }
 
 // vnniCompare runs path and ref on random activations (one row of ±1,
-// where every |q| is 127) for every row count in ms and reports the first
-// output whose bits differ.
+// where every |q| is 127, one with zero and tiny blocks) for every row
+// count in ms and reports the first output whose bits differ.
 func vnniCompare(path, ref func(dst, x []float32, m int, w *Matrix, bias []float32), w *Matrix, ms []int, rng *rand.Rand) error {
 	k, n := w.Cols, w.Rows
 	for _, m := range ms {
@@ -68,6 +68,16 @@ func vnniCompare(path, ref func(dst, x []float32, m int, w *Matrix, bias []float
 		if m > 2 {
 			for i := range k {
 				x[2*k+i] = float32(1 - 2*(i%2))
+			}
+		}
+		if m > 3 {
+			// Row 3 starts with a block of zeros and, when k allows, one
+			// below 2⁻¹⁰⁰ (both quantize to q = 0, d = 0).
+			clear(x[3*k : 3*k+i8Block])
+			if k > i8Block {
+				for i := 3*k + i8Block; i < 3*k+2*i8Block; i++ {
+					x[i] = 1e-35
+				}
 			}
 		}
 		var bias []float32

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -100,5 +101,57 @@ func TestBidirectionalServing(t *testing.T) {
 	}
 	if small.Info().ContextLength != 64 {
 		t.Errorf("context length %d, want the one-pass limit 64", small.Info().ContextLength)
+	}
+}
+
+// TestRetrieverPresets checks the 4B retriever presets: the Qwen3-VL-4B
+// shapes, and, written at a tiny size with everything else kept, files
+// the engine serves with the right recipe, decoder mode and row width.
+func TestRetrieverPresets(t *testing.T) {
+	for _, c := range []struct {
+		preset, recipe string
+		rows           int
+		bidirectional  bool
+	}{
+		{"colqwen3-4b", recipe.ColQwen3Name, 320, false},
+		{"nemotron-colembed-vl-4b-v2", recipe.NemotronName, 2560, true},
+	} {
+		cfg, err := synth.Preset(c.preset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lm, vi := cfg.LM, cfg.Vision
+		if lm.Hidden != 2560 || lm.Layers != 36 || lm.Heads != 32 || lm.KVHeads != 8 || lm.HeadDim != 128 || lm.FFN != 9728 || lm.Vocab != 151936 ||
+			vi.Width != 1024 || vi.Blocks != 24 || vi.Heads != 16 || vi.FFN != 4096 || len(vi.DeepStack) != 3 || vi.PositionSide != 48 {
+			t.Errorf("%s: not the Qwen3-VL-4B shapes: %+v %+v", c.preset, lm, vi)
+		}
+		tiny, _ := synth.Preset("tiny-qwen3vl")
+		cfg.LM.Hidden, cfg.LM.Layers, cfg.LM.Heads, cfg.LM.KVHeads, cfg.LM.FFN, cfg.LM.HeadDim, cfg.LM.MRoPE = 64, 3, 4, 2, 128, 32, tiny.LM.MRoPE
+		cfg.LM.Vocab = tiny.LM.Vocab
+		cfg.Vision.Width, cfg.Vision.Blocks, cfg.Vision.Heads, cfg.Vision.FFN, cfg.Vision.DeepStack = 32, 3, 2, 64, []int{0, 1, 2}
+		dir := t.TempDir()
+		lmPath, mm, err := synth.WritePair(dir, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ec := Config{Model: lmPath, MMProj: mm}
+		if c.rows == 320 {
+			ec.MVProj = filepath.Join(dir, "mvproj.gguf")
+			if err := synth.WriteMVProj(ec.MVProj, cfg); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			c.rows = 64
+		}
+		e := start(t, ec, nil)
+		if i := e.Info(); i.Recipe != c.recipe || i.MultivectorDim != c.rows || e.mi.Bidirectional != c.bidirectional || i.MaxPixels != cfg.Vision.MaxPixels {
+			t.Errorf("%s: info %+v, bidirectional %v", c.preset, i, e.mi.Bidirectional)
+		}
+		resp := embed(t, e, Request{Inputs: []Input{TextInput("a query"), ImageInput(testPNG(t, 90, 70, 1))}, Multivector: true})
+		for _, emb := range resp.Embeddings {
+			if len(emb.Multi) != emb.Tokens || len(emb.Multi[0]) != c.rows {
+				t.Errorf("%s: %d rows of %d for %d tokens", c.preset, len(emb.Multi), len(emb.Multi[0]), emb.Tokens)
+			}
+		}
 	}
 }

@@ -36,18 +36,21 @@ type Config struct {
 }
 
 var presets = map[string]func() Config{
-	"tiny":                  tinyPreset,
-	"tiny-qwen2vl":          tinyQwen2VLPreset,
-	"jina-v4":               jinaV4Preset,
-	"qwen2vl-2b":            qwen2VL2BPreset,
-	"tiny-qwen3vl":          tinyQwen3VLPreset,
-	"qwen3-vl-embedding-2b": qwen3VLEmbedding2BPreset,
-	"qwen3-vl-reranker-2b":  qwen3VLReranker2BPreset,
+	"tiny":                       tinyPreset,
+	"tiny-qwen2vl":               tinyQwen2VLPreset,
+	"jina-v4":                    jinaV4Preset,
+	"qwen2vl-2b":                 qwen2VL2BPreset,
+	"tiny-qwen3vl":               tinyQwen3VLPreset,
+	"qwen3-vl-embedding-2b":      qwen3VLEmbedding2BPreset,
+	"qwen3-vl-reranker-2b":       qwen3VLReranker2BPreset,
+	"colqwen3-4b":                colQwen34BPreset,
+	"nemotron-colembed-vl-4b-v2": nemotronColEmbed4BPreset,
 }
 
 // Presets lists the preset names Preset accepts.
 func Presets() []string {
-	return []string{"tiny", "tiny-qwen2vl", "jina-v4", "qwen2vl-2b", "tiny-qwen3vl", "qwen3-vl-embedding-2b", "qwen3-vl-reranker-2b"}
+	return []string{"tiny", "tiny-qwen2vl", "jina-v4", "qwen2vl-2b", "tiny-qwen3vl", "qwen3-vl-embedding-2b", "qwen3-vl-reranker-2b",
+		"colqwen3-4b", "nemotron-colembed-vl-4b-v2"}
 }
 
 // Preset returns a named configuration:
@@ -63,7 +66,11 @@ func Presets() []string {
 //     FFN 64, patch 16, DeepStack taps 0, 2, 3);
 //   - "qwen3-vl-embedding-2b", "qwen3-vl-reranker-2b": Qwen3-VL-Embedding-2B
 //     and Qwen3-VL-Reranker-2B shapes, in the form llama.cpp converts them
-//     (no pooling type; RANK with the yes/no head).
+//     (no pooling type; RANK with the yes/no head);
+//   - "colqwen3-4b", "nemotron-colembed-vl-4b-v2": tomoro-colqwen3-embed-4b
+//     (320-wide mvproj) and nemotron-colembed-vl-4b-v2 (bidirectional, no
+//     final norm, rows from the hidden states) as vembed convert writes
+//     them, on the Qwen3-VL-4B shapes.
 func Preset(name string) (Config, error) {
 	f, ok := presets[name]
 	if !ok {

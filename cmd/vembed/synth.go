@@ -43,7 +43,7 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	vocabFrom := fs.String("vocab-from", "", "copy the tokenizer from this GGUF (its size must match the preset's vocabulary)")
 	workers := fs.Int("workers", 0, "goroutines generating tensors; 0 keeps the default (2)")
 	format := fs.String("format", "gguf", "gguf: a GGUF pair; hf: a Hugging Face checkpoint (see --layout, --dtype) for vembed convert")
-	layout := fs.String("layout", qwenlayout.LayoutJinaV4, "--format hf: checkpoint layout, "+strings.Join(qwenlayout.Layouts(), ", ")+" (gme and colqwen2 need a Qwen2-VL preset: tiny-qwen2vl, the default for them, or qwen2vl-2b; qwen3-vl and qwen3-vl-reranker a Qwen3-VL one: tiny-qwen3vl, the default for them, or the 2B presets)")
+	layout := fs.String("layout", qwenlayout.LayoutJinaV4, "--format hf: checkpoint layout, "+strings.Join(qwenlayout.Layouts(), ", ")+" (gme and colqwen2 need a Qwen2-VL preset: tiny-qwen2vl, the default for them, or qwen2vl-2b; qwen3-vl, qwen3-vl-reranker, colqwen3, ops-colqwen3 and nemotron-colembed-vl a Qwen3-VL one: tiny-qwen3vl, the default for them, or the 2B and 4B presets)")
 	dtype := fs.String("dtype", "BF16", "--format hf: weight dtype, BF16, F16 or F32")
 	adapterDir := fs.String("adapter-dir", "", "--format hf, colqwen layouts: write the LoRA adapter into its own `DIR` as the releases ship it (adapter_config.json naming the base as synthetic/<--out's name>, its processor and tokenizer configs) instead of inside the base; convert DIR then finds the base beside it")
 	adapterNewNames := fs.Bool("adapter-new-names", false, "--format hf, colqwen layouts: name the adapter's modules as transformers 4.52+ does (model.language_model.*, model.visual.*)")
@@ -75,11 +75,12 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	qwen3 := *layout == qwenlayout.LayoutQwen3VL || *layout == qwenlayout.LayoutQwen3VLReranker
+	retriever := *layout == qwenlayout.LayoutColQwen3 || *layout == qwenlayout.LayoutOpsColQwen3 || *layout == qwenlayout.LayoutNemotronColEmbed
 	if *format == "hf" && !set["preset"] {
 		switch {
 		case *layout == qwenlayout.LayoutGME || *layout == qwenlayout.LayoutColQwen2:
 			*preset = "tiny-qwen2vl"
-		case qwen3:
+		case qwen3 || retriever:
 			*preset = "tiny-qwen3vl"
 		}
 	}
@@ -91,6 +92,9 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 		// The checkpoints differ in name only; the reranker's
 		// configuration has the rank head (and "yes" and "no" tokens).
 		cfg.LM.Pooling = map[bool]string{true: "rank", false: "last"}[*layout == qwenlayout.LayoutQwen3VLReranker]
+	}
+	if *format == "hf" && retriever {
+		cfg.LM.Pooling = ""
 	}
 	if *lmType != "" {
 		cfg.LMType = *lmType

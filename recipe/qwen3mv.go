@@ -103,7 +103,9 @@ func (r Qwen3MultiVector) Name() string {
 func (r Qwen3MultiVector) Version() string { return r.Name() + "/1" }
 
 // Tasks implements Recipe.
-func (Qwen3MultiVector) Tasks() []string { return []string{"retrieval"} }
+func (Qwen3MultiVector) Tasks() []string {
+	return []string{"retrieval", "retrieval.query", "retrieval.passage"}
+}
 
 // Task implements Recipe.
 func (r Qwen3MultiVector) Task(name string) (Task, error) {

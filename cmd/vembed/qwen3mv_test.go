@@ -666,3 +666,109 @@ func TestQwen3MultiVectorOtherShapes(t *testing.T) {
 		})
 	}
 }
+
+// postJSON posts body to url and decodes the answer into out, failing
+// unless the status is 200.
+func postJSON(t *testing.T, url string, body, out any) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	resp, err := http.Post(url, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || json.Unmarshal(raw, out) != nil {
+		t.Fatalf("%s: %d %.300s", url, resp.StatusCode, raw)
+	}
+}
+
+// TestQwen3MultiVectorScoring serves the converted ColQwen3 and nemotron
+// fixtures and checks what builds on their rows: /v1/rerank and /v1/score
+// with "multivector" rank by the MaxSim of the rows /v1/embeddings gives
+// (query task for the query, passage task for the documents), pool_factor
+// pools a page's rows, and vembed eval --multivector runs on a dataset of
+// rendered pages.
+func TestQwen3MultiVectorScoring(t *testing.T) {
+	dir := fixtures.Dir(t, "qwen3vl-mv")
+	b, err := os.ReadFile(filepath.Join(dir, "images", "doc_384x256.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := map[string]string{"image": "data:image/png;base64," + base64.StdEncoding.EncodeToString(b)}
+	ds := filepath.Join(t.TempDir(), "ds")
+	var o, e bytes.Buffer
+	if code := run([]string{"synth", "--dataset", ds, "--docs", "4", "--queries", "3"}, &o, &e); code != 0 {
+		t.Fatalf("synth --dataset: %s", e.String())
+	}
+	for _, m := range []string{"tomoro", "nemotron"} {
+		fs := convertMV(t, copyCheckpoint(t, filepath.Join(dir, mvCheckpoints[m])))
+		cfg := engine.Config{Model: fs[0], MMProj: fs[len(fs)-1]}
+		if len(fs) == 3 {
+			cfg.MVProj = fs[1]
+		}
+		eng, err := engine.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer eng.Close()
+		srv := httptest.NewServer(server.New(eng, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+		defer srv.Close()
+		type rows struct {
+			Data []struct {
+				Embeddings [][]float32 `json:"embeddings"`
+			} `json:"data"`
+		}
+		query, docs := "Which table lists quarterly revenue?", []any{page, "revenue by quarter", "a poem about the sea"}
+		var q, d rows
+		postJSON(t, srv.URL+"/v1/embeddings", map[string]any{"input": []any{query}, "task": "retrieval.query", "return_multivector": true}, &q)
+		postJSON(t, srv.URL+"/v1/embeddings", map[string]any{"input": docs, "task": "retrieval.passage", "return_multivector": true}, &d)
+		want := make([]float64, len(docs))
+		for i := range docs {
+			want[i] = server.MaxSim(q.Data[0].Embeddings, d.Data[i].Embeddings)
+		}
+		var rr struct {
+			Results []struct {
+				Index int     `json:"index"`
+				Score float64 `json:"relevance_score"`
+			} `json:"results"`
+		}
+		postJSON(t, srv.URL+"/v1/rerank", map[string]any{"query": query, "documents": docs, "multivector": true}, &rr)
+		if len(rr.Results) != len(docs) {
+			t.Fatalf("%s: rerank gave %d results", m, len(rr.Results))
+		}
+		for k, r := range rr.Results {
+			if math.Abs(r.Score-want[r.Index]) > 1e-6*math.Abs(want[r.Index]) || k > 0 && r.Score > rr.Results[k-1].Score {
+				t.Errorf("%s: rerank result %d: document %d scored %v, MaxSim of the rows %v", m, k, r.Index, r.Score, want[r.Index])
+			}
+		}
+		var sc struct {
+			Data []struct {
+				Index int     `json:"index"`
+				Score float64 `json:"score"`
+			} `json:"data"`
+		}
+		postJSON(t, srv.URL+"/v1/score", map[string]any{"text_1": query, "text_2": docs[1:], "multivector": true}, &sc)
+		for _, s := range sc.Data {
+			if w := want[s.Index+1]; math.Abs(s.Score-w) > 1e-6*math.Abs(w) {
+				t.Errorf("%s: score of document %d is %v, MaxSim of the rows %v", m, s.Index+1, s.Score, w)
+			}
+		}
+		var pooled rows
+		postJSON(t, srv.URL+"/v1/embeddings", map[string]any{"input": []any{page}, "return_multivector": true, "pool_factor": 2}, &pooled)
+		n, full := len(pooled.Data[0].Embeddings), len(d.Data[0].Embeddings)
+		if n != max(full/2, 1) {
+			t.Errorf("%s: pool_factor 2 kept %d of %d rows", m, n, full)
+		}
+
+		a := []string{"eval", "--dataset", ds, "--multivector", "--json", "--cache-dir", "", "--model", fs[0], "--mmproj", fs[len(fs)-1]}
+		if len(fs) == 3 {
+			a = append(a, "--mvproj", fs[1])
+		}
+		o.Reset()
+		e.Reset()
+		if code := run(a, &o, &e); code != 0 || !strings.Contains(o.String(), "ndcg") {
+			t.Errorf("%s: eval --multivector: exit %d: %.300s %.300s", m, code, o.String(), e.String())
+		}
+	}
+}

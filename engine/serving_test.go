@@ -474,18 +474,20 @@ func TestGatherWindow(t *testing.T) {
 		return sent
 	}
 
-	// A burst of 12 requests 10ms apart, a 60ms window, a 1s cap: all
-	// twelve share the first step although the burst lasts 110ms.
+	// A burst of 12 requests 40ms apart, a 250ms window, a 2s cap: all
+	// twelve share the first step although the burst lasts 440ms. Each gap
+	// leaves the sender 210ms of slack, so a loaded machine that delays a
+	// goroutine does not close the window early.
 	// A scheduler without its loop: the test plays the loop's part.
 	idle := func() *scheduler {
 		return &scheduler{e: &Engine{}, submit: make(chan *request), stop: make(chan struct{}), leaders: map[Key]*seqJob{}}
 	}
 	s := idle()
-	s.lm.fixed = 10
+	s.lm.fixed = 20
 	stop := make(chan struct{})
-	sent := send(s, 12, 10*time.Millisecond, stop)
+	sent := send(s, 12, 40*time.Millisecond, stop)
 	s.admit(<-s.submit)
-	s.gather(60 * time.Millisecond)
+	s.gather(250 * time.Millisecond)
 	close(stop)
 	if n := <-sent; len(s.reqs) != 12 || n != 12 {
 		t.Errorf("gathered %d of a burst of %d", len(s.reqs), n)

@@ -109,3 +109,17 @@ func (Qwen3VLEmbedding) InputType(name string) (Purpose, error) {
 func (Qwen3VLReranker) InputType(name string) (Purpose, error) {
 	return Purpose{}, fmt.Errorf("Qwen3-VL-Reranker scores (query, document) pairs and makes no embeddings; use /v2/rerank")
 }
+
+// InputType implements InputTyper: queries are texts in the query prompt,
+// documents (text or image pages) and images the page prompt; the
+// retrievers were trained for nothing else, so classification and
+// clustering are refused.
+func (r Qwen3MultiVector) InputType(name string) (Purpose, error) {
+	switch name {
+	case InputSearchQuery:
+		return Purpose{Task: "retrieval.query"}, nil
+	case InputSearchDocument, InputImage:
+		return Purpose{Task: "retrieval.passage"}, nil
+	}
+	return Purpose{}, fmt.Errorf("%s is a retriever (queries and pages); it has no %s embeddings", r.Name(), name)
+}

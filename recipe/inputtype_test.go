@@ -16,6 +16,7 @@ func TestInputTypes(t *testing.T) {
 		{JinaV4{}, nil},
 		{ColQwen{QueryPrefix: DefaultQueryPrefix}, []string{InputClassification, InputClustering}},
 		{GME{}, []string{InputClassification, InputClustering}},
+		{Qwen3MultiVector{}, []string{InputClassification, InputClustering}},
 		{Qwen3VLEmbedding{}, []string{InputClassification, InputClustering}},
 		{Qwen3VLReranker{}, InputTypes},
 	} {

@@ -157,7 +157,8 @@
 //	                      and clustering -> text-matching; Qwen3-VL-
 //	                      Embedding search_query -> the model card's
 //	                      retrieval instruction, documents the default;
-//	                      GME and ColQwen their retrieval defaults; what a
+//	                      GME and ColQwen their retrieval defaults;
+//	                      ColQwen3 and nemotron queries and pages; what a
 //	                      model has no notion of is a 400 naming input_type
 //	POST /v2/rerank       Cohere v2: {"model", "query", "documents",
 //	                      "top_n", "max_tokens_per_doc" (documents are cut

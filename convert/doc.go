@@ -65,6 +65,14 @@
 //     architecture): the same files, with qwen3vl.pooling_type 4 (rank),
 //     classifier.output_labels [yes, no] and cls.output.weight, the LM
 //     head's rows (the embeddings' when tied) of the tokens "yes" and "no".
+//   - colqwen3, ops-colqwen3, nemotron-colembed-vl (TomoroAI's ColQwen3,
+//     OpenSearch-AI's Ops-ColQwen3, NVIDIA's nemotron-colembed-vl-v2; told
+//     by model_type / architectures, else by the head's name, and never
+//     converted as a plain Qwen3-VL): the qwen3-vl files without the LM
+//     head, the head as the mvproj (embedding_proj_layer; custom_text_proj
+//     cut to config.json's dims rows), nemotron's decoder mode as
+//     vembed.attention.causal / vembed.output_norm false and
+//     vembed.multivector.source "hidden"; see retriever.go.
 //   - any other Qwen2-VL / Qwen2.5-VL checkpoint converts as llama.cpp
 //     converts it, with neither key.
 //

@@ -18,6 +18,8 @@ func FuzzCheckpointJSON(f *testing.F) {
 	f.Add([]byte(`{"model_type":"qwen3_vl","tie_word_embeddings":true,"text_config":{"model_type":"qwen3_vl_text","hidden_size":64,"intermediate_size":128,"num_hidden_layers":3,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":32,"vocab_size":300,"rope_parameters":{"rope_theta":5000000,"mrope_section":[6,5,5]}},"vision_config":{"depth":4,"hidden_size":32,"intermediate_size":64,"num_heads":2,"patch_size":16,"out_hidden_size":64,"num_position_embeddings":2304,"deepstack_visual_indexes":[0,2,3]}}`),
 		[]byte(`{"model":{"type":"BPE","vocab":{"yes":0,"no":1}},"added_tokens":[{"id":2,"content":"<|endoftext|>","special":true}]}`),
 		[]byte(`{"eos_token":"<|endoftext|>"}`))
+	f.Add([]byte(`{"model_type":"colqwen3","architectures":["ColQwen3"],"embed_dim":12,"dims":-3,"text_config":{"hidden_size":16,"intermediate_size":40,"num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":1,"head_dim":16},"vision_config":{"depth":3,"hidden_size":32,"num_heads":2,"patch_size":16,"num_position_embeddings":64,"deepstack_visual_indexes":[0,2]}}`),
+		[]byte(`{"model":{"type":"BPE","vocab":{"a":0}}}`), []byte(`{}`))
 	defer func(n int) { maxTokens = n }(maxTokens)
 	maxTokens = 1 << 12 // keeps each run small; what the bound guards is the same
 	dir := f.TempDir()  // no preprocessor_config.json: the defaults
@@ -26,6 +28,7 @@ func FuzzCheckpointJSON(f *testing.F) {
 		if err != nil {
 			return
 		}
+		cfg.retriever()
 		v, _, err := parseTokenizer(tokJSON, tokCfgJSON, cfg)
 		if err != nil {
 			return
@@ -48,6 +51,22 @@ func FuzzPixelBudget(f *testing.F) {
 		lo, hi, err := parsePixelBudget(b)
 		if err == nil && (hi != 0 || lo != 0) && (lo < 0 || lo > hi || hi < 28*28 || hi > qwenlayout.MaxImagePixels) {
 			t.Fatalf("accepted [%d, %d]", lo, hi)
+		}
+	})
+}
+
+// FuzzRetrieverBudget: any preprocessor_config.json gives the retrievers
+// a budget the mmproj can hold, none, or an error.
+func FuzzRetrieverBudget(f *testing.F) {
+	for _, s := range []string{`{"size": {"shortest_edge": 65536, "longest_edge": 16777216}}`, `{"min_pixels": 65536, "max_pixels": 1310720}`,
+		`{"size": {"shortest_edge": 2e13, "longest_edge": 3e13}}`, `{"size": {"longest_edge": 1024}}`, `{"size": {"shortest_edge": 9, "longest_edge": 3}}`,
+		`{"max_pixels": 1e300}`, `{"min_pixels": -1, "max_pixels": 1000}`, `{}`, `[`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		lo, hi, lowered, err := parseRetrieverBudget(b)
+		if err == nil && (hi != 0 || lo != 0) && (lo < 0 || lo > hi || hi < 32*32 || hi > qwenlayout.MaxImagePixels) {
+			t.Fatalf("accepted [%d, %d] (lowered %v)", lo, hi, lowered)
 		}
 	})
 }

@@ -128,6 +128,19 @@ func retrieverBudget(dir string, log *slog.Logger) (lo, hi int, err error) {
 	} else if err != nil {
 		return 0, 0, fmt.Errorf("convert: %w", err)
 	}
+	lo, hi, lowered, err := parseRetrieverBudget(b)
+	if err != nil {
+		return 0, 0, fmt.Errorf("convert: %s: %w; fix the file", path, err)
+	}
+	if lowered {
+		log.Warn("the image budget is above what vembed preprocesses: lowered", "file", path, "to", qwenlayout.MaxImagePixels)
+	}
+	return lo, hi, nil
+}
+
+// parseRetrieverBudget reads a preprocessor_config.json's budget (see
+// retrieverBudget); lowered reports a maximum lowered to MaxImagePixels.
+func parseRetrieverBudget(b []byte) (lo, hi int, lowered bool, err error) {
 	var pre struct {
 		Min  *float64 `json:"min_pixels"`
 		Max  *float64 `json:"max_pixels"`
@@ -137,7 +150,7 @@ func retrieverBudget(dir string, log *slog.Logger) (lo, hi int, err error) {
 		} `json:"size"`
 	}
 	if err := json.Unmarshal(b, &pre); err != nil {
-		return 0, 0, fmt.Errorf("convert: %s: %w", path, err)
+		return 0, 0, false, err
 	}
 	l, h := pre.Min, pre.Max
 	if l == nil && h == nil {
@@ -146,16 +159,16 @@ func retrieverBudget(dir string, log *slog.Logger) (lo, hi int, err error) {
 	whole := func(v *float64) bool { return v != nil && *v == math.Trunc(*v) && *v >= 0 && *v < 1<<40 }
 	switch {
 	case l == nil && h == nil:
-		return 0, 0, nil
+		return 0, 0, false, nil
 	case !whole(l) || !whole(h) || *h < 32*32 || *l > *h:
-		return 0, 0, fmt.Errorf("convert: %s: image budget %v..%v: want whole pixel counts, the least at most the greatest, the greatest from %d (one 32x32 token); fix the file", path, deref(l), deref(h), 32*32)
+		return 0, 0, false, fmt.Errorf("image budget %v..%v: want whole pixel counts, the least at most the greatest, the greatest from %d (one 32x32 token)", deref(l), deref(h), 32*32)
 	}
 	lo, hi = int(*l), int(*h)
 	if hi > qwenlayout.MaxImagePixels {
-		log.Warn("the image budget is above what vembed preprocesses: lowered", "file", path, "max_pixels", hi, "to", qwenlayout.MaxImagePixels)
-		hi = qwenlayout.MaxImagePixels
+		hi, lowered = qwenlayout.MaxImagePixels, true
+		lo = min(lo, hi)
 	}
-	return lo, hi, nil
+	return lo, hi, lowered, nil
 }
 
 func deref(v *float64) any {

@@ -36,7 +36,7 @@ func Open(spec string) (Source, error) {
 	if tier != "" && !tierKnown(kernels.Tier(tier)) {
 		return nil, fmt.Errorf("compare: %q: kernel tier %q is not available here (%v)", spec, tier, kernels.Available())
 	}
-	e, err := engine.New(engine.Config{Model: lm, MMProj: mm, EmbeddingCacheBytes: -1, EncoderCacheBytes: -1, ImageCacheBytes: -1})
+	e, err := engine.New(engine.Config{Model: lm, MMProj: mm, EmbeddingCacheBytes: -1, EncoderCacheBytes: -1, ImageCacheBytes: -1, LocalIdentity: true})
 	if err != nil {
 		return nil, fmt.Errorf("compare: %w", err)
 	}

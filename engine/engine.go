@@ -14,9 +14,10 @@
 //   - output (output.go): pooling, normalization, Matryoshka, multi-vector
 //     projection, per-span vectors.
 //
-// Caches are keyed by content (SHA-256): the embedding cache (an input's
-// full-width output, before Matryoshka and encoding; optionally also on
-// disk), the encoder cache (an image's merger rows by its content key:
+// Caches are keyed by content (SHA-256; the model files by their digests,
+// or by a value of the engine's own with Config.LocalIdentity): the
+// embedding cache (an input's full-width output, before Matryoshka and
+// encoding; optionally also on disk), the encoder cache (an image's merger rows by its content key:
 // the patches, every preprocessing parameter and the vision tower's
 // identity) and the image cache (a file's bytes and preprocessing
 // parameters -> its content key, so a repeated file is not decoded again).
@@ -34,6 +35,7 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -140,6 +142,17 @@ type Config struct {
 	EncoderURLs    []string
 	EncoderTimeout time.Duration
 	EncoderAPIKey  string
+	// LocalIdentity identifies the model files by a random value of this
+	// engine instead of their SHA-256 digests. Hashing reads every byte
+	// of every file once (about 3 s of one core for a 3B Q8_0 model and
+	// its mmproj), which a process that embeds a few inputs and exits
+	// pays on every run; an identity only has to agree between processes
+	// when something outlives or crosses the engine, so CacheDir,
+	// CacheURL and EncoderURLs override it (the files are hashed), and an
+	// engine that serves its vision encoder to other replicas must leave
+	// it false. Within one engine any unique value keeps the memory
+	// caches and the in-flight dedupe exact.
+	LocalIdentity bool
 	// PreprocessWorkers is the size of the image decoding pool (default
 	// GOMAXPROCS).
 	PreprocessWorkers int
@@ -350,10 +363,7 @@ func (e *Engine) init() error {
 	e.flopsPerPatchStage = max(mi.FlopsPerPatchStage, 1)
 	e.patchVals = mi.PatchValues
 
-	if e.modelID, err = fileIdentity("model", cfg.Model, cfg.MMProj, cfg.MVProj); err != nil {
-		return err
-	}
-	if e.visionID, err = fileIdentity("vision", cfg.MMProj); err != nil {
+	if e.modelID, e.visionID, err = identities(cfg); err != nil {
 		return err
 	}
 	e.embeddingCache = newLRU[*result]("embedding", cfg.EmbeddingCacheBytes)
@@ -373,28 +383,83 @@ func (e *Engine) init() error {
 	return nil
 }
 
-// fileIdentity hashes whole files (SHA-256), so that caches, including the
-// one on disk, never serve vectors of another model.
-func fileIdentity(domain string, paths ...string) (Key, error) {
+// identities returns the identities of the model files (LM, mmproj and
+// mvproj together) and of the vision tower (the mmproj): digests of the
+// files' contents, so that caches shared with other processes, including
+// the one on disk, never serve vectors of another model; or, with
+// Config.LocalIdentity and nothing shared, values drawn for this engine.
+func identities(cfg Config) (modelID, visionID Key, err error) {
+	paths := []string{cfg.Model, cfg.MMProj, cfg.MVProj}
+	if cfg.LocalIdentity && cfg.CacheDir == "" && cfg.CacheURL == "" && len(cfg.EncoderURLs) == 0 {
+		var nonce [32]byte
+		if _, err := rand.Read(nonce[:]); err != nil {
+			return Key{}, Key{}, fmt.Errorf("engine: %w", err)
+		}
+		local := func(domain string, paths ...string) Key {
+			h := newHasher("local/" + domain).bytes(nonce[:])
+			for _, p := range paths {
+				h.str(p)
+			}
+			return h.sum()
+		}
+		return local("model", paths...), local("vision", cfg.MMProj), nil
+	}
+	// Each distinct file is read once, the files at the same time: the
+	// mmproj is part of both identities.
+	digests := map[string][]byte{}
+	for _, p := range paths {
+		if p != "" {
+			digests[p] = nil
+		}
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for p := range digests {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, err := fileDigest(p)
+			mu.Lock()
+			defer mu.Unlock()
+			digests[p] = d
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return Key{}, Key{}, err
+	}
+	return fileIdentity("model", digests, paths...), fileIdentity("vision", digests, cfg.MMProj), nil
+}
+
+// fileIdentity combines the digests of files (by path; "" for an absent
+// file) under a domain.
+func fileIdentity(domain string, digests map[string][]byte, paths ...string) Key {
 	h := newHasher("files/" + domain)
 	for _, p := range paths {
 		h.str(filepath.Base(p))
-		if p == "" {
-			continue
+		if p != "" {
+			h.bytes(digests[p])
 		}
-		f, err := os.Open(p)
-		if err != nil {
-			return Key{}, fmt.Errorf("engine: %w", err)
-		}
-		fh := sha256.New()
-		_, err = io.Copy(fh, f)
-		f.Close()
-		if err != nil {
-			return Key{}, fmt.Errorf("engine: hashing %s: %w", p, err)
-		}
-		h.bytes(fh.Sum(nil))
 	}
-	return h.sum(), nil
+	return h.sum()
+}
+
+// fileDigest is the SHA-256 digest of a whole file.
+func fileDigest(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	defer f.Close()
+	fh := sha256.New()
+	if _, err := io.Copy(fh, f); err != nil {
+		return nil, fmt.Errorf("engine: hashing %s: %w", p, err)
+	}
+	return fh.Sum(nil), nil
 }
 
 func modelName(f *gguf.File, path string) string {

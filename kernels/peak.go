@@ -2,8 +2,11 @@ package kernels
 
 import (
 	"runtime"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/vembed/vembed/gguf"
 )
 
 // FMAPeak measures the float32 FMA throughput of this machine with the
@@ -43,7 +46,9 @@ func runProbe(loop func(n int), opsPerIter float64, threads int, d time.Duration
 			defer wg.Done()
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			for time.Since(start) < d {
+			// At least one chunk: on a busy machine a thread may first run
+			// after d has passed.
+			for iters[t] == 0 || time.Since(start) < d {
 				loop(chunk)
 				iters[t] += chunk
 			}
@@ -57,3 +62,123 @@ func runProbe(loop func(n int), opsPerIter float64, threads int, d time.Duration
 	}
 	return float64(total) * opsPerIter / el / 1e9, true
 }
+
+// PeakUnit names an arithmetic instruction whose throughput bounds a
+// tier's products: a GEMM's efficiency is its rate over the peak of the
+// instruction it multiplies with. Rates count a multiply and an add as two
+// operations whatever the operand width, as GEMM figures do (2·M·K·N).
+type PeakUnit string
+
+// The probed units.
+const (
+	// PeakFMA256 is VFMADD231PS on ymm registers (AVX2 + FMA): 8 float32
+	// lanes, 16 flops an instruction.
+	PeakFMA256 PeakUnit = "fma-ymm"
+	// PeakFMA512 is VFMADD231PS on zmm registers (AVX-512F): 32 flops an
+	// instruction. Zen 4 splits it into two 256-bit halves (the same rate
+	// as PeakFMA256); Zen 5 and Intel server cores run it at full width.
+	PeakFMA512 PeakUnit = "fma-zmm"
+	// PeakVNNI512 is VPDPBUSD on zmm registers (AVX512-VNNI): 64 unsigned
+	// by signed byte products summed by fours into 16 int32 lanes, 128
+	// operations an instruction.
+	PeakVNNI512 PeakUnit = "vnni-zmm"
+	// PeakVNNI256 is VPDPBUSD on ymm registers in its VEX form (AVX-VNNI):
+	// 64 operations an instruction.
+	PeakVNNI256 PeakUnit = "avx-vnni-ymm"
+	// PeakBF16 is VDPBF16PS on zmm registers (AVX512-BF16): 32 bf16
+	// products summed by pairs into 16 float32 lanes, 64 flops an
+	// instruction.
+	PeakBF16 PeakUnit = "bf16-zmm"
+)
+
+// peakProbe is one probe loop: n iterations of independent chains of its
+// instruction over the operands at src (two 64-byte operands), storing
+// the sum of its accumulators at dst; opsPerIter counts the operations of
+// one iteration.
+type peakProbe struct {
+	loop       func(n int, src, dst *byte)
+	opsPerIter float64
+}
+
+// PeakUnits lists the units this CPU and build can probe.
+func PeakUnits() []PeakUnit {
+	var out []PeakUnit
+	for _, u := range []PeakUnit{PeakFMA256, PeakFMA512, PeakVNNI256, PeakVNNI512, PeakBF16} {
+		if _, ok := peakProbes()[u]; ok {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// Peak measures the throughput of unit u on threads goroutines at once
+// (each locked to an OS thread) for about d, in billions of operations a
+// second summed over the threads. It returns false when the CPU lacks the
+// instruction. The probe keeps independent chains in registers, so it
+// measures the arithmetic units alone.
+func Peak(u PeakUnit, threads int, d time.Duration) (float64, bool) {
+	p, ok := peakProbes()[u]
+	if !ok {
+		return 0, false
+	}
+	return runProbe(func(n int) {
+		var src [128]byte
+		var dst [64]byte
+		p.loop(n, &src[0], &dst[0])
+	}, p.opsPerIter, threads, d)
+}
+
+// TierPeak returns the unit that bounds tier t's products of weights of
+// type typ: the instruction its inner loop multiplies with. It returns
+// false when no probe of this CPU measures it (amx's tile instructions).
+// Each tier has its entry here, next to the instructions it uses:
+//   - reference, generic and avx2, and avx2-int8 for every type: the AVX2
+//     FMA (AVX2 has no int8 dot product; the integer products are set
+//     against the float peak, as they always were);
+//   - avx512: the zmm FMA;
+//   - avx512-vnni and avx-vnni: VPDPBUSD (zmm; ymm VEX) for the types they
+//     multiply in integers, and for the rest the float products of the
+//     tier they are built on (avx512 where the CPU has it, else avx2);
+//   - avx512-bf16: VDPBF16PS for float weights (F32, F16, BF16), VPDPBUSD
+//     zmm for quantized ones.
+func TierPeak(t Tier, typ gguf.Type) (PeakUnit, bool) {
+	float := PeakFMA256
+	if slices.Contains(Available(), Tier("avx512")) {
+		float = PeakFMA512
+	}
+	u := PeakFMA256
+	switch t {
+	case Tier("avx512"):
+		u = PeakFMA512
+	case TierAVX512VNNI, TierAVXVNNI:
+		u = float
+		if int8Types[typ] {
+			u = PeakVNNI512
+			if t == TierAVXVNNI {
+				u = PeakVNNI256
+			}
+		}
+	case Tier("avx512-bf16"):
+		switch {
+		case typ == gguf.TypeF32 || typ == gguf.TypeF16 || typ == gguf.TypeBF16:
+			u = PeakBF16
+		case int8Types[typ]:
+			u = PeakVNNI512
+		default:
+			u = float
+		}
+	case Tier("amx"):
+		return "", false
+	}
+	_, ok := peakProbes()[u]
+	return u, ok
+}
+
+// peakProbes lists the probes this CPU runs, by unit; built once.
+var peakProbes = sync.OnceValue(func() map[PeakUnit]peakProbe {
+	m := archPeakProbes()
+	if loop, ops := fmaProbe(); loop != nil {
+		m[PeakFMA256] = peakProbe{func(n int, _, _ *byte) { loop(n) }, ops}
+	}
+	return m
+})

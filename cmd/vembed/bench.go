@@ -21,7 +21,7 @@ import (
 func init() {
 	register(&command{
 		name:    "bench",
-		summary: "measure kernel GFLOPS per tier and weight type against this machine's FMA peak",
+		summary: "measure kernel GFLOPS per tier and weight type against the peak of the instructions each tier uses",
 		run:     runBench,
 	})
 }
@@ -29,12 +29,20 @@ func init() {
 // benchReport is the JSON line vembed bench prints last. Model holds the
 // end-to-end figures when a model benchmark ran.
 type benchReport struct {
-	Threads   int                `json:"threads"`
-	Peak      map[string]float64 `json:"peak_gflops"` // wall clock, by thread count
-	CorePeak  float64            `json:"core_peak_gflops_per_cpu_second"`
-	GEMM      []gemmFigure       `json:"gemm"`
-	Attention []attnFigure       `json:"attention,omitempty"`
-	Model     []modelFigure      `json:"model,omitempty"`
+	Threads int `json:"threads"`
+	// Tier is the tier this CPU runs by default (or VEMBED_CPU's): the
+	// one the model benchmarks use.
+	Tier string `json:"tier"`
+	// Peak is the AVX2 FMA peak by thread count (wall clock), CorePeak its
+	// rate per CPU-second of one thread; Peaks and CorePeaks the same for
+	// every unit a measured tier multiplies with (kernels.PeakUnit).
+	Peak      map[string]float64            `json:"peak_gflops"`
+	CorePeak  float64                       `json:"core_peak_gflops_per_cpu_second"`
+	Peaks     map[string]map[string]float64 `json:"peaks,omitempty"`
+	CorePeaks map[string]float64            `json:"core_peaks_per_cpu_second,omitempty"`
+	GEMM      []gemmFigure                  `json:"gemm"`
+	Attention []attnFigure                  `json:"attention,omitempty"`
+	Model     []modelFigure                 `json:"model,omitempty"`
 }
 
 // figures are the measured values of one benchmark: wall-clock GFLOPS over
@@ -55,12 +63,15 @@ type gemmFigure struct {
 	M    int    `json:"m"`
 	K    int    `json:"k"`
 	N    int    `json:"n"`
+	// Unit is the instruction whose peak the percentages divide by.
+	Unit string `json:"peak_unit,omitempty"`
 	figures
 }
 
 type attnFigure struct {
 	Tier string `json:"tier"`
 	Case string `json:"case"`
+	Unit string `json:"peak_unit,omitempty"`
 	figures
 }
 
@@ -85,6 +96,9 @@ var benchFlagHooks []func(fs *flag.FlagSet)
 func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "serve" {
 		return runBenchServe(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "regress" {
+		return runBenchRegress(args[1:], stdout, stderr)
 	}
 	fs := newFlags("bench", "[--types F32,Q8_0,...] [--tiers avx2,...] [--m 512,32] [--k 2048] [--n 2048] [--time 300ms] [--rounds 5] [--attn-tokens 1024] [--model [--lm LM.gguf --mmproj MMPROJ.gguf] [--texts 32] [--text-tokens 128] [--images 448,896] [--repeat 1] [--cpuprofile FILE] [--memprofile FILE]]", stderr)
 	typesFlag := fs.String("types", "F32,F16,BF16,Q4_0,Q4_1,Q5_0,Q5_1,Q8_0,Q2_K,Q3_K,Q4_K,Q5_K,Q6_K,Q8_K,IQ4_NL,IQ4_XS", "weight `types` to measure")
@@ -128,18 +142,43 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	defer kernels.Use(saved)
 
 	threads := runtime.GOMAXPROCS(0)
-	rep := benchReport{Threads: threads, Peak: map[string]float64{}}
-	for _, th := range slices.Compact([]int{1, threads}) {
-		p, ok := kernels.FMAPeak(th, *dur)
-		if !ok {
-			fmt.Fprintln(stderr, "vembed bench: no FMA peak probe for this CPU; percentages are omitted")
-			break
+	rep := benchReport{Threads: threads, Tier: string(saved), Peak: map[string]float64{},
+		Peaks: map[string]map[string]float64{}, CorePeaks: map[string]float64{}}
+	fmt.Fprintf(stderr, "vembed bench: kernel tier in use: %s (of %v)\n", saved, kernels.Available())
+	m := measurer{threads: threads, dur: *dur, rounds: *rounds, corePeak: map[kernels.PeakUnit]float64{}}
+	// The peaks of every unit the measured tiers multiply with, at 1 and
+	// all threads.
+	units := []kernels.PeakUnit{kernels.PeakFMA256}
+	for _, tier := range tiers {
+		for _, typ := range append(slices.Clone(types), gguf.TypeF32) { // F32: attention
+			if u, ok := kernels.TierPeak(tier, typ); ok && !slices.Contains(units, u) {
+				units = append(units, u)
+			}
 		}
-		rep.Peak[strconv.Itoa(th)] = round1(p)
 	}
-	m := measurer{threads: threads, dur: *dur, rounds: *rounds}
-	m.measureCorePeak()
-	rep.CorePeak = round1(m.corePeak)
+	for _, u := range units {
+		for _, th := range slices.Compact([]int{1, threads}) {
+			p, ok := kernels.Peak(u, th, *dur)
+			if !ok {
+				if u == kernels.PeakFMA256 {
+					fmt.Fprintln(stderr, "vembed bench: no FMA peak probe for this CPU; percentages are omitted")
+				}
+				break
+			}
+			if rep.Peaks[string(u)] == nil {
+				rep.Peaks[string(u)] = map[string]float64{}
+			}
+			rep.Peaks[string(u)][strconv.Itoa(th)] = round1(p)
+			if u == kernels.PeakFMA256 {
+				rep.Peak[strconv.Itoa(th)] = round1(p)
+			}
+		}
+		m.measureCorePeak(u)
+		if c := m.corePeak[u]; c > 0 {
+			rep.CorePeaks[string(u)] = round1(c)
+		}
+	}
+	rep.CorePeak = rep.CorePeaks[string(kernels.PeakFMA256)]
 
 	rng := rand.New(rand.NewPCG(1, 2))
 	// Every measurement takes rounds × (time + two peak probes); a full
@@ -158,8 +197,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 				x := randFloats(rows**k, rng)
 				dst := make([]float32, rows**n)
 				flops := 2 * float64(rows) * float64(*k) * float64(*n)
-				f := m.measure(flops, func() { kernels.MatMul(dst, x, rows, w, nil) })
-				rep.GEMM = append(rep.GEMM, gemmFigure{string(tier), typ.String(), rows, *k, *n, toFigures(f)})
+				u, _ := kernels.TierPeak(tier, typ)
+				f := m.measure(flops, u, func() { kernels.MatMul(dst, x, rows, w, nil) })
+				rep.GEMM = append(rep.GEMM, gemmFigure{string(tier), typ.String(), rows, *k, *n, string(u), toFigures(f)})
 				bar.Add(1)
 			}
 		}
@@ -169,10 +209,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			v := randFloats(c.nTok*c.nKV*c.hd, rng)
 			out := make([]float32, len(q))
 			flops := 4 * float64(c.hd*c.nHead) * c.pairs()
-			f := m.measure(flops, func() {
+			u, _ := kernels.TierPeak(tier, gguf.TypeF32) // attention multiplies float32
+			f := m.measure(flops, u, func() {
 				kernels.Attention(out, q, kk, v, c.nTok, c.nHead, c.nKV, c.hd, 0.1, c.mask)
 			})
-			rep.Attention = append(rep.Attention, attnFigure{string(tier), c.name, toFigures(f)})
+			rep.Attention = append(rep.Attention, attnFigure{string(tier), c.name, string(u), toFigures(f)})
 			bar.Add(1)
 		}
 	}
@@ -204,31 +245,34 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 }
 
 // measurer times a workload in rounds and reports medians. The machine may
-// be shared, so two percentages of peak are kept. The wall-clock one divides
-// a round's GFLOPS by the mean of FMA peak probes run on the same threads
-// just before and after it. The CPU-time one divides flops by the CPU time
-// the process got during the round and compares that with the per-core
-// peak measured the same way: it is the efficiency of the code while it
-// runs, unaffected by other processes taking turns on the cores (but blind
-// to time a worker spends waiting for the others).
+// be shared, so two percentages of peak are kept, both against the peak
+// of the instruction the workload multiplies with (kernels.TierPeak). The
+// wall-clock one divides a round's GFLOPS by the mean of peak probes run
+// on the same threads just before and after it. The CPU-time one divides
+// flops by the CPU time the process got during the round and compares
+// that with the per-core peak measured the same way: it is the efficiency
+// of the code while it runs, unaffected by other processes taking turns
+// on the cores (but blind to time a worker spends waiting for the others).
 type measurer struct {
 	threads, rounds int
 	dur             time.Duration
-	corePeak        float64 // GFLOPS per CPU-second of one FMA probe thread; 0 if unknown
+	// corePeak is by unit the GFLOPS per CPU-second of one probe thread;
+	// absent if unknown.
+	corePeak map[kernels.PeakUnit]float64
 }
 
-// measureCorePeak sets corePeak from a few single-thread probes.
-func (m *measurer) measureCorePeak() {
+// measureCorePeak sets corePeak[u] from a few single-thread probes.
+func (m *measurer) measureCorePeak(u kernels.PeakUnit) {
 	for r := 0; r < 3; r++ {
 		c0, ok := processCPU()
 		t0 := time.Now()
-		g, probed := kernels.FMAPeak(1, m.dur/2)
+		g, probed := kernels.Peak(u, 1, m.dur/2)
 		wall := time.Since(t0).Seconds()
 		c1, _ := processCPU()
 		if !ok || !probed || c1 <= c0 {
 			return
 		}
-		m.corePeak = max(m.corePeak, g*wall/(c1-c0).Seconds())
+		m.corePeak[u] = max(m.corePeak[u], g*wall/(c1-c0).Seconds())
 	}
 }
 
@@ -239,12 +283,14 @@ type benchFigure struct {
 	pctPeakWall float64 // against the bracketing probes
 }
 
-// measure times fn, which performs flops floating-point operations a call.
-func (m measurer) measure(flops float64, fn func()) benchFigure {
+// measure times fn, which performs flops operations a call, against the
+// peak of unit u ("": none).
+func (m measurer) measure(flops float64, u kernels.PeakUnit, fn func()) benchFigure {
 	fn() // warm caches and scratch buffers
 	var gs, pc, pw []float64
+	corePeak := m.corePeak[u]
 	for r := 0; r < m.rounds; r++ {
-		before, ok := kernels.FMAPeak(m.threads, m.dur/4)
+		before, ok := kernels.Peak(u, m.threads, m.dur/4)
 		c0, cpuOK := processCPU()
 		start := time.Now()
 		calls := 0
@@ -254,14 +300,14 @@ func (m measurer) measure(flops float64, fn func()) benchFigure {
 		}
 		wall := time.Since(start).Seconds()
 		c1, _ := processCPU()
-		after, _ := kernels.FMAPeak(m.threads, m.dur/4)
+		after, _ := kernels.Peak(u, m.threads, m.dur/4)
 		g := flops * float64(calls) / wall / 1e9
 		gs = append(gs, g)
 		if ok {
 			pw = append(pw, 100*g/((before+after)/2))
 		}
-		if cpuOK && m.corePeak > 0 && c1 > c0 {
-			pc = append(pc, 100*flops*float64(calls)/(c1-c0).Seconds()/1e9/m.corePeak)
+		if cpuOK && corePeak > 0 && c1 > c0 {
+			pc = append(pc, 100*flops*float64(calls)/(c1-c0).Seconds()/1e9/corePeak)
 		}
 	}
 	return benchFigure{median(gs), median(pc), median(pw)}
@@ -396,24 +442,28 @@ func benchTiers(s string) ([]kernels.Tier, error) {
 }
 
 func printBenchTables(w io.Writer, rep *benchReport) {
-	fmt.Fprintf(w, "FMA peak (GFLOPS):")
-	for _, th := range slices.Sorted(maps.Keys(rep.Peak)) {
-		fmt.Fprintf(w, " %s thread(s) %.1f;", th, rep.Peak[th])
+	fmt.Fprintf(w, "kernel tier in use: %s; kernels use %d thread(s)\n", rep.Tier, rep.Threads)
+	fmt.Fprintln(w, "peaks (billions of operations a second, a multiply-add counting two):")
+	for _, u := range slices.Sorted(maps.Keys(rep.Peaks)) {
+		fmt.Fprintf(w, "  %-13s", u)
+		for _, th := range slices.Sorted(maps.Keys(rep.Peaks[u])) {
+			fmt.Fprintf(w, " %s thread(s) %.1f;", th, rep.Peaks[u][th])
+		}
+		fmt.Fprintf(w, " per CPU-second of one core %.1f\n", rep.CorePeaks[u])
 	}
-	fmt.Fprintf(w, " per CPU-second of one core %.1f; kernels use %d thread(s)\n", rep.CorePeak, rep.Threads)
-	fmt.Fprintln(w, "% peak (cpu): GFLOPS per CPU-second used over the per-core peak; % peak (wall): wall GFLOPS over the peak probes around it")
+	fmt.Fprintln(w, "% peak (cpu): GFLOPS per CPU-second used over the per-core peak of the unit; % peak (wall): wall GFLOPS over the unit's peak probes around it")
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "tier\ttype\tM\tK\tN\tGFLOPS\t% peak (cpu)\t% peak (wall)\t")
+	fmt.Fprintln(tw, "tier\ttype\tM\tK\tN\tGFLOPS\tpeak unit\t% peak (cpu)\t% peak (wall)\t")
 	for _, g := range rep.GEMM {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t\n", g.Tier, g.Type, g.M, g.K, g.N, g.GFLOPS, g.PctPeakCPU, g.PctPeakWall)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.1f\t%s\t%.1f\t%.1f\t\n", g.Tier, g.Type, g.M, g.K, g.N, g.GFLOPS, g.Unit, g.PctPeakCPU, g.PctPeakWall)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "tier\tattention\tGFLOPS\t% peak (cpu)\t% peak (wall)\t")
+	fmt.Fprintln(tw, "tier\tattention\tGFLOPS\tpeak unit\t% peak (cpu)\t% peak (wall)\t")
 	for _, a := range rep.Attention {
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%.1f\t\n", a.Tier, a.Case, a.GFLOPS, a.PctPeakCPU, a.PctPeakWall)
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%.1f\t%.1f\t\n", a.Tier, a.Case, a.GFLOPS, a.Unit, a.PctPeakCPU, a.PctPeakWall)
 	}
 	tw.Flush()
 	if len(rep.Model) > 0 {

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/kernels"
 )
 
 // TestBenchOutput runs a tiny benchmark and checks that the table and the
@@ -27,6 +30,45 @@ func TestBenchOutput(t *testing.T) {
 	}
 	if !strings.Contains(out, "Q4_K") {
 		t.Errorf("table lacks the Q4_K row:\n%s", out)
+	}
+}
+
+// TestBenchPeaks runs every available tier and checks that each figure
+// names the peak of its tier's instructions, that the report holds that
+// peak, and that it names the tier in use.
+func TestBenchPeaks(t *testing.T) {
+	out := runOK(t, "bench", "--types", "F16,Q8_0", "--m", "7", "--k", "256", "--n", "32",
+		"--time", "2ms", "--rounds", "1", "--attn-tokens", "0")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var rep benchReport
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &rep); err != nil {
+		t.Fatalf("last line is not the JSON report: %v\n%s", err, out)
+	}
+	if rep.Tier != string(kernels.Active()) || !strings.Contains(out, "kernel tier in use: "+rep.Tier) {
+		t.Errorf("report names tier %q, active is %q:\n%s", rep.Tier, kernels.Active(), out)
+	}
+	tiers := map[string]bool{}
+	for _, g := range rep.GEMM {
+		tiers[g.Tier] = true
+		typ, err := gguf.ParseType(g.Type)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, ok := kernels.TierPeak(kernels.Tier(g.Tier), typ)
+		if !ok {
+			continue
+		}
+		if g.Unit != string(u) || rep.Peaks[g.Unit] == nil {
+			t.Errorf("%s %s: unit %q, want %q with its peak in the report (peaks %v)", g.Tier, g.Type, g.Unit, u, rep.Peaks)
+		}
+		if !(g.PctPeakWall > 0) {
+			t.Errorf("%s %s: no percentage of the peak", g.Tier, g.Type)
+		}
+	}
+	for _, tier := range kernels.Available() {
+		if tier != kernels.TierReference && !tiers[string(tier)] {
+			t.Errorf("tier %s not measured", tier)
+		}
 	}
 }
 

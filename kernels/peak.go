@@ -143,12 +143,12 @@ func Peak(u PeakUnit, threads int, d time.Duration) (float64, bool) {
 //     zmm for quantized ones.
 func TierPeak(t Tier, typ gguf.Type) (PeakUnit, bool) {
 	float := PeakFMA256
-	if slices.Contains(Available(), Tier("avx512")) {
+	if slices.Contains(Available(), TierAVX512) {
 		float = PeakFMA512
 	}
 	u := PeakFMA256
 	switch t {
-	case Tier("avx512"):
+	case TierAVX512:
 		u = PeakFMA512
 	case TierAVX512VNNI, TierAVXVNNI:
 		u = float
@@ -158,16 +158,16 @@ func TierPeak(t Tier, typ gguf.Type) (PeakUnit, bool) {
 				u = PeakVNNI256
 			}
 		}
-	case Tier("avx512-bf16"):
+	case TierAVX512BF16:
 		switch {
-		case typ == gguf.TypeF32 || typ == gguf.TypeF16 || typ == gguf.TypeBF16:
+		case bf16Types[typ]:
 			u = PeakBF16
 		case int8Types[typ]:
 			u = PeakVNNI512
 		default:
 			u = float
 		}
-	case Tier("amx"):
+	case TierAMX:
 		return "", false
 	}
 	_, ok := peakProbes()[u]

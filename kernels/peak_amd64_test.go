@@ -75,7 +75,7 @@ func TestTierPeak(t *testing.T) {
 	for _, tier := range Available() {
 		for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ8_K} {
 			u, ok := TierPeak(tier, typ)
-			if !ok && tier != Tier("amx") {
+			if !ok && tier != TierAMX {
 				t.Errorf("%s %s: unit %q not probed here", tier, typ, u)
 			}
 		}

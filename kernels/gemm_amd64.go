@@ -64,6 +64,12 @@ func archTiers() []*impl {
 	// avx2's, faster.
 	f := avx512Tier(t)
 	out := slices.Concat(vnniTiers(int8Tier(*f)), []*impl{f, i8, &t})
+	if hasAVX512BF16 {
+		// Built on the best default tier so far, for the weights it does
+		// not take.
+		i := slices.IndexFunc(out, func(im *impl) bool { return !im.optIn })
+		out = append([]*impl{bf16Tier(*out[i])}, out...)
+	}
 	return out
 }
 

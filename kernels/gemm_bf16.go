@@ -31,7 +31,8 @@ const TierAVX512 Tier = "avx512"
 // VDPBF16PS on the 14×32 avx512 tile (gemm_bf16_amd64.s). Each output is
 // within (2⁻⁷ + 2⁻¹⁶ + γ_K)·Σ|x·w| of the exact product (gemm_bf16.go).
 // Attention and the other operations stay float32. Needs AVX512_BF16
-// besides the avx512 tier's features.
+// besides the avx512 tier's features. Never the default: only VEMBED_CPU
+// or Use select it.
 const TierAVX512BF16 Tier = "avx512-bf16"
 
 // bf16Types are the weight types the avx512-bf16 tier multiplies in

@@ -204,11 +204,13 @@ func TestForwardErrors(t *testing.T) {
 
 // TestTiersAgree checks every fast kernel tier against the reference tier
 // on whole forward passes of both tower variants: the same math in a
-// different summation order, so rows agree to float32 rounding.
+// different summation order, so rows agree to float32 rounding. The
+// avx512-bf16 tier rounds products to bfloat16, a different math, which
+// TestBF16Fixtures and TestBF16Synthetic hold to its own bound.
 func TestTiersAgree(t *testing.T) {
 	var fast []kernels.Tier
 	for _, tier := range kernels.Available() {
-		if tier != kernels.TierReference {
+		if tier != kernels.TierReference && tier != kernels.TierAVX512BF16 {
 			fast = append(fast, tier)
 		}
 	}

@@ -1,0 +1,75 @@
+package qwen3vl
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/vembed/vembed/internal/fixtures"
+	"github.com/vembed/vembed/kernels"
+	"github.com/vembed/vembed/model"
+	"github.com/vembed/vembed/model/heads"
+)
+
+// TestBF16Fixtures runs every embedding case of the qwen3vl fixtures (text
+// and image, DeepStack included) on the avx512-bf16 tier and on the
+// float32 path (avx2): the last-token embeddings must keep a cosine of
+// 0.9999 (the bound model/qwenvl's bf16MinCos derives).
+func TestBF16Fixtures(t *testing.T) {
+	if !slices.Contains(kernels.Available(), kernels.TierAVX512BF16) {
+		t.Skip("no avx512-bf16 tier on this CPU (it needs AVX512_BF16)")
+	}
+	saved := kernels.Active()
+	defer kernels.Use(saved)
+	dir, ix := loadFixtures(t)
+	m, err := Load(filepath.Join(dir, ix.LM), filepath.Join(dir, ix.MMProj))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	D := m.Info().Hidden
+	for _, ic := range ix.Cases {
+		if ic.Kind == "rerank" {
+			continue
+		}
+		cdir := filepath.Join(dir, "cases", ic.ID)
+		var c fixCase
+		fixtures.ReadJSON(t, filepath.Join(cdir, "case.json"), &c)
+		run := func(tier kernels.Tier) []float32 {
+			if err := kernels.Use(tier); err != nil {
+				t.Fatal(err)
+			}
+			seq := model.Sequence{IDs: c.TokenIDs}
+			if len(c.Images) > 0 {
+				var in []model.ImageInput
+				for _, im := range c.Images {
+					g := im.GridTHW
+					in = append(in, model.ImageInput{Patches: fixtures.ReadF32(t, cdir, im.Patches), GridT: g[0], GridH: g[1], GridW: g[2]})
+				}
+				p, err := m.NewVisionPass(in, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := p.Step(p.Stages()); err != nil {
+					t.Fatal(err)
+				}
+				enc := p.Result()[0]
+				g := c.Images[0].GridTHW
+				seq.Images = []model.ImageEmbedding{{Rows: enc.Rows, Deep: enc.Deep, First: imageSpans(c.TokenIDs, m.lm.ImagePad)[0], GridT: g[0], GridH: g[1], GridW: g[2]}}
+			}
+			h, err := m.Forward(seq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := append([]float32(nil), h[len(h)-D:]...)
+			heads.Normalize(last)
+			return last
+		}
+		f32, bf := run(kernels.TierAVX2), run(kernels.TierAVX512BF16)
+		cos := fixtures.Cosine(bf, f32)
+		t.Logf("%s: cos(bf16, f32) %.8f; vs reference: bf16 %.8f f32 %.8f", c.ID, cos, fixtures.Cosine(bf, c.Embedding), fixtures.Cosine(f32, c.Embedding))
+		if cos < 0.9999 {
+			t.Errorf("%s: cos(bf16, f32) = %.8f < 0.9999", c.ID, cos)
+		}
+	}
+}

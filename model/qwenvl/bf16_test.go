@@ -1,0 +1,130 @@
+package qwenvl
+
+import (
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/vembed/vembed/internal/fixtures"
+	"github.com/vembed/vembed/kernels"
+	"github.com/vembed/vembed/model/heads"
+)
+
+// bf16MinCos is the cosine the avx512-bf16 tier's embeddings must keep to
+// the float32 path's. Rounding both factors of a product to bfloat16
+// moves it by a relative error of RMS about 2·2⁻⁸/√3 per term, which over
+// K random-signed terms leaves the product's relative error near
+// 2⁻⁸·√(2/3) ≈ 0.3%; the M products on a token's path add in quadrature,
+// 1−cos ≈ (0.003²·M)/2, about 1e-4 for the 15 products of the 2-layer
+// fixture models before pooling divides it. Measured: 1−cos of 2e-6 to
+// 1.5e-5 with mean pooling, up to 4.7e-5 with qwen3vl's last token.
+const bf16MinCos = 0.9999
+
+// needBF16 skips a test on CPUs without the avx512-bf16 tier and returns
+// a function that restores the active tier.
+func needBF16(t *testing.T) func() {
+	t.Helper()
+	if !slices.Contains(kernels.Available(), kernels.TierAVX512BF16) {
+		t.Skip("no avx512-bf16 tier on this CPU (it needs AVX512_BF16)")
+	}
+	saved := kernels.Active()
+	return func() { kernels.Use(saved) }
+}
+
+// TestBF16Fixtures runs every float fixture model on the avx512-bf16 tier
+// and on the float32 path (avx2): the tiny Qwen2.5-VL pair (F32) on its
+// text, image and interleaved cases, and the text models of the quant
+// fixtures stored in F32, F16 and BF16.
+func TestBF16Fixtures(t *testing.T) {
+	defer needBF16(t)()
+	dir, ix := modelFixtures(t)
+	m, err := Load(filepath.Join(dir, ix.LM), filepath.Join(dir, ix.MMProj))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	D := m.Info().Hidden
+	for _, ic := range ix.Cases {
+		cdir := filepath.Join(dir, ic.Dir)
+		c := &fixtureCase{}
+		readJSON(t, filepath.Join(cdir, "case.json"), c)
+		run := func(tier kernels.Tier) []float32 {
+			if err := kernels.Use(tier); err != nil {
+				t.Fatal(err)
+			}
+			return pooled(c, runCase(t, m, cdir, c).hidden, D)
+		}
+		f32, bf := run(kernels.TierAVX2), run(kernels.TierAVX512BF16)
+		cos := cosine(bf, f32)
+		want := c.Embedding
+		if c.Kind == "interleaved" {
+			want = c.Alternatives.TextRule // what pooled computes
+		}
+		t.Logf("%s: cos(bf16, f32) %.8f; vs reference: bf16 %.8f f32 %.8f", c.ID, cos, cosine(bf, want), cosine(f32, want))
+		if cos < bf16MinCos {
+			t.Errorf("%s: cos(bf16, f32) = %.8f < %v", c.ID, cos, bf16MinCos)
+		}
+	}
+
+	qdir := fixtures.Dir(t, "quant")
+	for _, typ := range []string{"F32", "F16", "BF16"} {
+		var ref struct {
+			Cases []struct {
+				IDs       []int32   `json:"ids"`
+				Reference []float32 `json:"embedding_reference"`
+			} `json:"cases"`
+		}
+		readJSON(t, filepath.Join(qdir, "q256-"+typ+".embeddings.json"), &ref)
+		qm, err := Load(filepath.Join(qdir, "q256-"+typ+".gguf"), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range ref.Cases {
+			f32 := embedText(t, qm, kernels.TierAVX2, c.IDs)
+			bf := embedText(t, qm, kernels.TierAVX512BF16, c.IDs)
+			cos := cosine(bf, f32)
+			t.Logf("q256-%s case %d: cos(bf16, f32) %.8f; vs reference: bf16 %.8f f32 %.8f", typ, i, cos, cosine(bf, c.Reference), cosine(f32, c.Reference))
+			if cos < bf16MinCos {
+				t.Errorf("q256-%s case %d: cos(bf16, f32) = %.8f < %v", typ, i, cos, bf16MinCos)
+			}
+		}
+		qm.Close()
+	}
+}
+
+// TestBF16Synthetic runs synthetic models with F16 towers (the usual
+// mmproj type) beside F16 and F32 LMs, through the vision tower and an
+// interleaved LM pass, on the avx512-bf16 tier and the float32 path.
+func TestBF16Synthetic(t *testing.T) {
+	defer needBF16(t)()
+	for _, w := range [][2]string{{"F16", "F16"}, {"F32", "F16"}, {"BF16", "BF16"}} {
+		for _, preset := range []string{"tiny", "tiny-qwen2vl"} {
+			m := loadSynth(t, preset, w[0], w[1], nil)
+			r := rand.New(rand.NewPCG(31, 32))
+			img := randomImage(r, m, 1, 8, 12)
+			ids := sequence(r, m, 40, []ImageEmbedding{{First: 5, GridT: 1, GridH: 8, GridW: 12}})
+			run := func(tier kernels.Tier) []float32 {
+				if err := kernels.Use(tier); err != nil {
+					t.Fatal(err)
+				}
+				rows, err := m.EncodeImages([]ImageInput{img})
+				if err != nil {
+					t.Fatal(err)
+				}
+				h, err := m.Forward(ids, []ImageEmbedding{{Rows: rows[0], First: 5, GridT: 1, GridH: 8, GridW: 12}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				e := heads.MeanPool(h, m.Info().Hidden, 0, len(ids))
+				heads.Normalize(e)
+				return e
+			}
+			cos := cosine(run(kernels.TierAVX512BF16), run(kernels.TierAVX2))
+			t.Logf("%s LM %s mmproj %s: cos(bf16, f32) %.8f", preset, w[0], w[1], cos)
+			if cos < bf16MinCos {
+				t.Errorf("%s LM %s mmproj %s: cos(bf16, f32) = %.8f < %v", preset, w[0], w[1], cos, bf16MinCos)
+			}
+		}
+	}
+}

@@ -564,7 +564,7 @@ func (e *Engine) options(req *Request) (options, error) {
 		if !e.info.Instruction {
 			return o, invalid("instruction", CodeUnsupported, "this model takes a task, not an instruction (tasks: %s)", strings.Join(e.info.Tasks, ", "))
 		}
-		if _, err := e.checkText("instruction", req.Instruction, e.info.ContextLength, false); err != nil {
+		if _, err := e.checkText("instruction", req.Instruction, e.info.ContextLength, cutNone); err != nil {
 			return o, err
 		}
 		t.Instruction = req.Instruction

@@ -197,7 +197,7 @@ func TestPoolingRules(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				j, err := e.proc.plan(0, tc.in, o, false)
+				j, err := e.proc.plan(0, tc.in, o, cutNone)
 				if err != nil {
 					t.Fatal(err)
 				}

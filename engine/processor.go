@@ -97,7 +97,14 @@ func (p *processor) prepare(ctx context.Context, req *Request, o options) (*prep
 	pr := &prepared{o: o, inputs: make([]*input, len(req.Inputs)), results: make([]*result, len(req.Inputs))}
 	nImages := 0
 	for i, in := range req.Inputs {
-		it, err := p.plan(i, in, o, req.Truncate)
+		cut := cutNone
+		switch {
+		case req.Truncate && req.TruncateStart:
+			cut = cutStart
+		case req.Truncate:
+			cut = cutEnd
+		}
+		it, err := p.plan(i, in, o, cut)
 		if err != nil {
 			return nil, err
 		}
@@ -158,9 +165,18 @@ func (pr *prepared) release(e *Engine) {
 	}
 }
 
+// cutMode is how an input over the token limit is treated.
+type cutMode int
+
+const (
+	cutNone  cutMode = iota // refused
+	cutEnd                  // its prompt's end is dropped
+	cutStart                // its text's first tokens are dropped
+)
+
 // plan validates an input and builds its prompt from the image headers, so
 // that an over-long input is refused before any pixel is decoded.
-func (p *processor) plan(i int, in Input, o options, truncate bool) (*input, error) {
+func (p *processor) plan(i int, in Input, o options, cut cutMode) (*input, error) {
 	e := p.e
 	it := &input{index: i, param: fmt.Sprintf("input[%d]", i)}
 	if len(in.Parts) == 0 && in.Template == "" {
@@ -178,7 +194,11 @@ func (p *processor) plan(i int, in Input, o options, truncate bool) (*input, err
 			if in.Template != "" {
 				return nil, invalid(param, CodeInvalid, "an input with a template takes its text from the template; its parts must be images")
 			}
-			text, err := e.checkText(param, part.Text, limit, truncate && len(in.Parts) == 1)
+			textCut := cutNone
+			if len(in.Parts) == 1 {
+				textCut = cut
+			}
+			text, err := e.checkText(param, part.Text, limit, textCut)
 			if err != nil {
 				return nil, err
 			}
@@ -204,14 +224,23 @@ func (p *processor) plan(i int, in Input, o options, truncate bool) (*input, err
 		return nil, err
 	}
 	if n := len(prompt.IDs); n > limit {
-		if !truncate || !textOnly || in.Template != "" {
+		switch {
+		case cut == cutNone || !textOnly || in.Template != "" || cut == cutStart && len(in.Parts) != 1:
 			why := "truncation applies to text-only inputs"
-			if !truncate {
+			switch {
+			case cut == cutNone:
 				why = "set truncate to cut it"
+			case cut == cutStart && textOnly && in.Template == "":
+				why = "truncation from the start applies to inputs of one text"
 			}
 			return nil, invalid(it.param, CodeTooLong, "input is %d tokens, over the limit of %d tokens (%s%s)", n, limit, why, e.limitNote)
+		case cut == cutStart:
+			if prompt, err = e.cutTextStart(in, tparts, o, it.param, prompt, limit); err != nil {
+				return nil, err
+			}
+		default:
+			prompt.IDs = prompt.IDs[:limit:limit]
 		}
-		prompt.IDs = prompt.IDs[:limit:limit]
 	}
 	if len(prompt.Images) != len(it.images) {
 		return nil, fmt.Errorf("engine: prompt has %d image spans for %d images", len(prompt.Images), len(it.images))
@@ -226,7 +255,7 @@ func (p *processor) plan(i int, in Input, o options, truncate bool) (*input, err
 // tokenized: no token is longer than maxTokenBytes, so a text of more than
 // limit·maxTokenBytes bytes has more than limit tokens, and tokenizing it
 // would only waste time and memory.
-func (e *Engine) checkText(param, text string, limit int, truncate bool) (string, error) {
+func (e *Engine) checkText(param, text string, limit int, cut cutMode) (string, error) {
 	if text == "" {
 		return "", invalid(param, CodeEmpty, "empty text")
 	}
@@ -234,23 +263,99 @@ func (e *Engine) checkText(param, text string, limit int, truncate bool) (string
 		return "", invalid(param, CodeInvalid, "text is not valid UTF-8")
 	}
 	if max := limit * e.maxTokenBytes; len(text) > max {
-		if !truncate {
+		switch cut {
+		case cutNone:
 			return "", invalid(param, CodeTooLong, "text of %d bytes is over the limit of %d tokens (at most %d bytes%s)", len(text), limit, max, e.limitNote)
+		case cutStart:
+			from := len(text) - max
+			for from < len(text) && !utf8.RuneStart(text[from]) {
+				from++
+			}
+			text = text[from:]
+		default:
+			end := max
+			for end > 0 && !utf8.RuneStart(text[end]) {
+				end--
+			}
+			text = text[:end]
 		}
-		cut := max
-		for cut > 0 && !utf8.RuneStart(text[cut]) {
-			cut--
-		}
-		text = text[:cut]
 	}
 	return text, nil
+}
+
+// maxCutRounds bounds the prompts cutTextStart builds: tokens merge
+// across the joint of the prompt and the text's new start only by a few,
+// so the fewest tokens to drop are found in a few rounds.
+const maxCutRounds = 8
+
+// cutTextStart returns the prompt of a one-text input whose prompt is over
+// limit with the fewest first tokens of its text dropped that make it fit,
+// so that the recipe's prompt parts before and after the text stay whole.
+// The text's tokens are dropped, decoded and the prompt built again: the
+// text's tokens alone are not exactly its tokens inside the prompt (a word
+// can merge with the space ending a prefix).
+func (e *Engine) cutTextStart(in Input, parts []tokenizer.Part, o options, param string, prompt *tokenizer.Prompt, limit int) (*tokenizer.Prompt, error) {
+	n := len(prompt.IDs)
+	ids := e.tok.Encode(parts[0].Text, true)
+	// build returns the prompt with the first drop tokens of the text
+	// dropped, or nil when nothing of the text is left.
+	build := func(drop int) (*tokenizer.Prompt, error) {
+		if drop >= len(ids) {
+			return nil, nil
+		}
+		text, err := e.tok.Decode(ids[drop:])
+		if err != nil {
+			return nil, fmt.Errorf("engine: cutting %s: %w", param, err)
+		}
+		// The first kept token may hold the tail of a character.
+		for len(text) > 0 && !utf8.RuneStart(text[0]) {
+			text = text[1:]
+		}
+		if text == "" {
+			return nil, nil
+		}
+		return e.prompt(in, []tokenizer.Part{{Text: text}}, o, param)
+	}
+	// Forward: drop what the prompt is over by until it fits.
+	var fit *tokenizer.Prompt
+	drop, rounds := n-limit, 0
+	for ; rounds < maxCutRounds; rounds++ {
+		p, err := build(drop)
+		if err != nil {
+			return nil, err
+		}
+		if p == nil {
+			break
+		}
+		if len(p.IDs) <= limit {
+			fit = p
+			break
+		}
+		drop += len(p.IDs) - limit
+	}
+	if fit == nil {
+		return nil, invalid(param, CodeTooLong, "input is %d tokens, over the limit of %d tokens, and dropping the start of its text does not make it fit (the prompt around the text takes about %d tokens%s)",
+			n, limit, max(n-len(ids), 0), e.limitNote)
+	}
+	// Back: the estimate may have dropped a token more than needed.
+	for ; rounds < maxCutRounds && drop > 1; rounds++ {
+		p, err := build(drop - 1)
+		if err != nil {
+			return nil, err
+		}
+		if p == nil || len(p.IDs) > limit {
+			break
+		}
+		fit, drop = p, drop-1
+	}
+	return fit, nil
 }
 
 // prompt builds the recipe's prompt of the parts, or fills the template of
 // a raw input with the image token counts.
 func (e *Engine) prompt(in Input, parts []tokenizer.Part, o options, param string) (*tokenizer.Prompt, error) {
 	if template := in.Template; template != "" {
-		if _, err := e.checkText(param+".template", template, e.info.ContextLength, false); err != nil {
+		if _, err := e.checkText(param+".template", template, e.info.ContextLength, cutNone); err != nil {
 			return nil, err
 		}
 		counts := make([]int, len(parts))

@@ -102,6 +102,12 @@ type Request struct {
 	// images are never cut.
 	Truncate bool
 
+	// TruncateStart, with Truncate, drops the first tokens of the input's
+	// text instead of the end of its prompt (Cohere's truncate START): the
+	// recipe's prompt parts around the text (a task prefix, a chat
+	// template) are kept whole. It applies to inputs of one text.
+	TruncateStart bool
+
 	// Unnormalized skips the L2 normalization of single vectors (Matryoshka
 	// truncation then only cuts). Multi-vectors follow the projector.
 	Unnormalized bool

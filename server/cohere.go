@@ -29,8 +29,9 @@ type cohereEmbedRequest struct {
 	EmbeddingTypes  []string `json:"embedding_types"`
 	OutputDimension *int     `json:"output_dimension"`
 	MaxTokens       *int     `json:"max_tokens"`
-	// Truncate is NONE (refuse a long input) or END (cut its end; the
-	// default, as Cohere's); START is refused.
+	// Truncate is NONE (refuse a long input), END (cut its end; the
+	// default, as Cohere's) or START (drop the first tokens of its text,
+	// keeping the model's prompt around it whole).
 	Truncate string `json:"truncate"`
 	// Priority is accepted and ignored (see the compatibility list).
 	Priority *int `json:"priority"`
@@ -168,8 +169,7 @@ func (h *Handler) parseCohereEmbed(w http.ResponseWriter, r *http.Request) (engi
 	case "NONE":
 		req.Truncate = false
 	case "START":
-		return req, nil, "", &badRequest{http.StatusBadRequest, "truncate", engine.CodeUnsupported,
-			"truncate START (dropping the start of an input) is not supported; send END (the default: drop the end) or NONE (refuse long inputs)"}
+		req.TruncateStart = true
 	default:
 		return req, nil, "", &badRequest{http.StatusBadRequest, "truncate", engine.CodeInvalid, fmt.Sprintf("truncate %q: want NONE, START or END", cr.Truncate)}
 	}

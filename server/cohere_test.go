@@ -11,6 +11,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/tokenizer"
 )
 
 // cohereEmbedOut is the part of a /v2/embed answer the tests read.
@@ -134,7 +138,7 @@ func TestCohereEmbedMatchesV1(t *testing.T) {
 }
 
 // TestCohereEmbedTruncation: truncate END (the default) cuts a long text
-// to max_tokens, NONE refuses it, START is refused.
+// to max_tokens, NONE refuses it.
 func TestCohereEmbedTruncation(t *testing.T) {
 	url := tinyServer(t)
 	long := strings.Repeat("word ", 200)
@@ -145,7 +149,6 @@ func TestCohereEmbedTruncation(t *testing.T) {
 	}
 	for _, c := range []struct{ body, param, msg string }{
 		{`"truncate":"NONE","max_tokens":16`, "texts[0]", "over the limit of 16 tokens"},
-		{`"truncate":"START"`, "truncate", "START"},
 		{`"truncate":"MIDDLE"`, "truncate", "NONE, START or END"},
 		{`"max_tokens":0`, "max_tokens", "positive"},
 	} {
@@ -154,6 +157,95 @@ func TestCohereEmbedTruncation(t *testing.T) {
 			t.Errorf("%s: %d %s", c.body, status, body)
 		}
 	}
+}
+
+// TestCohereEmbedTruncateStart: truncate START gives the vector
+// /v1/embeddings gives of the text with its first tokens dropped (found
+// here through the model's tokenizer: the fewest dropped tokens whose
+// prompt fits max_tokens), with the model's prompt prefix kept; an input
+// whose prompt cannot fit even without its text is refused.
+func TestCohereEmbedTruncateStart(t *testing.T) {
+	url := tinyServer(t)
+	f, err := gguf.Open(tiny.lm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tok, err := tokenizer.FromGGUF(f, tokenizer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const limit = 12
+	for _, text := range []string{
+		strings.Repeat("word ", 30) + "the end",
+		"début " + strings.Repeat("ünïcödé ", 20) + "fin",
+		"alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho",
+	} {
+		ids := tok.Encode(text, true)
+		var got cohereEmbedOut
+		call(t, url+"/v2/embed", `{"texts":[`+jsonString(text)+`],"input_type":"search_query","truncate":"START","max_tokens":`+fmt.Sprint(limit)+`}`, &got)
+		if n := got.Meta.BilledUnits["input_tokens"]; n > limit {
+			t.Errorf("%.20q: %d tokens billed, over max_tokens %d", text, n, limit)
+		}
+		found := -1
+		for drop := 1; drop < len(ids) && found < 0; drop++ {
+			rest, err := tok.Decode(ids[drop:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !utf8.ValidString(rest) {
+				continue // the first kept token ends a character
+			}
+			var v1 struct {
+				openAIOut
+				Usage struct {
+					PromptTokens int `json:"prompt_tokens"`
+				} `json:"usage"`
+			}
+			status, body := post(t, url+"/v1/embeddings", `{"input":[`+jsonString(rest)+`],"task":"retrieval.query"}`)
+			if status != 200 {
+				t.Fatalf("%d %s", status, body)
+			}
+			if err := json.Unmarshal([]byte(body), &v1); err != nil {
+				t.Fatal(err)
+			}
+			if v1.Usage.PromptTokens > limit {
+				continue
+			}
+			found = drop
+			if g, w := string(got.Embeddings["float"][0]), wantEncoding(t, v1.Data[0].Embedding, "float"); g != w {
+				t.Errorf("%.20q: START vector is not /v1/embeddings of %q (the first prompt that fits)\n got %.120s\nwant %.120s", text, rest, g, w)
+			}
+			if n := got.Meta.BilledUnits["input_tokens"]; n != v1.Usage.PromptTokens {
+				t.Errorf("%.20q: %d tokens billed, /v1/embeddings of %q counts %d", text, n, rest, v1.Usage.PromptTokens)
+			}
+		}
+		if found < 0 {
+			t.Errorf("%.20q: no suffix of its tokens fits %d tokens", text, limit)
+		}
+		// END keeps the start: another vector.
+		var end cohereEmbedOut
+		call(t, url+"/v2/embed", `{"texts":[`+jsonString(text)+`],"input_type":"search_query","max_tokens":`+fmt.Sprint(limit)+`}`, &end)
+		if string(end.Embeddings["float"][0]) == string(got.Embeddings["float"][0]) {
+			t.Errorf("%.20q: END and START give the same vector", text)
+		}
+	}
+	// A text too long for the byte pre-check is cut from its start too.
+	huge := strings.Repeat("x", 3<<20) + " tail words"
+	status, body := post(t, url+"/v2/embed", `{"texts":["`+huge+`"],"truncate":"START"}`)
+	if status != 200 {
+		t.Errorf("a 3 MB text with START: %d %.300s", status, body)
+	}
+	// "Query: " alone is over 2 tokens.
+	status, body = post(t, url+"/v2/embed", `{"texts":["some words here"],"truncate":"START","max_tokens":2}`)
+	if status != 400 || !strings.Contains(body, "does not make it fit") {
+		t.Errorf("max_tokens below the prompt prefix: %d %s", status, body)
+	}
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
 
 // TestCohereEmbedRefusals: what /v2/embed cannot honour is a 400 naming

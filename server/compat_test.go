@@ -27,6 +27,7 @@ import (
 var tiny struct {
 	once sync.Once
 	eng  *engine.Engine
+	lm   string // the demo model's language model file
 	dir  string
 	err  error
 }
@@ -44,6 +45,7 @@ func tinyServer(t *testing.T) string {
 			tiny.err = err
 			return
 		}
+		tiny.lm = m.LM
 		tiny.eng, tiny.err = engine.New(engine.Config{Model: m.LM, MMProj: m.MMProj, MVProj: m.MVProj})
 	})
 	if tiny.err != nil {

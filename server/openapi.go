@@ -252,7 +252,7 @@ func (h *Handler) openapiDoc() map[string]any {
 					"embedding_types":  map[string]any{"type": "array", "items": enc, "description": "default [float]"},
 					"output_dimension": desc(integer, "Matryoshka size, as dimensions on /v1/embeddings"),
 					"max_tokens":       desc(integer, "a lower token limit per input prompt"),
-					"truncate":         desc(map[string]any{"enum": []any{"NONE", "END", "START"}}, "END (default) cuts long text inputs, NONE refuses them; START is refused"),
+					"truncate":         desc(map[string]any{"enum": []any{"NONE", "END", "START"}}, "END (default) cuts the end of long text inputs, START drops the first tokens of their text (the model's prompt around it is kept), NONE refuses them"),
 					"priority":         desc(integer, "accepted and ignored: requests are served in arrival order")}),
 				"CohereRerankRequest": obj(map[string]any{"model": desc(str, "accepted and ignored: one model per server"), "query": inputSchema,
 					"documents":          map[string]any{"type": "array", "items": inputSchema, "maxItems": engine.MaxRerankDocuments},

@@ -146,8 +146,9 @@
 //	                      "embedding_types" (float, int8, uint8, binary,
 //	                      ubinary, base64; default float),
 //	                      "output_dimension", "max_tokens", "truncate"
-//	                      (END, the default, cuts long texts; NONE refuses
-//	                      them; START is refused), "priority"} -> {"id",
+//	                      (END, the default, cuts long texts; START drops
+//	                      their first tokens; NONE refuses them),
+//	                      "priority"} -> {"id",
 //	                      "response_type": "embeddings_by_type",
 //	                      "embeddings": {type: [vector, …]}, "texts",
 //	                      "meta"}. input_type is mapped by the model's

@@ -296,3 +296,20 @@ func TestVNNITiers(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultTierSkipsOptIn checks that an opt-in tier (amx, unverified)
+// is never the one a process starts on, even when it is listed first.
+func TestDefaultTierSkipsOptIn(t *testing.T) {
+	saved := tiers
+	defer func() { tiers = saved }()
+	opt := *generic
+	opt.tier, opt.optIn = "opt-in", true
+	tiers = []*impl{&opt, generic, reference}
+	if got := defaultTier().tier; got != TierGeneric {
+		t.Fatalf("default tier %s, want %s", got, TierGeneric)
+	}
+	tiers = []*impl{&opt}
+	if got := defaultTier().tier; got != TierReference {
+		t.Fatalf("default tier %s with only an opt-in tier, want %s", got, TierReference)
+	}
+}

@@ -198,21 +198,3 @@ func archVNNIKernels() map[string]*vnniTier {
 	}
 	return out
 }
-
-//go:noescape
-func vnniLoopAVX512(n int)
-
-//go:noescape
-func vnniLoopAVX(n int)
-
-// vnniProbe returns the VNNI peak-probe loop and the integer operations of
-// one iteration.
-func vnniProbe() (func(n int), float64) {
-	switch {
-	case hasAVX512VNNI:
-		return vnniLoopAVX512, 12 * 64 * 2
-	case hasAVXVNNI:
-		return vnniLoopAVX, 12 * 32 * 2
-	}
-	return nil, 0
-}

@@ -7,31 +7,24 @@ import (
 	"time"
 )
 
-// BenchmarkVNNIPeak reports the VPDPBUSD peak (VNNIPeak) on one thread and
-// on GOMAXPROCS, and that of the ymm (AVX-VNNI) form.
+// BenchmarkVNNIPeak reports the VPDPBUSD peaks (Peak: zmm and the ymm
+// AVX-VNNI form) on one thread and on GOMAXPROCS, beside which
+// BenchmarkVNNIKernel's rates read.
 func BenchmarkVNNIPeak(b *testing.B) {
-	for _, th := range []int{1, runtime.GOMAXPROCS(0)} {
-		b.Run(fmt.Sprintf("threads%d", th), func(b *testing.B) {
-			var g float64
-			for b.Loop() {
-				p, ok := VNNIPeak(th, 100*time.Millisecond)
-				if !ok {
-					b.Skip("no VNNI on this CPU")
+	for _, u := range []PeakUnit{PeakVNNI512, PeakVNNI256} {
+		for _, th := range []int{1, runtime.GOMAXPROCS(0)} {
+			b.Run(fmt.Sprintf("%s/threads%d", u, th), func(b *testing.B) {
+				var g float64
+				for b.Loop() {
+					p, ok := Peak(u, th, 100*time.Millisecond)
+					if !ok {
+						b.Skip("not on this CPU")
+					}
+					g = p
 				}
-				g = p
-			}
-			b.ReportMetric(g, "GOPS")
-		})
-		b.Run(fmt.Sprintf("ymm/threads%d", th), func(b *testing.B) {
-			if !hasAVXVNNI {
-				b.Skip("no AVX-VNNI on this CPU")
-			}
-			var g float64
-			for b.Loop() {
-				g, _ = runProbe(vnniLoopAVX, 12*32*2, th, 100*time.Millisecond)
-			}
-			b.ReportMetric(g, "GOPS")
-		})
+				b.ReportMetric(g, "GOPS")
+			})
+		}
 	}
 }
 

@@ -20,16 +20,6 @@ func FMAPeak(threads int, d time.Duration) (float64, bool) {
 	return runProbe(loop, flopsPerIter, threads, d)
 }
 
-// VNNIPeak measures the VPDPBUSD throughput of this machine in integer
-// operations (two per byte product) on the widest registers the CPU runs
-// it on (zmm with AVX-512 VNNI, else ymm with AVX-VNNI), as FMAPeak does
-// for FMA: GOPS summed over threads, false when the CPU has no VNNI. It is
-// the peak of the VNNI tiers' integer products.
-func VNNIPeak(threads int, d time.Duration) (float64, bool) {
-	loop, opsPerIter := vnniProbe()
-	return runProbe(loop, opsPerIter, threads, d)
-}
-
 // runProbe runs loop on threads locked goroutines for about d and returns
 // the rate in billions of operations per second.
 func runProbe(loop func(n int), opsPerIter float64, threads int, d time.Duration) (float64, bool) {

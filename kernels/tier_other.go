@@ -7,6 +7,4 @@ func archTiers() []*impl { return nil }
 
 func fmaProbe() (func(n int), float64) { return nil, 0 }
 
-func vnniProbe() (func(n int), float64) { return nil, 0 }
-
 func archPeakProbes() map[PeakUnit]peakProbe { return map[PeakUnit]peakProbe{} }

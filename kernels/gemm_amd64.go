@@ -59,11 +59,13 @@ func archTiers() []*impl {
 	if !hasAVX512 {
 		return append(vnniTiers(i8), i8, &t)
 	}
-	// On AVX-512 CPUs the VNNI tiers take their float32 products (float
-	// weights, short products) from the avx512 tier: the same bits as
-	// avx2's, faster.
+	// On AVX-512 CPUs the integer tiers (avx2-int8 and the VNNI ones)
+	// take their float32 products (float weights, short products) from
+	// the avx512 tier: the same bits as avx2's, faster. avx2 stays pure
+	// AVX2.
 	f := avx512Tier(t)
-	out := slices.Concat(vnniTiers(int8Tier(*f)), []*impl{f, i8, &t})
+	i8 = int8Tier(*f)
+	out := slices.Concat(vnniTiers(i8), []*impl{i8, f, &t})
 	if hasAVX512BF16 {
 		// Built on the best default tier so far, for the weights it does
 		// not take.

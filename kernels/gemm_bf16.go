@@ -22,7 +22,9 @@ import (
 // TierAVX512 is avx2 with the float32 products on a 14×32 AVX-512 tile
 // (gemm_avx512_amd64.s): the GEMM and both products of the attention. Its
 // results are bit for bit those of avx2, since every output is still
-// accumulated in k order by FMA within each k slice. Needs AVX-512 F.
+// accumulated in k order by FMA within each k slice. Needs AVX-512 F. On
+// CPUs that have it, the integer tiers (avx2-int8, the VNNI ones) take
+// their float32 products from it.
 const TierAVX512 Tier = "avx512"
 
 // TierAVX512BF16 is avx512-vnni (or avx512 where the CPU lacks VNNI) with

@@ -74,7 +74,8 @@ func TestJSClients(t *testing.T) {
 			Index          int     `json:"index"`
 			RelevanceScore float64 `json:"relevance_score"`
 		} `json:"cohereRerank"`
-		CohereError string `json:"cohereError"`
+		CohereStart map[string][]json.RawMessage `json:"cohereStart"`
+		CohereError string                       `json:"cohereError"`
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
 		t.Fatalf("clients' output: %v: %.300s", err, stdout.String())
@@ -131,7 +132,14 @@ func TestJSClients(t *testing.T) {
 			t.Errorf("cohere rerank: not best first %+v", got.CohereRerank)
 		}
 	}
-	if !strings.HasPrefix(got.CohereError, "400 ") || !strings.Contains(got.CohereError, `truncate`) {
+	var start cohereEmbedOut
+	if status, b := postKey(t, url+"/v2/embed", key, `{"texts":["one two three four five six seven eight nine ten eleven twelve"],"input_type":"search_query","max_tokens":8,"truncate":"START"}`); status != 200 || json.Unmarshal([]byte(b), &start) != nil {
+		t.Fatalf("/v2/embed truncate START: %d %s", status, b)
+	}
+	if len(got.CohereStart["float"]) != 1 || string(got.CohereStart["float"][0]) != string(start.Embeddings["float"][0]) {
+		t.Errorf("truncate START through the Cohere client: %.200s, want %.200s", got.CohereStart["float"], start.Embeddings["float"])
+	}
+	if !strings.HasPrefix(got.CohereError, "400 ") || !strings.Contains(got.CohereError, `over the limit of 8 tokens`) {
 		t.Errorf("a refused request through the Cohere client: %s", got.CohereError)
 	}
 }

@@ -10,6 +10,7 @@ const url = process.env.VEMBED_URL;
 const key = process.env.VEMBED_KEY;
 const image = "data:image/png;base64," + process.env.VEMBED_IMAGE;
 const types = ["float", "int8", "uint8", "binary", "ubinary", "base64"];
+const longText = "one two three four five six seven eight nine ten eleven twelve";
 
 const openai = new OpenAI({ baseURL: url + "/v1", apiKey: key, maxRetries: 0 });
 const cohere = new CohereClientV2({ token: key, baseUrl: url });
@@ -33,9 +34,12 @@ out.cohereInputs = (await cohere.embed({
 const ranked = await cohere.rerank({ model: "demo", query: "which one?", documents: ["the first document", "another text entirely", "short"], topN: 2 });
 out.cohereRerank = ranked.results.map((r) => ({ index: r.index, relevance_score: r.relevanceScore }));
 
+// Truncation from the start, with the client's own names for it.
+out.cohereStart = (await cohere.embed({ model: "demo", texts: [longText], inputType: "search_query", embeddingTypes: ["float"], maxTokens: 8, truncate: "START" })).embeddings;
+
 // A refusal reaches the client as its error type, with the server's message.
 try {
-  await cohere.embed({ model: "demo", texts: ["alpha"], inputType: "search_query", embeddingTypes: ["float"], truncate: "START" });
+  await cohere.embed({ model: "demo", texts: [longText], inputType: "search_query", embeddingTypes: ["float"], maxTokens: 8, truncate: "NONE" });
   out.cohereError = "no error";
 } catch (e) {
   out.cohereError = `${e.statusCode} ${JSON.stringify(e.body)}`;

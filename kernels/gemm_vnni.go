@@ -179,6 +179,11 @@ type vnniTier struct {
 	// quantStrided, optional, is quant writing the four-byte groups of q
 	// stride bytes apart: straight into the interleaved layout.
 	quantStrided func(x []float32, q []uint8, stride int, ds []float32)
+	// panel, optional by type, decodes a whole panel of a k slice
+	// straight into the kernel's layout: weights, factors fd and starts
+	// (unit decoders without a minimum only) of nb blocks of nrows ≤
+	// vnniNR rows rowBytes apart from src, the other rows zero.
+	panel map[gguf.Type]func(src []byte, rowBytes, nrows, nb int, pan []int8, fs []float32, aux []int32)
 	// dec, optional by type, replace vnniDecoders' rows with faster
 	// equals.
 	dec map[gguf.Type]func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32)
@@ -261,6 +266,20 @@ func gemmVNNI(dst, x []float32, m int, w *Matrix, bias []float32, g *vnniTier) {
 				fs := fac[p*nb*vnniPanelF : (p+1)*nb*vnniPanelF]
 				as := aux[p*nb*vnniAux : (p+1)*nb*vnniAux]
 				row0 := n0 + p*vnniNR
+				if pd := g.panel[w.Type]; pd != nil {
+					nr := min(vnniNR, n1-row0)
+					if nr <= 0 {
+						clear(pp)
+						clear(fs)
+						clear(as)
+						continue
+					}
+					for r := 0; r < nr; r++ {
+						prefetchSlice(w.Data[(row0+r)*rowBytes+koff:], k-k0, kc, dec.blockSize, dec.typeSize)
+					}
+					pd(w.Data[row0*rowBytes+koff:], rowBytes, nr, nb, pp, fs, as)
+					continue
+				}
 				for r := 0; r < vnniNR; r++ {
 					rb := rowBuf[r*kc : (r+1)*kc]
 					if row := row0 + r; row < n1 {

@@ -67,6 +67,22 @@ func q8RowVNNI(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int1
 }
 
 //go:noescape
+func decodePanelQ8_0AVX512(src *byte, rowBytes int, nrows int, nb int, pan *int8, fs *float32, aux *int32)
+
+// panelQ8_0AVX512 is the avx512-vnni tier's Q8_0 panel decoder; the checks
+// keep the gathers and stores inside the slices.
+func panelQ8_0AVX512(src []byte, rowBytes, nrows, nb int, pan []int8, fs []float32, aux []int32) {
+	if nb <= 0 || nrows <= 0 {
+		return
+	}
+	_ = src[(nrows-1)*rowBytes+34*nb-1]
+	_ = pan[nb*vnniPanel-1]
+	_ = fs[(nb-1)*vnniPanelF+vnniNR-1]
+	_ = aux[(nb-1)*vnniAux+vnniNR-1]
+	decodePanelQ8_0AVX512(&src[0], rowBytes, min(nrows, vnniNR), nb, &pan[0], &fs[0], &aux[0])
+}
+
+//go:noescape
 func quantizeU8StridedAVX2(x *float32, nb int, q *uint8, stride int, ds *float32)
 
 // quantizeRowU8StridedAVX2 is quantizeRowU8AVX2 with the four-byte groups
@@ -146,6 +162,9 @@ var (
 		kern: vnniAsm(6, 2, kernelVNNIUnit6x32), kernMul: vnniAsm(6, 2, kernelVNNI6x32),
 		rows: 6, span: 2, rowsMul: 6, spanMul: 2,
 		pack8: pack8U8AVX2, quant: quantizeRowU8AVX2, quantStrided: quantizeRowU8StridedAVX2, dec: vnniRowsAVX2,
+		panel: map[gguf.Type]func(src []byte, rowBytes, nrows, nb int, pan []int8, fs []float32, aux []int32){
+			gguf.TypeQ8_0: panelQ8_0AVX512,
+		},
 	}
 	vnniAVX = &vnniTier{
 		kern: vnniAsm(6, 1, kernelAVXVNNI6x16), kernMul: vnniAsm(3, 1, kernelAVXVNNI3x16),

@@ -973,3 +973,112 @@ vqqnext:
 vqqdone:
 	VZEROUPPER
 	RET
+
+DATA vnniiota<>+0(SB)/4, $0
+DATA vnniiota<>+4(SB)/4, $1
+DATA vnniiota<>+8(SB)/4, $2
+DATA vnniiota<>+12(SB)/4, $3
+DATA vnniiota<>+16(SB)/4, $4
+DATA vnniiota<>+20(SB)/4, $5
+DATA vnniiota<>+24(SB)/4, $6
+DATA vnniiota<>+28(SB)/4, $7
+DATA vnniiota<>+32(SB)/4, $8
+DATA vnniiota<>+36(SB)/4, $9
+DATA vnniiota<>+40(SB)/4, $10
+DATA vnniiota<>+44(SB)/4, $11
+DATA vnniiota<>+48(SB)/4, $12
+DATA vnniiota<>+52(SB)/4, $13
+DATA vnniiota<>+56(SB)/4, $14
+DATA vnniiota<>+60(SB)/4, $15
+GLOBL vnniiota<>(SB), RODATA|NOPTR, $64
+
+// func decodePanelQ8_0AVX512(src *byte, rowBytes int, nrows int, nb int, pan *int8, fs *float32, aux *int32)
+//
+// One 16-column panel of nb Q8_0 blocks straight from the stored rows (row
+// r's block b at src + r·rowBytes + 34b; rows nrows..15 are zeros): per
+// block, VPGATHERDD collects each k step's four bytes of the sixteen rows
+// into the panel's 64-byte row (the layout pack8U8AVX2 writes), the
+// scales into fd (VCVTPH2PS, fs[b·32 + r]) and, by VPDPBUSD of the weights
+// with ones, the columns' sums into the starts −128·Σw (aux[b·64 + r]).
+TEXT ·decodePanelQ8_0AVX512(SB), NOSPLIT, $0-56
+	MOVQ src+0(FP), SI
+	MOVQ rowBytes+8(FP), AX
+	MOVQ nrows+16(FP), CX
+	MOVQ nb+24(FP), DX
+	MOVQ pan+32(FP), DI
+	MOVQ fs+40(FP), R8
+	MOVQ aux+48(FP), R9
+	MOVL $1, BX
+	SHLL CX, BX
+	DECL BX
+	KMOVW BX, K1
+	VPBROADCASTD AX, Z30
+	VMOVDQU32 vnniiota<>+0(SB), Z29
+	VPMULLD Z29, Z30, Z31
+	MOVL $0x01010101, BX
+	VPBROADCASTD BX, Z28
+	VPXORD Z27, Z27, Z27
+	TESTQ DX, DX
+	JZ   pq8done
+
+pq8block:
+	VPXORD Z0, Z0, Z0
+	KMOVW K1, K2
+	VPGATHERDD 0(SI)(Z31*1), K2, Z0
+	VPMOVDW Z0, Y1
+	VCVTPH2PS Y1, Z1
+	VMOVUPS Z1, 0(R8)
+	VPXORD Z2, Z2, Z2
+	VPXORD Z8, Z8, Z8
+	KMOVW K1, K2
+	VPGATHERDD 2(SI)(Z31*1), K2, Z8
+	VMOVDQU32 Z8, 0(DI)
+	VPDPBUSD Z8, Z28, Z2
+	VPXORD Z9, Z9, Z9
+	KMOVW K1, K2
+	VPGATHERDD 6(SI)(Z31*1), K2, Z9
+	VMOVDQU32 Z9, 64(DI)
+	VPDPBUSD Z9, Z28, Z2
+	VPXORD Z10, Z10, Z10
+	KMOVW K1, K2
+	VPGATHERDD 10(SI)(Z31*1), K2, Z10
+	VMOVDQU32 Z10, 128(DI)
+	VPDPBUSD Z10, Z28, Z2
+	VPXORD Z11, Z11, Z11
+	KMOVW K1, K2
+	VPGATHERDD 14(SI)(Z31*1), K2, Z11
+	VMOVDQU32 Z11, 192(DI)
+	VPDPBUSD Z11, Z28, Z2
+	VPXORD Z12, Z12, Z12
+	KMOVW K1, K2
+	VPGATHERDD 18(SI)(Z31*1), K2, Z12
+	VMOVDQU32 Z12, 256(DI)
+	VPDPBUSD Z12, Z28, Z2
+	VPXORD Z13, Z13, Z13
+	KMOVW K1, K2
+	VPGATHERDD 22(SI)(Z31*1), K2, Z13
+	VMOVDQU32 Z13, 320(DI)
+	VPDPBUSD Z13, Z28, Z2
+	VPXORD Z14, Z14, Z14
+	KMOVW K1, K2
+	VPGATHERDD 26(SI)(Z31*1), K2, Z14
+	VMOVDQU32 Z14, 384(DI)
+	VPDPBUSD Z14, Z28, Z2
+	VPXORD Z15, Z15, Z15
+	KMOVW K1, K2
+	VPGATHERDD 30(SI)(Z31*1), K2, Z15
+	VMOVDQU32 Z15, 448(DI)
+	VPDPBUSD Z15, Z28, Z2
+	VPSLLD $7, Z2, Z2
+	VPSUBD Z2, Z27, Z3
+	VMOVDQU32 Z3, 0(R9)
+	ADDQ $34, SI
+	ADDQ $512, DI
+	ADDQ $128, R8
+	ADDQ $256, R9
+	DECQ DX
+	JNZ  pq8block
+
+pq8done:
+	VZEROUPPER
+	RET

@@ -2,9 +2,13 @@ package kernels
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vembed/vembed/gguf"
 )
 
 // BenchmarkVNNIPeak reports the VPDPBUSD peaks (Peak: zmm and the ymm
@@ -58,5 +62,40 @@ func BenchmarkVNNIKernel(b *testing.B) {
 		run(fmt.Sprintf("avx512/mul/flags%d", flags), hasAVX512VNNI, vnniAsm(6, 2, kernelVNNI6x32), 6, 2, flags|vnniFlagMul)
 		run(fmt.Sprintf("avx/unit/flags%d", flags), hasAVXVNNI, vnniAsm(6, 1, kernelAVXVNNI6x16), 6, 1, flags)
 		run(fmt.Sprintf("avx/mul/flags%d", flags), hasAVXVNNI, vnniAsm(3, 1, kernelAVXVNNI3x16), 3, 1, flags|vnniFlagMul)
+	}
+}
+
+// BenchmarkVNNIPanelDecode compares, for Q8_0 on the avx512-vnni GEMM,
+// decoding whole panels by gathers (the tier's panel decoder) with
+// decoding rows and packing them, at several row counts; it reports the
+// process CPU time per product too, which other load on the machine
+// disturbs less than the wall time.
+func BenchmarkVNNIPanelDecode(b *testing.B) {
+	if !hasAVX512VNNI {
+		b.Skip("needs AVX-512 VNNI")
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	const k, n = 2048, 2048
+	w := randMatrix(b, gguf.TypeQ8_0, n, k, rng)
+	rows := *vnniAVX512
+	rows.panel = nil
+	for _, m := range []int{8, 32, 512} {
+		x := randVec(m*k, rng)
+		dst := make([]float32, m*n)
+		for _, c := range []struct {
+			name string
+			g    *vnniTier
+		}{{"panel", vnniAVX512}, {"rows", &rows}} {
+			b.Run(fmt.Sprintf("M%d/%s", m, c.name), func(b *testing.B) {
+				var r0, r1 syscall.Rusage
+				syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
+				for b.Loop() {
+					gemmVNNI(dst, x, m, w, nil, c.g)
+				}
+				syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
+				cpu := time.Duration(r1.Utime.Nano() - r0.Utime.Nano() + r1.Stime.Nano() - r0.Stime.Nano())
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+			})
+		}
 	}
 }

@@ -236,6 +236,10 @@ type Engine struct {
 	remote         *remoteEncoder // nil without Config.EncoderURLs
 
 	inflight atomic.Int64
+	// arriving counts the requests inside Embed that the scheduler has not
+	// received yet (being validated, tokenized or decoded): an idle
+	// engine's gather window waits for them (scheduler.gather).
+	arriving atomic.Int64
 	stats    counters
 
 	mu       sync.Mutex // guards closing and the admission counters
@@ -640,6 +644,13 @@ func (e *Engine) embed(ctx context.Context, req Request) (*Response, error) {
 		return nil, err
 	}
 	defer e.wg.Done()
+	e.arriving.Add(1)
+	handed := false // to schedule, which then counts the arrival off
+	defer func() {
+		if !handed {
+			e.arriving.Add(-1)
+		}
+	}()
 
 	o, err := e.options(&req)
 	if err != nil {
@@ -668,6 +679,7 @@ func (e *Engine) embed(ctx context.Context, req Request) (*Response, error) {
 	}
 	r.left = len(r.seqs)
 	if r.left > 0 {
+		r.arriving, handed = true, true
 		if err := e.schedule(ctx, r); err != nil {
 			return nil, err
 		}
@@ -692,17 +704,20 @@ func (e *Engine) enter() error {
 // released here; after, the scheduler released it.
 func (e *Engine) schedule(ctx context.Context, r *request) error {
 	if err := e.admit(r); err != nil {
+		e.arrivalOff(r)
 		r.pr.release(e)
 		return err
 	}
 	select {
-	case e.sched.submit <- r:
+	case e.sched.submit <- r: // the scheduler counted its arrival off
 	case <-e.sched.done:
+		e.arrivalOff(r)
 		e.unadmit(r)
 		r.pr.release(e)
 		return ErrShuttingDown
 	case <-ctx.Done():
 		// The scheduler is inside a step; the request never got in.
+		e.arrivalOff(r)
 		e.unadmit(r)
 		r.pr.release(e)
 		return ctx.Err()
@@ -710,6 +725,14 @@ func (e *Engine) schedule(ctx context.Context, r *request) error {
 	err := <-r.done
 	e.unadmit(r)
 	return err
+}
+
+// arrivalOff takes r out of the arriving count, once.
+func (e *Engine) arrivalOff(r *request) {
+	if r.arriving {
+		r.arriving = false
+		e.arriving.Add(-1)
+	}
 }
 
 // admit counts a request against the queue limits.

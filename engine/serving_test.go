@@ -507,4 +507,56 @@ func TestGatherWindow(t *testing.T) {
 	if took > time.Second {
 		t.Errorf("gathering a stream took %v, want about the 100ms cap", took)
 	}
+
+	// A request still inside Embed (arriving) keeps the window open past
+	// the gap after the latest arrival, up to the cap: the second request
+	// comes 300ms after the first with a 20ms gap, and shares the step.
+	s = idle()
+	s.lm.fixed = 20
+	s.e.arriving.Add(1)
+	late := &request{arriving: true}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		s.submit <- late
+	}()
+	s.admit(&request{})
+	s.gather(20 * time.Millisecond)
+	if len(s.reqs) != 2 || s.e.arriving.Load() != 0 {
+		t.Errorf("gathered %d requests (want 2), %d still arriving", len(s.reqs), s.e.arriving.Load())
+	}
+	// Nothing arriving: the window closes one gap after the latest.
+	s = idle()
+	s.lm.fixed = 20
+	s.admit(&request{})
+	t0 = time.Now()
+	s.gather(20 * time.Millisecond)
+	if took := time.Since(t0); took > 1500*time.Millisecond {
+		t.Errorf("an idle window took %v, want about the 20ms gap", took)
+	}
+}
+
+// TestArrivingCount checks that every way out of Embed takes a request
+// out of the arriving count the gather window waits on: success, a bad
+// request, a cancelled one, an overloaded engine.
+func TestArrivingCount(t *testing.T) {
+	e := newEngine(t, func(c *Config) { uncached(c); c.MaxQueuedRequests = 1 })
+	embed(t, e, Request{Inputs: []Input{TextInput("hello arriving")}})
+	if _, err := e.Embed(context.Background(), Request{}); err == nil {
+		t.Fatal("an empty request embedded")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	e.Embed(ctx, Request{Inputs: []Input{TextInput("cancelled before it starts")}})
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.Embed(context.Background(), Request{Inputs: []Input{TextInput(fmt.Sprintf("one of several %d", i))}})
+		}()
+	}
+	wg.Wait()
+	if n := e.arriving.Load(); n != 0 {
+		t.Errorf("%d requests still counted as arriving", n)
+	}
 }

@@ -124,6 +124,14 @@ func (h *Handler) parseCohereEmbed(w http.ResponseWriter, r *http.Request) (engi
 	if given != 1 {
 		return req, nil, "", &badRequest{http.StatusBadRequest, "texts", engine.CodeInvalid, "send exactly one of texts, images and inputs"}
 	}
+	if n := max(len(cr.Texts), len(cr.Images)); n > h.opts.MaxInputs {
+		param := "texts"
+		if cr.Images != nil {
+			param = "images"
+		}
+		return req, nil, "", &badRequest{http.StatusBadRequest, param, engine.CodeInvalid,
+			fmt.Sprintf("too many inputs: %d (at most %d per request)", n, h.opts.MaxInputs)}
+	}
 	var raw json.RawMessage
 	param := "inputs"
 	switch {

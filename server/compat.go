@@ -39,6 +39,12 @@ func (h *Handler) inputs(r *http.Request, raw json.RawMessage, param string) ([]
 	if len(raw) == 0 {
 		return nil, &badRequest{http.StatusBadRequest, param, engine.CodeEmpty, param + " is required"}
 	}
+	// A list is counted before its items are parsed: parsing millions of
+	// them only to refuse the request would cost seconds.
+	if n := arrayLen(raw); n > h.opts.MaxInputs {
+		return nil, &badRequest{http.StatusBadRequest, param, engine.CodeInvalid,
+			fmt.Sprintf("too many inputs: %d (at most %d per request)", n, h.opts.MaxInputs)}
+	}
 	ins, err := h.parseInputs(r.Context(), raw)
 	if errors.Is(err, errInflightFull) {
 		return nil, &badRequest{http.StatusTooManyRequests, "", "overloaded", err.Error()}

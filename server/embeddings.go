@@ -481,6 +481,10 @@ func (h *Handler) decodeBodyOf(w http.ResponseWriter, r *http.Request, v any, tr
 	if dec.More() {
 		return &badRequest{http.StatusBadRequest, "", "invalid_json", "invalid JSON: data after the request object"}
 	}
+	if key, dup := duplicateKey(body); dup {
+		return &badRequest{http.StatusBadRequest, key, "invalid_json",
+			fmt.Sprintf("invalid JSON: key %q appears twice in one object (field names match regardless of case); send it once", key)}
+	}
 	return nil
 }
 

@@ -101,7 +101,8 @@ func int8Threshold(t gguf.Type, minRows int) int {
 var int8MinRows atomic.Int64
 
 // SetInt8MinRows sets the number of activation rows from which the
-// avx2-int8 tier multiplies in integer arithmetic and returns the previous
+// integer tiers (avx2-int8 and the VNNI tiers) multiply in integer
+// arithmetic and returns the previous
 // value. The default, 0, sends every product by a quantized weight of
 // int8Types to the integer kernels whatever its row count, so that a row's
 // result never depends on how many other rows share the product: the

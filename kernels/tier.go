@@ -9,7 +9,8 @@ import (
 // Tier names a set of kernel implementations.
 type Tier string
 
-// The tiers. The best one the CPU supports is active at start-up; the
+// The tiers. The best one the CPU supports, opt-in tiers (amx, avx512-bf16)
+// aside, is active at start-up; the
 // VEMBED_CPU environment variable (a tier name) forces another, and Use
 // switches at run time. All but the integer tiers (avx2-int8 and the VNNI
 // tiers built on it) compute float32 products with

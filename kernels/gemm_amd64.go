@@ -70,7 +70,11 @@ func archTiers() []*impl {
 		// Built on the best default tier so far, for the weights it does
 		// not take.
 		i := slices.IndexFunc(out, func(im *impl) bool { return !im.optIn })
-		out = append([]*impl{bf16Tier(*out[i])}, out...)
+		bf := bf16Tier(*out[i])
+		out = append([]*impl{bf}, out...)
+		if hasAMXBF16 {
+			out = append([]*impl{amxBF16Tier(*bf)}, out...)
+		}
 	}
 	return out
 }

@@ -37,6 +37,14 @@ const TierAVX512 Tier = "avx512"
 // or Use select it.
 const TierAVX512BF16 Tier = "avx512-bf16"
 
+// TierAMXBF16 is avx512-bf16 with its bfloat16 products on AMX tiles
+// (TDPBF16PS, gemm_amxbf16_amd64.s) in 32×32 tiles: the same rounding of
+// activations and weights, the same error bound. It is UNVERIFIED: no
+// machine it was written on has AMX, so it is opt-in (VEMBED_CPU=amx-bf16
+// or Use) and its tests skip elsewhere; TestAMXBF16LayoutGo checks its data
+// layout and tails through a Go model of the tile product.
+const TierAMXBF16 Tier = "amx-bf16"
+
 // bf16Types are the weight types the avx512-bf16 tier multiplies in
 // bfloat16.
 var bf16Types = map[gguf.Type]bool{gguf.TypeF32: true, gguf.TypeF16: true, gguf.TypeBF16: true}

@@ -19,7 +19,7 @@ import (
 // denormal inputs and outputs as zero: at most 2⁻¹²⁶ per product and sum,
 // which the last term covers.
 func bf16Slack(typ gguf.Type, k int, mag float64) float64 {
-	if Active() != TierAVX512BF16 || !bf16Types[typ] {
+	if (Active() != TierAVX512BF16 && Active() != TierAMXBF16) || !bf16Types[typ] {
 		return 0
 	}
 	return bf16Err(typ, k, mag)
@@ -55,7 +55,7 @@ func bf16MatMulCheck(t *testing.T, mm func(dst, x []float32, m int, w *Matrix, b
 		for _, k := range []int{1, 2, 3, 31, 33, 64, 257, 300, 555} {
 			for _, n := range []int{1, 17, 33, 130} {
 				w := randMatrix(t, typ, n, k, rng)
-				for _, m := range []int{1, 13, 14, 15, 30} {
+				for _, m := range []int{1, 13, 14, 15, 30, 33} {
 					t.Run(fmt.Sprintf("%s/k%d/n%d/m%d", typ, k, n, m), func(t *testing.T) {
 						x := randVec(m*k, rng)
 						bias := randVec(n, rng)

@@ -1,0 +1,125 @@
+#include "textflag.h"
+
+// The amx-bf16 tier's microkernel: a 32x32 tile of float32 sums over k in
+// pairs of bfloat16 values by AMX tiles, TDPBF16PS, on the pair layout of
+// the avx512-bf16 tier (gemm_bf16.go): tmm0..tmm3 the four 16x16 float
+// quarters of c, tmm4 and tmm5 rows 0..15 and 16..31 of a (16 pairs, 64
+// bytes, per row), tmm6 and tmm7 columns 0..15 and 16..31 of 16 panel rows
+// (the 32-wide panel's rows are 128 bytes apart). The Go assembler has no
+// AMX mnemonics: the instructions are emitted as bytes (Intel SDM), each
+// macro naming the instruction and operand form it encodes, checked with
+// binutils' objdump. UNVERIFIED: no machine this was written on has AMX,
+// and no emulator at hand runs it.
+//
+// Register numbers: AX 0, BX 3, DI 7, R8 8, R9 9, R10 10, R11 11.
+
+// LDTILECFG (R10): VEX.128.NP.0F38.W0 49 /0, ModRM 00 000 010, VEX.B̄ clear.
+#define LDTILECFG_R10 \
+	BYTE $0xC4; BYTE $0xC2; BYTE $0x78; BYTE $0x49; BYTE $0x02
+
+// TILERELEASE: VEX.128.NP.0F38.W0 49 C0.
+#define TILERELEASE \
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0xC0
+
+// TILEZERO tmm(t): VEX.128.F2.0F38.W0 49 11:t:000.
+#define TILEZERO(t) \
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $(0xC0|(t<<3))
+
+// TILELOADD tmm(t), (base)(index*1): VEX.128.F2.0F38.W0 4B, ModRM 00:t:100,
+// SIB 00:index:base; VEX.X̄ and B̄ carry the high bits of index and base
+// (base not 5 or 13, index not 4 or 12).
+#define TILELOADD(t, base, index) \
+	BYTE $0xC4 \
+	BYTE $(0xE2^((index>>3)<<6)^((base>>3)<<5)) \
+	BYTE $0x7B \
+	BYTE $0x4B \
+	BYTE $(((t&7)<<3)|4) \
+	BYTE $(((index&7)<<3)|(base&7))
+
+// TILESTORED (base)(index*1), tmm(t): VEX.128.F3.0F38.W0 4B, as TILELOADD.
+#define TILESTORED(t, base, index) \
+	BYTE $0xC4 \
+	BYTE $(0xE2^((index>>3)<<6)^((base>>3)<<5)) \
+	BYTE $0x7A \
+	BYTE $0x4B \
+	BYTE $(((t&7)<<3)|4) \
+	BYTE $(((index&7)<<3)|(base&7))
+
+// TDPBF16PS tmm(c), tmm(a), tmm(b): VEX.128.F3.0F38.W0 5C 11:c:a,
+// vvvv = ~b: c[m][n] += Σ_p a[m].pair[p] · b[p].pair[n] in float32.
+#define TDPBF16PS(c, a, b) \
+	BYTE $0xC4 \
+	BYTE $0xE2 \
+	BYTE $(((15-b)<<3)|2) \
+	BYTE $0x5C \
+	BYTE $(0xC0|(c<<3)|a)
+
+#define QUARTERS \
+	TDPBF16PS(0, 4, 6) \
+	TDPBF16PS(1, 4, 7) \
+	TDPBF16PS(2, 5, 6) \
+	TDPBF16PS(3, 5, 7)
+
+// func kernelAMXBF16(n16 int, a *float32, lda int, b *float32, ta *float32, tb *float32, tail int, t *float32)
+//
+// n16 steps of 16 pairs from a (rows lda bytes apart) and b (panel rows
+// 128 bytes apart), then, if tail is not zero, one step from the
+// zero-padded tails ta (32 rows of 16 pairs, 64 bytes apart) and tb (16
+// panel rows); the sums go to t (32 rows of 32 floats, 128 bytes apart),
+// whose bytes 4096..4159 hold the tile configuration.
+TEXT ·kernelAMXBF16(SB), NOSPLIT, $0-64
+	MOVQ t+56(FP), DI
+	LEAQ 4096(DI), R10
+	LDTILECFG_R10
+	TILEZERO(0)
+	TILEZERO(1)
+	TILEZERO(2)
+	TILEZERO(3)
+	MOVQ n16+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R9
+	MOVQ b+24(FP), BX
+	MOVQ $128, R11
+	MOVQ R9, DX
+	SHLQ $4, DX
+	TESTQ CX, CX
+	JZ   tail
+
+loop:
+	TILELOADD(4, 0, 9)
+	LEAQ (AX)(DX*1), R10
+	TILELOADD(5, 10, 9)
+	TILELOADD(6, 3, 11)
+	LEAQ 64(BX), R10
+	TILELOADD(7, 10, 11)
+	QUARTERS
+	ADDQ $64, AX
+	ADDQ $2048, BX
+	DECQ CX
+	JNZ  loop
+
+tail:
+	MOVQ tail+48(FP), CX
+	TESTQ CX, CX
+	JZ   store
+	MOVQ ta+32(FP), AX
+	MOVQ $64, R8
+	TILELOADD(4, 0, 8)
+	LEAQ 1024(AX), R10
+	TILELOADD(5, 10, 8)
+	MOVQ tb+40(FP), BX
+	TILELOADD(6, 3, 11)
+	LEAQ 64(BX), R10
+	TILELOADD(7, 10, 11)
+	QUARTERS
+
+store:
+	TILESTORED(0, 7, 11)
+	LEAQ 64(DI), R10
+	TILESTORED(1, 10, 11)
+	LEAQ 2048(DI), R10
+	TILESTORED(2, 10, 11)
+	LEAQ 2112(DI), R10
+	TILESTORED(3, 10, 11)
+	TILERELEASE
+	RET

@@ -80,6 +80,13 @@ type serveFigure struct {
 	// at most one language-model pass).
 	Steps  int64 `json:"steps,omitempty"`
 	Errors int   `json:"errors,omitempty"`
+	// CPUSeconds is, in-process, the CPU time the process used during the
+	// scenario (server and clients); CPURatio, for Q, the CPU time per
+	// request one at a time over that of the simultaneous requests: the
+	// ratio a machine shared with other jobs still measures, where the
+	// wall clock's moves with their load.
+	CPUSeconds float64 `json:"cpu_s,omitempty"`
+	CPURatio   float64 `json:"cpu_ratio,omitempty"`
 }
 
 func runBenchServe(args []string, stdout, stderr io.Writer) error {
@@ -122,7 +129,7 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 	}
 	if !*asJSON {
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "scenario\treq\treq/s\ttok/s\tp50 s\tp95 s\tp99 s\tsteps\tratio\tcache hits\tnote")
+		fmt.Fprintln(tw, "scenario\treq\treq/s\ttok/s\tp50 s\tp95 s\tp99 s\tsteps\tcpu s\tratio\tcpu ratio\tcache hits\tnote")
 		for _, r := range b.rows {
 			var hits []string
 			for _, name := range slices.Sorted(maps.Keys(r.CacheHits)) {
@@ -132,7 +139,7 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 			if r.Steps > 0 {
 				steps = strconv.FormatInt(r.Steps, 10)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%.3g\t%.4g\t%.3g\t%.3g\t%.3g\t%s\t%.3g\t%s\t%s\n", r.Scenario, r.Requests, r.ReqPerSec, r.TokPerSec, r.P50, r.P95, r.P99, steps, r.Ratio, strings.Join(hits, ", "), r.Note)
+			fmt.Fprintf(tw, "%s\t%d\t%.3g\t%.4g\t%.3g\t%.3g\t%.3g\t%s\t%.3g\t%.3g\t%.3g\t%s\t%s\n", r.Scenario, r.Requests, r.ReqPerSec, r.TokPerSec, r.P50, r.P95, r.P99, steps, r.CPUSeconds, r.Ratio, r.CPURatio, strings.Join(hits, ", "), r.Note)
 		}
 		tw.Flush()
 	}
@@ -231,6 +238,7 @@ func (b *serveBench) load(name string, clients int, bodies []map[string]any) (se
 	lat := make([]float64, len(bodies))
 	var next, tokens, done, failed atomic.Int64
 	var firstErr atomic.Value
+	cpu0, cpuOK := processCPU()
 	start := time.Now()
 	stopProgress := b.progress(name, len(bodies), &done)
 	var wg sync.WaitGroup
@@ -267,6 +275,9 @@ func (b *serveBench) load(name string, clients int, bodies []map[string]any) (se
 	f.CacheHits = b.hitRatios(before)
 	if b.eng != nil {
 		f.Steps = b.eng.Stats().Steps - steps0
+		if cpu1, _ := processCPU(); cpuOK {
+			f.CPUSeconds = round4((cpu1 - cpu0).Seconds())
+		}
 	}
 	if len(b.urls) > 1 {
 		f.CrossReplica = f.CacheHits["shared"]
@@ -427,17 +438,21 @@ func (b *serveBench) run(name string) error {
 				return err
 			}
 			many.Ratio = round4(many.ReqPerSec / one.ReqPerSec)
+			if one.CPUSeconds > 0 && many.CPUSeconds > 0 {
+				many.CPURatio = round4(one.CPUSeconds / many.CPUSeconds)
+			}
 			rounds = append(rounds, round{one, many})
 		}
 		slices.SortFunc(rounds, func(x, y round) int { return cmp.Compare(x.many.Ratio, y.many.Ratio) })
 		med := rounds[len(rounds)/2]
 		med.many.Note = "req/s vs one at a time"
 		if len(rounds) > 1 {
-			var all []string
+			var all, cpu []string
 			for _, r := range rounds {
 				all = append(all, strconv.FormatFloat(r.many.Ratio, 'g', 3, 64))
+				cpu = append(cpu, strconv.FormatFloat(r.many.CPURatio, 'g', 3, 64))
 			}
-			med.many.Note += fmt.Sprintf("; median of %d rounds (%s)", len(rounds), strings.Join(all, ", "))
+			med.many.Note += fmt.Sprintf("; median of %d rounds (%s; CPU time %s)", len(rounds), strings.Join(all, ", "), strings.Join(cpu, ", "))
 		}
 		b.rows = append(b.rows, med.one, med.many)
 	case "T":

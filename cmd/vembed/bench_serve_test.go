@@ -37,6 +37,9 @@ func TestBenchServe(t *testing.T) {
 			t.Errorf("%s: %+v", r.Scenario, r)
 		}
 	}
+	if q := by["Q 16 clients"]; !(q.CPUSeconds > 0 && q.CPURatio > 0 && by["Q sequential"].CPUSeconds > 0) || !strings.Contains(q.Note, "CPU time") {
+		t.Errorf("Q without its CPU time figures: %+v", q)
+	}
 	if n := by["Q 16 clients"].Note; !strings.Contains(n, "median of 3 rounds") {
 		t.Errorf("Q with --q-rounds 3: note %q", n)
 	}

@@ -12,21 +12,23 @@ import (
 // only when the OS saves it), besides what avx2 needs.
 var hasAVX512 = hasAVX2 && cpu.X86.HasAVX512F
 
-// avx512MR and avx512NR are the avx512 tile: 14 rows by two 16-wide
-// vectors hold 28 accumulators, leaving 4 of the 32 zmm registers for the
-// two panel vectors and two broadcasts. Against a 6×32 tile (12
-// accumulators) it loads 16 values per 28 FMAs instead of 8 per 12; an
-// 8×48 tile (24 accumulators, 11 loads per 24 FMAs) would pad 80-wide
-// attention heads to 96 as 32 does, but needs 48 | gemmNC.
+// avx512MR and avx512NR are the avx512 tile: 8 rows by two 16-wide vectors,
+// 16 zmm accumulators. Taller tiles of the same width load fewer values per
+// FMA (16 per 28 FMAs at 14 rows, all 32 registers, against 10 per 16) but
+// measured 3-6% slower on Zen 5 (12 and 14 rows; 6 and 10 rows were no
+// faster either): rows of a a multiple of 4 KiB apart (k = 1024, 2048)
+// share one L1 set, whose 12 ways 14 rows overflow. The panel width 32
+// divides gemmNC and the attention's key blocks; an 80-wide vision head
+// pads to 96 in the value product, as it would with 48.
 const (
-	avx512MR = 14
+	avx512MR = 8
 	avx512NR = 32
 )
 
 //go:noescape
-func kernel14x32AVX512(kc int, a *float32, lda int, b *float32, c *float32, ldc int, acc int)
+func kernel8x32AVX512(kc int, a *float32, lda int, b *float32, c *float32, ldc int, acc int)
 
-// microKernelAVX512 is the 14×32 FMA microkernel.
+// microKernelAVX512 is the 8×32 FMA microkernel.
 func microKernelAVX512(kc int, a []float32, lda int, b []float32, c []float32, ldc int, acc bool) {
 	// The assembly reads and writes through raw pointers; these checks keep
 	// every access inside the slices.
@@ -37,7 +39,7 @@ func microKernelAVX512(kc int, a []float32, lda int, b []float32, c []float32, l
 	if acc {
 		ac = 1
 	}
-	kernel14x32AVX512(kc, &a[0], lda, &b[0], &c[0], ldc, ac)
+	kernel8x32AVX512(kc, &a[0], lda, &b[0], &c[0], ldc, ac)
 }
 
 // avx512Tile is the tile of the avx512 tier.

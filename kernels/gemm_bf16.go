@@ -19,7 +19,7 @@ import (
 // float32 the output is within (2⁻⁷ + 2⁻¹⁶ + γ_K)·Σ|x_k·w_k| of the exact
 // product of the unrounded values (the tests' bf16Slack).
 
-// TierAVX512 is avx2 with the float32 products on a 14×32 AVX-512 tile
+// TierAVX512 is avx2 with the float32 products on an 8×32 AVX-512 tile
 // (gemm_avx512_amd64.s): the GEMM and both products of the attention. Its
 // results are bit for bit those of avx2, since every output is still
 // accumulated in k order by FMA within each k slice. Needs AVX-512 F. On
@@ -30,7 +30,7 @@ const TierAVX512 Tier = "avx512"
 // TierAVX512BF16 is avx512-vnni (or avx512 where the CPU lacks VNNI) with
 // MatMul by F32, F16 and BF16 weights in bfloat16: weights and activations
 // rounded to bfloat16 (8 significant bits), products summed in float32 by
-// VDPBF16PS on the 14×32 avx512 tile (gemm_bf16_amd64.s). Each output is
+// VDPBF16PS on the 8×32 avx512 tile (gemm_bf16_amd64.s). Each output is
 // within (2⁻⁷ + 2⁻¹⁶ + γ_K)·Σ|x·w| of the exact product (gemm_bf16.go).
 // Attention and the other operations stay float32. Needs AVX512_BF16
 // besides the avx512 tier's features. Never the default: only VEMBED_CPU

@@ -7,7 +7,7 @@ import "golang.org/x/sys/cpu"
 var hasAVX512BF16 = hasAVX512 && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512BF16
 
 //go:noescape
-func kernel14x32BF16(kp int, a *float32, lda int, b *float32, c *float32, ldc int, acc int)
+func kernel8x32BF16(kp int, a *float32, lda int, b *float32, c *float32, ldc int, acc int)
 
 //go:noescape
 func bf16PanelPairs(src *float32, np int, dst *float32)
@@ -15,7 +15,7 @@ func bf16PanelPairs(src *float32, np int, dst *float32)
 //go:noescape
 func bf16Row(src *float32, n32 int, dst *float32)
 
-// microKernelBF16 is the 14×32 VDPBF16PS microkernel over kp pairs of k.
+// microKernelBF16 is the 8×32 VDPBF16PS microkernel over kp pairs of k.
 func microKernelBF16(kp int, a []float32, lda int, b []float32, c []float32, ldc int, acc bool) {
 	_ = a[(avx512MR-1)*lda+kp-1]
 	_ = b[kp*avx512NR-1]
@@ -24,7 +24,7 @@ func microKernelBF16(kp int, a []float32, lda int, b []float32, c []float32, ldc
 	if acc {
 		ac = 1
 	}
-	kernel14x32BF16(kp, &a[0], lda, &b[0], &c[0], ldc, ac)
+	kernel8x32BF16(kp, &a[0], lda, &b[0], &c[0], ldc, ac)
 }
 
 // bf16RowsAVX512 is narrower.x: whole groups of 32 values by

@@ -1,20 +1,20 @@
 #include "textflag.h"
 
-// The avx512-bf16 tier's microkernel: the avx512 14x32 tile with
+// The avx512-bf16 tier's microkernel: the avx512 8x32 tile with
 // VDPBF16PS (AVX512_BF16) in place of the FMA. a and b hold pairs of
 // bfloat16 values, k = 2p in the low half of 32-bit word p and k = 2p+1 in
 // the high half; a panel row p holds the pairs of the 32 columns (128
 // bytes). One VDPBF16PS adds, in each of 16 float32 lanes, the two
 // products of a pair (exact in float32) to the accumulator, so each k-pair
-// step does 28 instructions of 32 products. Sums start from zero in each
+// step does 16 instructions of 32 products. Sums start from zero in each
 // k slice and are then added to c when acc is set.
 //
 // The Go assembler has no mnemonic for VDPBF16PS: each is emitted as its
 // EVEX encoding, EVEX.512.F3.0F38.W0 52 /r (Intel SDM), with the Intel-syntax
 // instruction it encodes beside it. Z28, Z29 are the panel vectors, Z30 and
-// Z31 the broadcast a pairs (alternating), Z0..Z27 the accumulators.
+// Z31 the broadcast a pairs (alternating), Z0..Z15 the accumulators.
 
-#define KSTEPBF(aoff, boff) \
+#define KSTEPBF8(aoff, boff) \
 	VMOVUPS boff(BX), Z28 \
 	VMOVUPS boff+64(BX), Z29 \
 	VPBROADCASTD aoff(R8), Z30 \
@@ -40,27 +40,9 @@
 	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xee /* VDPBF16PS zmm13, zmm29, zmm30 */ \
 	VPBROADCASTD aoff(R10)(DX*1), Z31 \
 	BYTE $0x62; BYTE $0x12; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xf7 /* VDPBF16PS zmm14, zmm28, zmm31 */ \
-	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xff /* VDPBF16PS zmm15, zmm29, zmm31 */ \
-	VPBROADCASTD aoff(R10)(DX*2), Z30 \
-	BYTE $0x62; BYTE $0x82; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc6 /* VDPBF16PS zmm16, zmm28, zmm30 */ \
-	BYTE $0x62; BYTE $0x82; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xce /* VDPBF16PS zmm17, zmm29, zmm30 */ \
-	VPBROADCASTD aoff(R11), Z31 \
-	BYTE $0x62; BYTE $0x82; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xd7 /* VDPBF16PS zmm18, zmm28, zmm31 */ \
-	BYTE $0x62; BYTE $0x82; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xdf /* VDPBF16PS zmm19, zmm29, zmm31 */ \
-	VPBROADCASTD aoff(R11)(DX*1), Z30 \
-	BYTE $0x62; BYTE $0x82; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe6 /* VDPBF16PS zmm20, zmm28, zmm30 */ \
-	BYTE $0x62; BYTE $0x82; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xee /* VDPBF16PS zmm21, zmm29, zmm30 */ \
-	VPBROADCASTD aoff(R11)(DX*2), Z31 \
-	BYTE $0x62; BYTE $0x82; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xf7 /* VDPBF16PS zmm22, zmm28, zmm31 */ \
-	BYTE $0x62; BYTE $0x82; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xff /* VDPBF16PS zmm23, zmm29, zmm31 */ \
-	VPBROADCASTD aoff(R12), Z30 \
-	BYTE $0x62; BYTE $0x02; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc6 /* VDPBF16PS zmm24, zmm28, zmm30 */ \
-	BYTE $0x62; BYTE $0x02; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xce /* VDPBF16PS zmm25, zmm29, zmm30 */ \
-	VPBROADCASTD aoff(R12)(DX*1), Z31 \
-	BYTE $0x62; BYTE $0x02; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xd7 /* VDPBF16PS zmm26, zmm28, zmm31 */ \
-	BYTE $0x62; BYTE $0x02; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xdf /* VDPBF16PS zmm27, zmm29, zmm31 */
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xff /* VDPBF16PS zmm15, zmm29, zmm31 */
 
-#define ZEROBF \
+#define ZEROBF8 \
 	VPXORD Z0, Z0, Z0 \
 	VPXORD Z1, Z1, Z1 \
 	VPXORD Z2, Z2, Z2 \
@@ -76,23 +58,11 @@
 	VPXORD Z12, Z12, Z12 \
 	VPXORD Z13, Z13, Z13 \
 	VPXORD Z14, Z14, Z14 \
-	VPXORD Z15, Z15, Z15 \
-	VPXORD Z16, Z16, Z16 \
-	VPXORD Z17, Z17, Z17 \
-	VPXORD Z18, Z18, Z18 \
-	VPXORD Z19, Z19, Z19 \
-	VPXORD Z20, Z20, Z20 \
-	VPXORD Z21, Z21, Z21 \
-	VPXORD Z22, Z22, Z22 \
-	VPXORD Z23, Z23, Z23 \
-	VPXORD Z24, Z24, Z24 \
-	VPXORD Z25, Z25, Z25 \
-	VPXORD Z26, Z26, Z26 \
-	VPXORD Z27, Z27, Z27
+	VPXORD Z15, Z15, Z15
 
-// func kernel14x32BF16(kp int, a *float32, lda int, b *float32, c *float32, ldc int, acc int)
+// func kernel8x32BF16(kp int, a *float32, lda int, b *float32, c *float32, ldc int, acc int)
 // kp pairs of k; lda is in pairs (32-bit words), ldc in floats.
-TEXT ·kernel14x32BF16(SB), NOSPLIT, $0-56
+TEXT ·kernel8x32BF16(SB), NOSPLIT, $0-56
 	MOVQ kp+0(FP), CX
 	MOVQ a+8(FP), R8
 	MOVQ lda+16(FP), DX
@@ -102,27 +72,21 @@ TEXT ·kernel14x32BF16(SB), NOSPLIT, $0-56
 	ADDQ DX, R9
 	LEAQ (R9)(DX*2), R10
 	ADDQ DX, R10
-	LEAQ (R10)(DX*2), R11
-	ADDQ DX, R11
-	LEAQ (R11)(DX*2), R12
-	ADDQ DX, R12
 
-	ZEROBF
+	ZEROBF8
 
 	MOVQ CX, R13
 	SHRQ $2, R13
 	JZ   tail
 
 loop4:
-	KSTEPBF(0, 0)
-	KSTEPBF(4, 128)
-	KSTEPBF(8, 256)
-	KSTEPBF(12, 384)
+	KSTEPBF8(0, 0)
+	KSTEPBF8(4, 128)
+	KSTEPBF8(8, 256)
+	KSTEPBF8(12, 384)
 	ADDQ $16, R8
 	ADDQ $16, R9
 	ADDQ $16, R10
-	ADDQ $16, R11
-	ADDQ $16, R12
 	ADDQ $512, BX
 	DECQ R13
 	JNZ  loop4
@@ -132,12 +96,10 @@ tail:
 	JZ   store
 
 loop1:
-	KSTEPBF(0, 0)
+	KSTEPBF8(0, 0)
 	ADDQ $4, R8
 	ADDQ $4, R9
 	ADDQ $4, R10
-	ADDQ $4, R11
-	ADDQ $4, R12
 	ADDQ $128, BX
 	DECQ CX
 	JNZ  loop1
@@ -150,10 +112,6 @@ store:
 	ADDQ SI, R8
 	LEAQ (R8)(SI*2), R9
 	ADDQ SI, R9
-	LEAQ (R9)(SI*2), R10
-	ADDQ SI, R10
-	LEAQ (R10)(SI*2), R11
-	ADDQ SI, R11
 	MOVQ acc+48(FP), AX
 	TESTQ AX, AX
 	JZ   write
@@ -173,18 +131,6 @@ store:
 	VADDPS 64(R9), Z13, Z13
 	VADDPS 0(R9)(SI*1), Z14, Z14
 	VADDPS 64(R9)(SI*1), Z15, Z15
-	VADDPS 0(R9)(SI*2), Z16, Z16
-	VADDPS 64(R9)(SI*2), Z17, Z17
-	VADDPS 0(R10), Z18, Z18
-	VADDPS 64(R10), Z19, Z19
-	VADDPS 0(R10)(SI*1), Z20, Z20
-	VADDPS 64(R10)(SI*1), Z21, Z21
-	VADDPS 0(R10)(SI*2), Z22, Z22
-	VADDPS 64(R10)(SI*2), Z23, Z23
-	VADDPS 0(R11), Z24, Z24
-	VADDPS 64(R11), Z25, Z25
-	VADDPS 0(R11)(SI*1), Z26, Z26
-	VADDPS 64(R11)(SI*1), Z27, Z27
 
 write:
 	VMOVUPS Z0, 0(DI)
@@ -203,18 +149,6 @@ write:
 	VMOVUPS Z13, 64(R9)
 	VMOVUPS Z14, 0(R9)(SI*1)
 	VMOVUPS Z15, 64(R9)(SI*1)
-	VMOVUPS Z16, 0(R9)(SI*2)
-	VMOVUPS Z17, 64(R9)(SI*2)
-	VMOVUPS Z18, 0(R10)
-	VMOVUPS Z19, 64(R10)
-	VMOVUPS Z20, 0(R10)(SI*1)
-	VMOVUPS Z21, 64(R10)(SI*1)
-	VMOVUPS Z22, 0(R10)(SI*2)
-	VMOVUPS Z23, 64(R10)(SI*2)
-	VMOVUPS Z24, 0(R11)
-	VMOVUPS Z25, 64(R11)
-	VMOVUPS Z26, 0(R11)(SI*1)
-	VMOVUPS Z27, 64(R11)(SI*1)
 	VZEROUPPER
 	RET
 

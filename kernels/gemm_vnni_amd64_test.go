@@ -65,7 +65,7 @@ func BenchmarkVNNIKernel(b *testing.B) {
 	}
 }
 
-// BenchmarkVNNIPanelDecode compares, for Q8_0 on the avx512-vnni GEMM,
+// BenchmarkVNNIPanelDecode compares, for Q8_0 and Q4_K on the avx512-vnni GEMM,
 // decoding whole panels by gathers (the tier's panel decoder) with
 // decoding rows and packing them, at several row counts; it reports the
 // process CPU time per product too, which other load on the machine
@@ -76,26 +76,28 @@ func BenchmarkVNNIPanelDecode(b *testing.B) {
 	}
 	rng := rand.New(rand.NewPCG(1, 1))
 	const k, n = 2048, 2048
-	w := randMatrix(b, gguf.TypeQ8_0, n, k, rng)
 	rows := *vnniAVX512
 	rows.panel = nil
-	for _, m := range []int{8, 32, 512} {
-		x := randVec(m*k, rng)
-		dst := make([]float32, m*n)
-		for _, c := range []struct {
-			name string
-			g    *vnniTier
-		}{{"panel", vnniAVX512}, {"rows", &rows}} {
-			b.Run(fmt.Sprintf("M%d/%s", m, c.name), func(b *testing.B) {
-				var r0, r1 syscall.Rusage
-				syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
-				for b.Loop() {
-					gemmVNNI(dst, x, m, w, nil, c.g)
-				}
-				syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
-				cpu := time.Duration(r1.Utime.Nano() - r0.Utime.Nano() + r1.Stime.Nano() - r0.Stime.Nano())
-				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
-			})
+	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ4_K} {
+		w := randMatrix(b, typ, n, k, rng)
+		for _, m := range []int{8, 32, 512} {
+			x := randVec(m*k, rng)
+			dst := make([]float32, m*n)
+			for _, c := range []struct {
+				name string
+				g    *vnniTier
+			}{{"panel", vnniAVX512}, {"rows", &rows}} {
+				b.Run(fmt.Sprintf("%s/M%d/%s", typ, m, c.name), func(b *testing.B) {
+					var r0, r1 syscall.Rusage
+					syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
+					for b.Loop() {
+						gemmVNNI(dst, x, m, w, nil, c.g)
+					}
+					syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
+					cpu := time.Duration(r1.Utime.Nano() - r0.Utime.Nano() + r1.Stime.Nano() - r0.Stime.Nano())
+					b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+				})
+			}
 		}
 	}
 }

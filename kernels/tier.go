@@ -9,13 +9,15 @@ import (
 // Tier names a set of kernel implementations.
 type Tier string
 
-// The tiers. The best one the CPU supports, opt-in tiers (amx, avx512-bf16)
-// aside, is active at start-up; the
+// The tiers. The best one the CPU supports, opt-in tiers (amx, avx512-bf16,
+// amx-bf16) aside, is active at start-up; the
 // VEMBED_CPU environment variable (a tier name) forces another, and Use
 // switches at run time. All but the integer tiers (avx2-int8 and the VNNI
-// tiers built on it) compute float32 products with
+// tiers built on it) and the bfloat16 ones (avx512-bf16, amx-bf16, for
+// float weights; gemm_bf16.go) compute float32 products with
 // float32 accumulation (the reference accumulates in float64), so they agree
-// with the reference within float32 summation-order error.
+// with the reference within float32 summation-order error. The avx512,
+// avx512-bf16 and amx-bf16 tiers are declared in gemm_bf16.go.
 const (
 	// TierReference runs the single-threaded reference code of ref.go.
 	TierReference Tier = "reference"

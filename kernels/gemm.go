@@ -1,6 +1,10 @@
 package kernels
 
-import "github.com/vembed/vembed/gguf"
+import (
+	"math"
+
+	"github.com/vembed/vembed/gguf"
+)
 
 // The blocked GEMM behind MatMul: dst[m×N] = x[m×K]·Wᵀ with W stored as N
 // rows of K values in a GGUF type.
@@ -75,6 +79,48 @@ type gemmTier struct {
 type narrower struct {
 	x     func(dst, src []float32, m, k int)
 	panel func(pan []float32, kc, nr int)
+	// pack16, optional by weight type, packs eight weight rows, stride
+	// bytes apart, straight into pairs: n16·16 values of each become
+	// n16·8 pair rows of columns 0..7 of an nr-wide pair panel, the bits
+	// decoding and panel would give. The rest of a panel (k tails, rows
+	// short of eight) is decoded and rounded in Go.
+	pack16 map[gguf.Type]pack8Func
+}
+
+// pairPanel builds the pair panel pan (ceil(kc/2) rows of nr words) of
+// weight rows row0.. (rows from n1 on are zero) for the kc values at byte
+// offset koff of each row, with pack16 for whole groups of eight rows and
+// decoding into f (kc floats) and rounding for the rest. Only for types
+// of one value per block (the float types).
+func pairPanel(w *Matrix, dec decoder, pack16 pack8Func, row0, n1, koff, kc, nr int, pan, f []float32) {
+	rowBytes := w.RowBytes()
+	kp := (kc + 1) / 2
+	k16 := kc &^ 15
+	for r := 0; r < nr; r += 8 {
+		done := 0
+		if row0+r+8 <= n1 && k16 > 0 {
+			pack16(w.Data[(row0+r)*rowBytes+koff:], rowBytes, k16/16, pan[r:])
+			done = k16
+		}
+		if done == kc {
+			continue
+		}
+		for rr := r; rr < r+8; rr++ {
+			fr := f[:kc-done]
+			if row := row0 + rr; row < n1 {
+				dec.decode(w.Data[row*rowBytes+koff+done*dec.typeSize:], kc-done, fr, 1)
+			} else {
+				clear(fr)
+			}
+			for p := done / 2; p < kp; p++ {
+				v := bf16Round(fr[2*p-done])
+				if 2*p+1 < kc {
+					v |= bf16Round(fr[2*p+1-done]) << 16
+				}
+				pan[p*nr+rr] = math.Float32frombits(v)
+			}
+		}
+	}
 }
 
 // gemm runs the blocked product on a tier's kernels. The weight type must
@@ -85,6 +131,10 @@ func gemm(dst, x []float32, m int, w *Matrix, bias []float32, g *gemmTier) {
 	rowDec := g.rowDecode[w.Type]
 	if g.transpose8 == nil || dec.blockSize%8 != 0 {
 		rowDec = nil
+	}
+	var pack16 pack8Func
+	if g.narrow != nil && dec.blockSize == 1 {
+		pack16 = g.narrow.pack16[w.Type]
 	}
 	mr, nr := g.mr, g.nr
 	n, k := w.Rows, w.Cols
@@ -141,6 +191,10 @@ func gemm(dst, x []float32, m int, w *Matrix, bias []float32, g *gemmTier) {
 				pan := packed[p*kc*nr : (p+1)*kc*nr]
 				row0 := n0 + p*nr
 				koff := k0 / dec.blockSize * dec.typeSize
+				if pack16 != nil {
+					pairPanel(w, dec, pack16, row0, n1, koff, kc, nr, pan, rowBuf)
+					continue
+				}
 				if rowDec != nil {
 					// Decode the rows contiguously, then transpose them
 					// into the panel eight at a time.
@@ -183,8 +237,10 @@ func gemm(dst, x []float32, m int, w *Matrix, bias []float32, g *gemmTier) {
 			}
 			kk, ak := kc, k0
 			if g.narrow != nil {
-				for p := 0; p < panels; p++ {
-					g.narrow.panel(packed[p*kc*nr:(p+1)*kc*nr], kc, nr)
+				if pack16 == nil {
+					for p := 0; p < panels; p++ {
+						g.narrow.panel(packed[p*kc*nr:(p+1)*kc*nr], kc, nr)
+					}
 				}
 				kk, ak = (kc+1)/2, k0/2
 			}

@@ -1,6 +1,9 @@
 package kernels
 
-import "golang.org/x/sys/cpu"
+import (
+	"github.com/vembed/vembed/gguf"
+	"golang.org/x/sys/cpu"
+)
 
 // hasAVX512BF16 reports whether the CPU runs the avx512-bf16 tier (VPERMW
 // needs AVX-512 BW).
@@ -54,14 +57,41 @@ func bf16PanelAVX512(pan []float32, kc, nr int) {
 	bf16PanelGo(pan, kc, nr, np)
 }
 
-// bf16GEMM is the GEMM of the avx512-bf16 tier for float weights: panels
-// decoded to float32 by the avx512 packers, then rounded to pairs.
+//go:noescape
+func pack8F16Pairs(src *byte, stride int, n16 int, dst *float32)
+
+//go:noescape
+func pack8F32Pairs(src *byte, stride int, n16 int, dst *float32)
+
+//go:noescape
+func pack8BF16Pairs(src *byte, stride int, n16 int, dst *float32)
+
+// pairPacker wraps an assembly pair packer (pack_bf16_amd64.s) for values
+// of size bytes with the bounds checks that keep it inside its slices.
+func pairPacker(f func(src *byte, stride int, n16 int, dst *float32), size int) pack8Func {
+	return func(src []byte, stride int, n16 int, dst []float32) {
+		if n16 == 0 {
+			return
+		}
+		_ = src[7*stride+n16*16*size-1]
+		_ = dst[(n16*8-1)*avx512NR+7]
+		f(&src[0], stride, n16, &dst[0])
+	}
+}
+
+// bf16GEMM is the GEMM of the avx512-bf16 tier for float weights: eight
+// rows at a time packed straight to pairs, the rest decoded to float32
+// and rounded.
 var bf16GEMM = &gemmTier{
 	tile:       tile{kern: microKernelBF16, mr: avx512MR, nr: avx512NR},
 	pack8:      avx512GEMM.pack8,
 	rowDecode:  avx512GEMM.rowDecode,
 	transpose8: avx512GEMM.transpose8,
-	narrow:     &narrower{x: bf16RowsAVX512, panel: bf16PanelAVX512},
+	narrow: &narrower{x: bf16RowsAVX512, panel: bf16PanelAVX512, pack16: map[gguf.Type]pack8Func{
+		gguf.TypeF16:  pairPacker(pack8F16Pairs, 2),
+		gguf.TypeF32:  pairPacker(pack8F32Pairs, 4),
+		gguf.TypeBF16: pairPacker(pack8BF16Pairs, 2),
+	}},
 }
 
 // bf16Tier returns the avx512-bf16 tier built on base: float weights

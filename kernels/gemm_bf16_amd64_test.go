@@ -1,9 +1,12 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/vembed/vembed/gguf"
 )
 
 // needBF16 skips the test on CPUs without AVX512_BF16, saying so.
@@ -73,4 +76,31 @@ func TestMatMulBF16(t *testing.T) {
 	needTier(t, TierAVX512BF16)
 	Use(TierAVX512BF16)
 	bf16MatMulCheck(t, MatMul)
+}
+
+// TestBF16PairPackingMatches checks that packing eight rows straight to
+// bfloat16 pairs (pack16, with the Go tails) gives the bits of decoding
+// to float32 panels and rounding them, on every float type, odd k (tails
+// under 16 values and odd pair counts), column counts short of eight
+// rows, and several k slices.
+func TestBF16PairPackingMatches(t *testing.T) {
+	needBF16(t)
+	old := *bf16GEMM
+	nw := *old.narrow
+	nw.pack16 = nil
+	old.narrow = &nw
+	rng := rand.New(rand.NewPCG(65, 66))
+	for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16} {
+		for _, k := range []int{1, 15, 16, 17, 33, 256, 300, 527} {
+			for _, n := range []int{1, 7, 8, 9, 33, 130} {
+				w := randMatrix(t, typ, n, k, rng)
+				const m = 17
+				x := randVec(m*k, rng)
+				got, want := make([]float32, m*n), make([]float32, m*n)
+				gemm(got, x, m, w, nil, bf16GEMM)
+				gemm(want, x, m, w, nil, &old)
+				sameBits(t, fmt.Sprintf("%s k%d n%d", typ, k, n), got, want)
+			}
+		}
+	}
 }

@@ -308,6 +308,12 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 		return nil, fmt.Errorf("convert: --query-prefix: only ColQwen's recipe takes a query prefix")
 	}
 	mvRows := 0 // rows of the multi-vector head written to the mvproj
+	if _, ok := src.tensor(info.head + ".weight"); !ok && layout == qwenlayout.LayoutColQwen3 {
+		// ColQwen3 loads checkpoints saved with the older head name.
+		if _, ok := src.tensor("custom_text_proj.weight"); ok {
+			info.head = "custom_text_proj"
+		}
+	}
 	if info.retriever {
 		if mvRows, err = retrieverChecks(dir, src, cfg, &base, layout, info, log); err != nil {
 			return nil, err

@@ -16,9 +16,12 @@ import (
 // The Qwen3-VL multi-vector retrievers (ColQwen3, Ops-ColQwen3,
 // nemotron-colembed-vl-v2) convert as a Qwen3-VL checkpoint (qwen3vl LM,
 // qwen3vl_merger mmproj) plus:
-//   - their prefixes stripped ("vlm.model." for ColQwen3, none for Ops),
-//     and any tensor outside the backbone and the head refused: a prefix
-//     the converter does not know would otherwise leave weights behind;
+//   - their prefixes stripped ("vlm.model." for ColQwen3, none for Ops,
+//     and the names their loaders also accept: "model.", the optional
+//     "model." before Ops' head, ColQwen3's head saved as
+//     custom_text_proj), and any tensor outside the backbone and the head
+//     refused: a prefix the converter does not know would otherwise leave
+//     weights behind;
 //   - no LM head (they never use it), token_embd standing for it;
 //   - the head as the mvproj side-car: ColQwen3's embedding_proj_layer
 //     whole, Ops-ColQwen3's custom_text_proj cut to its first dims rows

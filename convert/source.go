@@ -21,6 +21,10 @@ var prefixes = []struct{ from, to string }{
 	{"vlm.model.language_model.", "model."},
 	{"vlm.model.visual.", "visual."},
 	{"vlm.lm_head.", "lm_head."},
+	// Ops-ColQwen3's loader strips an optional "model." before its head,
+	// as ColQwen3's accepts the legacy names.
+	{"model.custom_text_proj.", "custom_text_proj."},
+	{"model.embedding_proj_layer.", "embedding_proj_layer."},
 	{"model.language_model.", "model."},
 	{"language_model.model.", "model."},
 	{"language_model.", "model."},

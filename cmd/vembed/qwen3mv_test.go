@@ -772,3 +772,44 @@ func TestQwen3MultiVectorScoring(t *testing.T) {
 		}
 	}
 }
+
+// TestQwen3MultiVectorOtherNames converts the fixtures' ColQwen3 saved
+// with the names its loader also accepts (model.* backbone, the head as
+// custom_text_proj) and Ops-ColQwen3 with the optional "model." before
+// every name: both give the reference's rows.
+func TestQwen3MultiVectorOtherNames(t *testing.T) {
+	dir := fixtures.Dir(t, "qwen3vl-mv")
+	cases := readMVCases(t, dir)
+	for m, rename := range map[string]func(string) string{
+		"tomoro": func(n string) string {
+			n = strings.Replace(n, "vlm.model.", "model.", 1)
+			return strings.Replace(n, "embedding_proj_layer.", "custom_text_proj.", 1)
+		},
+		"ops": func(n string) string { return "model." + n },
+	} {
+		ck := copyCheckpoint(t, filepath.Join(dir, mvCheckpoints[m]))
+		rewriteCheckpoint(t, ck, func(d *safetensors.Data) bool { d.Name = rename(d.Name); return true })
+		fs := convertMV(t, ck, "--type", "F32", "--mmproj-type", "F32")
+		if len(fs) != 3 {
+			t.Fatalf("%s: convert wrote %v", m, fs)
+		}
+		for _, c := range cases {
+			if c.Model != m || c.Kind != "query" {
+				continue
+			}
+			var o, e bytes.Buffer
+			if code := run([]string{"embed", "--json", "--multivector", "--model", fs[0], "--mmproj", fs[2], "--mvproj", fs[1], "--text", c.InputText}, &o, &e); code != 0 {
+				t.Fatalf("%s: embed: %s", c.ID, e.String())
+			}
+			var out struct {
+				Embeddings [][][]float32 `json:"embeddings"`
+			}
+			if err := json.Unmarshal(o.Bytes(), &out); err != nil || len(out.Embeddings) != 1 {
+				t.Fatalf("%s: embed printed %.300s", c.ID, o.String())
+			}
+			if _, fail := checkRows(t, c, c.Multi, out.Embeddings[0]); fail != "" {
+				t.Errorf("%s with other names: %s", c.ID, fail)
+			}
+		}
+	}
+}

@@ -3,9 +3,11 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,7 +70,10 @@ func TestBidirectionalServing(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got[i], errs[i] = busy.Embed(context.Background(), r)
+			// A sequence the scheduler never runs shows as a timeout.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			got[i], errs[i] = busy.Embed(ctx, r)
 		}()
 	}
 	wg.Wait()
@@ -154,4 +159,54 @@ func TestRetrieverPresets(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestBidirectionalNotStarved keeps short queries arriving from several
+// clients while a long input of a bidirectional model waits: beside them a
+// step has room for a quarter of its budget of bulk work, less than the
+// input, which must run whole; it waits one step and then runs beyond
+// the budget, while the queries keep finishing.
+func TestBidirectionalNotStarved(t *testing.T) {
+	e := start(t, bidirectionalModel(t), func(c *Config) {
+		c.MaxBatchTokens = 600 // bulk beside short requests: at most 150 tokens
+		c.StepTarget = time.Microsecond
+		c.MinChunk = 16
+		uncached(c)
+	})
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var wg sync.WaitGroup
+	var queries atomic.Int64
+	for k := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ctx.Err() == nil; i++ {
+				if _, err := e.Embed(ctx, Request{Inputs: []Input{TextInput(fmt.Sprintf("query %d of client %d", i, k))}}); err == nil {
+					queries.Add(1)
+				}
+			}
+		}()
+	}
+	for queries.Load() < 8 {
+		time.Sleep(time.Millisecond)
+	}
+	long := Request{Inputs: []Input{TextInput(strings.Repeat("a long page about many things ", 25))}}
+	before := queries.Load()
+	lctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := e.Embed(lctx, long)
+	if err != nil {
+		t.Fatalf("the long input did not run beside the queries: %v", err)
+	}
+	if n := resp.Embeddings[0].Tokens; n <= 256 {
+		t.Fatalf("the long input has %d tokens: it would take the fast lane", n)
+	}
+	during := queries.Load() - before
+	stop()
+	wg.Wait()
+	if during == 0 {
+		t.Fatal("no query finished while the long input was in flight")
+	}
+	t.Logf("the long input (%d tokens) finished after %d queries", resp.Embeddings[0].Tokens, during)
 }

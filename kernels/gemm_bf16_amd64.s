@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "tile8x32_amd64.h"
 
 // The avx512-bf16 tier's microkernel: the avx512 8x32 tile with
 // VDPBF16PS (AVX512_BF16) in place of the FMA. a and b hold pairs of
@@ -42,38 +43,12 @@
 	BYTE $0x62; BYTE $0x12; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xf7 /* VDPBF16PS zmm14, zmm28, zmm31 */ \
 	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xff /* VDPBF16PS zmm15, zmm29, zmm31 */
 
-#define ZEROBF8 \
-	VPXORD Z0, Z0, Z0 \
-	VPXORD Z1, Z1, Z1 \
-	VPXORD Z2, Z2, Z2 \
-	VPXORD Z3, Z3, Z3 \
-	VPXORD Z4, Z4, Z4 \
-	VPXORD Z5, Z5, Z5 \
-	VPXORD Z6, Z6, Z6 \
-	VPXORD Z7, Z7, Z7 \
-	VPXORD Z8, Z8, Z8 \
-	VPXORD Z9, Z9, Z9 \
-	VPXORD Z10, Z10, Z10 \
-	VPXORD Z11, Z11, Z11 \
-	VPXORD Z12, Z12, Z12 \
-	VPXORD Z13, Z13, Z13 \
-	VPXORD Z14, Z14, Z14 \
-	VPXORD Z15, Z15, Z15
-
 // func kernel8x32BF16(kp int, a *float32, lda int, b *float32, c *float32, ldc int, acc int)
 // kp pairs of k; lda is in pairs (32-bit words), ldc in floats.
 TEXT ·kernel8x32BF16(SB), NOSPLIT, $0-56
 	MOVQ kp+0(FP), CX
-	MOVQ a+8(FP), R8
-	MOVQ lda+16(FP), DX
-	SHLQ $2, DX
-	MOVQ b+24(FP), BX
-	LEAQ (R8)(DX*2), R9
-	ADDQ DX, R9
-	LEAQ (R9)(DX*2), R10
-	ADDQ DX, R10
-
-	ZEROBF8
+	TILE8X32_ROWS
+	ZERO16
 
 	MOVQ CX, R13
 	SHRQ $2, R13
@@ -105,50 +80,10 @@ loop1:
 	JNZ  loop1
 
 store:
-	MOVQ c+32(FP), DI
-	MOVQ ldc+40(FP), SI
-	SHLQ $2, SI
-	LEAQ (DI)(SI*2), R8
-	ADDQ SI, R8
-	LEAQ (R8)(SI*2), R9
-	ADDQ SI, R9
-	MOVQ acc+48(FP), AX
-	TESTQ AX, AX
-	JZ   write
-	VADDPS 0(DI), Z0, Z0
-	VADDPS 64(DI), Z1, Z1
-	VADDPS 0(DI)(SI*1), Z2, Z2
-	VADDPS 64(DI)(SI*1), Z3, Z3
-	VADDPS 0(DI)(SI*2), Z4, Z4
-	VADDPS 64(DI)(SI*2), Z5, Z5
-	VADDPS 0(R8), Z6, Z6
-	VADDPS 64(R8), Z7, Z7
-	VADDPS 0(R8)(SI*1), Z8, Z8
-	VADDPS 64(R8)(SI*1), Z9, Z9
-	VADDPS 0(R8)(SI*2), Z10, Z10
-	VADDPS 64(R8)(SI*2), Z11, Z11
-	VADDPS 0(R9), Z12, Z12
-	VADDPS 64(R9), Z13, Z13
-	VADDPS 0(R9)(SI*1), Z14, Z14
-	VADDPS 64(R9)(SI*1), Z15, Z15
+	TILE8X32_ADD
 
 write:
-	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 0(DI)(SI*1)
-	VMOVUPS Z3, 64(DI)(SI*1)
-	VMOVUPS Z4, 0(DI)(SI*2)
-	VMOVUPS Z5, 64(DI)(SI*2)
-	VMOVUPS Z6, 0(R8)
-	VMOVUPS Z7, 64(R8)
-	VMOVUPS Z8, 0(R8)(SI*1)
-	VMOVUPS Z9, 64(R8)(SI*1)
-	VMOVUPS Z10, 0(R8)(SI*2)
-	VMOVUPS Z11, 64(R8)(SI*2)
-	VMOVUPS Z12, 0(R9)
-	VMOVUPS Z13, 64(R9)
-	VMOVUPS Z14, 0(R9)(SI*1)
-	VMOVUPS Z15, 64(R9)(SI*1)
+	TILE8X32_WRITE
 	VZEROUPPER
 	RET
 

@@ -75,6 +75,36 @@
 	VMOVUPS za, toff(DI) \
 	VMOVUPS zb, toff+64(DI)
 
+// A 6x32 float tile in twelve zmm registers (row r in c(2r), c(2r+1)) added
+// to c or written to it; rows at DX, DX+SI, DX+2SI, R12, R12+SI, R12+2SI.
+#define TILE6X32_ADD(c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11) \
+	VADDPS 0(DX), c0, c0 \
+	VADDPS 64(DX), c1, c1 \
+	VADDPS 0(DX)(SI*1), c2, c2 \
+	VADDPS 64(DX)(SI*1), c3, c3 \
+	VADDPS 0(DX)(SI*2), c4, c4 \
+	VADDPS 64(DX)(SI*2), c5, c5 \
+	VADDPS 0(R12), c6, c6 \
+	VADDPS 64(R12), c7, c7 \
+	VADDPS 0(R12)(SI*1), c8, c8 \
+	VADDPS 64(R12)(SI*1), c9, c9 \
+	VADDPS 0(R12)(SI*2), c10, c10 \
+	VADDPS 64(R12)(SI*2), c11, c11
+
+#define TILE6X32_WRITE(c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11) \
+	VMOVUPS c0, 0(DX) \
+	VMOVUPS c1, 64(DX) \
+	VMOVUPS c2, 0(DX)(SI*1) \
+	VMOVUPS c3, 64(DX)(SI*1) \
+	VMOVUPS c4, 0(DX)(SI*2) \
+	VMOVUPS c5, 64(DX)(SI*2) \
+	VMOVUPS c6, 0(R12) \
+	VMOVUPS c7, 64(R12) \
+	VMOVUPS c8, 0(R12)(SI*1) \
+	VMOVUPS c9, 64(R12)(SI*1) \
+	VMOVUPS c10, 0(R12)(SI*2) \
+	VMOVUPS c11, 64(R12)(SI*2)
+
 // func kernelVNNI6x32(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
 //
 // ng row groups of six rows: group g's activations at a+g·as bytes (four
@@ -256,32 +286,10 @@ vstore:
 	ADDQ SI, R12
 	TESTQ $1, flags+96(FP)
 	JZ   vwrite
-	VADDPS 0(DX), Z0, Z0
-	VADDPS 64(DX), Z1, Z1
-	VADDPS 0(DX)(SI*1), Z2, Z2
-	VADDPS 64(DX)(SI*1), Z3, Z3
-	VADDPS 0(DX)(SI*2), Z4, Z4
-	VADDPS 64(DX)(SI*2), Z5, Z5
-	VADDPS 0(R12), Z6, Z6
-	VADDPS 64(R12), Z7, Z7
-	VADDPS 0(R12)(SI*1), Z8, Z8
-	VADDPS 64(R12)(SI*1), Z9, Z9
-	VADDPS 0(R12)(SI*2), Z10, Z10
-	VADDPS 64(R12)(SI*2), Z11, Z11
+	TILE6X32_ADD(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11)
 
 vwrite:
-	VMOVUPS Z0, 0(DX)
-	VMOVUPS Z1, 64(DX)
-	VMOVUPS Z2, 0(DX)(SI*1)
-	VMOVUPS Z3, 64(DX)(SI*1)
-	VMOVUPS Z4, 0(DX)(SI*2)
-	VMOVUPS Z5, 64(DX)(SI*2)
-	VMOVUPS Z6, 0(R12)
-	VMOVUPS Z7, 64(R12)
-	VMOVUPS Z8, 0(R12)(SI*1)
-	VMOVUPS Z9, 64(R12)(SI*1)
-	VMOVUPS Z10, 0(R12)(SI*2)
-	VMOVUPS Z11, 64(R12)(SI*2)
+	TILE6X32_WRITE(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11)
 	LEAQ (R12)(SI*2), DX
 	ADDQ SI, DX
 	ADDQ as+24(FP), R9
@@ -812,32 +820,10 @@ ustore:
 	ADDQ SI, R12
 	TESTQ $1, flags+96(FP)
 	JZ   uwrite
-	VADDPS 0(DX), Z12, Z12
-	VADDPS 64(DX), Z13, Z13
-	VADDPS 0(DX)(SI*1), Z14, Z14
-	VADDPS 64(DX)(SI*1), Z15, Z15
-	VADDPS 0(DX)(SI*2), Z16, Z16
-	VADDPS 64(DX)(SI*2), Z17, Z17
-	VADDPS 0(R12), Z18, Z18
-	VADDPS 64(R12), Z19, Z19
-	VADDPS 0(R12)(SI*1), Z20, Z20
-	VADDPS 64(R12)(SI*1), Z21, Z21
-	VADDPS 0(R12)(SI*2), Z22, Z22
-	VADDPS 64(R12)(SI*2), Z23, Z23
+	TILE6X32_ADD(Z12, Z13, Z14, Z15, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
 
 uwrite:
-	VMOVUPS Z12, 0(DX)
-	VMOVUPS Z13, 64(DX)
-	VMOVUPS Z14, 0(DX)(SI*1)
-	VMOVUPS Z15, 64(DX)(SI*1)
-	VMOVUPS Z16, 0(DX)(SI*2)
-	VMOVUPS Z17, 64(DX)(SI*2)
-	VMOVUPS Z18, 0(R12)
-	VMOVUPS Z19, 64(R12)
-	VMOVUPS Z20, 0(R12)(SI*1)
-	VMOVUPS Z21, 64(R12)(SI*1)
-	VMOVUPS Z22, 0(R12)(SI*2)
-	VMOVUPS Z23, 64(R12)(SI*2)
+	TILE6X32_WRITE(Z12, Z13, Z14, Z15, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
 	LEAQ (R12)(SI*2), DX
 	ADDQ SI, DX
 	ADDQ as+24(FP), R9

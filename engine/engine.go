@@ -50,6 +50,7 @@ import (
 
 	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/imageproc"
+	"github.com/vembed/vembed/kernels"
 	"github.com/vembed/vembed/model"
 	"github.com/vembed/vembed/model/heads"
 	"github.com/vembed/vembed/recipe"
@@ -389,8 +390,10 @@ func (e *Engine) init() error {
 
 // identities returns the identities of the model files (LM, mmproj and
 // mvproj together) and of the vision tower (the mmproj): digests of the
-// files' contents, so that caches shared with other processes, including
-// the one on disk, never serve vectors of another model; or, with
+// files' contents and the kernels' arithmetic (kernels.Arithmetic: a
+// Zen 5 multiplies the tower in bfloat16, a Zen 3 in float32), so that
+// caches shared with other processes, including the one on disk, never
+// serve vectors of another model or another arithmetic; or, with
 // Config.LocalIdentity and nothing shared, values drawn for this engine.
 func identities(cfg Config) (modelID, visionID Key, err error) {
 	paths := []string{cfg.Model, cfg.MMProj, cfg.MVProj}
@@ -440,9 +443,9 @@ func identities(cfg Config) (modelID, visionID Key, err error) {
 }
 
 // fileIdentity combines the digests of files (by path; "" for an absent
-// file) under a domain.
+// file) and the active kernels' arithmetic under a domain.
 func fileIdentity(domain string, digests map[string][]byte, paths ...string) Key {
-	h := newHasher("files/" + domain)
+	h := newHasher("files/" + domain).str(kernels.Arithmetic())
 	for _, p := range paths {
 		h.str(filepath.Base(p))
 		if p != "" {

@@ -5,16 +5,19 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/vembed/vembed/kernels"
 )
 
 // TestIdentities checks the model identities: content digests that any
-// process computes alike, with the values earlier versions wrote into disk
-// and shared caches (each file's SHA-256 under its base name); values of
-// the engine's own with LocalIdentity, unless something is shared.
+// process computes alike (each file's SHA-256 under its base name) with
+// the kernels' arithmetic, which tells apart vectors of CPUs that compute
+// different bits; values of the engine's own with LocalIdentity, unless
+// something is shared.
 func TestIdentities(t *testing.T) {
 	lm, mmproj, mv := modelFiles(t)
 	want := func(domain string, paths ...string) Key {
-		h := newHasher("files/" + domain)
+		h := newHasher("files/" + domain).str(kernels.Arithmetic())
 		for _, p := range paths {
 			h.str(filepath.Base(p))
 			if p == "" {
@@ -72,6 +75,33 @@ func TestIdentities(t *testing.T) {
 		share(&cfg)
 		check("local with "+name, cfg, false)
 	}
+
+	// Another arithmetic, another identity; the same arithmetic on another
+	// tier (avx512 computes avx2's bits), the same.
+	saved := kernels.Active()
+	defer kernels.Use(saved)
+	seen := map[string]Key{}
+	for _, tier := range kernels.Available() {
+		if tier == kernels.TierReference {
+			continue
+		}
+		kernels.Use(tier)
+		m, _, err := identities(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := kernels.Arithmetic()
+		if k, ok := seen[a]; ok && k != m {
+			t.Errorf("tier %s: arithmetic %q gave another identity", tier, a)
+		}
+		for other, k := range seen {
+			if other != a && k == m {
+				t.Errorf("tier %s: arithmetics %q and %q share an identity", tier, a, other)
+			}
+		}
+		seen[a] = m
+	}
+	kernels.Use(saved)
 
 	bad := base
 	bad.MMProj = filepath.Join(t.TempDir(), "missing.gguf")

@@ -84,8 +84,11 @@ func amxBF16Tier(bf impl) *impl {
 	t := bf
 	t.tier = TierAMXBF16
 	t.optIn = true
+	// Its tiles sum in their own order: not assumed to reproduce
+	// avx512-bf16's bits.
+	t.bits = "amx-bf16+" + bf.bits[len("avx512-bf16+"):]
 	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
-		if !bf16Types[w.Type] || w.Cols == 0 {
+		if !w.BF16 || !bf16Types[w.Type] || w.Cols == 0 {
 			bf.matMul(dst, x, m, w, bias)
 			return
 		}

@@ -133,3 +133,37 @@ func BenchmarkFloatKernel(b *testing.B) {
 		})
 	}
 }
+
+// TestArithmeticNames checks which tiers declare the same arithmetic:
+// those whose bit-identity the tests prove (avx512 with avx2, the VNNI
+// tiers with avx2-int8) and no others.
+func TestArithmeticNames(t *testing.T) {
+	saved := Active()
+	defer Use(saved)
+	names := map[Tier]string{}
+	for _, tier := range Available() {
+		if err := Use(tier); err != nil {
+			t.Fatal(err)
+		}
+		names[tier] = Arithmetic()
+		if names[tier] == "" {
+			t.Errorf("tier %s names no arithmetic", tier)
+		}
+	}
+	same := [][2]Tier{{TierAVX512, TierAVX2}, {TierAVX512VNNI, TierAVX2Int8}, {TierAVXVNNI, TierAVX2Int8}}
+	for _, p := range same {
+		a, okA := names[p[0]]
+		b, okB := names[p[1]]
+		if okA && okB && a != b {
+			t.Errorf("%s computes %q, %s %q: want the same", p[0], a, p[1], b)
+		}
+	}
+	different := [][2]Tier{{TierAVX2, TierAVX2Int8}, {TierAVX512BF16, TierAVX512VNNI}, {TierAVX512BF16, TierAVX512}, {TierGeneric, TierAVX2}, {TierReference, TierGeneric}}
+	for _, p := range different {
+		a, okA := names[p[0]]
+		b, okB := names[p[1]]
+		if okA && okB && a == b {
+			t.Errorf("%s and %s both compute %q: their results differ", p[0], p[1], a)
+		}
+	}
+}

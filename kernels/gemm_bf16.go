@@ -28,13 +28,16 @@ import (
 const TierAVX512 Tier = "avx512"
 
 // TierAVX512BF16 is avx512-vnni (or avx512 where the CPU lacks VNNI) with
-// MatMul by F32, F16 and BF16 weights in bfloat16: weights and activations
-// rounded to bfloat16 (8 significant bits), products summed in float32 by
-// VDPBF16PS on the 8×32 avx512 tile (gemm_bf16_amd64.s). Each output is
-// within (2⁻⁷ + 2⁻¹⁶ + γ_K)·Σ|x·w| of the exact product (gemm_bf16.go).
-// Attention and the other operations stay float32. Needs AVX512_BF16
-// besides the avx512 tier's features. Never the default: only VEMBED_CPU
-// or Use select it.
+// MatMul by the F32, F16 and BF16 weights a model marks (Matrix.BF16: the
+// vision tower's) in bfloat16: weights and activations rounded to bfloat16
+// (8 significant bits), products summed in float32 by VDPBF16PS on the
+// 8×32 avx512 tile (gemm_bf16_amd64.s). Each output is within
+// (2⁻⁷ + 2⁻¹⁶ + γ_K)·Σ|x·w| of the exact product (gemm_bf16.go). Unmarked
+// weights, attention and the other operations stay float32 (or int8, as
+// avx512-vnni). Needs AVX512_BF16 besides the avx512 tier's features; the
+// default where the CPU has them (Zen 4 and later, Cooper Lake, Sapphire
+// Rapids and later). VEMBED_CPU=avx512-vnni keeps every float weight in
+// float32.
 const TierAVX512BF16 Tier = "avx512-bf16"
 
 // TierAMXBF16 is avx512-bf16 with its bfloat16 products on AMX tiles

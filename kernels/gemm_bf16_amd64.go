@@ -99,18 +99,18 @@ var bf16GEMM = &gemmTier{
 func bf16Tier(base impl) *impl {
 	t := base
 	t.tier = TierAVX512BF16
-	// Opt-in: bfloat16 moves a product by up to 2⁻⁷ of its magnitude
-	// (typically 0.2-0.5% relative on a vision tower's rows), beyond the
-	// float32 bounds the model's parity tests hold the default tier to
-	// (worst-row cosine 0.99999 against the float64 reference); the
-	// embeddings stay within cosine 0.9999 of float32.
-	t.optIn = true
+	// The default where the CPU has it: only matrices their model marks
+	// (Matrix.BF16, the vision tower's weights) are multiplied in
+	// bfloat16, which moves a product by up to 2⁻⁷ of its magnitude
+	// (0.2-0.5% relative on a tower's rows; the embeddings stay within
+	// cosine 0.9999 of float32); every other product is base's.
+	t.bits = "avx512-bf16+" + base.bits
 	if int8Tiers[base.tier] {
 		// Quantized weights take base's integer products.
 		int8Tiers[TierAVX512BF16] = true
 	}
 	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
-		if !bf16Types[w.Type] || w.Cols == 0 {
+		if !w.BF16 || !bf16Types[w.Type] || w.Cols == 0 {
 			base.matMul(dst, x, m, w, bias)
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/vembed/vembed/gguf"
@@ -101,6 +102,43 @@ func TestBF16PairPackingMatches(t *testing.T) {
 				gemm(want, x, m, w, nil, &old)
 				sameBits(t, fmt.Sprintf("%s k%d n%d", typ, k, n), got, want)
 			}
+		}
+	}
+}
+
+// TestBF16OnlyMarkedWeights checks that the avx512-bf16 tier multiplies
+// in bfloat16 only the weights a model marks (Matrix.BF16): an unmarked
+// float weight gives the bits of the tier it is built on, a marked one
+// the bfloat16 product, which differs.
+func TestBF16OnlyMarkedWeights(t *testing.T) {
+	needBF16(t)
+	needTier(t, TierAVX512BF16)
+	base := TierAVX512
+	if slices.Contains(Available(), TierAVX512VNNI) {
+		base = TierAVX512VNNI
+	}
+	rng := rand.New(rand.NewPCG(67, 68))
+	for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16} {
+		const m, n, k = 19, 45, 301
+		w := randMatrix(t, typ, n, k, rng)
+		x := randVec(m*k, rng)
+		run := func(tier Tier, marked bool) []float32 {
+			if err := Use(tier); err != nil {
+				t.Fatal(err)
+			}
+			w.BF16 = marked
+			out := make([]float32, m*n)
+			MatMul(out, x, m, w, nil)
+			return out
+		}
+		sameBits(t, fmt.Sprintf("%s unmarked", typ), run(TierAVX512BF16, false), run(base, false))
+		narrow, wide := run(TierAVX512BF16, true), run(base, true)
+		same := true
+		for i := range narrow {
+			same = same && math.Float32bits(narrow[i]) == math.Float32bits(wide[i])
+		}
+		if same {
+			t.Errorf("%s: a marked weight gave float32 bits on avx512-bf16", typ)
 		}
 	}
 }

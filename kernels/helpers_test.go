@@ -38,7 +38,9 @@ func f32ToF16(f float32) uint16 {
 	return sign | uint16(exp)<<10 | uint16(b>>13&0x3ff)
 }
 
-// randMatrix returns a rows×cols matrix of type t with random contents.
+// randMatrix returns a rows×cols matrix of type t with random contents,
+// marked bfloat16-eligible (Matrix.BF16) so that the bfloat16 tiers
+// multiply it as they do a vision tower's weights.
 func randMatrix(t testing.TB, typ gguf.Type, rows, cols int, rng *rand.Rand) *Matrix {
 	t.Helper()
 	rb, err := typ.RowBytes(cols)
@@ -78,6 +80,7 @@ func randMatrix(t testing.TB, typ gguf.Type, rows, cols int, rng *rand.Rand) *Ma
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.BF16 = true
 	return w
 }
 

@@ -33,6 +33,13 @@ type Matrix struct {
 	Rows, Cols int
 	Data       []byte
 
+	// BF16 lets a tier with bfloat16 products (avx512-bf16, amx-bf16)
+	// multiply this float weight in bfloat16: models set it for the weights
+	// whose reference runs in bfloat16 anyway and whose results tolerate
+	// it (the vision tower's), and leave it unset where float32 must hold
+	// (the LM's float weights, heads, scoring).
+	BF16 bool
+
 	// packed holds a repacked copy prepared by a fast tier (see Prepare).
 	packed any
 }

@@ -9,15 +9,16 @@ import (
 // Tier names a set of kernel implementations.
 type Tier string
 
-// The tiers. The best one the CPU supports, opt-in tiers (amx, avx512-bf16,
-// amx-bf16) aside, is active at start-up; the
-// VEMBED_CPU environment variable (a tier name) forces another, and Use
-// switches at run time. All but the integer tiers (avx2-int8 and the VNNI
-// tiers built on it) and the bfloat16 ones (avx512-bf16, amx-bf16, for
-// float weights; gemm_bf16.go) compute float32 products with
-// float32 accumulation (the reference accumulates in float64), so they agree
-// with the reference within float32 summation-order error. The avx512,
-// avx512-bf16 and amx-bf16 tiers are declared in gemm_bf16.go.
+// The tiers. The best one the CPU supports, opt-in tiers (amx, amx-bf16)
+// aside, is active at start-up; the VEMBED_CPU environment variable (a tier
+// name) forces another, and Use switches at run time. All but the integer
+// tiers (avx2-int8 and the VNNI tiers built on it) and the bfloat16 ones
+// (avx512-bf16, amx-bf16, for the float weights a model marks;
+// gemm_bf16.go) compute float32 products with float32 accumulation (the
+// reference accumulates in float64), so they agree with the reference
+// within float32 summation-order error. The avx512, avx512-bf16 and
+// amx-bf16 tiers are declared in gemm_bf16.go. Arithmetic names which
+// tiers agree bit for bit.
 const (
 	// TierReference runs the single-threaded reference code of ref.go.
 	TierReference Tier = "reference"
@@ -51,7 +52,11 @@ type impl struct {
 	tier Tier
 	// optIn keeps a tier from being the default: only VEMBED_CPU or Use
 	// select it.
-	optIn       bool
+	optIn bool
+	// bits names the arithmetic of the tier's results: tiers with equal
+	// bits return the same bits for the same inputs (avx512 those of
+	// avx2, the VNNI and AMX int8 tiers those of avx2-int8).
+	bits        string
 	matMul      func(dst, x []float32, m int, w *Matrix, bias []float32)
 	attention   func(out, q, k, v []float32, nTok, nHead, nKV, headDim int, scale float32, mask Mask)
 	attentionKV func(out, q []float32, nHead, nKV, headDim int, scale float32, spans []KVSpan)
@@ -68,6 +73,7 @@ type impl struct {
 
 var reference = &impl{
 	tier:        TierReference,
+	bits:        string(TierReference),
 	matMul:      MatMulRef,
 	attention:   AttentionRef,
 	attentionKV: AttentionKVRef,
@@ -86,6 +92,7 @@ var reference = &impl{
 // inner loops. Faster tiers start from a copy and replace inner loops.
 var generic = &impl{
 	tier: TierGeneric,
+	bits: string(TierGeneric),
 	matMul: func(dst, x []float32, m int, w *Matrix, bias []float32) {
 		matMul(dst, x, m, w, bias, &gemmTier{tile: genericTile})
 	},
@@ -130,6 +137,20 @@ func defaultTier() *impl {
 	return reference
 }
 
+// Float32Default is the tier the CPU would run by default if no tier
+// multiplied in bfloat16: the default's arithmetic with every float weight
+// in float32 (avx512-vnni on a Zen 4, where avx512-bf16 is the default).
+// Tests of a model's float32 arithmetic against float64 transcriptions run
+// on it; VEMBED_CPU set to its name does the same for a process.
+func Float32Default() Tier {
+	for _, im := range tiers {
+		if !im.optIn && im.tier != TierAVX512BF16 && im.tier != TierAMXBF16 {
+			return im.tier
+		}
+	}
+	return TierReference
+}
+
 // Use makes t the active tier. It fails if the CPU or build lacks it.
 func Use(t Tier) error {
 	for _, im := range tiers {
@@ -143,6 +164,13 @@ func Use(t Tier) error {
 
 // Active returns the tier in use.
 func Active() Tier { return active.Load().tier }
+
+// Arithmetic names the arithmetic of the active tier: two tiers with the
+// same name compute the same bits for the same inputs, whatever the CPU
+// (avx512 reproduces avx2, the VNNI tiers avx2-int8). Caches shared
+// between processes key results by it, so that vectors of one arithmetic
+// are never served for another.
+func Arithmetic() string { return active.Load().bits }
 
 // Available lists the tiers this CPU and build support, best first.
 func Available() []Tier {

@@ -373,7 +373,9 @@ func equalSegments(n, size int) []int {
 // benchMatrix returns an n×k weight matrix of type typ. Only the first
 // stripe of rows is quantized from random values and the rest repeats it:
 // the kernels' speed does not depend on the values, and quantizing millions
-// of values to the K types would take longer than the measurement.
+// of values to the K types would take longer than the measurement. It is
+// marked bfloat16-eligible, as the vision towers' MLP weights are, so that
+// the bfloat16 tiers are measured on what they multiply.
 func benchMatrix(typ gguf.Type, n, k int, rng *rand.Rand) (*kernels.Matrix, error) {
 	const stripe = 16
 	rows := min(stripe, n)
@@ -385,7 +387,12 @@ func benchMatrix(typ gguf.Type, n, k int, rng *rand.Rand) (*kernels.Matrix, erro
 	for len(data) < cap(data) {
 		data = append(data, enc[:min(len(enc), cap(data)-len(data))]...)
 	}
-	return kernels.NewMatrix(typ, n, k, data)
+	w, err := kernels.NewMatrix(typ, n, k, data)
+	if err != nil {
+		return nil, err
+	}
+	w.BF16 = true
+	return w, nil
 }
 
 func randFloats(n int, rng *rand.Rand) []float32 {

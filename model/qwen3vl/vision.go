@@ -103,9 +103,9 @@ func loadVision(f *gguf.File) (*visionModel, error) {
 			Norm2W: b.Vector(p+"ln2.weight", W),
 			Norm2B: b.Vector(p+"ln2.bias", W),
 			MLP: vlm.MLP{
-				Up:    b.Matrix(p+"ffn_up.weight", vm.ffn, W),
+				Up:    b.NarrowMatrix(p+"ffn_up.weight", vm.ffn, W),
 				UpB:   b.Vector(p+"ffn_up.bias", vm.ffn),
-				Down:  b.Matrix(p+"ffn_down.weight", W, vm.ffn),
+				Down:  b.NarrowMatrix(p+"ffn_down.weight", W, vm.ffn),
 				DownB: b.Vector(p+"ffn_down.bias", W),
 				Act:   kernels.GELUTanh,
 			},

@@ -1,6 +1,7 @@
 package qwenvl
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -95,7 +96,10 @@ func TestBF16Fixtures(t *testing.T) {
 
 // TestBF16Synthetic runs synthetic models with F16 towers (the usual
 // mmproj type) beside F16 and F32 LMs, through the vision tower and an
-// interleaved LM pass, on the avx512-bf16 tier and the float32 path.
+// interleaved LM pass, on the avx512-bf16 tier and the float32 path: the
+// tower's rows (each one an embedding of a multi-vector model) and the
+// pooled embedding must keep bf16MinCos, and the rows must differ, or the
+// tier did not multiply the MLPs in bfloat16.
 func TestBF16Synthetic(t *testing.T) {
 	defer needBF16(t)()
 	for _, w := range [][2]string{{"F16", "F16"}, {"F32", "F16"}, {"BF16", "BF16"}} {
@@ -104,26 +108,33 @@ func TestBF16Synthetic(t *testing.T) {
 			r := rand.New(rand.NewPCG(31, 32))
 			img := randomImage(r, m, 1, 8, 12)
 			ids := sequence(r, m, 40, []ImageEmbedding{{First: 5, GridT: 1, GridH: 8, GridW: 12}})
-			run := func(tier kernels.Tier) []float32 {
+			run := func(tier kernels.Tier) (rows, e []float32) {
 				if err := kernels.Use(tier); err != nil {
 					t.Fatal(err)
 				}
-				rows, err := m.EncodeImages([]ImageInput{img})
+				out, err := m.EncodeImages([]ImageInput{img})
 				if err != nil {
 					t.Fatal(err)
 				}
-				h, err := m.Forward(ids, []ImageEmbedding{{Rows: rows[0], First: 5, GridT: 1, GridH: 8, GridW: 12}})
+				h, err := m.Forward(ids, []ImageEmbedding{{Rows: out[0], First: 5, GridT: 1, GridH: 8, GridW: 12}})
 				if err != nil {
 					t.Fatal(err)
 				}
-				e := heads.MeanPool(h, m.Info().Hidden, 0, len(ids))
+				e = heads.MeanPool(h, m.Info().Hidden, 0, len(ids))
 				heads.Normalize(e)
-				return e
+				return out[0], e
 			}
-			cos := cosine(run(kernels.TierAVX512BF16), run(kernels.TierAVX2))
-			t.Logf("%s LM %s mmproj %s: cos(bf16, f32) %.8f", preset, w[0], w[1], cos)
-			if cos < bf16MinCos {
-				t.Errorf("%s LM %s mmproj %s: cos(bf16, f32) = %.8f < %v", preset, w[0], w[1], cos, bf16MinCos)
+			bfRows, bf := run(kernels.TierAVX512BF16)
+			f32Rows, f32 := run(kernels.TierAVX2)
+			name := fmt.Sprintf("%s LM %s mmproj %s", preset, w[0], w[1])
+			worst, _ := rowStats(t, bfRows, f32Rows, m.Info().Hidden)
+			cos := cosine(bf, f32)
+			t.Logf("%s: cos(bf16, f32) %.8f, tower rows worst %.8f", name, cos, worst)
+			if cos < bf16MinCos || worst < bf16MinCos {
+				t.Errorf("%s: cos(bf16, f32) = %.8f, worst tower row %.8f; want >= %v", name, cos, worst, bf16MinCos)
+			}
+			if slices.Equal(bfRows, f32Rows) {
+				t.Errorf("%s: the bfloat16 tier computed the tower's float32 bits", name)
 			}
 		}
 	}

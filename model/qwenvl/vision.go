@@ -139,15 +139,15 @@ func loadVision(f *gguf.File) (*visionModel, error) {
 			OutB:   b.Vector(p+"attn_out.bias", W),
 			Norm2W: b.Vector(p+"ln2.weight", W),
 			MLP: vlm.MLP{
-				Up:    b.Matrix(p+"ffn_up.weight", vm.ffn, W),
+				Up:    b.NarrowMatrix(p+"ffn_up.weight", vm.ffn, W),
 				UpB:   b.Vector(p+"ffn_up.bias", vm.ffn),
-				Down:  b.Matrix(p+"ffn_down.weight", W, vm.ffn),
+				Down:  b.NarrowMatrix(p+"ffn_down.weight", W, vm.ffn),
 				DownB: b.Vector(p+"ffn_down.bias", W),
 				Act:   act,
 			},
 		}, fullAttn: !vm.windowed || (i+1)%c.WAPattern == 0}
 		if vm.rms {
-			blk.MLP.Gate = b.Matrix(p+"ffn_gate.weight", vm.ffn, W)
+			blk.MLP.Gate = b.NarrowMatrix(p+"ffn_gate.weight", vm.ffn, W)
 			blk.MLP.GateB = b.Vector(p+"ffn_gate.bias", vm.ffn)
 		} else {
 			blk.Norm1B = b.Vector(p+"ln1.bias", W)

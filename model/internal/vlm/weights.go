@@ -74,6 +74,22 @@ func (b *Binder) Matrix(name string, out, in int) *kernels.Matrix {
 	return w
 }
 
+// NarrowMatrix is Matrix for a weight a bfloat16 tier may multiply in
+// bfloat16 (kernels.Matrix.BF16): the vision towers' MLP weights, two
+// thirds of a tower's products. The towers' references run in bfloat16;
+// on the fixture models, bfloat16 MLPs move ColQwen's image rows by at
+// most 3.4e-5 (1−cos) from float32, while bfloat16 in every tower product
+// (attention projections 6.6e-5, merger 4.3e-5 alone) adds up to 1.2e-4,
+// past the 1e-4 that embeddings may move on a tier. Attention, mergers and
+// the LM keep float32.
+func (b *Binder) NarrowMatrix(name string, out, in int) *kernels.Matrix {
+	w := b.Matrix(name, out, in)
+	if w != nil {
+		w.BF16 = true
+	}
+	return w
+}
+
 // Vector reads a 1-D tensor of n values (norm weights and biases) as f32.
 func (b *Binder) Vector(name string, n int) []float32 { return b.Floats(name, n) }
 

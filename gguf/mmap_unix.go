@@ -37,5 +37,6 @@ func Open(path string) (*File, error) {
 		return nil, fmt.Errorf("%w (%s)", err, path)
 	}
 	f.unmap = func() error { return syscall.Munmap(data) }
+	f.release = func(r []byte) { releasePages(data, r) }
 	return f, nil
 }

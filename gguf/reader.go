@@ -27,6 +27,9 @@ type File struct {
 	kvIndex     map[string]int
 	tensorIndex map[string]*Tensor
 	unmap       func() error
+	// release, set for a mapped file, drops the whole pages of a range of
+	// the mapping from the process (Release).
+	release func(data []byte)
 }
 
 // KV is one metadata key/value pair.
@@ -93,6 +96,18 @@ func Parse(data []byte) (*File, error) {
 		return nil, fmt.Errorf("gguf: %w", err)
 	}
 	return f, nil
+}
+
+// Release tells the system that the process no longer needs data, a
+// range of the file's tensor data (a tensor whose values were copied
+// elsewhere, such as weights repacked at load), in memory: the whole
+// pages inside it leave the process's resident set, and are read again
+// from the file if data is touched later. It does nothing for a File from
+// Parse, for data outside the mapping, or where the system cannot.
+func (f *File) Release(data []byte) {
+	if f.release != nil && len(data) > 0 {
+		f.release(data)
+	}
 }
 
 // Close releases the file mapping; tensor data must not be used afterwards.

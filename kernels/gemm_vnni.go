@@ -229,7 +229,7 @@ func gemmVNNI(dst, x []float32, m int, w *Matrix, bias []float32, g *vnniTier) {
 		})
 	}
 
-	rowBytes := w.RowBytes()
+	pk := w.vnniPacked(g)
 	mc, mBlocks, nBlocks := int8Blocking(m, n, rows)
 	flags0 := flagMul
 	if dec.hasMin {
@@ -260,44 +260,23 @@ func gemmVNNI(dst, x []float32, m int, w *Matrix, bias []float32, g *vnniTier) {
 		for k0 := 0; k0 < k; k0 += gemmKC {
 			kc := min(gemmKC, k-k0)
 			nb := kc / i8Block
-			koff := k0 / dec.blockSize * dec.typeSize
-			for p := 0; p < panels; p++ {
-				pp := pan[p*nb*vnniPanel : (p+1)*nb*vnniPanel]
-				fs := fac[p*nb*vnniPanelF : (p+1)*nb*vnniPanelF]
-				as := aux[p*nb*vnniAux : (p+1)*nb*vnniAux]
-				row0 := n0 + p*vnniNR
-				if pd := g.panel[w.Type]; pd != nil {
-					nr := min(vnniNR, n1-row0)
-					if nr <= 0 {
-						clear(pp)
-						clear(fs)
-						clear(as)
-						continue
-					}
-					for r := 0; r < nr; r++ {
-						prefetchSlice(w.Data[(row0+r)*rowBytes+koff:], k-k0, kc, dec.blockSize, dec.typeSize)
-					}
-					pd(w.Data[row0*rowBytes+koff:], rowBytes, nr, nb, pp, fs, as)
-					continue
+			pan, fac, aux := pan, fac, aux
+			if pk != nil {
+				// The panels were decoded at load (vnniPacked): the
+				// weights are read in place, the factors and starts
+				// copied into the kernel's layout.
+				pan = pk.panels(k0, n0/vnniNR, panels)
+				pk.side(k0, n0/vnniNR, panels, fac, aux)
+				if k0+gemmKC < k {
+					pk.prefetch(k0+gemmKC, n0/vnniNR, panels)
 				}
-				for r := 0; r < vnniNR; r++ {
-					rb := rowBuf[r*kc : (r+1)*kc]
-					if row := row0 + r; row < n1 {
-						src := w.Data[row*rowBytes+koff:]
-						prefetchSlice(src, k-k0, kc, dec.blockSize, dec.typeSize)
-						dec.row(src, kc, rb, fs[r:], fs[vnniNR+r:], vnniPanelF, mul, sum)
-					} else {
-						clear(rb)
-						clear(mul)
-						clear(sum)
-						for b := 0; b < nb; b++ {
-							fs[b*vnniPanelF+r], fs[b*vnniPanelF+vnniNR+r] = 0, 0
-						}
-					}
-					vnniAuxCol(mul, sum, nb, as, r, dec.unit)
+			} else {
+				for p := 0; p < panels; p++ {
+					pp := pan[p*nb*vnniPanel : (p+1)*nb*vnniPanel]
+					fs := fac[p*nb*vnniPanelF : (p+1)*nb*vnniPanelF]
+					as := aux[p*nb*vnniAux : (p+1)*nb*vnniAux]
+					g.decodePanel(w, dec, n0+p*vnniNR, n1, k0, pp, fs, as, rowBuf, mul, sum)
 				}
-				g.pack8(rowBuf, kc, pp)
-				g.pack8(rowBuf[8*kc:], kc, pp[4*8:])
 			}
 			flags := flags0
 			if k0 > 0 {
@@ -319,6 +298,51 @@ func gemmVNNI(dst, x []float32, m int, w *Matrix, bias []float32, g *vnniTier) {
 		}
 		addBias(dst, n, bias, m0, m1, n0, n1)
 	})
+	pk.keepAlive()
+}
+
+// decodePanel decodes the panel of vnniNR weight rows from row0 (rows
+// from n1 on are zeros) over the k slice from k0 into the kernel's
+// layout: weights pp, factors fs, aux as (nb blocks each), by the tier's
+// panel decoder for w's type or else row by row (rowBuf, mul and sum are
+// scratch of vnniNR·gemmKC, 2·gemmKC/i8Block and the same).
+func (g *vnniTier) decodePanel(w *Matrix, dec u8Decoder, row0, n1, k0 int, pp []int8, fs []float32, as []int32, rowBuf []int8, mul []int16, sum []int32) {
+	k, rowBytes := w.Cols, w.RowBytes()
+	kc := min(gemmKC, k-k0)
+	nb := kc / i8Block
+	koff := k0 / dec.blockSize * dec.typeSize
+	if pd := g.panel[w.Type]; pd != nil {
+		nr := min(vnniNR, n1-row0)
+		if nr <= 0 {
+			clear(pp)
+			clear(fs)
+			clear(as)
+			return
+		}
+		for r := 0; r < nr; r++ {
+			prefetchSlice(w.Data[(row0+r)*rowBytes+koff:], k-k0, kc, dec.blockSize, dec.typeSize)
+		}
+		pd(w.Data[row0*rowBytes+koff:], rowBytes, nr, nb, pp, fs, as)
+		return
+	}
+	for r := 0; r < vnniNR; r++ {
+		rb := rowBuf[r*kc : (r+1)*kc]
+		if row := row0 + r; row < n1 {
+			src := w.Data[row*rowBytes+koff:]
+			prefetchSlice(src, k-k0, kc, dec.blockSize, dec.typeSize)
+			dec.row(src, kc, rb, fs[r:], fs[vnniNR+r:], vnniPanelF, mul, sum)
+		} else {
+			clear(rb)
+			clear(mul)
+			clear(sum)
+			for b := 0; b < nb; b++ {
+				fs[b*vnniPanelF+r], fs[b*vnniPanelF+vnniNR+r] = 0, 0
+			}
+		}
+		vnniAuxCol(mul, sum, nb, as, r, dec.unit)
+	}
+	g.pack8(rowBuf, kc, pp)
+	g.pack8(rowBuf[8*kc:], kc, pp[4*8:])
 }
 
 // quantizeInterleaved is quantizeGroups for the interleaved layout with a

@@ -230,6 +230,10 @@ func vnniTiers(i8 *impl) []*impl {
 			}
 			gemmVNNI(dst, x, m, w, bias, g)
 		}
+		t.prepare = func(w *Matrix) {}
+		if g == vnniAVX512 || g == vnniAVX {
+			t.prepare = func(w *Matrix) { packVNNI(w, g) }
+		}
 		out = append(out, &t)
 	}
 	if hasAMX {

@@ -128,6 +128,14 @@ func vnniMatch(t *testing.T, c vnniCase, rng *rand.Rand) {
 				if err := vnniCompare(path, c.ref, w, ms, rng); err != nil {
 					t.Fatalf("%s %s k%d n%d: %v", c.name, typ, k, n, err)
 				}
+				// The same products from the panels packed at load.
+				packPanels(w, c.g)
+				if w.vnniPacked(c.g) == nil {
+					t.Fatalf("%s %s k%d n%d: not packed", c.name, typ, k, n)
+				}
+				if err := vnniCompare(path, c.ref, w, ms, rng); err != nil {
+					t.Fatalf("%s %s k%d n%d packed: %v", c.name, typ, k, n, err)
+				}
 			}
 		}
 	}
@@ -192,16 +200,24 @@ func vnniMutants(t *testing.T, c vnniCase, mutants map[string]func(g vnniTier) *
 	for name, mutate := range mutants {
 		g := mutate(*c.g)
 		rng := rand.New(rand.NewPCG(43, 44))
-		caught := false
+		caught, caughtPacked := false, true
 		for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeIQ4_XS} {
 			w := randMatrix(t, typ, 40, 512, rng)
 			path := func(dst, x []float32, m int, w *Matrix, bias []float32) { gemmVNNI(dst, x, m, w, bias, g) }
-			if vnniCompare(path, c.ref, w, []int{1, 7, 13}, rng) != nil {
-				caught = true
+			here := vnniCompare(path, c.ref, w, []int{1, 7, 13}, rng) != nil
+			caught = caught || here
+			// Packed by the mutant, it must be caught wherever it is
+			// unpacked.
+			packPanels(w, g)
+			if here && vnniCompare(path, c.ref, w, []int{1, 7, 13}, rng) == nil {
+				caughtPacked = false
 			}
 		}
 		if !caught {
 			t.Errorf("%s: the mutant %q gives the avx2-int8 tier's results", c.name, name)
+		}
+		if !caughtPacked {
+			t.Errorf("%s: the mutant %q, packed, gives the avx2-int8 tier's results", c.name, name)
 		}
 	}
 }
@@ -311,5 +327,91 @@ func TestDefaultTierSkipsOptIn(t *testing.T) {
 	tiers = []*impl{&opt}
 	if got := defaultTier().tier; got != TierReference {
 		t.Fatalf("default tier %s with only an opt-in tier, want %s", got, TierReference)
+	}
+}
+
+// TestVNNIPackedTiers checks, through the exported API, that Prepare packs
+// the weights of packTypes on each VNNI tier, that the tier's products by
+// the packed copy equal the avx2-int8 tier's bit for bit, and that a copy
+// belongs to the tier that made it: with the copy spoiled, that tier's
+// products change (it reads the copy) while every other tier's stay
+// right (they decode the stored weights).
+func TestVNNIPackedTiers(t *testing.T) {
+	if !hasTier(TierAVX2Int8) {
+		t.Skip("no avx2-int8 tier on this CPU")
+	}
+	saved := Active()
+	defer Use(saved)
+	rng := rand.New(rand.NewPCG(49, 50))
+	var vnni []Tier
+	for _, tier := range []Tier{TierAVX512VNNI, TierAVXVNNI} {
+		if hasTier(tier) {
+			vnni = append(vnni, tier)
+		}
+	}
+	if len(vnni) == 0 {
+		t.Skip("no VNNI tier on this CPU")
+	}
+	run := func(tier Tier, w *Matrix, x []float32, m int, bias []float32) []float32 {
+		Use(tier)
+		out := make([]float32, m*w.Rows)
+		MatMul(out, x, m, w, bias)
+		return out
+	}
+	same := func(a, b []float32) bool {
+		for i := range a {
+			if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, tier := range vnni {
+		for _, typ := range slices.Sorted(maps.Keys(packTypes)) {
+			k := 768
+			if typ.BlockSize() == 32 {
+				k = 288
+			}
+			w := randMatrix(t, typ, 161, k, rng)
+			Use(tier)
+			Prepare(w)
+			if !w.Packed() {
+				t.Fatalf("%s %s: Prepare did not pack", tier, typ)
+			}
+			for _, m := range []int{1, 7, 70} {
+				x, bias := randVec(m*k, rng), randVec(w.Rows, rng)
+				want := run(TierAVX2Int8, w, x, m, bias)
+				if got := run(tier, w, x, m, bias); !same(got, want) {
+					t.Fatalf("%s %s m%d: packed products differ from avx2-int8's", tier, typ, m)
+				}
+			}
+			x := randVec(7*k, rng)
+			want := run(TierAVX2Int8, w, x, 7, nil)
+			p := w.packed.(*vnniPacked)
+			saved := slices.Clone(p.pan)
+			for i := range p.pan {
+				p.pan[i] ^= 0x55
+			}
+			if run(tier, w, x, 7, nil)[0] == want[0] {
+				t.Errorf("%s %s: spoiling the packed copy changes nothing: it is not read", tier, typ)
+			}
+			for _, other := range append(slices.DeleteFunc(slices.Clone(vnni), func(o Tier) bool { return o == tier }), TierAVX2Int8) {
+				if !same(run(other, w, x, 7, nil), want) {
+					t.Errorf("%s %s: the %s tier reads the copy packed for %s", other, typ, other, tier)
+				}
+			}
+			copy(p.pan, saved)
+		}
+	}
+	prev := SetPacking(false)
+	defer SetPacking(prev)
+	Use(vnni[0])
+	w := randMatrix(t, gguf.TypeQ8_0, 16, 64, rng)
+	if Prepare(w); w.Packed() {
+		t.Errorf("Prepare packed with packing off")
+	}
+	Use(TierAVX2Int8)
+	if Prepare(w); w.Packed() {
+		t.Errorf("the avx2-int8 tier packed a VNNI copy")
 	}
 }

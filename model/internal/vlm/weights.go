@@ -59,8 +59,25 @@ func (b *Binder) checkDims(t *gguf.Tensor, want ...int) bool {
 }
 
 // Matrix binds a weight of `out` output features by `in` inputs, stored as
-// ggml ne = [in, out] in any type. The bytes stay in the mapped file.
+// ggml ne = [in, out] in any type. The bytes stay in the mapped file,
+// unless the active kernel tier packs them at load (kernels.Prepare): the
+// file's pages of a packed weight are then released from the process, so
+// that the packed copy replaces them in memory instead of adding to them.
 func (b *Binder) Matrix(name string, out, in int) *kernels.Matrix {
+	w := b.Table(name, out, in)
+	if w == nil {
+		return nil
+	}
+	if kernels.Prepare(w); w.Packed() {
+		b.F.Release(w.Data)
+	}
+	return w
+}
+
+// Table binds a matrix that is read by row, never multiplied (the token
+// embeddings): as Matrix, without preparing it for products, so its bytes
+// stay in the mapped file and only the rows read are paged in.
+func (b *Binder) Table(name string, out, in int) *kernels.Matrix {
 	t := b.Tensor(name)
 	if t == nil || !b.checkDims(t, in, out) {
 		return nil
@@ -70,7 +87,6 @@ func (b *Binder) Matrix(name string, out, in int) *kernels.Matrix {
 		b.Fail("tensor %q: %v", name, err)
 		return nil
 	}
-	kernels.Prepare(w)
 	return w
 }
 

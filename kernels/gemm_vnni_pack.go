@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"math"
 	"runtime"
 	"sync/atomic"
 	"unsafe"
@@ -20,18 +21,23 @@ import (
 //
 // The weights are stored in the kernel's layout; of the factors and aux
 // only what the type uses (fd; fm with mins; the start; the two half
-// multipliers, as int16, with multipliers), which keeps a Q8_0 matrix at
-// 640 bytes per 512 values (1.18× its 544), a Q6_K one at 704 (1.68× its
-// 420) and a Q4_K one at 704 (2.44× its 288). The memory is anonymous
-// (allocPacked), outside the Go heap; it is freed when the packed copy
-// becomes unreachable.
+// multipliers, as int16, with multipliers), in compact forms where they
+// are exact (layOut). A Q8_0 matrix takes 576 bytes per 512 values,
+// 1.06× its 544; a Q4_K one would take 704, 2.4× its 288, and a Q6_K one
+// up to 704, 1.7× its 420. The memory is anonymous (allocPacked), outside
+// the Go heap, and freed when the packed copy becomes unreachable.
 //
 // A packed copy belongs to the GEMM (vnniTier) that made it: after Use
 // switches to a tier with another layout, products decode Data again.
 
-// packTypes are the types the VNNI tiers pack: those with panel decoders
-// on avx512-vnni, the types of quantized LMs.
-var packTypes = map[gguf.Type]bool{gguf.TypeQ8_0: true, gguf.TypeQ4_K: true, gguf.TypeQ6_K: true}
+// packTypes are the types Prepare packs: Q8_0 only. A product by a few
+// dozen rows streams its weights from memory, and on the Zen 5 it was
+// measured on it is bound by that: Q8_0's panels are a few percent more
+// bytes than its blocks and save the decoding; K-quant panels (packPanels
+// packs them, bit-identical too) are 1.7-2.4× their blocks, and a Q4_K_M
+// LM packed was no faster on a 30-token query (0.51-0.55 CPU-s against
+// 0.49-0.54) while its resident memory grew 1.6×.
+var packTypes = map[gguf.Type]bool{gguf.TypeQ8_0: true}
 
 // packOff turns packing off (SetPacking).
 var packOff atomic.Bool
@@ -62,6 +68,10 @@ type vnniPacked struct {
 	fd, fm []float32
 	start  []int32
 	mul    []int16
+	// fd16 and start16 replace fd and start (then nil) when they hold
+	// them exactly: fd as binary16, start as start>>7 (layOut).
+	fd16    []uint16
+	start16 []int16
 }
 
 // vnniBlockPanels is the number of panels of a column block.
@@ -105,8 +115,16 @@ func (p *vnniPacked) prefetch(k0, p0, n int) {
 	b0, nb := p.at(k0, p0)
 	nt := n * nb
 	prefetchBytes(bytesOf(p.pan[b0*vnniPanel : (b0+nt)*vnniPanel]))
-	prefetchBytes(unsafe.Slice((*byte)(unsafe.Pointer(&p.fd[b0*vnniNR])), 4*nt*vnniNR))
-	prefetchBytes(unsafe.Slice((*byte)(unsafe.Pointer(&p.start[b0*vnniNR])), 4*nt*vnniNR))
+	if p.fd16 != nil {
+		prefetchBytes(unsafe.Slice((*byte)(unsafe.Pointer(&p.fd16[b0*vnniNR])), 2*nt*vnniNR))
+	} else {
+		prefetchBytes(unsafe.Slice((*byte)(unsafe.Pointer(&p.fd[b0*vnniNR])), 4*nt*vnniNR))
+	}
+	if p.start16 != nil {
+		prefetchBytes(unsafe.Slice((*byte)(unsafe.Pointer(&p.start16[b0*vnniNR])), 2*nt*vnniNR))
+	} else {
+		prefetchBytes(unsafe.Slice((*byte)(unsafe.Pointer(&p.start[b0*vnniNR])), 4*nt*vnniNR))
+	}
 	if p.fm != nil {
 		prefetchBytes(unsafe.Slice((*byte)(unsafe.Pointer(&p.fm[b0*vnniNR])), 4*nt*vnniNR))
 	}
@@ -122,26 +140,55 @@ func (p *vnniPacked) side(k0, p0, n int, fac []float32, aux []int32) {
 	b0, nb := p.at(k0, p0)
 	nt := n * nb
 	fac, aux = fac[:nt*vnniPanelF], aux[:nt*vnniAux]
-	fd, start := p.fd[b0*vnniNR:(b0+nt)*vnniNR], p.start[b0*vnniNR:(b0+nt)*vnniNR]
-	// Fixed-size array copies compile to a few vector moves, where copy
-	// would call memmove for every 64 bytes.
-	for i := 0; i < nt; i++ {
-		*(*[vnniNR]float32)(fac[i*vnniPanelF:]) = *(*[vnniNR]float32)(fd[i*vnniNR:])
-		*(*[vnniNR]int32)(aux[i*vnniAux:]) = *(*[vnniNR]int32)(start[i*vnniNR:])
+	if p.fd16 != nil {
+		halvesSide(fac, vnniPanelF, p.fd16[b0*vnniNR:(b0+nt)*vnniNR], nt)
+	} else {
+		copySide32(fac, vnniPanelF, p.fd[b0*vnniNR:(b0+nt)*vnniNR], nt)
+	}
+	if p.start16 != nil {
+		startsSide(aux, vnniAux, p.start16[b0*vnniNR:(b0+nt)*vnniNR], nt)
+	} else {
+		copySide32(aux, vnniAux, p.start[b0*vnniNR:(b0+nt)*vnniNR], nt)
 	}
 	if p.fm != nil {
-		fm := p.fm[b0*vnniNR : (b0+nt)*vnniNR]
-		for i := 0; i < nt; i++ {
-			*(*[vnniNR]float32)(fac[i*vnniPanelF+vnniNR:]) = *(*[vnniNR]float32)(fm[i*vnniNR:])
-		}
+		copySide32(fac[vnniNR:], vnniPanelF, p.fm[b0*vnniNR:(b0+nt)*vnniNR], nt)
 	}
 	if p.mul != nil {
-		mul := p.mul[b0*2*vnniNR : (b0+nt)*2*vnniNR]
-		for i := 0; i < nt; i++ {
-			a, m := (*[2 * vnniNR]int32)(aux[i*vnniAux+vnniNR:]), (*[2 * vnniNR]int16)(mul[i*2*vnniNR:])
-			for j, v := range m {
-				a[j] = int32(v)
-			}
+		widenSide(aux[vnniNR:], vnniAux, p.mul[b0*2*vnniNR:(b0+nt)*2*vnniNR], nt)
+	}
+}
+
+// copySide32Go is the portable copySide32.
+func copySide32Go[T float32 | int32](dst []T, stride int, src []T, n int) {
+	for i := 0; i < n; i++ {
+		copy(dst[i*stride:i*stride+vnniNR], src[i*vnniNR:(i+1)*vnniNR])
+	}
+}
+
+// halvesSideGo is the portable halvesSide.
+func halvesSideGo(dst []float32, stride int, src []uint16, n int) {
+	for i := 0; i < n; i++ {
+		for j, h := range src[i*vnniNR : (i+1)*vnniNR] {
+			dst[i*stride+j] = halfToFloat(h)
+		}
+	}
+}
+
+// startsSideGo is the portable startsSide.
+func startsSideGo(dst []int32, stride int, src []int16, n int) {
+	for i := 0; i < n; i++ {
+		for j, q := range src[i*vnniNR : (i+1)*vnniNR] {
+			dst[i*stride+j] = int32(q) << 7
+		}
+	}
+}
+
+// widenSideGo is the portable widenSide.
+func widenSideGo(dst []int32, stride int, src []int16, n int) {
+	for i := 0; i < n; i++ {
+		d, s := dst[i*stride:i*stride+2*vnniNR], src[i*2*vnniNR:(i+1)*2*vnniNR]
+		for j, v := range s {
+			d[j] = int32(v)
 		}
 	}
 }
@@ -188,20 +235,15 @@ func packPanels(w *Matrix, g *vnniTier) {
 		return
 	}
 	p := &vnniPacked{g: g, pt: pt, k: k}
-	off := 0
-	take := func(bytes int) unsafe.Pointer {
-		q := unsafe.Pointer(&mem[off])
-		off += bytes
-		return q
-	}
-	p.pan = unsafe.Slice((*int8)(take(nblk*vnniPanel)), nblk*vnniPanel)
-	p.fd = unsafe.Slice((*float32)(take(nblk*4*vnniNR)), nblk*vnniNR)
-	p.start = unsafe.Slice((*int32)(take(nblk*4*vnniNR)), nblk*vnniNR)
+	p.pan = int8s(mem[:nblk*vnniPanel])
+	// The side data is gathered on the heap first and laid out after the
+	// weights once it is known whether its compact forms hold it exactly.
+	p.fd, p.start = make([]float32, nblk*vnniNR), make([]int32, nblk*vnniNR)
 	if dec.hasMin {
-		p.fm = unsafe.Slice((*float32)(take(nblk*4*vnniNR)), nblk*vnniNR)
+		p.fm = make([]float32, nblk*vnniNR)
 	}
 	if !dec.unit {
-		p.mul = unsafe.Slice((*int16)(take(nblk*2*2*vnniNR)), nblk*2*vnniNR)
+		p.mul = make([]int16, nblk*2*vnniNR)
 	}
 
 	// Items are a k slice of a column block.
@@ -242,8 +284,78 @@ func packPanels(w *Matrix, g *vnniTier) {
 			}
 		}
 	})
+	mem = p.layOut(mem, nblk*vnniPanel)
 	if freeOnGC {
 		runtime.AddCleanup(p, freePacked, mem)
 	}
 	w.packed = p
+}
+
+// layOut moves p's side data from the heap into mem from off on, in
+// compact form where that is exact: the factors fd as binary16 when
+// every one is a binary16 value (Q8_0's block scales are), the starts
+// as int16 multiples of −128 when every one is (the unit types' starts
+// are −128·Σq). It returns mem cut to what is used (the rest released).
+func (p *vnniPacked) layOut(mem []byte, off int) []byte {
+	take := func(bytes int) unsafe.Pointer {
+		q := unsafe.Pointer(&mem[off])
+		off += bytes
+		return q
+	}
+	n := len(p.fd)
+	if h, ok := halves(p.fd); ok {
+		p.fd16 = unsafe.Slice((*uint16)(take(2*n)), n)
+		copy(p.fd16, h)
+		p.fd = nil
+	} else {
+		fd := unsafe.Slice((*float32)(take(4*n)), n)
+		copy(fd, p.fd)
+		p.fd = fd
+	}
+	if q, ok := startQuotients(p.start); ok {
+		p.start16 = unsafe.Slice((*int16)(take(2*n)), n)
+		copy(p.start16, q)
+		p.start = nil
+	} else {
+		st := unsafe.Slice((*int32)(take(4*n)), n)
+		copy(st, p.start)
+		p.start = st
+	}
+	if p.fm != nil {
+		fm := unsafe.Slice((*float32)(take(4*n)), n)
+		copy(fm, p.fm)
+		p.fm = fm
+	}
+	if p.mul != nil {
+		mul := unsafe.Slice((*int16)(take(4*n)), 2*n)
+		copy(mul, p.mul)
+		p.mul = mul
+	}
+	return trimPacked(mem, off)
+}
+
+// halves returns the binary16 forms of v if each converts back to the
+// same float32 bits (NaNs excluded: the conversions may quiet them).
+func halves(v []float32) ([]uint16, bool) {
+	h := make([]uint16, len(v))
+	for i, x := range v {
+		h[i] = gguf.F32ToF16(x)
+		if x != x || math.Float32bits(halfToFloat(h[i])) != math.Float32bits(x) {
+			return nil, false
+		}
+	}
+	return h, true
+}
+
+// startQuotients returns the quotients s>>7 of the starts s when every
+// one is a multiple of 128 whose quotient is an int16.
+func startQuotients(s []int32) ([]int16, bool) {
+	q := make([]int16, len(s))
+	for i, x := range s {
+		if x&127 != 0 || x>>7 != int32(int16(x>>7)) {
+			return nil, false
+		}
+		q[i] = int16(x >> 7)
+	}
+	return q, true
 }

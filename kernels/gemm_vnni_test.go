@@ -367,6 +367,17 @@ func TestVNNIPackedTiers(t *testing.T) {
 		return true
 	}
 	for _, tier := range vnni {
+		Use(tier)
+		w := randMatrix(t, gguf.TypeQ4_K, 16, 256, rng)
+		if Prepare(w); w.Packed() != packTypes[gguf.TypeQ4_K] {
+			t.Errorf("%s: Prepare packs Q4_K: %v, packTypes says %v", tier, w.Packed(), packTypes[gguf.TypeQ4_K])
+		}
+	}
+	// Every type with a panel decoder packs the same way.
+	savedTypes := packTypes
+	defer func() { packTypes = savedTypes }()
+	packTypes = map[gguf.Type]bool{gguf.TypeQ8_0: true, gguf.TypeQ4_K: true, gguf.TypeQ6_K: true}
+	for _, tier := range vnni {
 		for _, typ := range slices.Sorted(maps.Keys(packTypes)) {
 			k := 768
 			if typ.BlockSize() == 32 {
@@ -377,6 +388,12 @@ func TestVNNIPackedTiers(t *testing.T) {
 			Prepare(w)
 			if !w.Packed() {
 				t.Fatalf("%s %s: Prepare did not pack", tier, typ)
+			}
+			// Both forms of the side data are covered: Q8_0's scales and
+			// starts are compact, Q4_K's factors (scale × sub-scale) not.
+			pk := w.packed.(*vnniPacked)
+			if compact := pk.fd16 != nil && pk.start16 != nil; compact != (typ == gguf.TypeQ8_0) && typ != gguf.TypeQ6_K {
+				t.Errorf("%s %s: compact side data %v", tier, typ, compact)
 			}
 			for _, m := range []int{1, 7, 70} {
 				x, bias := randVec(m*k, rng), randVec(w.Rows, rng)

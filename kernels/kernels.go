@@ -145,10 +145,9 @@ func GELUTanh(x []float32) { active.Load().geluTanh(x) }
 // Prepare lets the active tier repack w for faster products. It is called
 // once when a model is loaded, before w is shared; MatMul works without
 // it. The VNNI tiers (avx512-vnni and avx-vnni, and the avx512-bf16 tier
-// built on the first) pack the weights of the types of quantized LMs
-// (Q8_0, Q4_K, Q6_K) into the panels their products read
-// (gemm_vnni_pack.go), in parallel; the products then give the same bits
-// without decoding the weights on every pass. w.Packed tells whether it
+// built on the first) pack Q8_0 weights into the panels their products
+// read (gemm_vnni_pack.go), in parallel; the products then give the same
+// bits without decoding the weights on every pass. w.Packed tells whether it
 // did: only the tier that packed w reads the copy, the others decode
 // w.Data. Other tiers decode panels during the product and keep w as
 // stored.

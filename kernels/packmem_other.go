@@ -13,3 +13,6 @@ func allocPacked(n int) ([]byte, bool) {
 
 // freePacked is never called for heap memory.
 func freePacked([]byte) {}
+
+// trimPacked returns mem[:n] (heap memory cannot be given back in part).
+func trimPacked(mem []byte, n int) []byte { return mem[:n] }

@@ -116,17 +116,22 @@ func ropePar(x []float32, nTok, nHead, headDim int, cos, sin []float32) {
 	half := headDim / 2
 	rowsOp(nTok*nHead*headDim, nHead*headDim, func(lo, hi int) {
 		t0, t1 := lo/(nHead*headDim), hi/(nHead*headDim)
-		RoPERef(x[lo:hi], t1-t0, nHead, headDim, cos[t0*half:], sin[t0*half:])
+		ropeHeads(x[lo:hi], t1-t0, nHead, headDim, cos[t0*half:], sin[t0*half:])
 	})
 }
 
+// addVec and ropeHeads are the inner loops of the additions (residuals,
+// biases) and of RoPE: portable Go, replaced at start-up by vector code
+// where the CPU has it (vecmath_amd64.go). Each output is the same
+// correctly rounded sum or product either way, so every tier may use them
+// without changing a bit.
+var (
+	addVec    = AddRef
+	ropeHeads = RoPERef
+)
+
 func addPar(dst, a, b []float32) {
-	parallelRange(len(dst), 16, func(lo, hi int) {
-		d, x, y := dst[lo:hi], a[lo:hi], b[lo:hi]
-		for i := range d {
-			d[i] = x[i] + y[i]
-		}
-	})
+	parallelRange(len(dst), 16, func(lo, hi int) { addVec(dst[lo:hi], a[lo:hi], b[lo:hi]) })
 }
 
 func geluPar(x []float32) {

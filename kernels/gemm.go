@@ -246,15 +246,19 @@ func gemm(dst, x []float32, m int, w *Matrix, bias []float32, g *gemmTier) {
 			}
 			g.panelProductStride(dst[m0*n+n0:], n, a[m0*lda+ak:], lda, m1-m0, kk, packed, kc*nr, n1-n0, k0 > 0, edge)
 		}
-		if bias != nil {
-			for i := m0; i < m1; i++ {
-				row := dst[i*n+n0 : i*n+n1]
-				for j, b := range bias[n0:n1] {
-					row[j] += b
-				}
-			}
-		}
+		addBias(dst, n, bias, m0, m1, n0, n1)
 	})
+}
+
+// addBias adds bias[n0:n1] to rows m0..m1 of dst (rows n apart).
+func addBias(dst []float32, n int, bias []float32, m0, m1, n0, n1 int) {
+	if bias == nil {
+		return
+	}
+	for i := m0; i < m1; i++ {
+		row := dst[i*n+n0 : i*n+n1]
+		addVec(row, row, bias[n0:n1])
+	}
 }
 
 // gemmTile is work item item of a product over m rows and n columns cut

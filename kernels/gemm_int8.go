@@ -335,19 +335,6 @@ func int8Blocking(m, n, rows int) (mc, mBlocks, nBlocks int) {
 	return mc, (m + mc - 1) / mc, nBlocks
 }
 
-// addBias adds bias[n0:n1] to rows m0..m1 of dst (rows n apart).
-func addBias(dst []float32, n int, bias []float32, m0, m1, n0, n1 int) {
-	if bias == nil {
-		return
-	}
-	for i := m0; i < m1; i++ {
-		row := dst[i*n+n0 : i*n+n1]
-		for j, b := range bias[n0:n1] {
-			row[j] += b
-		}
-	}
-}
-
 // tileRows runs one column panel's product over rows m0..m1 of c (the
 // panel's first column, row stride ldc) in groups of rows: all full groups
 // in one call when the panel is full width, the rest (bottom rows, right

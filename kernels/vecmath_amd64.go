@@ -86,3 +86,52 @@ func inPlace8(kern func(x *float32, n8 int), x []float32) {
 func quickGELUVec(x []float32) { inPlace8(quickGELUAVX2, x) }
 
 func geluTanhVec(x []float32) { inPlace8(geluTanhAVX2, x) }
+
+//go:noescape
+func addAVX2(dst, a, b *float32, n int)
+
+//go:noescape
+func ropeAVX2(lo, hi, c, s *float32, n int)
+
+func init() {
+	if hasAVX2 {
+		addVec = addVecAVX2
+		ropeHeads = ropeHeadsAVX2
+	}
+}
+
+// addVecAVX2 is addGo with the whole groups of eight in assembly; a sum
+// of two float32 values is exact-rounded either way, so the bits agree.
+func addVecAVX2(dst, a, b []float32) {
+	n := len(dst)
+	a, b = a[:n], b[:n]
+	n8 := n &^ 7
+	if n8 > 0 {
+		addAVX2(&dst[0], &a[0], &b[0], n8)
+	}
+	for i := n8; i < n; i++ {
+		dst[i] = a[i] + b[i]
+	}
+}
+
+// ropeHeadsAVX2 is ropeHeadsGo with the rotation of whole groups of eight
+// in assembly (the same products and sums, so the same bits).
+func ropeHeadsAVX2(x []float32, nTok, nHead, headDim int, cos, sin []float32) {
+	half := headDim / 2
+	h8 := half &^ 7
+	for t := 0; t < nTok; t++ {
+		c, s := cos[t*half:(t+1)*half], sin[t*half:(t+1)*half]
+		for h := 0; h < nHead; h++ {
+			v := x[(t*nHead+h)*headDim : (t*nHead+h+1)*headDim]
+			if h8 > 0 {
+				_, _ = v[half+h8-1], s[h8-1]
+				ropeAVX2(&v[0], &v[half], &c[0], &s[0], h8)
+			}
+			for d := h8; d < half; d++ {
+				a, b := v[d], v[d+half]
+				v[d] = a*c[d] - b*s[d]
+				v[d+half] = b*c[d] + a*s[d]
+			}
+		}
+	}
+}

@@ -303,3 +303,86 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// func addAVX2(dst, a, b *float32, n int)
+// dst[i] = a[i] + b[i] for n a multiple of 8; dst may be a or b.
+TEXT ·addAVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DX
+	MOVQ n+24(FP), CX
+	CMPQ CX, $32
+	JB   add8
+
+add32:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VADDPS  (DX), Y0, Y0
+	VADDPS  32(DX), Y1, Y1
+	VADDPS  64(DX), Y2, Y2
+	VADDPS  96(DX), Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ $128, SI
+	ADDQ $128, DX
+	ADDQ $128, DI
+	SUBQ $32, CX
+	CMPQ CX, $32
+	JAE  add32
+
+add8:
+	CMPQ CX, $8
+	JB   adddone
+	VMOVUPS (SI), Y0
+	VADDPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  add8
+
+adddone:
+	VZEROUPPER
+	RET
+
+// func ropeAVX2(lo, hi, c, s *float32, n int)
+// Rotates n values (a multiple of 8) of a head's halves lo and hi:
+// lo[d], hi[d] = lo[d]·c[d] − hi[d]·s[d], hi[d]·c[d] + lo[d]·s[d], each
+// product rounded before the sum, as RoPERef computes them.
+TEXT ·ropeAVX2(SB), NOSPLIT, $0-40
+	MOVQ lo+0(FP), DI
+	MOVQ hi+8(FP), BX
+	MOVQ c+16(FP), SI
+	MOVQ s+24(FP), DX
+	MOVQ n+32(FP), CX
+	SHRQ $3, CX
+	JZ   ropedone
+
+rope8:
+	VMOVUPS (DI), Y0
+	VMOVUPS (BX), Y1
+	VMOVUPS (SI), Y2
+	VMOVUPS (DX), Y3
+	VMULPS  Y2, Y0, Y4
+	VMULPS  Y3, Y1, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y2, Y1, Y6
+	VMULPS  Y3, Y0, Y7
+	VADDPS  Y7, Y6, Y6
+	VMOVUPS Y4, (DI)
+	VMOVUPS Y6, (BX)
+	ADDQ $32, DI
+	ADDQ $32, BX
+	ADDQ $32, SI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ  rope8
+
+ropedone:
+	VZEROUPPER
+	RET

@@ -1,7 +1,9 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -49,5 +51,37 @@ func TestVectorExp(t *testing.T) {
 	}
 	if math.Abs(float64(sum)-want) > 1e-5*want {
 		t.Fatalf("expSum = %v, want %v", sum, want)
+	}
+}
+
+// TestAddAndRoPEVectorsMatchGo checks the assembly addition and rotation
+// against the Go loops bit for bit, on lengths around every group size,
+// with the destination aliasing an operand, and RoPE head sizes whose
+// halves leave tails (vision towers use 80, LMs 128).
+func TestAddAndRoPEVectorsMatchGo(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("the CPU has no AVX2: the vector loops are not used")
+	}
+	rng := rand.New(rand.NewPCG(71, 72))
+	for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33, 40, 63, 64, 65, 100, 1280, 1283} {
+		a, b := randVec(n, rng), randVec(n, rng)
+		want := make([]float32, n)
+		AddRef(want, a, b)
+		got := make([]float32, n)
+		addVecAVX2(got, a, b)
+		sameBits(t, fmt.Sprintf("add n=%d", n), got, want)
+		inPlace := append([]float32(nil), a...)
+		addVecAVX2(inPlace, inPlace, b)
+		sameBits(t, fmt.Sprintf("add in place n=%d", n), inPlace, want)
+	}
+	for _, headDim := range []int{2, 14, 16, 18, 32, 34, 64, 80, 128} {
+		const nTok, nHead = 5, 3
+		half := headDim / 2
+		x := randVec(nTok*nHead*headDim, rng)
+		cos, sin := randVec(nTok*half, rng), randVec(nTok*half, rng)
+		want := append([]float32(nil), x...)
+		RoPERef(want, nTok, nHead, headDim, cos, sin)
+		ropeHeadsAVX2(x, nTok, nHead, headDim, cos, sin)
+		sameBits(t, fmt.Sprintf("rope headDim=%d", headDim), x, want)
 	}
 }

@@ -41,6 +41,7 @@ type e2eFlags struct {
 	images      *string
 	repeat      *int
 	imageFormat *string
+	pack        *bool
 }
 
 var e2e e2eFlags
@@ -54,6 +55,7 @@ func init() {
 		e2e.images = fs.String("images", "448,896", "square image `sizes` of the --model benchmark, one request each (empty: none)")
 		e2e.repeat = fs.Int("repeat", 1, "runs of each --model measurement; the median is reported")
 		e2e.imageFormat = fs.String("image-format", "jpeg", "encoding of the synthetic images: jpeg or png")
+		e2e.pack = fs.Bool("pack", true, "pack Q8_0 weights at load for the VNNI tiers, as vembed serve does (false: as vembed embed does)")
 	})
 	modelBenches = append(modelBenches, func(_ time.Duration, w io.Writer) ([]modelFigure, error) {
 		var sizes []int
@@ -67,6 +69,7 @@ func init() {
 			lm: *e2e.lm, mmproj: *e2e.mmproj,
 			texts: *e2e.texts, textTokens: *e2e.textTokens,
 			imageSizes: sizes, repeat: *e2e.repeat, imageFormat: *e2e.imageFormat,
+			unpacked: !*e2e.pack,
 		}, w)
 	})
 }
@@ -78,6 +81,8 @@ type e2eConfig struct {
 	imageSizes        []int
 	repeat            int
 	imageFormat       string
+	// unpacked loads without packing weights (--pack=false).
+	unpacked bool
 }
 
 // maxBenchTexts bounds the text batch: the batch is held in memory and
@@ -178,6 +183,7 @@ func (b *e2eRun) run() error {
 		}
 		fileBytes += st.Size()
 	}
+	kernels.SetPacking(!c.unpacked)
 	start := time.Now()
 	// No caches: every measured run must compute, not replay the first.
 	eng, err := loadEngine(b.w, oneCaller(engine.Config{Model: c.lm, MMProj: c.mmproj, EmbeddingCacheBytes: -1, EncoderCacheBytes: -1, ImageCacheBytes: -1}))

@@ -39,7 +39,7 @@ only the queries. Without --model or --url it uses the demo model.`
 
 func runEval(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("eval", evalUsage, stderr)
-	var mf modelFlags
+	mf := modelFlags{pack: true}
 	mf.register(fs)
 	datasets := fs.String("dataset", "", "comma-separated datasets: BEIR-layout `directories` or ViDoRe v1 Parquet tables")
 	split := fs.String("split", "test", "qrels split (qrels/SPLIT.tsv)")
@@ -94,6 +94,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 			}
 			cfg = mf.config()
 		}
+		mf.applyPacking()
 		e, err := engine.New(oneCaller(cfg))
 		if err != nil {
 			return err

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/vembed/vembed/kernels"
 )
 
 func TestParseFlagsInterspersed(t *testing.T) {
@@ -87,5 +89,31 @@ func TestEmbedWithoutModelUsesDemo(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "RANDOM WEIGHTS") || len(strings.Fields(out.String())) != 8 {
 		t.Errorf("stdout %q, stderr %q", out.String(), errb.String())
+	}
+}
+
+// TestEmbedPackFlag checks that embed, a one-shot command, loads without
+// packing weights unless --pack asks for it, and gives the same vector
+// either way (packing is bit-identical).
+func TestEmbedPackFlag(t *testing.T) {
+	defer kernels.SetPacking(kernels.SetPacking(true))
+	outs := map[bool]string{}
+	for _, pack := range []bool{false, true} {
+		args := []string{"embed", "--text", "hello", "--dimensions", "8"}
+		if pack {
+			args = append(args, "--pack")
+		}
+		kernels.SetPacking(!pack)
+		var out, errb bytes.Buffer
+		if code := run(args, &out, &errb); code != 0 {
+			t.Fatalf("--pack=%v: exit %d: %s", pack, code, errb.String())
+		}
+		if got := kernels.SetPacking(true); got != pack {
+			t.Errorf("embed --pack=%v left packing %v", pack, got)
+		}
+		outs[pack] = out.String()
+	}
+	if outs[false] != outs[true] {
+		t.Errorf("packed %q, unpacked %q", outs[true], outs[false])
 	}
 }

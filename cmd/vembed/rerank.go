@@ -60,6 +60,7 @@ func runRerank(args []string, stdout, stderr io.Writer) error {
 	if err := mf.resolveRefs(context.Background(), stderr, nil); err != nil {
 		return err
 	}
+	mf.applyPacking()
 	eng, err := loadEngine(stderr, oneCaller(mf.config()))
 	if err != nil {
 		return err

@@ -76,6 +76,7 @@ type serveOptions struct {
 func runServe(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve", serveUsage, stderr)
 	var o serveOptions
+	o.models.pack = true
 	o.models.register(fs)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address")
 	fs.StringVar(&o.name, "name", "", "model name reported to clients (default: from the GGUF)")
@@ -167,6 +168,7 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger) error {
 	if err := o.distributed(&cfg); err != nil {
 		return err
 	}
+	o.models.applyPacking()
 	eng, err := loadEngine(os.Stderr, cfg)
 	if err != nil {
 		return err

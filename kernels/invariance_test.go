@@ -28,14 +28,22 @@ func TestMatMulRowInvariance(t *testing.T) {
 			x := randVec(m*k, rng)
 			full := make([]float32, m*w.Rows)
 			MatMul(full, x, m, w, bias)
-			for _, r := range [][2]int{{0, 1}, {5, 6}, {7, 29}, {100, 211}, {3, 195}, {m - 1, m}} {
-				lo, hi := r[0], r[1]
-				part := make([]float32, (hi-lo)*w.Rows)
-				MatMul(part, x[lo*k:hi*k], hi-lo, w, bias)
-				for i := range part {
-					if math.Float32bits(part[i]) != math.Float32bits(full[lo*w.Rows+i]) {
-						t.Errorf("%s: rows [%d,%d): value %d is %v alone, %v in the batch of %d", typ, lo, hi, i, part[i], full[lo*w.Rows+i], m)
-						break
+			// The same weights as the tier packs them at load (if it
+			// does): rows of the packed products against the unpacked
+			// batch.
+			wc := *w
+			wp := &wc
+			Prepare(wp)
+			for _, mat := range []*Matrix{w, wp} {
+				for _, r := range [][2]int{{0, 1}, {5, 6}, {7, 29}, {100, 211}, {3, 195}, {m - 1, m}} {
+					lo, hi := r[0], r[1]
+					part := make([]float32, (hi-lo)*w.Rows)
+					MatMul(part, x[lo*k:hi*k], hi-lo, mat, bias)
+					for i := range part {
+						if math.Float32bits(part[i]) != math.Float32bits(full[lo*w.Rows+i]) {
+							t.Errorf("%s (packed %v): rows [%d,%d): value %d is %v alone, %v in the batch of %d", typ, mat.Packed(), lo, hi, i, part[i], full[lo*w.Rows+i], m)
+							break
+						}
 					}
 				}
 			}

@@ -162,7 +162,7 @@ func deepstackLayers(f *gguf.File, blocks int) ([]int, error) {
 // fusedQKV binds the three W×W thirds of a fused attn_qkv weight (rows q,
 // then k, then v) as separate matrices over the same bytes.
 func fusedQKV(b *vlm.Binder, name string, W int) (q, k, v *kernels.Matrix) {
-	all := b.Matrix(name, 3*W, W)
+	all := b.View(name, 3*W, W)
 	if all == nil {
 		return nil, nil, nil
 	}
@@ -173,7 +173,7 @@ func fusedQKV(b *vlm.Binder, name string, W int) (q, k, v *kernels.Matrix) {
 			b.Fail("tensor %q: %v", name, err)
 			return nil
 		}
-		kernels.Prepare(m)
+		b.Prepare(m)
 		return m
 	}
 	return part(0), part(1), part(2)

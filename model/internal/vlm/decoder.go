@@ -130,7 +130,7 @@ func LoadDecoder(f *gguf.File) (*Decoder, error) {
 	if te != nil && len(te.Dims) == 2 {
 		lm.Vocab = int(te.Dims[1])
 	}
-	lm.embd = b.Table("token_embd.weight", lm.Vocab, lm.Hidden)
+	lm.embd = b.View("token_embd.weight", lm.Vocab, lm.Hidden)
 	q, kv := lm.NHead*lm.HeadDim, lm.NKV*lm.HeadDim
 	lm.layers = make([]decoderLayer, c.BlockCount)
 	for i := range lm.layers {

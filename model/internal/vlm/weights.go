@@ -64,20 +64,27 @@ func (b *Binder) checkDims(t *gguf.Tensor, want ...int) bool {
 // file's pages of a packed weight are then released from the process, so
 // that the packed copy replaces them in memory instead of adding to them.
 func (b *Binder) Matrix(name string, out, in int) *kernels.Matrix {
-	w := b.Table(name, out, in)
-	if w == nil {
-		return nil
-	}
-	if kernels.Prepare(w); w.Packed() {
-		b.F.Release(w.Data)
+	w := b.View(name, out, in)
+	if w != nil {
+		b.Prepare(w)
 	}
 	return w
 }
 
-// Table binds a matrix that is read by row, never multiplied (the token
-// embeddings): as Matrix, without preparing it for products, so its bytes
-// stay in the mapped file and only the rows read are paged in.
-func (b *Binder) Table(name string, out, in int) *kernels.Matrix {
+// Prepare prepares w, a view of the file's bytes, for products
+// (kernels.Prepare) and releases the file's pages of w from the process
+// when the active tier packed it.
+func (b *Binder) Prepare(w *kernels.Matrix) {
+	if kernels.Prepare(w); w.Packed() {
+		b.F.Release(w.Data)
+	}
+}
+
+// View binds a matrix as Matrix does without preparing it for products:
+// one read by row, never multiplied (the token embeddings, whose bytes
+// stay in the mapped file and only the rows read are paged in), or one
+// cut into parts that are prepared on their own (a fused QKV).
+func (b *Binder) View(name string, out, in int) *kernels.Matrix {
 	t := b.Tensor(name)
 	if t == nil || !b.checkDims(t, in, out) {
 		return nil

@@ -235,6 +235,16 @@ func gemm(dst, x []float32, m int, w *Matrix, bias []float32, g *gemmTier) {
 					dec.decode(w.Data[row*rowBytes+koff:], kc, pan[r:], nr)
 				}
 			}
+			if next := k0 + gemmKC; next < k {
+				// Ask for the next slice of the weight rows now: the
+				// product below takes far longer than their journey
+				// from L3 or memory, which the decoding would wait on.
+				koff := next / dec.blockSize * dec.typeSize
+				nb := (min(gemmKC, k-next) + dec.blockSize - 1) / dec.blockSize * dec.typeSize
+				for row := n0; row < n1; row++ {
+					prefetchBytes(w.Data[row*rowBytes+koff : row*rowBytes+koff+nb])
+				}
+			}
 			kk, ak := kc, k0
 			if g.narrow != nil {
 				if pack16 == nil {

@@ -3,8 +3,10 @@ package kernels
 import "math"
 
 // Elementwise operations and norms. They cost O(n) against the O(n·d) of the
-// products around them, so the fast tiers only vectorize the exp-based
-// activations and spread large inputs over the worker pool.
+// products around them; the fast tiers vectorize the exp-based activations,
+// and on every tier the additions, RoPE and RMSNorm take vector loops that
+// give the same bits as the Go ones (addVec, ropeHeads, rmsRows). Large
+// inputs are spread over the worker pool.
 
 // parallelMin is the number of values below which an elementwise operation
 // runs on the calling goroutine: handing work to the pool costs a few
@@ -35,8 +37,12 @@ func rowsOp(n, dim int, fn func(lo, hi int)) {
 }
 
 func rmsNormPar(dst, x, w []float32, dim int, eps float32) {
-	rowsOp(len(x), dim, func(lo, hi int) { rmsNormRows(dst[lo:hi], x[lo:hi], w, dim, eps) })
+	rowsOp(len(x), dim, func(lo, hi int) { rmsRows(dst[lo:hi], x[lo:hi], w, dim, eps) })
 }
+
+// rmsRows is rmsNormRows, replaced at start-up by vector code giving the
+// same bits where the CPU has it (norm_amd64.go).
+var rmsRows = rmsNormRows
 
 func layerNormPar(dst, x, w, b []float32, dim int, eps float32) {
 	rowsOp(len(x), dim, func(lo, hi int) { layerNormRows(dst[lo:hi], x[lo:hi], w, b, dim, eps) })

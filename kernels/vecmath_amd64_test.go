@@ -85,3 +85,39 @@ func TestAddAndRoPEVectorsMatchGo(t *testing.T) {
 		sameBits(t, fmt.Sprintf("rope headDim=%d", headDim), x, want)
 	}
 }
+
+// TestRMSNormRowsAVX2MatchesGo checks the assembly RMSNorm against
+// rmsNormRows bit for bit: row counts around the four-row groups, widths
+// with and without tails (the towers' 1280, the LMs' 2048), in place,
+// and rows of zeros, huge values and NaN.
+func TestRMSNormRowsAVX2MatchesGo(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("the CPU has no AVX2: the vector loops are not used")
+	}
+	rng := rand.New(rand.NewPCG(73, 74))
+	for _, dim := range []int{1, 3, 4, 5, 8, 9, 16, 18, 80, 1280, 1283, 2048} {
+		for _, rows := range []int{1, 3, 4, 5, 8, 9} {
+			x, w := randVec(rows*dim, rng), randVec(dim, rng)
+			for i := range x {
+				x[i] *= float32(math.Exp2(float64(rng.IntN(41) - 20)))
+			}
+			if rows > 2 {
+				clear(x[dim : 2*dim])
+				x[2*dim] = 3e38
+				if dim > 1 {
+					x[2*dim+1] = -3e38
+				}
+			}
+			if rows > 4 {
+				x[4*dim+dim/2] = float32(math.NaN())
+			}
+			want := make([]float32, rows*dim)
+			rmsNormRows(want, x, w, dim, 1e-6)
+			got := make([]float32, rows*dim)
+			rmsNormRowsAVX2(got, x, w, dim, 1e-6)
+			sameBits(t, fmt.Sprintf("rmsnorm dim=%d rows=%d", dim, rows), got, want)
+			rmsNormRowsAVX2(x, x, w, dim, 1e-6)
+			sameBits(t, fmt.Sprintf("rmsnorm in place dim=%d rows=%d", dim, rows), x, want)
+		}
+	}
+}

@@ -42,6 +42,14 @@ var packTypes = map[gguf.Type]bool{gguf.TypeQ8_0: true}
 // packOff turns packing off (SetPacking).
 var packOff atomic.Bool
 
+// packedBytes counts the memory of the packed copies not yet freed.
+var packedBytes atomic.Int64
+
+// PackedBytes returns the memory held by packed weight copies (Prepare):
+// what packing adds to a process beside its mapped model files, whose
+// pages of the packed weights it releases.
+func PackedBytes() int64 { return packedBytes.Load() }
+
 // SetPacking sets whether Prepare packs weights for the active tier
 // (the default) and returns the previous setting. Off, every product
 // decodes the stored weights as it goes, which costs time on every pass
@@ -285,9 +293,13 @@ func packPanels(w *Matrix, g *vnniTier) {
 		}
 	})
 	mem = p.layOut(mem, nblk*vnniPanel)
-	if freeOnGC {
-		runtime.AddCleanup(p, freePacked, mem)
-	}
+	packedBytes.Add(int64(len(mem)))
+	runtime.AddCleanup(p, func(mem []byte) {
+		packedBytes.Add(-int64(len(mem)))
+		if freeOnGC {
+			freePacked(mem)
+		}
+	}, mem)
 	w.packed = p
 }
 

@@ -193,6 +193,7 @@ func (b *e2eRun) run() error {
 	defer eng.Close()
 	b.eng = eng
 	b.add("load", time.Since(start).Seconds(), "s")
+	b.add("packed_weights", float64(kernels.PackedBytes())/(1<<20), "MiB")
 	fmt.Fprintf(b.w, "vembed bench: %s loaded in %.1fs; kernel tier %s\n", b.label, time.Since(start).Seconds(), kernels.Active())
 
 	// Warm up with the smallest inputs: page in the mapped weights of both

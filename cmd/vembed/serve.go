@@ -18,6 +18,7 @@ import (
 
 	"github.com/vembed/vembed/engine"
 	"github.com/vembed/vembed/imagefetch"
+	"github.com/vembed/vembed/kernels"
 	"github.com/vembed/vembed/server"
 	"github.com/vembed/vembed/synth"
 	"github.com/vembed/vembed/visionsvc"
@@ -179,7 +180,8 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger) error {
 	}
 	info := eng.Info()
 	log.Info("model loaded", "name", info.Name, "arch", info.Arch, "dimensions", info.Hidden,
-		"context", info.ContextLength, "modalities", info.Modalities, "multivector", info.MultivectorDim, "random_weights", info.RandomWeights)
+		"context", info.ContextLength, "modalities", info.Modalities, "multivector", info.MultivectorDim, "random_weights", info.RandomWeights,
+		"kernel_tier", kernels.Active(), "packed_weight_bytes", kernels.PackedBytes())
 
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {

@@ -31,12 +31,12 @@ import (
 // switches to a tier with another layout, products decode Data again.
 
 // packTypes are the types Prepare packs: Q8_0 only. A product by a few
-// dozen rows streams its weights from memory, and on the Zen 5 it was
-// measured on it is bound by that: Q8_0's panels are a few percent more
-// bytes than its blocks and save the decoding; K-quant panels (packPanels
-// packs them, bit-identical too) are 1.7-2.4× their blocks, and a Q4_K_M
-// LM packed was no faster on a 30-token query (0.51-0.55 CPU-s against
-// 0.49-0.54) while its resident memory grew 1.6×.
+// dozen rows waits on its weights coming from memory, once per pass:
+// Q8_0's panels are a few percent more bytes than its blocks and save the
+// decoding; K-quant panels (packPanels packs them, bit-identical too) are
+// 1.7-2.4× their blocks, and a Q4_K_M LM packed was no faster on a
+// 30-token query on a Zen 5 (0.51-0.55 CPU-s against 0.49-0.54) while its
+// resident memory grew 1.6×.
 var packTypes = map[gguf.Type]bool{gguf.TypeQ8_0: true}
 
 // packOff turns packing off (SetPacking).

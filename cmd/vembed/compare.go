@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/vembed/vembed/compare"
+	"github.com/vembed/vembed/kernels"
 )
 
 func init() {
@@ -50,6 +51,9 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 		}
 		images = append(images, compare.Input{Name: filepath.Base(p), Data: b})
 	}
+	// Two engines that each embed a few images once: packing weights at
+	// load would cost more than it saves (see modelFlags.applyPacking).
+	kernels.SetPacking(false)
 	a, err := compare.Open(*aSpec)
 	if err != nil {
 		return err

@@ -80,6 +80,8 @@ type vnniPacked struct {
 	// them exactly: fd as binary16, start as start>>7 (layOut).
 	fd16    []uint16
 	start16 []int16
+	// size is the bytes of memory the copy holds.
+	size int
 }
 
 // vnniBlockPanels is the number of panels of a column block.
@@ -293,6 +295,7 @@ func packPanels(w *Matrix, g *vnniTier) {
 		}
 	})
 	mem = p.layOut(mem, nblk*vnniPanel)
+	p.size = len(mem)
 	packedBytes.Add(int64(len(mem)))
 	runtime.AddCleanup(p, func(mem []byte) {
 		packedBytes.Add(-int64(len(mem)))

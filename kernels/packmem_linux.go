@@ -12,8 +12,9 @@ import (
 // allocPacked returns n bytes of zeroed anonymous memory outside the Go
 // heap for a packed weight copy (so that the heap's growth target does
 // not scale with the model), and whether freePacked must release it; nil
-// when the memory cannot be had. Transparent huge pages are asked for:
-// the products' reads of the copy miss the TLB less.
+// when the memory cannot be had. Huge pages are not asked for: with
+// MADV_HUGEPAGE neither the load nor a query measured any faster, and a
+// fragmented host may stall the faults compacting memory.
 func allocPacked(n int) ([]byte, bool) {
 	if n <= 0 {
 		return nil, false
@@ -22,9 +23,7 @@ func allocPacked(n int) ([]byte, bool) {
 	if err != nil {
 		return nil, false
 	}
-	mem := unsafe.Slice((*byte)(p), n)
-	_ = unix.Madvise(mem, unix.MADV_HUGEPAGE)
-	return mem, true
+	return unsafe.Slice((*byte)(p), n), true
 }
 
 // trimPacked returns mem[:n], the whole pages of mem past n unmapped.

@@ -4,9 +4,9 @@ import "math"
 
 // Elementwise operations and norms. They cost O(n) against the O(n·d) of the
 // products around them; the fast tiers vectorize the exp-based activations,
-// and on every tier the additions, RoPE and RMSNorm take vector loops that
-// give the same bits as the Go ones (addVec, ropeHeads, rmsRows). Large
-// inputs are spread over the worker pool.
+// and on every tier the additions, RoPE and both norms take vector loops
+// that give the same bits as the Go ones (addVec, ropeHeads, rmsRows,
+// layerRows). Large inputs are spread over the worker pool.
 
 // parallelMin is the number of values below which an elementwise operation
 // runs on the calling goroutine: handing work to the pool costs a few
@@ -45,8 +45,11 @@ func rmsNormPar(dst, x, w []float32, dim int, eps float32) {
 var rmsRows = rmsNormRows
 
 func layerNormPar(dst, x, w, b []float32, dim int, eps float32) {
-	rowsOp(len(x), dim, func(lo, hi int) { layerNormRows(dst[lo:hi], x[lo:hi], w, b, dim, eps) })
+	rowsOp(len(x), dim, func(lo, hi int) { layerRows(dst[lo:hi], x[lo:hi], w, b, dim, eps) })
 }
+
+// layerRows is layerNormRows, replaced like rmsRows (norm_amd64.go).
+var layerRows = layerNormRows
 
 // sum4 and sumSq4 return Σ v and Σ (v−c)² in float64 over four
 // interleaved partial sums. One running sum makes every addition wait for

@@ -86,11 +86,12 @@ func TestAddAndRoPEVectorsMatchGo(t *testing.T) {
 	}
 }
 
-// TestRMSNormRowsAVX2MatchesGo checks the assembly RMSNorm against
-// rmsNormRows bit for bit: row counts around the four-row groups, widths
-// with and without tails (the towers' 1280, the LMs' 2048), in place,
-// and rows of zeros, huge values and NaN.
-func TestRMSNormRowsAVX2MatchesGo(t *testing.T) {
+// TestNormRowsAVX2MatchesGo checks the assembly RMSNorm and LayerNorm
+// (with and without bias) against rmsNormRows and layerNormRows bit for
+// bit: row counts around the four-row groups, widths with and without
+// tails (the towers' 1280, the LMs' 2048), in place, and rows of zeros,
+// huge values and NaN.
+func TestNormRowsAVX2MatchesGo(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("the CPU has no AVX2: the vector loops are not used")
 	}
@@ -112,8 +113,18 @@ func TestRMSNormRowsAVX2MatchesGo(t *testing.T) {
 				x[4*dim+dim/2] = float32(math.NaN())
 			}
 			want := make([]float32, rows*dim)
-			rmsNormRows(want, x, w, dim, 1e-6)
 			got := make([]float32, rows*dim)
+			bias := randVec(dim, rng)
+			for _, b := range [][]float32{nil, bias} {
+				layerNormRows(want, x, w, b, dim, 1e-5)
+				layerNormRowsAVX2(got, x, w, b, dim, 1e-5)
+				sameBits(t, fmt.Sprintf("layernorm dim=%d rows=%d bias=%v", dim, rows, b != nil), got, want)
+			}
+			x2 := append([]float32(nil), x...)
+			layerNormRowsAVX2(x2, x2, w, bias, dim, 1e-5)
+			sameBits(t, fmt.Sprintf("layernorm in place dim=%d rows=%d", dim, rows), x2, want)
+
+			rmsNormRows(want, x, w, dim, 1e-6)
 			rmsNormRowsAVX2(got, x, w, dim, 1e-6)
 			sameBits(t, fmt.Sprintf("rmsnorm dim=%d rows=%d", dim, rows), got, want)
 			rmsNormRowsAVX2(x, x, w, dim, 1e-6)

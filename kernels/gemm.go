@@ -336,24 +336,37 @@ func (t tile) panelProductStride(c []float32, ldc int, a []float32, lda int, row
 	}
 }
 
+// byPanelBytes bounds the block of activations (rows × kc words) that
+// panelProductByPanel runs each panel down: with the block's tile of c and
+// the column block's panels it stays in a Zen 4/5 core's 1 MiB L2.
+const byPanelBytes = 256 << 10
+
 // panelProductByPanel is panelProductStride with the loops the other way
-// round, for the GEMM: each panel of b (kc·nr values, 16 KiB for the 8×32
-// tiles) runs down all full row groups of a before the next panel, so it
-// stays in L1 while the rows of a stream from L2. Row group by row group,
-// the column block's panels (64 KiB) overflow Zen 5's 48 KiB L1 and every
-// call read its panel from L2: 2-4% more CPU time at the vision tower's
-// shapes (342 rows, K and N of 1280 and 3420) on both 8×32 tiles. Every
-// tile gets the same kernel call either way, so the results are the same
-// bits. The bottom rows and right columns short of a tile go through
-// panelProductStride's edge path.
+// round, for the GEMM: in blocks of rows whose activations stay in L2
+// (byPanelBytes), each panel of b (kc·nr values, 16 KiB for the 8×32 bf16
+// tile, 32 KiB for the float one) runs down all full row groups of the
+// block before the next panel, so it stays in L1 while the rows of a
+// stream from L2. Row group by row group, the column block's four panels
+// overflow Zen 5's 48 KiB L1 and every call read its panel from L2: 1-5%
+// more CPU time at the vision tower's shapes (342 rows, K and N of 1280
+// and 3420) on both 8×32 tiles. Without the row blocks, 1024 rows (a 512
+// KiB to 1 MiB block) made every panel re-read the activations from L3,
+// 5-10% slower than row group by row group. Every tile gets the same
+// kernel call either way, so the results are the same bits. The bottom
+// rows and right columns short of a tile go through panelProductStride's
+// edge path.
 func (t tile) panelProductByPanel(c []float32, ldc int, a []float32, lda int, rows, kc int, b []float32, ps, cols int, acc bool, edge []float32) {
 	MR, NR, kern := t.mr, t.nr, t.kern
 	full := rows / MR * MR
 	fullCols := cols / NR * NR
-	for j0 := 0; j0 < fullCols; j0 += NR {
-		pan := b[j0/NR*ps : j0/NR*ps+kc*NR]
-		for i0 := 0; i0 < full; i0 += MR {
-			kern(kc, a[i0*lda:], lda, pan, c[i0*ldc+j0:], ldc, acc)
+	rb := max(MR, byPanelBytes/(4*kc)/MR*MR) // rows per block
+	for r0 := 0; r0 < full; r0 += rb {
+		r1 := min(r0+rb, full)
+		for j0 := 0; j0 < fullCols; j0 += NR {
+			pan := b[j0/NR*ps : j0/NR*ps+kc*NR]
+			for i0 := r0; i0 < r1; i0 += MR {
+				kern(kc, a[i0*lda:], lda, pan, c[i0*ldc+j0:], ldc, acc)
+			}
 		}
 	}
 	if fullCols < cols {

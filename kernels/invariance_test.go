@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/vembed/vembed/gguf"
 )
 
 // TestMatMulRowInvariance checks that every row of a product is bit for bit
@@ -109,6 +111,35 @@ func TestAttentionKVMatchesOnePass(t *testing.T) {
 						}
 					}
 				})
+			}
+		}
+	})
+}
+
+// TestMatMulRowBlocksInvariance checks row invariance across the row
+// blocks of panelProductByPanel (256 KiB of activations: 256 float32 rows
+// or 512 bfloat16 pair rows of a full k slice): a batch of 603 rows of a
+// bfloat16-marked F16 weight, k with a tail slice and n with a partial
+// panel, against parts that lie in one block, straddle two or hold the
+// bottom rows short of a tile.
+func TestMatMulRowBlocksInvariance(t *testing.T) {
+	eachTier(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(13, 14))
+		const m, k, n = 603, 520, 70
+		w := randMatrix(t, gguf.TypeF16, n, k, rng)
+		w.BF16 = true
+		bias := randVec(n, rng)
+		x := randVec(m*k, rng)
+		full := make([]float32, m*n)
+		MatMul(full, x, m, w, bias)
+		for _, r := range [][2]int{{0, 1}, {250, 262}, {505, 517}, {255, 600}, {597, 603}} {
+			lo, hi := r[0], r[1]
+			part := make([]float32, (hi-lo)*n)
+			MatMul(part, x[lo*k:hi*k], hi-lo, w, bias)
+			for i := range part {
+				if math.Float32bits(part[i]) != math.Float32bits(full[lo*n+i]) {
+					t.Fatalf("rows [%d,%d): value %d is %v alone, %v in the batch of %d", lo, hi, i, part[i], full[lo*n+i], m)
+				}
 			}
 		}
 	})

@@ -2,31 +2,21 @@ package gguf
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
+
+	"github.com/vembed/vembed/internal/memstat"
 )
 
-// rssKiB reads the process's resident set from /proc/self/status.
+// rssKiB is the process's resident set in KiB; it skips where it cannot
+// be read.
 func rssKiB(t *testing.T) int {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
+	n, err := memstat.ResidentKiB()
 	if err != nil {
-		t.Skipf("no /proc/self/status: %v", err)
+		t.Skip(err)
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
-			n, err := strconv.Atoi(f[1])
-			if err != nil {
-				t.Fatalf("VmRSS %q: %v", l, err)
-			}
-			return n
-		}
-	}
-	t.Skip("no VmRSS in /proc/self/status")
-	return 0
+	return n
 }
 
 // TestReleaseDropsPages checks that Release takes a read tensor's pages

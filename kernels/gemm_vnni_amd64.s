@@ -978,6 +978,17 @@ DATA vnniiota<>+56(SB)/4, $14
 DATA vnniiota<>+60(SB)/4, $15
 GLOBL vnniiota<>(SB), RODATA|NOPTR, $64
 
+// Q8GROUP gathers four quant bytes of each of the panel's rows at byte
+// off of their blocks (Z15 the rows' offsets, K1 the rows present) into z,
+// stores them at dst(DI) and adds their sum to Z2 (VPDPBUSD by the ones of
+// Z28): one of the eight groups of a Q8_0 block.
+#define Q8GROUP(off, z, dst) \
+	VPXORD z, z, z \
+	KMOVW K1, K2 \
+	VPGATHERDD off(SI)(Z15*1), K2, z \
+	VMOVDQU32 z, dst(DI) \
+	VPDPBUSD z, Z28, Z2
+
 // func decodePanelQ8_0AVX512(src *byte, rowBytes int, nrows int, nb int, pan *int8, fs *float32, aux *int32)
 //
 // One 16-column panel of nb Q8_0 blocks straight from the stored rows (row
@@ -1017,46 +1028,14 @@ pq8block:
 	VCVTPH2PS Y1, Z1
 	VMOVUPS Z1, 0(R8)
 	VPXORD Z2, Z2, Z2
-	VPXORD Z16, Z16, Z16
-	KMOVW K1, K2
-	VPGATHERDD 2(SI)(Z15*1), K2, Z16
-	VMOVDQU32 Z16, 0(DI)
-	VPDPBUSD Z16, Z28, Z2
-	VPXORD Z17, Z17, Z17
-	KMOVW K1, K2
-	VPGATHERDD 6(SI)(Z15*1), K2, Z17
-	VMOVDQU32 Z17, 64(DI)
-	VPDPBUSD Z17, Z28, Z2
-	VPXORD Z18, Z18, Z18
-	KMOVW K1, K2
-	VPGATHERDD 10(SI)(Z15*1), K2, Z18
-	VMOVDQU32 Z18, 128(DI)
-	VPDPBUSD Z18, Z28, Z2
-	VPXORD Z19, Z19, Z19
-	KMOVW K1, K2
-	VPGATHERDD 14(SI)(Z15*1), K2, Z19
-	VMOVDQU32 Z19, 192(DI)
-	VPDPBUSD Z19, Z28, Z2
-	VPXORD Z20, Z20, Z20
-	KMOVW K1, K2
-	VPGATHERDD 18(SI)(Z15*1), K2, Z20
-	VMOVDQU32 Z20, 256(DI)
-	VPDPBUSD Z20, Z28, Z2
-	VPXORD Z21, Z21, Z21
-	KMOVW K1, K2
-	VPGATHERDD 22(SI)(Z15*1), K2, Z21
-	VMOVDQU32 Z21, 320(DI)
-	VPDPBUSD Z21, Z28, Z2
-	VPXORD Z22, Z22, Z22
-	KMOVW K1, K2
-	VPGATHERDD 26(SI)(Z15*1), K2, Z22
-	VMOVDQU32 Z22, 384(DI)
-	VPDPBUSD Z22, Z28, Z2
-	VPXORD Z23, Z23, Z23
-	KMOVW K1, K2
-	VPGATHERDD 30(SI)(Z15*1), K2, Z23
-	VMOVDQU32 Z23, 448(DI)
-	VPDPBUSD Z23, Z28, Z2
+	Q8GROUP(2, Z16, 0)
+	Q8GROUP(6, Z17, 64)
+	Q8GROUP(10, Z18, 128)
+	Q8GROUP(14, Z19, 192)
+	Q8GROUP(18, Z20, 256)
+	Q8GROUP(22, Z21, 320)
+	Q8GROUP(26, Z22, 384)
+	Q8GROUP(30, Z23, 448)
 	VPSLLD $7, Z2, Z2
 	VPSUBD Z2, Z27, Z3
 	VMOVDQU32 Z3, 0(R9)

@@ -61,36 +61,27 @@
 	ADDQ $bytes, R9 \
 	DECQ CX
 
+// LOAD_ROWS8 applies op to the same place of rows 0..7 (SI, DX apart; R8
+// = row 3, R9 = row 5), results in r0..r7.
+#define LOAD_ROWS8(op, r0, r1, r2, r3, r4, r5, r6, r7) \
+	op (SI), r0 \
+	op (SI)(DX*1), r1 \
+	op (SI)(DX*2), r2 \
+	op (R8), r3 \
+	op (SI)(DX*4), r4 \
+	op (R9), r5 \
+	op (R9)(DX*1), r6 \
+	op (R9)(DX*2), r7
+
 // The loaders: Y0..Y7 = eight values of rows 0..7 as float32.
 #define LOAD8_F32 \
-	VMOVUPS (SI), Y0 \
-	VMOVUPS (SI)(DX*1), Y1 \
-	VMOVUPS (SI)(DX*2), Y2 \
-	VMOVUPS (R8), Y3 \
-	VMOVUPS (SI)(DX*4), Y4 \
-	VMOVUPS (R9), Y5 \
-	VMOVUPS (R9)(DX*1), Y6 \
-	VMOVUPS (R9)(DX*2), Y7
+	LOAD_ROWS8(VMOVUPS, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
 
 #define LOAD8_F16 \
-	VCVTPH2PS (SI), Y0 \
-	VCVTPH2PS (SI)(DX*1), Y1 \
-	VCVTPH2PS (SI)(DX*2), Y2 \
-	VCVTPH2PS (R8), Y3 \
-	VCVTPH2PS (SI)(DX*4), Y4 \
-	VCVTPH2PS (R9), Y5 \
-	VCVTPH2PS (R9)(DX*1), Y6 \
-	VCVTPH2PS (R9)(DX*2), Y7
+	LOAD_ROWS8(VCVTPH2PS, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
 
 #define LOAD8_BF16 \
-	VPMOVZXWD (SI), Y0 \
-	VPMOVZXWD (SI)(DX*1), Y1 \
-	VPMOVZXWD (SI)(DX*2), Y2 \
-	VPMOVZXWD (R8), Y3 \
-	VPMOVZXWD (SI)(DX*4), Y4 \
-	VPMOVZXWD (R9), Y5 \
-	VPMOVZXWD (R9)(DX*1), Y6 \
-	VPMOVZXWD (R9)(DX*2), Y7 \
+	LOAD_ROWS8(VPMOVZXWD, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7) \
 	VPSLLD $16, Y0, Y0 \
 	VPSLLD $16, Y1, Y1 \
 	VPSLLD $16, Y2, Y2 \

@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "pack_amd64.h"
 
 // Panel packing straight to the bfloat16 pairs of the avx512-bf16 tier
 // (gemm_bf16.go): eight weight rows, 16 values of each per step, become
@@ -82,14 +83,7 @@
 TEXT ·pack8F16Pairs(SB), NOSPLIT, $0-32
 	SETUP32
 loop:
-	VCVTPH2PS (SI), Z0
-	VCVTPH2PS (SI)(DX*1), Z1
-	VCVTPH2PS (SI)(DX*2), Z2
-	VCVTPH2PS (R8), Z3
-	VCVTPH2PS (SI)(DX*4), Z4
-	VCVTPH2PS (R9), Z5
-	VCVTPH2PS (R9)(DX*1), Z6
-	VCVTPH2PS (R9)(DX*2), Z7
+	LOAD_ROWS8(VCVTPH2PS, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 	ROUND8
 	TRANSPOSE_STORE32
 	ADVANCE32(32)
@@ -102,14 +96,7 @@ done:
 TEXT ·pack8F32Pairs(SB), NOSPLIT, $0-32
 	SETUP32
 loop:
-	VMOVUPS (SI), Z0
-	VMOVUPS (SI)(DX*1), Z1
-	VMOVUPS (SI)(DX*2), Z2
-	VMOVUPS (R8), Z3
-	VMOVUPS (SI)(DX*4), Z4
-	VMOVUPS (R9), Z5
-	VMOVUPS (R9)(DX*1), Z6
-	VMOVUPS (R9)(DX*2), Z7
+	LOAD_ROWS8(VMOVUPS, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 	ROUND8
 	TRANSPOSE_STORE32
 	ADVANCE32(64)
@@ -123,14 +110,7 @@ done:
 TEXT ·pack8BF16Pairs(SB), NOSPLIT, $0-32
 	SETUP32
 loop:
-	VMOVUPS (SI), Y0
-	VMOVUPS (SI)(DX*1), Y1
-	VMOVUPS (SI)(DX*2), Y2
-	VMOVUPS (R8), Y3
-	VMOVUPS (SI)(DX*4), Y4
-	VMOVUPS (R9), Y5
-	VMOVUPS (R9)(DX*1), Y6
-	VMOVUPS (R9)(DX*2), Y7
+	LOAD_ROWS8(VMOVUPS, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
 	TRANSPOSE_STORE32
 	ADVANCE32(32)
 	JNZ  loop

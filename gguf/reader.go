@@ -30,6 +30,8 @@ type File struct {
 	// release, set for a mapped file, drops the whole pages of a range of
 	// the mapping from the process (Release).
 	release func(data []byte)
+	// onClose runs at Close (OnClose).
+	onClose []func()
 }
 
 // KV is one metadata key/value pair.
@@ -110,9 +112,21 @@ func (f *File) Release(data []byte) {
 	}
 }
 
-// Close releases the file mapping; tensor data must not be used afterwards.
-// Closing a File from Parse does nothing.
+// OnClose registers fn to run when f is closed, before its mapping is
+// released: for memory made from the file's tensors that should go with
+// it (weights repacked at load). Functions run once, the last registered
+// first.
+func (f *File) OnClose(fn func()) { f.onClose = append(f.onClose, fn) }
+
+// Close runs the OnClose functions and releases the file mapping; tensor
+// data must not be used afterwards. Closing a File from Parse releases no
+// mapping.
 func (f *File) Close() error {
+	for len(f.onClose) > 0 {
+		fn := f.onClose[len(f.onClose)-1]
+		f.onClose = f.onClose[:len(f.onClose)-1]
+		fn()
+	}
 	if f.unmap == nil {
 		return nil
 	}

@@ -3,6 +3,7 @@ package kernels
 import (
 	"math"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -25,7 +26,8 @@ import (
 // are exact (layOut). A Q8_0 matrix takes 576 bytes per 512 values,
 // 1.06× its 544; a Q4_K one would take 704, 2.4× its 288, and a Q6_K one
 // up to 704, 1.7× its 420. The memory is anonymous (allocPacked), outside
-// the Go heap, and freed when the packed copy becomes unreachable.
+// the Go heap, and freed by Unpack (a model's Close) or when the packed
+// copy becomes unreachable.
 //
 // A packed copy belongs to the GEMM (vnniTier) that made it: after Use
 // switches to a tier with another layout, products decode Data again.
@@ -80,8 +82,9 @@ type vnniPacked struct {
 	// them exactly: fd as binary16, start as start>>7 (layOut).
 	fd16    []uint16
 	start16 []int16
-	// size is the bytes of memory the copy holds.
+	// size is the bytes of memory the copy holds, mem that memory.
 	size int
+	mem  *packMem
 }
 
 // vnniBlockPanels is the number of panels of a column block.
@@ -297,13 +300,40 @@ func packPanels(w *Matrix, g *vnniTier) {
 	mem = p.layOut(mem, nblk*vnniPanel)
 	p.size = len(mem)
 	packedBytes.Add(int64(len(mem)))
-	runtime.AddCleanup(p, func(mem []byte) {
-		packedBytes.Add(-int64(len(mem)))
-		if freeOnGC {
-			freePacked(mem)
-		}
-	}, mem)
+	p.mem = &packMem{mem: mem, unmap: freeOnGC}
+	runtime.AddCleanup(p, (*packMem).free, p.mem)
 	w.packed = p
+}
+
+// packMem is the memory of a packed copy, freed once: by Unpack, or
+// when the collector finds the copy unreachable.
+type packMem struct {
+	mem   []byte
+	unmap bool // allocPacked's answer: the memory is not the heap's
+	once  sync.Once
+}
+
+func (m *packMem) free() {
+	m.once.Do(func() {
+		packedBytes.Add(-int64(len(m.mem)))
+		if m.unmap {
+			freePacked(m.mem)
+		}
+		m.mem = nil
+	})
+}
+
+// Unpack frees w's packed copy (Prepare) now, instead of when the
+// collector next finds it unreachable: the copy lives outside the Go heap,
+// so a closed model's gigabytes do not themselves make a collection
+// happen. Products by w then decode Data again. Like unmapping the file
+// that Data views, it must not run while a product by w does; a model
+// calls it as it closes (gguf.File.OnClose).
+func (w *Matrix) Unpack() {
+	if p, ok := w.packed.(*vnniPacked); ok {
+		w.packed = nil
+		p.mem.free()
+	}
 }
 
 // layOut moves p's side data from the heap into mem from off on, in

@@ -106,7 +106,9 @@ func MultiVectorFrom(f *gguf.File) (*MultiVector, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
 	}
-	kernels.Prepare(w)
+	if kernels.Prepare(w); w.Packed() {
+		f.OnClose(w.Unpack)
+	}
 	p.w = w
 	if b := f.Tensor("mvproj.bias"); b != nil {
 		if len(b.Dims) != 1 || b.Dims[0] != int64(p.OutputDim) {

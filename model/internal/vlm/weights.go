@@ -72,11 +72,13 @@ func (b *Binder) Matrix(name string, out, in int) *kernels.Matrix {
 }
 
 // Prepare prepares w, a view of the file's bytes, for products
-// (kernels.Prepare) and releases the file's pages of w from the process
-// when the active tier packed it.
+// (kernels.Prepare) and, when the active tier packed it, releases the
+// file's pages of w from the process and frees the packed copy when the
+// file closes.
 func (b *Binder) Prepare(w *kernels.Matrix) {
 	if kernels.Prepare(w); w.Packed() {
 		b.F.Release(w.Data)
+		b.F.OnClose(w.Unpack)
 	}
 }
 

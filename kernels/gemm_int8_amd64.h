@@ -1,5 +1,5 @@
 // Macros shared by the integer GEMM kernels (gemm_int8_amd64.s,
-// gemm_int8_u8_amd64.s).
+// gemm_int8_u8_amd64.s, gemm_vnni_amd64.s).
 
 // End of a 32-value block for one row: c += float(isum)·(dx·fd), with the
 // row's integer sums in ya, yb, its activation scale dx at dxa and the
@@ -29,6 +29,13 @@
 	VFMADD231PS 96(R13), Y14, yb \
 	VMOVUPS ya, lo \
 	VMOVUPS yb, hi
+
+// KERNNEXT moves the activations (bytes) and the scales on to the next row
+// group: every byte kernel takes a, as, ds, dss at the same offsets.
+#define KERNNEXT \
+	ADDQ as+24(FP), R9 \
+	MOVQ dss+40(FP), CX \
+	LEAQ (R10)(CX*4), R10
 
 // The 6x16 kernels (kernelI16x6x16, kernelS8x6x16) keep row r's two
 // accumulators in Y(2r), Y(2r+1), their scratch tile at DI (row r at

@@ -91,6 +91,7 @@
 	VADDPS 0(R12)(SI*2), c10, c10 \
 	VADDPS 64(R12)(SI*2), c11, c11
 
+// TILE6X32_WRITE writes the tile to c and moves DX six rows on.
 #define TILE6X32_WRITE(c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11) \
 	VMOVUPS c0, 0(DX) \
 	VMOVUPS c1, 64(DX) \
@@ -103,7 +104,47 @@
 	VMOVUPS c8, 0(R12)(SI*1) \
 	VMOVUPS c9, 64(R12)(SI*1) \
 	VMOVUPS c10, 0(R12)(SI*2) \
-	VMOVUPS c11, 64(R12)(SI*2)
+	VMOVUPS c11, 64(R12)(SI*2) \
+	LEAQ (R12)(SI*2), DX \
+	ADDQ SI, DX
+
+// TILE6X32_ROWS points SI at ldc in bytes and R12 at c's fourth row.
+#define TILE6X32_ROWS \
+	MOVQ ldc+88(FP), SI \
+	SHLQ $2, SI \
+	LEAQ (DX)(SI*2), R12 \
+	ADDQ SI, R12
+
+// V6X32GROUP starts a group of the 6x32 kernels: its activations (AX) and
+// scales (R11), the first panel's weights (BX), aux (R12) and factors
+// (R13), the block count in CX and SI = nb·64.
+#define V6X32GROUP \
+	MOVQ R9, AX \
+	MOVQ R10, R11 \
+	MOVQ b+48(FP), BX \
+	MOVQ aux+56(FP), R12 \
+	MOVQ f+64(FP), R13 \
+	MOVQ nb+8(FP), CX \
+	MOVQ CX, SI \
+	SHLQ $6, SI
+
+// V6X32STARTS sets the six rows' block sums Z0..Z11 to the columns'
+// starts (the first panel's, in Z24, and the second's, in Z25).
+#define V6X32STARTS \
+	VMOVDQU32 0(R12), Z24 \
+	VMOVDQU32 0(R12)(SI*4), Z25 \
+	VMOVDQA32 Z24, Z0 \
+	VMOVDQA32 Z25, Z1 \
+	VMOVDQA32 Z24, Z2 \
+	VMOVDQA32 Z25, Z3 \
+	VMOVDQA32 Z24, Z4 \
+	VMOVDQA32 Z25, Z5 \
+	VMOVDQA32 Z24, Z6 \
+	VMOVDQA32 Z25, Z7 \
+	VMOVDQA32 Z24, Z8 \
+	VMOVDQA32 Z25, Z9 \
+	VMOVDQA32 Z24, Z10 \
+	VMOVDQA32 Z25, Z11
 
 // func kernelVNNI6x32(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
 //
@@ -124,14 +165,7 @@ TEXT ·kernelVNNI6x32(SB), NOSPLIT, $0-104
 	JZ   vdone
 
 vgroup:
-	MOVQ R9, AX
-	MOVQ R10, R11
-	MOVQ b+48(FP), BX
-	MOVQ aux+56(FP), R12
-	MOVQ f+64(FP), R13
-	MOVQ nb+8(FP), CX
-	MOVQ CX, SI
-	SHLQ $6, SI
+	V6X32GROUP
 	VPXORD Z0, Z0, Z0
 	VMOVUPS Z0, 0(DI)
 	VMOVUPS Z0, 64(DI)
@@ -151,20 +185,7 @@ vgroup:
 vblock:
 	TESTQ $8, flags+96(FP)
 	JNZ  vmul
-	VMOVDQU32 0(R12), Z24
-	VMOVDQU32 0(R12)(SI*4), Z25
-	VMOVDQA32 Z24, Z0
-	VMOVDQA32 Z25, Z1
-	VMOVDQA32 Z24, Z2
-	VMOVDQA32 Z25, Z3
-	VMOVDQA32 Z24, Z4
-	VMOVDQA32 Z25, Z5
-	VMOVDQA32 Z24, Z6
-	VMOVDQA32 Z25, Z7
-	VMOVDQA32 Z24, Z8
-	VMOVDQA32 Z25, Z9
-	VMOVDQA32 Z24, Z10
-	VMOVDQA32 Z25, Z11
+	V6X32STARTS
 	VSTEPLO(0, 0)
 	VSTEPLO(24, 64)
 	VSTEPLO(48, 128)
@@ -280,21 +301,14 @@ vstore:
 	VMOVUPS 576(DI), Z9
 	VMOVUPS 640(DI), Z10
 	VMOVUPS 704(DI), Z11
-	MOVQ ldc+88(FP), SI
-	SHLQ $2, SI
-	LEAQ (DX)(SI*2), R12
-	ADDQ SI, R12
+	TILE6X32_ROWS
 	TESTQ $1, flags+96(FP)
 	JZ   vwrite
 	TILE6X32_ADD(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11)
 
 vwrite:
 	TILE6X32_WRITE(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11)
-	LEAQ (R12)(SI*2), DX
-	ADDQ SI, DX
-	ADDQ as+24(FP), R9
-	MOVQ dss+40(FP), CX
-	LEAQ (R10)(CX*4), R10
+	KERNNEXT
 	DECQ R8
 	JNZ  vgroup
 
@@ -722,14 +736,7 @@ TEXT ·kernelVNNIUnit6x32(SB), NOSPLIT, $0-104
 	JZ   udone
 
 ugroup:
-	MOVQ R9, AX
-	MOVQ R10, R11
-	MOVQ b+48(FP), BX
-	MOVQ aux+56(FP), R12
-	MOVQ f+64(FP), R13
-	MOVQ nb+8(FP), CX
-	MOVQ CX, SI
-	SHLQ $6, SI
+	V6X32GROUP
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
@@ -746,20 +753,7 @@ ugroup:
 	JZ   ustore
 
 ublock:
-	VMOVDQU32 0(R12), Z24
-	VMOVDQU32 0(R12)(SI*4), Z25
-	VMOVDQA32 Z24, Z0
-	VMOVDQA32 Z25, Z1
-	VMOVDQA32 Z24, Z2
-	VMOVDQA32 Z25, Z3
-	VMOVDQA32 Z24, Z4
-	VMOVDQA32 Z25, Z5
-	VMOVDQA32 Z24, Z6
-	VMOVDQA32 Z25, Z7
-	VMOVDQA32 Z24, Z8
-	VMOVDQA32 Z25, Z9
-	VMOVDQA32 Z24, Z10
-	VMOVDQA32 Z25, Z11
+	V6X32STARTS
 	USTEP(0, 0)
 	USTEP(24, 64)
 	USTEP(48, 128)
@@ -814,21 +808,14 @@ unext:
 	JNZ  ublock
 
 ustore:
-	MOVQ ldc+88(FP), SI
-	SHLQ $2, SI
-	LEAQ (DX)(SI*2), R12
-	ADDQ SI, R12
+	TILE6X32_ROWS
 	TESTQ $1, flags+96(FP)
 	JZ   uwrite
 	TILE6X32_ADD(Z12, Z13, Z14, Z15, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
 
 uwrite:
 	TILE6X32_WRITE(Z12, Z13, Z14, Z15, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
-	LEAQ (R12)(SI*2), DX
-	ADDQ SI, DX
-	ADDQ as+24(FP), R9
-	MOVQ dss+40(FP), CX
-	LEAQ (R10)(CX*4), R10
+	KERNNEXT
 	DECQ R8
 	JNZ  ugroup
 

@@ -37,6 +37,83 @@
 	MOVQ dss+40(FP), CX \
 	LEAQ (R10)(CX*4), R10
 
+// The kernels of bytes with the columns' start sums (kernelU8x3x16 and
+// those of gemm_vnni_amd64.s) take (ng, nb, a, as, ds, dss, b, aux, f, t,
+// c, ldc, flags) at the same offsets. KERNAUXARGS loads what every group
+// starts from (kernelVNNIUnit6x32, without a tile, loads its own).
+#define KERNAUXARGS \
+	MOVQ a+16(FP), R9 \
+	MOVQ ds+32(FP), R10 \
+	MOVQ c+80(FP), DX \
+	MOVQ t+72(FP), DI \
+	MOVQ ng+0(FP), R8
+
+// KERNAUXGROUP starts a group: its activations (AX) and scales (R11), the
+// panel (BX), its starts and multipliers (R12) and factors (R13), the
+// block count in CX.
+#define KERNAUXGROUP \
+	MOVQ R9, AX \
+	MOVQ R10, R11 \
+	MOVQ b+48(FP), BX \
+	MOVQ aux+56(FP), R12 \
+	MOVQ f+64(FP), R13 \
+	MOVQ nb+8(FP), CX
+
+// The 3x16 kernels (kernelU8x3x16, kernelAVXVNNI3x16) keep row r's two
+// int32 sums in Y(2r), Y(2r+1), their scratch tile at DI (row r at 64r),
+// the rows' (dx, dx·Σq) of the block at R11 (row r at 8r) and c's first
+// row at DX.
+
+// TILE3ZERO clears the scratch tile.
+#define TILE3ZERO \
+	VXORPS Y0, Y0, Y0 \
+	VMOVUPS Y0, 0(DI) \
+	VMOVUPS Y0, 32(DI) \
+	VMOVUPS Y0, 64(DI) \
+	VMOVUPS Y0, 96(DI) \
+	VMOVUPS Y0, 128(DI) \
+	VMOVUPS Y0, 160(DI)
+
+// EPI3 and EPIMIN3 are EPI and EPIMIN for the three rows.
+#define EPI3 \
+	EPI(Y0, Y1, 0(R11), 0(DI), 32(DI)) \
+	EPI(Y2, Y3, 8(R11), 64(DI), 96(DI)) \
+	EPI(Y4, Y5, 16(R11), 128(DI), 160(DI))
+
+#define EPIMIN3 \
+	EPIMIN(Y0, Y1, 0(R11), 4(R11), 0(DI), 32(DI)) \
+	EPIMIN(Y2, Y3, 8(R11), 12(R11), 64(DI), 96(DI)) \
+	EPIMIN(Y4, Y5, 16(R11), 20(R11), 128(DI), 160(DI))
+
+// TILE3LOAD loads the tile into Y0..Y5 and points SI at ldc in bytes.
+#define TILE3LOAD(ldc) \
+	VMOVUPS 0(DI), Y0 \
+	VMOVUPS 32(DI), Y1 \
+	VMOVUPS 64(DI), Y2 \
+	VMOVUPS 96(DI), Y3 \
+	VMOVUPS 128(DI), Y4 \
+	VMOVUPS 160(DI), Y5 \
+	MOVQ ldc, SI \
+	SHLQ $2, SI
+
+// TILE3ADD adds c to the loaded tile.
+#define TILE3ADD \
+	VADDPS 0(DX), Y0, Y0 \
+	VADDPS 32(DX), Y1, Y1 \
+	VADDPS 0(DX)(SI*1), Y2, Y2 \
+	VADDPS 32(DX)(SI*1), Y3, Y3 \
+	VADDPS 0(DX)(SI*2), Y4, Y4 \
+	VADDPS 32(DX)(SI*2), Y5, Y5
+
+// TILE3WRITE writes the tile to c.
+#define TILE3WRITE \
+	VMOVUPS Y0, 0(DX) \
+	VMOVUPS Y1, 32(DX) \
+	VMOVUPS Y2, 0(DX)(SI*1) \
+	VMOVUPS Y3, 32(DX)(SI*1) \
+	VMOVUPS Y4, 0(DX)(SI*2) \
+	VMOVUPS Y5, 32(DX)(SI*2)
+
 // The 6x16 kernels (kernelI16x6x16, kernelS8x6x16) keep row r's two
 // accumulators in Y(2r), Y(2r+1), their scratch tile at DI (row r at
 // 64r), the rows' (dx, dx·Σq) of the block at R11 (row r at 8r) and c's

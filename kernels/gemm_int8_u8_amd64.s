@@ -76,29 +76,13 @@
 // float32 scratch tile. c: the output, rows ldc apart, written (flags bit
 // 0: added to) at the end. flags bit 1: apply fm; bit 2: four-step groups.
 TEXT ·kernelU8x3x16(SB), NOSPLIT, $0-104
-	MOVQ a+16(FP), R9
-	MOVQ ds+32(FP), R10
-	MOVQ c+80(FP), DX
-	MOVQ t+72(FP), DI
-	MOVQ ng+0(FP), R8
+	KERNAUXARGS
 	TESTQ R8, R8
 	JZ   done
 
 group:
-	MOVQ R9, AX
-	MOVQ R10, R11
-	MOVQ b+48(FP), BX
-	MOVQ aux+56(FP), R12
-	MOVQ f+64(FP), R13
-	MOVQ nb+8(FP), CX
-
-	VXORPS Y0, Y0, Y0
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y0, 32(DI)
-	VMOVUPS Y0, 64(DI)
-	VMOVUPS Y0, 96(DI)
-	VMOVUPS Y0, 128(DI)
-	VMOVUPS Y0, 160(DI)
+	KERNAUXGROUP
+	TILE3ZERO
 	TESTQ CX, CX
 	JZ   store
 
@@ -144,15 +128,11 @@ summed:
 
 	TESTQ $2, flags+96(FP)
 	JNZ  withmin
-	EPI(Y0, Y1, 0(R11), 0(DI), 32(DI))
-	EPI(Y2, Y3, 8(R11), 64(DI), 96(DI))
-	EPI(Y4, Y5, 16(R11), 128(DI), 160(DI))
+	EPI3
 	JMP  next
 
 withmin:
-	EPIMIN(Y0, Y1, 0(R11), 4(R11), 0(DI), 32(DI))
-	EPIMIN(Y2, Y3, 8(R11), 12(R11), 64(DI), 96(DI))
-	EPIMIN(Y4, Y5, 16(R11), 20(R11), 128(DI), 160(DI))
+	EPIMIN3
 
 next:
 	ADDQ $24, R11
@@ -161,35 +141,16 @@ next:
 	JNZ  block
 
 store:
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	MOVQ ldc+88(FP), SI
-	SHLQ $2, SI
+	TILE3LOAD(ldc+88(FP))
 	TESTQ $1, flags+96(FP)
 	JZ   write
-	VADDPS 0(DX), Y0, Y0
-	VADDPS 32(DX), Y1, Y1
-	VADDPS 0(DX)(SI*1), Y2, Y2
-	VADDPS 32(DX)(SI*1), Y3, Y3
-	VADDPS 0(DX)(SI*2), Y4, Y4
-	VADDPS 32(DX)(SI*2), Y5, Y5
+	TILE3ADD
 
 write:
-	VMOVUPS Y0, 0(DX)
-	VMOVUPS Y1, 32(DX)
-	VMOVUPS Y2, 0(DX)(SI*1)
-	VMOVUPS Y3, 32(DX)(SI*1)
-	VMOVUPS Y4, 0(DX)(SI*2)
-	VMOVUPS Y5, 32(DX)(SI*2)
+	TILE3WRITE
 
-	// Next group: activations and scales; TILE6WRITE moved c on.and three rows of c further.
-	ADDQ as+24(FP), R9
-	MOVQ dss+40(FP), CX
-	LEAQ (R10)(CX*4), R10
+	// Next group: activations and scales, three rows of c further.
+	KERNNEXT
 	LEAQ (DX)(SI*2), DX
 	ADDQ SI, DX
 	DECQ R8
@@ -738,9 +699,7 @@ swrite:
 	TILE6WRITE
 
 	// Next group: activations and scales; TILE6WRITE moved c on.
-	ADDQ as+24(FP), R9
-	MOVQ dss+40(FP), CX
-	LEAQ (R10)(CX*4), R10
+	KERNNEXT
 	DECQ R8
 	JNZ  sgroup
 

@@ -115,16 +115,10 @@
 	LEAQ (DX)(SI*2), R12 \
 	ADDQ SI, R12
 
-// V6X32GROUP starts a group of the 6x32 kernels: its activations (AX) and
-// scales (R11), the first panel's weights (BX), aux (R12) and factors
-// (R13), the block count in CX and SI = nb·64.
+// V6X32GROUP starts a group of the 6x32 kernels (KERNAUXGROUP, with the
+// first panel) and sets SI = nb·64.
 #define V6X32GROUP \
-	MOVQ R9, AX \
-	MOVQ R10, R11 \
-	MOVQ b+48(FP), BX \
-	MOVQ aux+56(FP), R12 \
-	MOVQ f+64(FP), R13 \
-	MOVQ nb+8(FP), CX \
+	KERNAUXGROUP \
 	MOVQ CX, SI \
 	SHLQ $6, SI
 
@@ -156,11 +150,7 @@
 // scratch tile (row r at 128r). flags bit 0: add into c; bit 1: apply fm;
 // bit 3: multipliers.
 TEXT ·kernelVNNI6x32(SB), NOSPLIT, $0-104
-	MOVQ a+16(FP), R9
-	MOVQ ds+32(FP), R10
-	MOVQ c+80(FP), DX
-	MOVQ t+72(FP), DI
-	MOVQ ng+0(FP), R8
+	KERNAUXARGS
 	TESTQ R8, R8
 	JZ   vdone
 
@@ -356,21 +346,12 @@ vdone:
 // The avx-vnni kernel of unit blocks: kernelVNNI6x32's layouts with one
 // panel, a 6x16 tile (t row r at 64r), in ymm registers.
 TEXT ·kernelAVXVNNI6x16(SB), NOSPLIT, $0-104
-	MOVQ a+16(FP), R9
-	MOVQ ds+32(FP), R10
-	MOVQ c+80(FP), DX
-	MOVQ t+72(FP), DI
-	MOVQ ng+0(FP), R8
+	KERNAUXARGS
 	TESTQ R8, R8
 	JZ   ydone
 
 ygroup:
-	MOVQ R9, AX
-	MOVQ R10, R11
-	MOVQ b+48(FP), BX
-	MOVQ aux+56(FP), R12
-	MOVQ f+64(FP), R13
-	MOVQ nb+8(FP), CX
+	KERNAUXGROUP
 	TILE6ZERO
 	TESTQ CX, CX
 	JZ   ystore
@@ -423,9 +404,7 @@ ystore:
 
 ywrite:
 	TILE6WRITE
-	ADDQ as+24(FP), R9
-	MOVQ dss+40(FP), CX
-	LEAQ (R10)(CX*4), R10
+	KERNNEXT
 	DECQ R8
 	JNZ  ygroup
 
@@ -463,28 +442,13 @@ ydone:
 // 12 bytes per step (96 per block), scales 24 bytes per block, t row r at
 // 64r; otherwise as kernelAVXVNNI6x16.
 TEXT ·kernelAVXVNNI3x16(SB), NOSPLIT, $0-104
-	MOVQ a+16(FP), R9
-	MOVQ ds+32(FP), R10
-	MOVQ c+80(FP), DX
-	MOVQ t+72(FP), DI
-	MOVQ ng+0(FP), R8
+	KERNAUXARGS
 	TESTQ R8, R8
 	JZ   y3done
 
 y3group:
-	MOVQ R9, AX
-	MOVQ R10, R11
-	MOVQ b+48(FP), BX
-	MOVQ aux+56(FP), R12
-	MOVQ f+64(FP), R13
-	MOVQ nb+8(FP), CX
-	VXORPS Y0, Y0, Y0
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y0, 32(DI)
-	VMOVUPS Y0, 64(DI)
-	VMOVUPS Y0, 96(DI)
-	VMOVUPS Y0, 128(DI)
-	VMOVUPS Y0, 160(DI)
+	KERNAUXGROUP
+	TILE3ZERO
 	TESTQ CX, CX
 	JZ   y3store
 
@@ -520,15 +484,11 @@ y3block:
 	ADDQ $256, R12
 	TESTQ $2, flags+96(FP)
 	JNZ  y3withmin
-	EPI(Y0, Y1, 0(R11), 0(DI), 32(DI))
-	EPI(Y2, Y3, 8(R11), 64(DI), 96(DI))
-	EPI(Y4, Y5, 16(R11), 128(DI), 160(DI))
+	EPI3
 	JMP  y3next
 
 y3withmin:
-	EPIMIN(Y0, Y1, 0(R11), 4(R11), 0(DI), 32(DI))
-	EPIMIN(Y2, Y3, 8(R11), 12(R11), 64(DI), 96(DI))
-	EPIMIN(Y4, Y5, 16(R11), 20(R11), 128(DI), 160(DI))
+	EPIMIN3
 
 y3next:
 	ADDQ $24, R11
@@ -537,33 +497,14 @@ y3next:
 	JNZ  y3block
 
 y3store:
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	MOVQ ldc+88(FP), SI
-	SHLQ $2, SI
+	TILE3LOAD(ldc+88(FP))
 	TESTQ $1, flags+96(FP)
 	JZ   y3write
-	VADDPS 0(DX), Y0, Y0
-	VADDPS 32(DX), Y1, Y1
-	VADDPS 0(DX)(SI*1), Y2, Y2
-	VADDPS 32(DX)(SI*1), Y3, Y3
-	VADDPS 0(DX)(SI*2), Y4, Y4
-	VADDPS 32(DX)(SI*2), Y5, Y5
+	TILE3ADD
 
 y3write:
-	VMOVUPS Y0, 0(DX)
-	VMOVUPS Y1, 32(DX)
-	VMOVUPS Y2, 0(DX)(SI*1)
-	VMOVUPS Y3, 32(DX)(SI*1)
-	VMOVUPS Y4, 0(DX)(SI*2)
-	VMOVUPS Y5, 32(DX)(SI*2)
-	ADDQ as+24(FP), R9
-	MOVQ dss+40(FP), CX
-	LEAQ (R10)(CX*4), R10
+	TILE3WRITE
+	KERNNEXT
 	LEAQ (DX)(SI*2), DX
 	ADDQ SI, DX
 	DECQ R8

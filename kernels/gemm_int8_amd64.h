@@ -222,3 +222,93 @@
 	VMOVUPS Y11, 32(R12)(SI*2) \
 	LEAQ (R12)(SI*2), DX \
 	ADDQ SI, DX
+
+// The quantizers of a row's activations to bytes q+128 (quantizeU8AVX2,
+// quantizeU8StridedAVX2), a block of 32 floats at SI at a time.
+// QUANTTABLE defines their constants as the file's table t: the magnitude
+// mask, 127, 1, the bytes 0x80, then the VPERMD order that undoes the lane
+// interleaving of the packs.
+#define QUANTTABLE(t) \
+	DATA t<>+0(SB)/4, $0x7fffffff \
+	DATA t<>+4(SB)/4, $127.0 \
+	DATA t<>+8(SB)/4, $1.0 \
+	DATA t<>+12(SB)/4, $0x80808080 \
+	DATA t<>+16(SB)/4, $0 \
+	DATA t<>+20(SB)/4, $4 \
+	DATA t<>+24(SB)/4, $1 \
+	DATA t<>+28(SB)/4, $5 \
+	DATA t<>+32(SB)/4, $2 \
+	DATA t<>+36(SB)/4, $6 \
+	DATA t<>+40(SB)/4, $3 \
+	DATA t<>+44(SB)/4, $7 \
+	GLOBL t<>(SB), RODATA|NOPTR, $48
+
+// QUANTCONSTS loads them from t: the magnitude mask in Y15, the bytes 0x80
+// in Y14, the order in Y13, 127 in X12, 1 in X11, zero in Y10.
+#define QUANTCONSTS(t) \
+	VPBROADCASTD t<>+0(SB), Y15 \
+	VPBROADCASTD t<>+12(SB), Y14 \
+	VMOVDQU t<>+16(SB), Y13 \
+	VMOVSS t<>+4(SB), X12 \
+	VMOVSS t<>+8(SB), X11 \
+	VPXOR Y10, Y10, Y10
+
+// QUANT32 quantizes the block at SI: its largest magnitude as integer bits
+// in AX (so NaN > Inf, as in the Go code), jumping to tiny when it is
+// below 2⁻¹⁰⁰ and to special when it is not finite; otherwise d = amax/127
+// in X8 and the 32 bytes q+128 in Y0, in order (q = round-half-even(x·(1/d))
+// by VCVTPS2DQ, packed with saturation, the lanes put back by VPERMD).
+#define QUANT32 \
+	VMOVUPS 0(SI), Y0 \
+	VMOVUPS 32(SI), Y1 \
+	VMOVUPS 64(SI), Y2 \
+	VMOVUPS 96(SI), Y3 \
+	VPAND Y15, Y0, Y4 \
+	VPAND Y15, Y1, Y5 \
+	VPAND Y15, Y2, Y6 \
+	VPAND Y15, Y3, Y7 \
+	VPMAXUD Y5, Y4, Y4 \
+	VPMAXUD Y7, Y6, Y6 \
+	VPMAXUD Y6, Y4, Y4 \
+	VEXTRACTI128 $1, Y4, X5 \
+	VPMAXUD X5, X4, X4 \
+	VPSHUFD $0x4E, X4, X5 \
+	VPMAXUD X5, X4, X4 \
+	VPSHUFD $0xB1, X4, X5 \
+	VPMAXUD X5, X4, X4 \
+	VMOVD X4, AX \
+	CMPL AX, $0x0d800000 \
+	JB   tiny \
+	CMPL AX, $0x7f800000 \
+	JAE  special \
+	VDIVSS X12, X4, X8 \
+	VDIVSS X8, X11, X9 \
+	VBROADCASTSS X9, Y9 \
+	VMULPS Y9, Y0, Y0 \
+	VMULPS Y9, Y1, Y1 \
+	VMULPS Y9, Y2, Y2 \
+	VMULPS Y9, Y3, Y3 \
+	VCVTPS2DQ Y0, Y0 \
+	VCVTPS2DQ Y1, Y1 \
+	VCVTPS2DQ Y2, Y2 \
+	VCVTPS2DQ Y3, Y3 \
+	VPACKSSDW Y1, Y0, Y0 \
+	VPACKSSDW Y3, Y2, Y2 \
+	VPACKSSWB Y2, Y0, Y0 \
+	VPERMD Y0, Y13, Y0 \
+	VPXOR Y14, Y0, Y0
+
+// QUANTSUMS stores (d, d·Σq) of the block at DX: Σ(q+128) by VPSADBW of Y0
+// against zero (four 64-bit partial sums), less 32·128.
+#define QUANTSUMS \
+	VPSADBW Y10, Y0, Y1 \
+	VEXTRACTI128 $1, Y1, X2 \
+	VPADDQ X2, X1, X1 \
+	VPSHUFD $0x4E, X1, X2 \
+	VPADDQ X2, X1, X1 \
+	VMOVQ X1, AX \
+	SUBQ $4096, AX \
+	VCVTSI2SSQ AX, X9, X9 \
+	VMULSS X8, X9, X9 \
+	VMOVSS X8, 0(DX) \
+	VMOVSS X9, 4(DX)

@@ -764,19 +764,7 @@ udone:
 	VZEROUPPER
 	RET
 
-DATA vnniquant<>+0(SB)/4, $0x7fffffff
-DATA vnniquant<>+4(SB)/4, $127.0
-DATA vnniquant<>+8(SB)/4, $1.0
-DATA vnniquant<>+12(SB)/4, $0x80808080
-DATA vnniquant<>+16(SB)/4, $0
-DATA vnniquant<>+20(SB)/4, $4
-DATA vnniquant<>+24(SB)/4, $1
-DATA vnniquant<>+28(SB)/4, $5
-DATA vnniquant<>+32(SB)/4, $2
-DATA vnniquant<>+36(SB)/4, $6
-DATA vnniquant<>+40(SB)/4, $3
-DATA vnniquant<>+44(SB)/4, $7
-GLOBL vnniquant<>(SB), RODATA|NOPTR, $48
+QUANTTABLE(vnniquant)
 
 // STRIDED8 stores the eight dwords of y (x its low half) R8 bytes apart
 // from DI (R9 = 3·R8); X4 is clobbered.
@@ -805,74 +793,20 @@ TEXT ·quantizeU8StridedAVX2(SB), NOSPLIT, $0-40
 	MOVQ stride+24(FP), R8
 	MOVQ ds+32(FP), DX
 	LEAQ (R8)(R8*2), R9
-	VPBROADCASTD vnniquant<>+0(SB), Y15
-	VPBROADCASTD vnniquant<>+12(SB), Y14
-	VMOVDQU vnniquant<>+16(SB), Y13
-	VMOVSS vnniquant<>+4(SB), X12
-	VMOVSS vnniquant<>+8(SB), X11
-	VPXOR Y10, Y10, Y10
+	QUANTCONSTS(vnniquant)
 	TESTQ CX, CX
 	JZ   vqqdone
 
 vqqblock:
-	VMOVUPS 0(SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VMOVUPS 96(SI), Y3
-	VPAND Y15, Y0, Y4
-	VPAND Y15, Y1, Y5
-	VPAND Y15, Y2, Y6
-	VPAND Y15, Y3, Y7
-	VPMAXUD Y5, Y4, Y4
-	VPMAXUD Y7, Y6, Y6
-	VPMAXUD Y6, Y4, Y4
-	VEXTRACTI128 $1, Y4, X5
-	VPMAXUD X5, X4, X4
-	VPSHUFD $0x4E, X4, X5
-	VPMAXUD X5, X4, X4
-	VPSHUFD $0xB1, X4, X5
-	VPMAXUD X5, X4, X4
-	VMOVD X4, AX
-	CMPL AX, $0x0d800000
-	JB   vqtiny
-	CMPL AX, $0x7f800000
-	JAE  vqspecial
-	VDIVSS X12, X4, X8
-
-	VDIVSS X8, X11, X9
-	VBROADCASTSS X9, Y9
-	VMULPS Y9, Y0, Y0
-	VMULPS Y9, Y1, Y1
-	VMULPS Y9, Y2, Y2
-	VMULPS Y9, Y3, Y3
-	VCVTPS2DQ Y0, Y0
-	VCVTPS2DQ Y1, Y1
-	VCVTPS2DQ Y2, Y2
-	VCVTPS2DQ Y3, Y3
-	VPACKSSDW Y1, Y0, Y0
-	VPACKSSDW Y3, Y2, Y2
-	VPACKSSWB Y2, Y0, Y0
-	VPERMD Y0, Y13, Y0
-	VPXOR Y14, Y0, Y0
+	QUANT32
 	STRIDED8(Y0, X0)
-	// Σ(q+128) by VPSADBW against zero: four 64-bit partial sums.
-	VPSADBW Y10, Y0, Y1
-	VEXTRACTI128 $1, Y1, X2
-	VPADDQ X2, X1, X1
-	VPSHUFD $0x4E, X1, X2
-	VPADDQ X2, X1, X1
-	VMOVQ X1, AX
-	SUBQ $4096, AX
-	VCVTSI2SSQ AX, X9, X9
-	VMULSS X8, X9, X9
-	VMOVSS X8, 0(DX)
-	VMOVSS X9, 4(DX)
+	QUANTSUMS
 	JMP  vqqnext
 
-vqtiny:
+tiny:
 	XORL AX, AX
 
-vqspecial:
+special:
 	STRIDED8(Y14, X14)
 	MOVL AX, 0(DX)
 	MOVL $0, 4(DX)

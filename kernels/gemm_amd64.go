@@ -56,10 +56,12 @@ func archTiers() []*impl {
 	t.swiGLU = swiGLUWith(siluMulVec)
 	t.quickGELU = inPlaceWith(quickGELUVec)
 	t.geluTanh = inPlaceWith(geluTanhVec)
+	halfMinGEMM = g
 	i8 := int8Tier(t)
 	if !hasAVX512 {
 		return append(vnniTiers(i8), i8, &t)
 	}
+	halfMinGEMM = avx512GEMM
 	// On AVX-512 CPUs the integer tiers (avx2-int8 and the VNNI ones)
 	// take their float32 products (float weights, short products) from
 	// the avx512 tier: the same bits as avx2's, faster. avx2 stays pure

@@ -24,10 +24,11 @@ import (
 // panels reused by every row of the row block, here as small integers q
 // with, per column and 32-value block, a float32 factor fd and offset fm
 // such that the weight is fd·m·q + fm (fm = 0 for the types without a
-// minimum; m an integer multiplier, see below). Sub-block scales that are
-// small integers become m on the u8 path (Q6_K, Q3_K: one per 16 values)
-// or are folded into q on the int16 path (IQ4_XS: |scale·q| ≤ 4096), so
-// every block has one float factor.
+// minimum; m an integer multiplier, see below; Q2_K's minimums, one per
+// 16 values, are a float32 product of their own, gemm_int8_q2k.go).
+// Sub-block scales that are small integers become m on the u8 path (Q6_K,
+// Q3_K, Q2_K: one per 16 values) or are folded into q on the int16 path
+// (IQ4_XS: |scale·q| ≤ 4096), so every block has one float factor.
 //
 // Two integer paths share this design. The u8 path (gemm_int8_u8.go), for
 // the types whose integer values fit in ±32 (K-quants, Q4/Q5), multiplies
@@ -62,12 +63,21 @@ const (
 // median of three runs, 1.0-1.1× at M=32) and IQ4_NL and IQ4_XS (with
 // their AVX2 decoders, over three runs: 0.95-1.21× at M=512, median 1.1×,
 // and 1.04-1.31× at M=32, while Q8_0 measured 0.93-1.08× in the same
-// runs; with portable Go decoders they were 0.9-1.15× and about 0.5×). Q8_K keeps the float32 path: no model stores
-// it, and the int16 path stays, tested, as its integer reference.
+// runs; with portable Go decoders they were 0.9-1.15× and about 0.5×).
+// Q2_K (u8 path plus its minimums' float32 product, gemm_int8_q2k.go)
+// measured, against the float32 products each integer tier would
+// otherwise run (BenchmarkQ2KRatio, two runs, each alternated, Zen 5):
+// avx2-int8 2.1-2.2× avx2's at M=512 and 2.3-3.0× at M=1..32, 1.17-1.23×
+// avx512's at M=512 and 1.8-2.9× at M=1..32; avx512-vnni 1.9-2.1× avx512's
+// at M=512, 2.3-3.1× at M=1..32; avx-vnni 2.2× avx2's at M=512, 2.4-3.1×
+// at M=1..32. The integer tiers share this list (their results are the
+// same bits), so a type is here only where all of them gain. Q8_K keeps the
+// float32 path: no model stores it, and the int16 path stays, tested, as
+// its integer reference.
 var int8Types = map[gguf.Type]bool{
 	gguf.TypeQ4_K: true, gguf.TypeQ5_K: true, gguf.TypeQ6_K: true, gguf.TypeQ3_K: true,
 	gguf.TypeQ4_0: true, gguf.TypeQ4_1: true, gguf.TypeQ5_0: true, gguf.TypeQ5_1: true,
-	gguf.TypeQ8_0: true, gguf.TypeIQ4_NL: true, gguf.TypeIQ4_XS: true,
+	gguf.TypeQ8_0: true, gguf.TypeIQ4_NL: true, gguf.TypeIQ4_XS: true, gguf.TypeQ2_K: true,
 }
 
 // int8RowsScale adjusts SetInt8MinRows's threshold for the types whose
@@ -77,9 +87,10 @@ var int8Types = map[gguf.Type]bool{
 // they start at twice the threshold. Q3_K's float32 path decodes with
 // portable Go while its byte decoder is vectorized: the integer product
 // measured 4-5× faster at 1 to 32 rows, so it starts at a sixteenth
-// (1 row by default).
+// (1 row by default); so does Q2_K (portable float32 decoding too; its
+// integer product 1.8-3.1× faster at 1 to 32 rows on every integer tier).
 var int8RowsScale = map[gguf.Type]int{
-	gguf.TypeIQ4_NL: 1, gguf.TypeIQ4_XS: 1, gguf.TypeQ3_K: -4,
+	gguf.TypeIQ4_NL: 1, gguf.TypeIQ4_XS: 1, gguf.TypeQ3_K: -4, gguf.TypeQ2_K: -4,
 }
 
 // int8Threshold is the number of rows from which products with weights of
@@ -143,9 +154,11 @@ type i8Decoder struct {
 }
 
 // i8Decoders lists the weight types of the int16 path: those whose
-// integer values do not fit the u8 path's ±32 (gemm_int8_u8.go). Q2_K has
-// neither: its minimum changes every 16 values, which the per-32 offset
-// term cannot express. The float types keep the float32 path.
+// integer values do not fit the u8 path's ±32 (gemm_int8_u8.go). Q2_K,
+// whose minimum changes every 16 values (which the per-32 offset term
+// cannot express), takes the u8 path with its minimums as a separate
+// float32 product (gemm_int8_q2k.go). The float types keep the float32
+// path.
 var i8Decoders = map[gguf.Type]i8Decoder{
 	gguf.TypeQ8_0:   {32, 34, false, i8RowQ8_0},
 	gguf.TypeIQ4_NL: {32, 18, false, i8RowIQ4NL},

@@ -130,7 +130,7 @@ func BenchmarkInt8Ratio(b *testing.B) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	const k, n = 2048, 2048
 	for _, typ := range []gguf.Type{gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ5_K, gguf.TypeQ3_K, gguf.TypeQ4_0,
-		gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ8_0, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeQ8_K} {
+		gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ8_0, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeQ8_K, gguf.TypeQ2_K} {
 		w := randMatrix(b, typ, n, k, rng)
 		for _, m := range []int{512, 32, 16} {
 			x := randVec(m*k, rng)

@@ -12,11 +12,23 @@ import (
 
 // intDecodeRow decodes row j of w into the integer form of whichever
 // integer path takes its type: values v (multiplier times stored value),
-// and per 32-value block the factor fd and offset fm (value = fd·v + fm).
+// per 32-value block the factor fd, and per 16-value half the offset fm
+// (value i = fd[i/32]·v[i] + fm[i/16]): the block's offset in both halves,
+// or the type's halfMins.
 func intDecodeRow(w *Matrix, j int) (v []int32, fd, fm []float32) {
 	nb := w.Cols / i8Block
-	v, fd, fm = make([]int32, w.Cols), make([]float32, nb), make([]float32, nb)
+	v, fd, fb := make([]int32, w.Cols), make([]float32, nb), make([]float32, nb)
 	src := w.Data[j*w.RowBytes():]
+	fm = make([]float32, 2*nb)
+	defer func() {
+		if mins := halfMins[w.Type]; mins != nil {
+			mins(src, w.Cols, fm)
+			return
+		}
+		for b, f := range fb {
+			fm[2*b], fm[2*b+1] = f, f
+		}
+	}()
 	if dec, ok := u8Decoders[w.Type]; ok {
 		q, mul, sum := make([]int8, w.Cols), make([]int16, 2*nb), make([]int32, 2*nb)
 		if dec.unit {
@@ -24,7 +36,7 @@ func intDecodeRow(w *Matrix, j int) (v []int32, fd, fm []float32) {
 				mul[i] = 1
 			}
 		}
-		dec.row(src, w.Cols, q, fd, fm, 1, mul, sum)
+		dec.row(src, w.Cols, q, fd, fb, 1, mul, sum)
 		got := make([]int32, 2*nb)
 		for i, x := range q {
 			v[i] = int32(mul[i/16]) * int32(x)
@@ -36,11 +48,24 @@ func intDecodeRow(w *Matrix, j int) (v []int32, fd, fm []float32) {
 		return v, fd, fm
 	}
 	q := make([]int16, w.Cols)
-	i8Decoders[w.Type].row(src, w.Cols, q, fd, fm, 1)
+	i8Decoders[w.Type].row(src, w.Cols, q, fd, fb, 1)
 	for i, x := range q {
 		v[i] = int32(x)
 	}
 	return v, fd, fm
+}
+
+// epilogueTerms is the number of roundings that may touch a term of an
+// integer product by a weight of type t over nb blocks, for the bound
+// γ(epilogueTerms)·mag: the per-block epilogue sums at most 2·nb+1 terms
+// (and bias), each rounded once before (fl(dx·fd), fl(dx·Σq)); with
+// halfMins it sums nb block terms onto the float32 product of 2·nb
+// minimum terms and bias, each rounded once before (fl(dx·S_h)).
+func epilogueTerms(t gguf.Type, nb int) int {
+	if halfMins[t] != nil {
+		return 3*nb + 3
+	}
+	return 2*nb + 2
 }
 
 // intTypes lists the types with an integer kernel.
@@ -81,10 +106,10 @@ func TestI8DecodersMatchDequantize(t *testing.T) {
 				for i, v := range want {
 					b := i / i8Block
 					a := float64(fd[b]) * float64(q[i])
-					got := a + float64(fm[b])
-					tol := 2.01 * u * (math.Abs(a) + math.Abs(float64(fm[b])))
+					got := a + float64(fm[i/16])
+					tol := 2.01 * u * (math.Abs(a) + math.Abs(float64(fm[i/16])))
 					if !(math.Abs(got-float64(v)) <= tol) {
-						t.Fatalf("row %d value %d: %v·%d + %v = %v, Dequantize %v", j, i, fd[b], q[i], fm[b], got, v)
+						t.Fatalf("row %d value %d: %v·%d + %v = %v, Dequantize %v", j, i, fd[b], q[i], fm[i/16], got, v)
 					}
 				}
 			}
@@ -95,7 +120,8 @@ func TestI8DecodersMatchDequantize(t *testing.T) {
 // i8Ref is the reference of the integer math: the same activation
 // quantization, exact integer block dots, combined in float64. mag[i*n+j]
 // is Σ over blocks of |dx·fd·Σq_x·q_w| + |fm·dx·Σq_x| + |bias|, the scale of
-// the terms the float32 epilogue rounds.
+// the terms the float32 epilogue rounds; with halfMins the offset terms
+// are |fm_h·dx·S_h| per half (S_h the half's Σq_x).
 func i8Ref(x []float32, m int, w *Matrix, bias []float32) (ref, mag []float64) {
 	n, k := w.Rows, w.Cols
 	nb := k / i8Block
@@ -113,13 +139,18 @@ func i8Ref(x []float32, m int, w *Matrix, bias []float32) (ref, mag []float64) {
 				for kk := b * i8Block; kk < (b+1)*i8Block; kk++ {
 					isum += int64(xq[i*k+kk]) * int64(q[kk])
 				}
-				t1 := float64(ds[2*(i*nb+b)]) * float64(fd[b]) * float64(isum)
-				t2 := float64(fm[b]) * float64(ds[2*(i*nb+b)+1])
-				if !hasMin(w.Type) {
-					t2 = 0
+				dx := float64(ds[2*(i*nb+b)])
+				t1 := dx * float64(fd[b]) * float64(isum)
+				var t2, t3 float64
+				switch {
+				case halfMins[w.Type] != nil:
+					t2 = float64(fm[2*b]) * dx * float64(codeSum(xq[i*k+b*i8Block:][:16]))
+					t3 = float64(fm[2*b+1]) * dx * float64(codeSum(xq[i*k+b*i8Block+16:][:16]))
+				case hasMin(w.Type):
+					t2 = float64(fm[2*b]) * float64(ds[2*(i*nb+b)+1])
 				}
-				s += t1 + t2
-				a += math.Abs(t1) + math.Abs(t2)
+				s += t1 + t2 + t3
+				a += math.Abs(t1) + math.Abs(t2) + math.Abs(t3)
 			}
 			if bias != nil {
 				s += float64(bias[j])
@@ -129,6 +160,14 @@ func i8Ref(x []float32, m int, w *Matrix, bias []float32) (ref, mag []float64) {
 		}
 	}
 	return ref, mag
+}
+
+// codeSum is the sum of activation codes.
+func codeSum(q []int16) (s int64) {
+	for _, v := range q {
+		s += int64(v)
+	}
+	return s
 }
 
 // intGEMM is one integer path and kernel, run on a product.
@@ -218,7 +257,7 @@ func TestMatMulInt8(t *testing.T) {
 							ref, mag := i8Ref(x, m, w, bias)
 							nb := k / i8Block
 							for i, r := range ref {
-								tol := gamma(2*nb+2)*mag[i] + u*math.Abs(r)
+								tol := gamma(epilogueTerms(typ, nb))*mag[i] + u*math.Abs(r)
 								if !(math.Abs(float64(got[i])-r) <= tol) {
 									t.Fatalf("dst[%d][%d] = %v, want %v ± %.3g", i/n, i%n, got[i], r, tol)
 								}
@@ -248,7 +287,8 @@ func int8Slack(w *Matrix, j int, x []float32) float64 {
 //     (TestI8DecodersMatchDequantize);
 //   - the epilogue: γ(2·nb+2) of its terms (TestMatMulInt8).
 //
-// So |Σx·ŵ − result| ≤ Σ_b dx_b/2·Σ_b wa + 5u·Σ|x|·wa + γ(2nb+2)·mag.
+// So |Σx·ŵ − result| ≤ Σ_b dx_b/2·Σ_b wa + 5u·Σ|x|·wa + γ(n)·mag, n
+// epilogueTerms and fm per half (halfMins) in wa and mag.
 func int8Bound(w *Matrix, j int, x []float32) float64 {
 	k := w.Cols
 	nb := k / i8Block
@@ -260,15 +300,22 @@ func int8Bound(w *Matrix, j int, x []float32) float64 {
 		var sw, swx float64
 		var isum int64
 		for kk := b * i8Block; kk < (b+1)*i8Block; kk++ {
-			wa := math.Abs(float64(fd[b])*float64(q[kk])) + math.Abs(float64(fm[b]))
+			wa := math.Abs(float64(fd[b])*float64(q[kk])) + math.Abs(float64(fm[kk/16]))
 			sw += wa
 			swx += math.Abs(float64(x[kk])) * wa
 			isum += int64(xq[kk]) * int64(q[kk])
 		}
 		tol += float64(ds[2*b])/2*sw + 5*u*swx
-		mag += math.Abs(float64(ds[2*b])*float64(fd[b])*float64(isum)) + math.Abs(float64(fm[b])*float64(ds[2*b+1]))
+		mag += math.Abs(float64(ds[2*b]) * float64(fd[b]) * float64(isum))
+		if halfMins[w.Type] != nil {
+			for h := 0; h < 2; h++ {
+				mag += math.Abs(float64(fm[2*b+h]) * float64(ds[2*b]) * float64(codeSum(xq[b*i8Block+16*h:][:16])))
+			}
+		} else {
+			mag += math.Abs(float64(fm[2*b]) * float64(ds[2*b+1]))
+		}
 	}
-	return tol + gamma(2*nb+2)*mag
+	return tol + gamma(epilogueTerms(w.Type, nb))*mag
 }
 
 // TestMatMulInt8VsExact compares every integer path and kernel with the

@@ -76,6 +76,7 @@ var u8Decoders = map[gguf.Type]u8Decoder{
 	gguf.TypeQ5_K: {256, 176, true, false, true, false, u8RowQ5K},
 	gguf.TypeQ6_K: {256, 210, false, false, false, false, u8RowQ6K},
 	gguf.TypeQ3_K: {256, 110, false, true, false, false, u8RowQ3K},
+	gguf.TypeQ2_K: {256, 84, false, true, false, false, u8RowQ2K}, // and halfMins
 	gguf.TypeQ4_0: {32, 18, false, true, true, false, u8RowQ4_0},
 	gguf.TypeQ4_1: {32, 20, true, true, true, true, u8RowQ4_1},
 	gguf.TypeQ5_0: {32, 22, false, false, true, false, u8RowQ5_0},
@@ -328,6 +329,8 @@ type u8Tier struct {
 }
 
 // gemmU8 is MatMul through the u8 kernels; w's type must be in u8Decoders.
+// The types of halfMins must not be nibbles (their minimums are read from
+// the unsigned activations).
 func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 	dec := u8Decoders[w.Type]
 	if row := g.rows[w.Type]; row != nil {
@@ -362,6 +365,15 @@ func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 			binary.LittleEndian.PutUint32(xg[o:], binary.LittleEndian.Uint32(q[4*p:])^flip)
 		}
 	})
+
+	// The per-16 minimums (halfMins) are a float32 product written to dst
+	// first (with the bias); the kernels then add to it from the first k
+	// slice on.
+	preset := false
+	if mins := halfMins[w.Type]; mins != nil {
+		halfMinProduct(dst, m, w, bias, mins, xa, ds, rows, false)
+		bias, preset = nil, true
+	}
 
 	rowBytes := w.RowBytes()
 	mc, mBlocks, nBlocks := int8Blocking(m, n, rows)
@@ -430,8 +442,8 @@ func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 				g.pack8(rowBuf, kc, pp)
 				g.pack8(rowBuf[8*kc:], kc, pp[4*8:])
 			}
-			flags := flagMin
-			if k0 > 0 {
+			flags, acc := flagMin, k0 > 0 || preset
+			if acc {
 				flags |= i8FlagAcc
 			}
 			for p := 0; p < panels; p++ {
@@ -441,7 +453,7 @@ func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 				fs := fac[p*nb*i8PanelF : (p+1)*nb*i8PanelF]
 				as8 := aux[p*nb*u8Aux : (p+1)*nb*u8Aux]
 				as, dss := rows*k, rows*2*nbRow
-				tileRows(dst[n0+j0:], n, m0, m1, rows, nr, k0 > 0, edge, func(groups, i0 int, out []float32, ldo int) {
+				tileRows(dst[n0+j0:], n, m0, m1, rows, nr, acc, edge, func(groups, i0 int, out []float32, ldo int) {
 					a := xa[i0*k+k0*rows:]
 					dsa := ds[(i0*nbRow+k0/i8Block*rows)*2:]
 					kern(groups, nb, a, as, dsa, dss, pp, as8, fs, tile, out, ldo, flags)

@@ -229,6 +229,13 @@ func gemmVNNI(dst, x []float32, m int, w *Matrix, bias []float32, g *vnniTier) {
 		})
 	}
 
+	// The per-16 minimums (halfMins): as in gemmU8, written to dst first.
+	preset := false
+	if mins := halfMins[w.Type]; mins != nil {
+		halfMinProduct(dst, m, w, bias, mins, xa, ds, rows, g.rowMajor)
+		bias, preset = nil, true
+	}
+
 	pk := w.vnniPacked(g)
 	mc, mBlocks, nBlocks := int8Blocking(m, n, rows)
 	flags0 := flagMul
@@ -278,8 +285,8 @@ func gemmVNNI(dst, x []float32, m int, w *Matrix, bias []float32, g *vnniTier) {
 					g.decodePanel(w, dec, n0+p*vnniNR, n1, k0, pp, fs, as, rowBuf, mul, sum)
 				}
 			}
-			flags := flags0
-			if k0 > 0 {
+			flags, acc := flags0, k0 > 0 || preset
+			if acc {
 				flags |= i8FlagAcc
 			}
 			for p := 0; p < panels; p += span {
@@ -289,7 +296,7 @@ func gemmVNNI(dst, x []float32, m int, w *Matrix, bias []float32, g *vnniTier) {
 				fs := fac[p*nb*vnniPanelF:]
 				as8 := aux[p*nb*vnniAux:]
 				as, dss := rows*k, rows*2*nbRow
-				vnniTileRows(dst[n0+j0:], n, m0, m1, rows, width, nr, k0 > 0, edge, func(groups, i0 int, out []float32, ldo int) {
+				vnniTileRows(dst[n0+j0:], n, m0, m1, rows, width, nr, acc, edge, func(groups, i0 int, out []float32, ldo int) {
 					a := xa[i0*k+k0*rows:]
 					dsa := ds[(i0*nbRow+k0/i8Block*rows)*2:]
 					kern(groups, nb, a, as, dsa, dss, pp, as8, fs, tile, out, ldo, flags)

@@ -144,7 +144,8 @@ func vnniMatch(t *testing.T, c vnniCase, rng *rand.Rand) {
 // TestVNNIMutants checks that TestVNNIMatchesAVX2Int8's comparison fails
 // on wrong kernels: a weight decoded one off, a column's starting sum one
 // off, one activation byte one off, and the two half multipliers
-// swapped. Each must be caught on some type.
+// swapped. Each must be caught on some type, and on Q2_K (multipliers,
+// and minimums added by a float32 product first) each one.
 func TestVNNIMutants(t *testing.T) {
 	for _, c := range vnniCases() {
 		mutants := map[string]func(g vnniTier) *vnniTier{
@@ -201,11 +202,14 @@ func vnniMutants(t *testing.T, c vnniCase, mutants map[string]func(g vnniTier) *
 		g := mutate(*c.g)
 		rng := rand.New(rand.NewPCG(43, 44))
 		caught, caughtPacked := false, true
-		for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeIQ4_XS} {
+		for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeIQ4_XS, gguf.TypeQ2_K} {
 			w := randMatrix(t, typ, 40, 512, rng)
 			path := func(dst, x []float32, m int, w *Matrix, bias []float32) { gemmVNNI(dst, x, m, w, bias, g) }
 			here := vnniCompare(path, c.ref, w, []int{1, 7, 13}, rng) != nil
 			caught = caught || here
+			if typ == gguf.TypeQ2_K && !here {
+				t.Errorf("%s: the mutant %q gives the avx2-int8 tier's results on Q2_K", c.name, name)
+			}
 			// Packed by the mutant, it must be caught wherever it is
 			// unpacked.
 			packPanels(w, g)

@@ -1,0 +1,144 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"unsafe"
+
+	"github.com/vembed/vembed/gguf"
+)
+
+// Q2_K on the integer paths. A Q2_K value is d·sc·q − dmin·m with q in
+// 0..3 and a 4-bit scale sc and minimum m per 16 values. The integer
+// kernels apply one offset per 32-value block (fm·dx·Σq), which cannot
+// express a minimum that changes every 16 values, so the product is split
+// in two:
+//
+//   - d·sc·q goes through the kernels as any type with sub-block
+//     multipliers (Q3_K): values q, multipliers sc, factor d, no offset;
+//   - the minimum term Σᵢ xᵢ·(−dmin·m_h(i)) is, with the activations
+//     quantized, Σ_h (dx·S_h)·(−dmin·m_h) over the halves h of the row's
+//     32-value blocks, S_h the sum of the 16 activation codes of half h:
+//     a float32 product of depth K/16 of the rows' half sums T_h = dx·S_h
+//     by the weights' −dmin·m_h, done by the float32 GEMM (halfMinGEMM)
+//     into dst before the integer kernels add to it.
+//
+// The split costs a sixteenth of the multiply-adds in float32 (a quarter
+// of the integer product's instructions at equal widths, less in time: the
+// integer kernels spend much of theirs in the per-block epilogue), against
+// twice the integer work for the other exact form (a second block of
+// weights 1 with the minimums as multipliers per block). Every integer
+// tier computes the same T (from the same codes) and calls the same float
+// GEMM, whose k order does not depend on the tier or the work split, so
+// the tiers stay bit-identical.
+//
+// halfMins lists the types whose u8 path decoder leaves such per-16
+// minimums to the drivers (gemmU8, gemmVNNI): the function writes the n/16
+// offsets −dmin·m of n values of a row to dst.
+var halfMins = map[gguf.Type]func(src []byte, n int, dst []float32){
+	gguf.TypeQ2_K: q2kHalfMins,
+}
+
+// halfMinGEMM is the float32 GEMM of the minimum terms: the best float32
+// tier's (archTiers sets it; avx512 and avx2 give the same bits).
+var halfMinGEMM = &gemmTier{tile: genericTile}
+
+// u8RowQ2K decodes Q2_K for the u8 path: the 2-bit values, the scales'
+// low nibbles as the multipliers of the 16-value halves, d as the factor
+// of every 32-value block. 32-value block j of a 128-value half of a
+// super-block holds bits 2j..2j+1 of the half's 32 bytes.
+func u8RowQ2K(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
+	for b := 0; b < n/256; b++ {
+		blk := src[84*b : 84*b+84]
+		scales, qs := blk[:16], blk[16:80]
+		d := f16(blk[80:])
+		for s := 8 * b; s < 8*b+8; s++ {
+			j := s - 8*b
+			fd[s*fs] = d
+			mul[2*s], mul[2*s+1] = int16(scales[2*j]&15), int16(scales[2*j+1]&15)
+			src := qs[32*(j/4) : 32*(j/4)+32]
+			o := bytesOf(q[32*s : 32*s+32])
+			sh := 2 * (j % 4)
+			var s0, s1 int32
+			for i := 0; i < 16; i += 8 {
+				v0, v1 := le64(src[i:])>>sh&lo2, le64(src[16+i:])>>sh&lo2
+				put64(o[i:], v0)
+				put64(o[16+i:], v1)
+				s0 += byteSum(v0)
+				s1 += byteSum(v1)
+			}
+			sum[2*s], sum[2*s+1] = s0, s1
+		}
+	}
+}
+
+// q2kHalfMins writes the offsets −dmin·m of the 16-value sub-blocks of n
+// values of a Q2_K row (dmin·m is exact in float32: an 11-bit significand
+// times a 4-bit integer; the float32 decoder subtracts the same value).
+func q2kHalfMins(src []byte, n int, dst []float32) {
+	for b := 0; b < n/256; b++ {
+		blk := src[84*b : 84*b+84]
+		dmin := f16(blk[82:])
+		o := dst[16*b : 16*b+16]
+		for s, c := range blk[:16] {
+			o[s] = -(dmin * float32(c>>4))
+		}
+	}
+}
+
+// halfMinProduct writes dst = T·Mᵀ + bias for the m rows of a product by
+// w, whose per-16 offsets mins gives (the minimum terms, see halfMins):
+// M holds each weight row's offsets (w.Rows × k/16), T each activation
+// row's half sums dx·S_h, read from the quantized activations xa (q+128,
+// groups of rows rows as the kernels read them: interleaved by four-byte
+// groups, or by block and row when rowMajor) and their scales ds
+// ([group][block][row] pairs of dx, dx·Σq).
+func halfMinProduct(dst []float32, m int, w *Matrix, bias []float32, mins func(src []byte, n int, dst []float32), xa []uint8, ds []float32, rows int, rowMajor bool) {
+	n, k := w.Rows, w.Cols
+	kh := k / 16
+	rowBytes := w.RowBytes()
+	mp, tp := getScratch(n*kh), getScratch(m*kh)
+	defer putScratch(mp)
+	defer putScratch(tp)
+	mw, t := *mp, *tp
+	const chunk = 64 // weight rows per work item
+	parallelFor((n+chunk-1)/chunk, func(c int) {
+		for j := c * chunk; j < min(n, (c+1)*chunk); j++ {
+			mins(w.Data[j*rowBytes:(j+1)*rowBytes], k, mw[j*kh:(j+1)*kh])
+		}
+	})
+	halfSums(t, m, k, xa, ds, rows, rowMajor)
+	mm := &Matrix{Type: gguf.TypeF32, Rows: n, Cols: kh, Data: unsafe.Slice((*byte)(unsafe.Pointer(&mw[0])), 4*len(mw))}
+	gemm(dst, t, m, mm, bias, halfMinGEMM)
+}
+
+// halfSums writes, for each of the m rows and each 16-value half h of its
+// k values, t[i*k/16+h] = dx·S_h: the block's scale times the sum of the
+// half's codes q (stored as q+128 in xa; layouts as for halfMinProduct).
+// The sums are exact (|S_h| ≤ 16·127) and dx·S_h rounds once.
+func halfSums(t []float32, m, k int, xa []uint8, ds []float32, rows int, rowMajor bool) {
+	nb, kh := k/i8Block, k/16
+	parallelFor((m+rows-1)/rows, func(gi int) {
+		xg, dg := xa[gi*rows*k:(gi+1)*rows*k], ds[gi*rows*2*nb:(gi+1)*rows*2*nb]
+		for r := 0; r < rows && gi*rows+r < m; r++ {
+			tr := t[(gi*rows+r)*kh : (gi*rows+r+1)*kh]
+			for b := 0; b < nb; b++ {
+				dx := dg[(b*rows+r)*2]
+				for h := 0; h < 2; h++ {
+					var lo, hi uint64
+					if rowMajor {
+						o := (b*rows+r)*i8Block + 16*h
+						lo, hi = le64(xg[o:]), le64(xg[o+8:])
+					} else {
+						// Four-byte group p of the row at (p·rows+r)·4:
+						// the half is groups 8b+4h … 8b+4h+3.
+						p := 8*b + 4*h
+						g := func(i int) uint64 { return uint64(binary.LittleEndian.Uint32(xg[((p+i)*rows+r)*4:])) }
+						lo, hi = g(0)|g(1)<<32, g(2)|g(3)<<32
+					}
+					s := int32(byteSum16(lo)+byteSum16(hi)) - 16*128
+					tr[2*b+h] = dx * float32(s)
+				}
+			}
+		}
+	})
+}

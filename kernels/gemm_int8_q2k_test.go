@@ -1,0 +1,98 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/vembed/vembed/gguf"
+)
+
+// TestHalfSums checks the rows' half sums dx·S_h read from every
+// activation layout the kernels use (interleaved by four-byte groups in
+// groups of 3 and 6 rows, by block and row in groups of 16) against the
+// codes quantizeRowU8 gives each row alone, for row counts with and
+// without a partial last group; row 0's zero block and non-finite one
+// give 0 and NaN.
+func TestHalfSums(t *testing.T) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	const k = 96
+	nb, kh := k/i8Block, k/16
+	for _, l := range []struct {
+		rows     int
+		rowMajor bool
+	}{{3, false}, {6, false}, {16, true}} {
+		for _, m := range []int{1, l.rows, l.rows + 2, 3*l.rows - 1} {
+			t.Run(fmt.Sprintf("rows%d/m%d", l.rows, m), func(t *testing.T) {
+				x := randVec(m*k, rng)
+				clear(x[:i8Block])
+				x[k-1] = float32(math.Inf(1))
+				g := &vnniTier{rows: l.rows, rowMajor: l.rowMajor, quant: quantizeRowU8}
+				groups := (m + l.rows - 1) / l.rows
+				xa, ds := make([]uint8, groups*l.rows*k), make([]float32, groups*l.rows*2*nb)
+				quantizeGroups(x, m, k, l.rows, ds, g.quant, func(gi, r int, q []uint8) {
+					xg := xa[gi*l.rows*k : (gi+1)*l.rows*k]
+					for b := 0; b < nb; b++ {
+						for i := 0; i < i8Block; i++ {
+							o := (b*l.rows+r)*i8Block + i
+							if !l.rowMajor {
+								o = ((8*b+i/4)*l.rows+r)*4 + i%4
+							}
+							xg[o] = q[b*i8Block+i]
+						}
+					}
+				})
+				got := make([]float32, m*kh)
+				halfSums(got, m, k, xa, ds, l.rows, l.rowMajor)
+				q, d := make([]uint8, k), make([]float32, 2*nb)
+				for i := 0; i < m; i++ {
+					quantizeRowU8(x[i*k:(i+1)*k], q, d)
+					for h := 0; h < kh; h++ {
+						var s int32
+						for _, c := range q[16*h : 16*h+16] {
+							s += int32(c) - 128
+						}
+						want := d[2*(h/2)] * float32(s)
+						if g := got[i*kh+h]; math.Float32bits(g) != math.Float32bits(want) {
+							t.Fatalf("row %d half %d: %v, want %v", i, h, g, want)
+						}
+					}
+					if i == 0 && (got[0] != 0 || !math.IsNaN(float64(got[kh-1]))) {
+						t.Fatalf("row 0: zero block gives %v, non-finite one %v", got[0], got[kh-1])
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestHalfMinTypes checks what the drivers assume of the types with
+// per-16 minimums: a u8 path decoder with multipliers, not a nibble one
+// (the minimums are read from unsigned activation codes), no per-block
+// offset of its own; and that the offsets written are the float32
+// decoder's: value − fd·m·q.
+func TestHalfMinTypes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(53, 54))
+	for typ, mins := range halfMins {
+		dec, ok := u8Decoders[typ]
+		if !ok || dec.nibbles || dec.unit || dec.hasMin {
+			t.Fatalf("%s: halfMins needs a u8 decoder with multipliers, no nibbles, no offset: %+v", typ, dec)
+		}
+		w := randMatrix(t, typ, 2, 512, rng)
+		fm := make([]float32, 512/16)
+		mins(w.Data, 512, fm)
+		nonzero := 0
+		for _, v := range fm {
+			if v != 0 {
+				nonzero++
+			}
+		}
+		if nonzero < len(fm)/2 {
+			t.Fatalf("%s: only %d of %d offsets nonzero: %v", typ, nonzero, len(fm), fm)
+		}
+	}
+	if halfMins[gguf.TypeQ2_K] == nil {
+		t.Fatal("Q2_K has no halfMins")
+	}
+}

@@ -312,3 +312,17 @@
 	VMULSS X8, X9, X9 \
 	VMOVSS X8, 0(DX) \
 	VMOVSS X9, 4(DX)
+
+// HALFSUMS stores the sums of the two halves of the 32 bytes in Y(v) as
+// int32 at off(DX) and off+4(DX): VPSADBW against zero (Y15) gives four
+// 64-bit sums of eight; the first two and the last two make the halves'.
+// Y10, Y11, Y12 are clobbered.
+#define HALFSUMS(v, off) \
+	VPSADBW Y15, v, Y10 \
+	VEXTRACTI128 $1, Y10, X11 \
+	VPSHUFD $0x4E, X10, X12 \
+	VPADDQ X12, X10, X10 \
+	VPSHUFD $0x4E, X11, X12 \
+	VPADDQ X12, X11, X11 \
+	VMOVD X10, off(DX) \
+	VMOVD X11, off+4(DX)

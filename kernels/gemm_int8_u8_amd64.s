@@ -209,19 +209,6 @@ DATA u8nib<>+8(SB)/8, $0x0303030303030303
 DATA u8nib<>+16(SB)/8, $0x2020202020202020
 GLOBL u8nib<>(SB), RODATA|NOPTR, $24
 
-// Half sums of 32 bytes in Y(v): VPSADBW against zero (Y15) gives four
-// 64-bit sums of eight; the first two and the last two make the sums of
-// the halves, stored as int32 at off(DX) and off+4(DX).
-#define HALFSUMS(v, off) \
-	VPSADBW Y15, v, Y10 \
-	VEXTRACTI128 $1, Y10, X11 \
-	VPSHUFD $0x4E, X10, X12 \
-	VPADDQ X12, X10, X10 \
-	VPSHUFD $0x4E, X11, X12 \
-	VPADDQ X12, X11, X11 \
-	VMOVD X10, off(DX) \
-	VMOVD X11, off+4(DX)
-
 // func decodeQ4KU8AVX2(qs *byte, nsb int, q *int8, sum *int32)
 //
 // The values of nsb Q4_K super-blocks, qs pointing at the first one's
@@ -264,15 +251,20 @@ q4done:
 	VZEROUPPER
 	RET
 
+// ORHIGH puts the bits of src at sh under the mask Y13 above the four low
+// bits of v (t is clobbered).
+#define ORHIGH(src, sh, t, v) \
+	VPSRLW $sh, src, t \
+	VPAND Y13, t, t \
+	VPSLLW $4, t, t \
+	VPOR t, v, v
+
 // One 32-value sub-block j of a Q6_K half: low nibbles of Y(lq) shifted
 // right by sh, the two bits of Y4 (qh) at 2j, as q−32.
 #define Q6SUB(lq, sh, hsh, qoff, soff) \
 	VPSRLW $sh, lq, Y5 \
 	VPAND Y14, Y5, Y5 \
-	VPSRLW $hsh, Y4, Y6 \
-	VPAND Y13, Y6, Y6 \
-	VPSLLW $4, Y6, Y6 \
-	VPOR Y6, Y5, Y5 \
+	ORHIGH(Y4, hsh, Y6, Y5) \
 	HALFSUMS(Y5, soff) \
 	VPSUBB Y9, Y5, Y5 \
 	VMOVDQU Y5, qoff(DI)
@@ -332,14 +324,8 @@ GLOBL u8one<>(SB), RODATA|NOPTR, $8
 	VPAND Y14, Y0, Y1 \
 	VPSRLW $4, Y0, Y2 \
 	VPAND Y14, Y2, Y2 \
-	VPSRLW $lsh, Y3, Y4 \
-	VPAND Y13, Y4, Y4 \
-	VPSLLW $4, Y4, Y4 \
-	VPOR Y4, Y1, Y1 \
-	VPSRLW $hsh, Y3, Y4 \
-	VPAND Y13, Y4, Y4 \
-	VPSLLW $4, Y4, Y4 \
-	VPOR Y4, Y2, Y2 \
+	ORHIGH(Y3, lsh, Y4, Y1) \
+	ORHIGH(Y3, hsh, Y4, Y2) \
 	VMOVDQU Y1, ooff(DI) \
 	VMOVDQU Y2, ooff+32(DI) \
 	HALFSUMS(Y1, soff) \
@@ -377,6 +363,28 @@ q5done:
 	VZEROUPPER
 	RET
 
+// The blocks of 32 four-bit values (decodeNib4U8AVX2, decodeNib5U8AVX2):
+// NIBBIAS sets the nibble mask Y14 and the bias, from the argument at
+// bias, in every byte of Y13; NIB32 unpacks the block's 16 nibble bytes at
+// SI into Y0, low nibbles first; NIBPUT stores the sums of its halves and
+// its bytes minus the bias.
+#define NIBBIAS(bias) \
+	VPBROADCASTQ u8nib<>+0(SB), Y14 \
+	MOVQ bias, AX \
+	VMOVD AX, X13 \
+	VPBROADCASTB X13, Y13
+
+#define NIB32 \
+	VMOVDQU (SI), X0 \
+	VPSRLW $4, X0, X1 \
+	VINSERTI128 $1, X1, Y0, Y0 \
+	VPAND Y14, Y0, Y0
+
+#define NIBPUT \
+	HALFSUMS(Y0, 0) \
+	VPSUBB Y13, Y0, Y0 \
+	VMOVDQU Y0, 0(DI)
+
 // func decodeNib4U8AVX2(qs *byte, nb int, stride int, bias int, q *int8, sum *int32)
 //
 // The 32 four-bit values of each of nb blocks (stride bytes apart, qs at
@@ -389,22 +397,14 @@ TEXT ·decodeNib4U8AVX2(SB), NOSPLIT, $0-48
 	MOVQ stride+16(FP), R8
 	MOVQ q+32(FP), DI
 	MOVQ sum+40(FP), DX
-	VPBROADCASTQ u8nib<>+0(SB), Y14
-	MOVQ bias+24(FP), AX
-	VMOVD AX, X13
-	VPBROADCASTB X13, Y13
+	NIBBIAS(bias+24(FP))
 	VPXOR Y15, Y15, Y15
 	TESTQ CX, CX
 	JZ   n4done
 
 n4block:
-	VMOVDQU (SI), X0
-	VPSRLW $4, X0, X1
-	VINSERTI128 $1, X1, Y0, Y0
-	VPAND Y14, Y0, Y0
-	HALFSUMS(Y0, 0)
-	VPSUBB Y13, Y0, Y0
-	VMOVDQU Y0, 0(DI)
+	NIB32
+	NIBPUT
 	ADDQ R8, SI
 	ADDQ $32, DI
 	ADDQ $8, DX
@@ -435,10 +435,7 @@ TEXT ·decodeNib5U8AVX2(SB), NOSPLIT, $0-56
 	MOVQ stride+24(FP), R8
 	MOVQ q+40(FP), DI
 	MOVQ sum+48(FP), DX
-	VPBROADCASTQ u8nib<>+0(SB), Y14
-	MOVQ bias+32(FP), AX
-	VMOVD AX, X13
-	VPBROADCASTB X13, Y13
+	NIBBIAS(bias+32(FP))
 	VMOVDQU u8h5<>+0(SB), Y9
 	VPBROADCASTQ u8h5<>+32(SB), Y8
 	VPBROADCASTQ u8h5<>+40(SB), Y7
@@ -447,19 +444,14 @@ TEXT ·decodeNib5U8AVX2(SB), NOSPLIT, $0-56
 	JZ   n5done
 
 n5block:
-	VMOVDQU (SI), X0
-	VPSRLW $4, X0, X1
-	VINSERTI128 $1, X1, Y0, Y0
-	VPAND Y14, Y0, Y0
+	NIB32
 	VPBROADCASTD (R9), Y1
 	VPSHUFB Y9, Y1, Y1
 	VPAND Y8, Y1, Y1
 	VPCMPEQB Y8, Y1, Y1
 	VPAND Y7, Y1, Y1
 	VPOR Y1, Y0, Y0
-	HALFSUMS(Y0, 0)
-	VPSUBB Y13, Y0, Y0
-	VMOVDQU Y0, 0(DI)
+	NIBPUT
 	ADDQ R8, SI
 	ADDQ R8, R9
 	ADDQ $32, DI

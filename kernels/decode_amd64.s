@@ -47,21 +47,27 @@ done:
 	VZEROUPPER
 	RET
 
-// Q4 nibble step: the 8 bytes at off(SI) give 8 low-nibble values scaled
-// by Y(dl)/Y(ml) into lo(DI) and 8 high-nibble values by Y(dh)/Y(mh) into
-// hi(DI): y = d·q − m, rounding after the product as the reference does.
-#define NIB(off, lo, hi, dl, ml, dh, mh) \
+// NIBOUT finishes eight values of each of a chunk's two sub-blocks, the
+// first's in Y2 and the second's in Y1 (as int32): y = d·q − m, rounding
+// after the product as the reference does, with the first's d, m in Y11,
+// Y12 and the second's in Y13, Y14; stored at lo(DI) and hi(DI).
+#define NIBOUT(lo, hi) \
+	VCVTDQ2PS Y2, Y2 \
+	VCVTDQ2PS Y1, Y1 \
+	VMULPS Y11, Y2, Y2 \
+	VSUBPS Y12, Y2, Y2 \
+	VMULPS Y13, Y1, Y1 \
+	VSUBPS Y14, Y1, Y1 \
+	VMOVUPS Y2, lo(DI) \
+	VMOVUPS Y1, hi(DI)
+
+// Q4 nibble step: the 8 bytes at off(SI) give the 8 low-nibble values
+// into lo(DI) and the 8 high-nibble values into hi(DI).
+#define NIB(off, lo, hi) \
 	VPMOVZXBD off(SI), Y1 \
 	VPAND Y15, Y1, Y2 \
 	VPSRLD $4, Y1, Y1 \
-	VCVTDQ2PS Y2, Y2 \
-	VCVTDQ2PS Y1, Y1 \
-	VMULPS dl, Y2, Y2 \
-	VSUBPS ml, Y2, Y2 \
-	VMULPS dh, Y1, Y1 \
-	VSUBPS mh, Y1, Y1 \
-	VMOVUPS Y2, lo(DI) \
-	VMOVUPS Y1, hi(DI)
+	NIBOUT(lo, hi)
 
 // func decodeQ4KAVX2(qs *byte, f *float32, dst *float32)
 // One Q4_K super-block's 128 quant bytes; f holds, per 64-value chunk c,
@@ -77,10 +83,10 @@ chunk:
 	VBROADCASTSS 4(DX), Y12
 	VBROADCASTSS 8(DX), Y13
 	VBROADCASTSS 12(DX), Y14
-	NIB(0, 0, 128, Y11, Y12, Y13, Y14)
-	NIB(8, 32, 160, Y11, Y12, Y13, Y14)
-	NIB(16, 64, 192, Y11, Y12, Y13, Y14)
-	NIB(24, 96, 224, Y11, Y12, Y13, Y14)
+	NIB(0, 0, 128)
+	NIB(8, 32, 160)
+	NIB(16, 64, 192)
+	NIB(24, 96, 224)
 	ADDQ $32, SI
 	ADDQ $16, DX
 	ADDQ $256, DI
@@ -89,6 +95,19 @@ chunk:
 	VZEROUPPER
 	RET
 
+// Q6PUT finishes eight values of a Q6_K half: the four low bits in Y3,
+// the two high bits in bits 0 and 1 of h (the rest not yet masked off);
+// q−32 to float32, times the factor at fs(DX), stored at off(DI).
+#define Q6PUT(h, fs, off) \
+	VPAND Y14, h, Y4 \
+	VPSLLD $4, Y4, Y4 \
+	VPOR Y4, Y3, Y3 \
+	VPSUBD Y13, Y3, Y3 \
+	VCVTDQ2PS Y3, Y3 \
+	VBROADCASTSS fs(DX), Y5 \
+	VMULPS Y5, Y3, Y3 \
+	VMOVUPS Y3, off(DI)
+
 // Q6 step for l..l+7 of one 128-value half: ql at SI, qh at BX, factors
 // (d·scale, per 16 values) at DX; writes y[l], y[l+32], y[l+64], y[l+96].
 #define Q6STEP(l, fs) \
@@ -96,44 +115,16 @@ chunk:
 	VPMOVZXBD l+32(SI), Y1 \
 	VPMOVZXBD l(BX), Y2 \
 	VPAND Y15, Y0, Y3 \
-	VPAND Y14, Y2, Y4 \
-	VPSLLD $4, Y4, Y4 \
-	VPOR Y4, Y3, Y3 \
-	VPSUBD Y13, Y3, Y3 \
-	VCVTDQ2PS Y3, Y3 \
-	VBROADCASTSS fs(DX), Y5 \
-	VMULPS Y5, Y3, Y3 \
-	VMOVUPS Y3, 4*l(DI) \
+	Q6PUT(Y2, fs, 4*l) \
 	VPAND Y15, Y1, Y3 \
 	VPSRLD $2, Y2, Y4 \
-	VPAND Y14, Y4, Y4 \
-	VPSLLD $4, Y4, Y4 \
-	VPOR Y4, Y3, Y3 \
-	VPSUBD Y13, Y3, Y3 \
-	VCVTDQ2PS Y3, Y3 \
-	VBROADCASTSS fs+8(DX), Y5 \
-	VMULPS Y5, Y3, Y3 \
-	VMOVUPS Y3, 4*l+128(DI) \
+	Q6PUT(Y4, fs+8, 4*l+128) \
 	VPSRLD $4, Y0, Y3 \
 	VPSRLD $4, Y2, Y4 \
-	VPAND Y14, Y4, Y4 \
-	VPSLLD $4, Y4, Y4 \
-	VPOR Y4, Y3, Y3 \
-	VPSUBD Y13, Y3, Y3 \
-	VCVTDQ2PS Y3, Y3 \
-	VBROADCASTSS fs+16(DX), Y5 \
-	VMULPS Y5, Y3, Y3 \
-	VMOVUPS Y3, 4*l+256(DI) \
+	Q6PUT(Y4, fs+16, 4*l+256) \
 	VPSRLD $4, Y1, Y3 \
 	VPSRLD $6, Y2, Y4 \
-	VPAND Y14, Y4, Y4 \
-	VPSLLD $4, Y4, Y4 \
-	VPOR Y4, Y3, Y3 \
-	VPSUBD Y13, Y3, Y3 \
-	VCVTDQ2PS Y3, Y3 \
-	VBROADCASTSS fs+24(DX), Y5 \
-	VMULPS Y5, Y3, Y3 \
-	VMOVUPS Y3, 4*l+384(DI)
+	Q6PUT(Y4, fs+24, 4*l+384)
 
 // func decodeQ6KAVX2(blk *byte, f *float32, dst *float32)
 // One Q6_K super-block; f holds its 16 factors d·scale[i].
@@ -229,14 +220,7 @@ GLOBL dq5<>(SB), RODATA|NOPTR, $8
 	VPAND Y9, Y5, Y6 \
 	VPSLLD $3, Y6, Y6 \
 	VPOR Y6, Y1, Y1 \
-	VCVTDQ2PS Y2, Y2 \
-	VCVTDQ2PS Y1, Y1 \
-	VMULPS Y11, Y2, Y2 \
-	VSUBPS Y12, Y2, Y2 \
-	VMULPS Y13, Y1, Y1 \
-	VSUBPS Y14, Y1, Y1 \
-	VMOVUPS Y2, lo(DI) \
-	VMOVUPS Y1, hi(DI)
+	NIBOUT(lo, hi)
 
 // func decodeQ5KAVX2(blk *byte, f *float32, dst *float32)
 // One Q5_K super-block; f as for decodeQ4KAVX2.
@@ -269,7 +253,6 @@ chunk:
 	JNZ  chunk
 	VZEROUPPER
 	RET
-
 
 // Shift counts 0..31 that move bit e of a 32-bit qh word to bit 0 of lane
 // e mod 8 in vector e/8.

@@ -69,6 +69,19 @@ done:
 	VPSRLD $4, Y1, Y1 \
 	NIBOUT(lo, hi)
 
+// CHUNK decodes a 64-value chunk of a Q4_K or Q5_K super-block with step
+// (NIB or NIB5): the factors d1, m1, d2, m2 of its two sub-blocks from DX
+// into Y11..Y14, then four steps of eight values of each sub-block.
+#define CHUNK(step) \
+	VBROADCASTSS 0(DX), Y11 \
+	VBROADCASTSS 4(DX), Y12 \
+	VBROADCASTSS 8(DX), Y13 \
+	VBROADCASTSS 12(DX), Y14 \
+	step(0, 0, 128) \
+	step(8, 32, 160) \
+	step(16, 64, 192) \
+	step(24, 96, 224)
+
 // func decodeQ4KAVX2(qs *byte, f *float32, dst *float32)
 // One Q4_K super-block's 128 quant bytes; f holds, per 64-value chunk c,
 // d·sc and dmin·m of its two sub-blocks: f[4c..4c+3] = d1, m1, d2, m2.
@@ -79,14 +92,7 @@ TEXT ·decodeQ4KAVX2(SB), NOSPLIT, $0-24
 	VPBROADCASTD dq<>+0(SB), Y15
 	MOVQ $4, CX
 chunk:
-	VBROADCASTSS 0(DX), Y11
-	VBROADCASTSS 4(DX), Y12
-	VBROADCASTSS 8(DX), Y13
-	VBROADCASTSS 12(DX), Y14
-	NIB(0, 0, 128)
-	NIB(8, 32, 160)
-	NIB(16, 64, 192)
-	NIB(24, 96, 224)
+	CHUNK(NIB)
 	ADDQ $32, SI
 	ADDQ $16, DX
 	ADDQ $256, DI
@@ -237,14 +243,7 @@ TEXT ·decodeQ5KAVX2(SB), NOSPLIT, $0-24
 	MOVQ $4, CX
 chunk:
 	VMOVQ AX, X8
-	VBROADCASTSS 0(DX), Y11
-	VBROADCASTSS 4(DX), Y12
-	VBROADCASTSS 8(DX), Y13
-	VBROADCASTSS 12(DX), Y14
-	NIB5(0, 0, 128)
-	NIB5(8, 32, 160)
-	NIB5(16, 64, 192)
-	NIB5(24, 96, 224)
+	CHUNK(NIB5)
 	ADDQ $2, AX
 	ADDQ $32, SI
 	ADDQ $16, DX

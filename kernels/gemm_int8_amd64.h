@@ -30,6 +30,16 @@
 	VMOVUPS ya, lo \
 	VMOVUPS yb, hi
 
+// KERNARGS loads what every group of a kernel starts from: the activations
+// (R9), the scales (R10), c (DX), the tile (DI) and the group count (R8),
+// the arguments before c and t being at the same offsets in every kernel.
+#define KERNARGS(c, t) \
+	MOVQ a+16(FP), R9 \
+	MOVQ ds+32(FP), R10 \
+	MOVQ c, DX \
+	MOVQ t, DI \
+	MOVQ ng+0(FP), R8
+
 // KERNNEXT moves the activations (bytes) and the scales on to the next row
 // group: every byte kernel takes a, as, ds, dss at the same offsets.
 #define KERNNEXT \
@@ -39,14 +49,9 @@
 
 // The kernels of bytes with the columns' start sums (kernelU8x3x16 and
 // those of gemm_vnni_amd64.s) take (ng, nb, a, as, ds, dss, b, aux, f, t,
-// c, ldc, flags) at the same offsets. KERNAUXARGS loads what every group
-// starts from (kernelVNNIUnit6x32, without a tile, loads its own).
-#define KERNAUXARGS \
-	MOVQ a+16(FP), R9 \
-	MOVQ ds+32(FP), R10 \
-	MOVQ c+80(FP), DX \
-	MOVQ t+72(FP), DI \
-	MOVQ ng+0(FP), R8
+// c, ldc, flags) at the same offsets (kernelVNNIUnit6x32, without a tile,
+// loads its own arguments).
+#define KERNAUXARGS KERNARGS(c+80(FP), t+72(FP))
 
 // KERNAUXGROUP starts a group: its activations (AX) and scales (R11), the
 // panel (BX), its starts and multipliers (R12) and factors (R13), the
@@ -119,14 +124,8 @@
 // 64r), the rows' (dx, dx·Σq) of the block at R11 (row r at 8r) and c's
 // first row at DX.
 
-// KERN6ARGS loads what every group starts from: both 6x16 kernels take
-// (ng, nb, a, as, ds, dss, b, f, t, c, ldc, flags) at the same offsets.
-#define KERN6ARGS \
-	MOVQ a+16(FP), R9 \
-	MOVQ ds+32(FP), R10 \
-	MOVQ c+72(FP), DX \
-	MOVQ t+64(FP), DI \
-	MOVQ ng+0(FP), R8
+// Both 6x16 kernels take (ng, nb, a, as, ds, dss, b, f, t, c, ldc, flags).
+#define KERN6ARGS KERNARGS(c+72(FP), t+64(FP))
 
 // KERN6GROUP starts a group: its activations and scales, the panel and
 // its factors, the block count in CX, a cleared tile.

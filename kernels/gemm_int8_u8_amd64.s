@@ -209,6 +209,14 @@ DATA u8nib<>+8(SB)/8, $0x0303030303030303
 DATA u8nib<>+16(SB)/8, $0x2020202020202020
 GLOBL u8nib<>(SB), RODATA|NOPTR, $24
 
+// The super-block decoders take (p, nsb, q, sum): SBARGS loads them into
+// SI, CX, DI and DX.
+#define SBARGS(p) \
+	MOVQ p+0(FP), SI \
+	MOVQ nsb+8(FP), CX \
+	MOVQ q+16(FP), DI \
+	MOVQ sum+24(FP), DX
+
 // func decodeQ4KU8AVX2(qs *byte, nsb int, q *int8, sum *int32)
 //
 // The values of nsb Q4_K super-blocks, qs pointing at the first one's
@@ -216,10 +224,7 @@ GLOBL u8nib<>(SB), RODATA|NOPTR, $24
 // nibbles are sub-block 2c and the high ones 2c+1, stored as bytes, with
 // the sums of each sub-block's halves.
 TEXT ·decodeQ4KU8AVX2(SB), NOSPLIT, $0-32
-	MOVQ qs+0(FP), SI
-	MOVQ nsb+8(FP), CX
-	MOVQ q+16(FP), DI
-	MOVQ sum+24(FP), DX
+	SBARGS(qs)
 	VPBROADCASTQ u8nib<>+0(SB), Y14
 	VPXOR Y15, Y15, Y15
 	TESTQ CX, CX
@@ -275,10 +280,7 @@ q4done:
 // the sums of the unsigned q over each 16 values (the caller subtracts
 // 32·16).
 TEXT ·decodeQ6KU8AVX2(SB), NOSPLIT, $0-32
-	MOVQ blk+0(FP), SI
-	MOVQ nsb+8(FP), CX
-	MOVQ q+16(FP), DI
-	MOVQ sum+24(FP), DX
+	SBARGS(blk)
 	VPBROADCASTQ u8nib<>+0(SB), Y14
 	VPBROADCASTQ u8nib<>+8(SB), Y13
 	VPBROADCASTQ u8nib<>+16(SB), Y9
@@ -336,10 +338,7 @@ GLOBL u8one<>(SB), RODATA|NOPTR, $8
 // The values of nsb Q5_K super-blocks (176 bytes apart) as bytes, in
 // order, with the sums of each sub-block's halves.
 TEXT ·decodeQ5KU8AVX2(SB), NOSPLIT, $0-32
-	MOVQ blk+0(FP), SI
-	MOVQ nsb+8(FP), CX
-	MOVQ q+16(FP), DI
-	MOVQ sum+24(FP), DX
+	SBARGS(blk)
 	VPBROADCASTQ u8nib<>+0(SB), Y14
 	VPBROADCASTQ u8one<>+0(SB), Y13
 	VPXOR Y15, Y15, Y15
@@ -486,10 +485,7 @@ GLOBL u8q3<>(SB), RODATA|NOPTR, $8
 // hmask, then the low bits) in order, with the sums of the values plus 4
 // over each 16 (the caller subtracts 4·16).
 TEXT ·decodeQ3KU8AVX2(SB), NOSPLIT, $0-32
-	MOVQ blk+0(FP), SI
-	MOVQ nsb+8(FP), CX
-	MOVQ q+16(FP), DI
-	MOVQ sum+24(FP), DX
+	SBARGS(blk)
 	VPBROADCASTQ u8nib<>+8(SB), Y13
 	VPBROADCASTQ u8q3<>+0(SB), Y14
 	VPXOR Y15, Y15, Y15

@@ -35,7 +35,7 @@ import (
 // minimums to the drivers (gemmU8, gemmVNNI): the function writes the n/16
 // offsets −dmin·m of n values of a row to dst.
 var halfMins = map[gguf.Type]func(src []byte, n int, dst []float32){
-	gguf.TypeQ2_K: q2kHalfMins,
+	gguf.TypeQ2_K: q2kMins(),
 }
 
 // halfMinGEMM is the float32 GEMM of the minimum terms: the best float32
@@ -45,28 +45,34 @@ var halfMinGEMM = &gemmTier{tile: genericTile}
 // u8RowQ2K decodes Q2_K for the u8 path: the 2-bit values, the scales'
 // low nibbles as the multipliers of the 16-value halves, d as the factor
 // of every 32-value block. 32-value block j of a 128-value half of a
-// super-block holds bits 2j..2j+1 of the half's 32 bytes.
+// super-block holds bits 2j..2j+1 of the half's 32 bytes: each eight bytes
+// are read once and give eight values of each of the four blocks.
 func u8RowQ2K(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
 	for b := 0; b < n/256; b++ {
-		blk := src[84*b : 84*b+84]
-		scales, qs := blk[:16], blk[16:80]
+		blk := (*[84]byte)(src[84*b : 84*b+84])
 		d := f16(blk[80:])
 		for s := 8 * b; s < 8*b+8; s++ {
-			j := s - 8*b
 			fd[s*fs] = d
-			mul[2*s], mul[2*s+1] = int16(scales[2*j]&15), int16(scales[2*j+1]&15)
-			src := qs[32*(j/4) : 32*(j/4)+32]
-			o := bytesOf(q[32*s : 32*s+32])
-			sh := 2 * (j % 4)
-			var s0, s1 int32
-			for i := 0; i < 16; i += 8 {
-				v0, v1 := le64(src[i:])>>sh&lo2, le64(src[16+i:])>>sh&lo2
-				put64(o[i:], v0)
-				put64(o[16+i:], v1)
-				s0 += byteSum(v0)
-				s1 += byteSum(v1)
+		}
+		ms := (*[16]int16)(mul[16*b : 16*b+16])
+		for i, c := range blk[:16] {
+			ms[i] = int16(c & 15)
+		}
+		ss := (*[16]int32)(sum[16*b : 16*b+16])
+		*ss = [16]int32{}
+		o := bytesOf(q[256*b : 256*b+256])
+		for half := 0; half < 2; half++ {
+			qs := (*[32]byte)(blk[16+32*half : 48+32*half])
+			oh := (*[128]byte)(o[128*half : 128*half+128])
+			for i := 0; i < 32; i += 8 {
+				v := le64(qs[i:])
+				h := 8*half + i/16 // the sub-block of block 0 these bytes are in
+				for j := 0; j < 4; j++ {
+					u := v >> (2 * j) & lo2
+					put64(oh[32*j+i:], u)
+					ss[h+2*j] += byteSum(u)
+				}
 			}
-			sum[2*s], sum[2*s+1] = s0, s1
 		}
 	}
 }
@@ -76,14 +82,18 @@ func u8RowQ2K(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16
 // times a 4-bit integer; the float32 decoder subtracts the same value).
 func q2kHalfMins(src []byte, n int, dst []float32) {
 	for b := 0; b < n/256; b++ {
-		blk := src[84*b : 84*b+84]
+		blk := (*[84]byte)(src[84*b : 84*b+84])
 		dmin := f16(blk[82:])
-		o := dst[16*b : 16*b+16]
+		o := (*[16]float32)(dst[16*b : 16*b+16])
 		for s, c := range blk[:16] {
-			o[s] = -(dmin * float32(c>>4))
+			o[s] = -(dmin * q2kMinValues[c>>4])
 		}
 	}
 }
+
+// q2kMinValues are the sixteen 4-bit minimums as float32 (a table load
+// instead of an integer conversion per value).
+var q2kMinValues = [16]float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
 
 // halfMinProduct writes dst = T·Mᵀ + bias for the m rows of a product by
 // w, whose per-16 offsets mins gives (the minimum terms, see halfMins):

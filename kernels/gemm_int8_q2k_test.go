@@ -96,3 +96,68 @@ func TestHalfMinTypes(t *testing.T) {
 		t.Fatal("Q2_K has no halfMins")
 	}
 }
+
+// TestQ2KRowDecoders checks every tier's Q2_K row decoder against the
+// portable one (values, factors, multipliers, half sums), for one and
+// several super-blocks.
+func TestQ2KRowDecoders(t *testing.T) {
+	rng := rand.New(rand.NewPCG(55, 56))
+	ref := u8Decoders[gguf.TypeQ2_K].row
+	decs := map[string]func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32){}
+	if _, u8 := archIntKernels(); u8 != nil {
+		decs["avx2-int8"] = u8["avx2"].rows[gguf.TypeQ2_K]
+	}
+	for name, g := range archVNNIKernels() {
+		decs[name] = g.dec[gguf.TypeQ2_K]
+	}
+	for name, row := range decs {
+		if row == nil {
+			continue
+		}
+		for _, k := range []int{256, 768, 2048} {
+			w := randMatrix(t, gguf.TypeQ2_K, 3, k, rng)
+			nb := k / i8Block
+			for j := 0; j < w.Rows; j++ {
+				src := w.Data[j*w.RowBytes() : (j+1)*w.RowBytes()]
+				out := func(f func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32)) string {
+					q, fd, mul, sum := make([]int8, k), make([]float32, 2*nb), make([]int16, 2*nb), make([]int32, 2*nb)
+					f(src, k, q, fd, make([]float32, 2*nb), 2, mul, sum)
+					return fmt.Sprint(q, fd, mul, sum)
+				}
+				if got, want := out(row), out(ref); got != want {
+					t.Fatalf("%s k%d row %d: decoded\n%s\nthe portable decoder\n%s", name, k, j, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestQ2KHalfMins checks halfMins' Q2_K entry (assembly where the CPU has
+// it) against the portable q2kHalfMins bit for bit, and the offsets
+// against the float32 decoder: its value is fl(d·sc·q − dmin·m) with
+// d·sc·q exact, so value − fd·sc·q is the offset within u·|value|.
+func TestQ2KHalfMins(t *testing.T) {
+	rng := rand.New(rand.NewPCG(57, 58))
+	for _, k := range []int{256, 768, 2048} {
+		w := randMatrix(t, gguf.TypeQ2_K, 3, k, rng)
+		for j := 0; j < w.Rows; j++ {
+			src := w.Data[j*w.RowBytes() : (j+1)*w.RowBytes()]
+			got, want := make([]float32, k/16), make([]float32, k/16)
+			halfMins[gguf.TypeQ2_K](src, k, got)
+			q2kHalfMins(src, k, want)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("k%d row %d offset %d: %v, the portable one %v", k, j, i, got[i], want[i])
+				}
+			}
+			vals := make([]float32, k)
+			decodeQ2K(src, k, vals, 1)
+			q, fd, fm := intDecodeRow(w, j)
+			for i, v := range vals {
+				if d := float64(v) - float64(fd[i/32])*float64(q[i]); !(math.Abs(d-float64(fm[i/16])) <= u*math.Abs(float64(v))) {
+					t.Fatalf("k%d row %d value %d: %v − %v·%d = %v, offset %v", k, j, i, v, fd[i/32], q[i], d, fm[i/16])
+				}
+			}
+		}
+	}
+}

@@ -207,6 +207,7 @@ var u8RowsAVX2 = map[gguf.Type]func(src []byte, n int, q []int8, fd, fm []float3
 			}
 		}, decodeQ6KU8AVX2)
 	},
+	gguf.TypeQ2_K: q2kRowAVX2,
 }
 
 // legacyScales reads the f16 factor d of each of nb blocks of size bytes

@@ -522,41 +522,19 @@ func kernelI16Go(ng, nb int, a []int16, as int, ds []float32, dss int, b []int16
 	}
 }
 
-// kernelI16Group is kernelI16Go for one row group.
+// kernelI16Group is kernelI16Go for one row group: the exact int16 pair
+// sums of each block, scaled by the byte kernels' portable epilogue
+// (intTile), which does the assembly's operations in its order.
 func kernelI16Group(nb int, a []int16, ds []float32, b []int16, f []float32, t []float32, c []float32, ldc int, flags int) {
-	t = t[:i8Rows*gemmNR]
-	clear(t)
-	for bb := 0; bb < nb; bb++ {
+	intTile(i8Rows, nb, ds, f, t, c, ldc, flags, func(bb, r, col int) int32 {
 		pb := b[bb*i8PanelK : (bb+1)*i8PanelK]
-		fb := f[bb*i8PanelF : (bb+1)*i8PanelF]
 		ab := a[bb*i8Block*i8Rows : (bb+1)*i8Block*i8Rows]
-		for r := 0; r < i8Rows; r++ {
-			dx, dxs := ds[(bb*i8Rows+r)*2], ds[(bb*i8Rows+r)*2+1]
-			cr := t[r*gemmNR : (r+1)*gemmNR]
-			for col := range cr {
-				var s int32
-				for kk := 0; kk < i8Block; kk++ {
-					o := kk/2*gemmNR*2 + col*2 + kk&1
-					s += int32(ab[(kk/2*i8Rows+r)*2+kk&1]) * int32(pb[o])
-				}
-				v := fma32(float32(s), dx*fb[col], cr[col])
-				if flags&i8FlagMin != 0 {
-					v = fma32(fb[gemmNR+col], dxs, v)
-				}
-				cr[col] = v
-			}
+		var s int32
+		for kk := 0; kk < i8Block; kk++ {
+			s += int32(ab[(kk/2*i8Rows+r)*2+kk&1]) * int32(pb[kk/2*gemmNR*2+col*2+kk&1])
 		}
-	}
-	for r := 0; r < i8Rows; r++ {
-		cr, tr := c[r*ldc:r*ldc+gemmNR], t[r*gemmNR:(r+1)*gemmNR]
-		if flags&i8FlagAcc != 0 {
-			for j, v := range tr {
-				cr[j] += v
-			}
-		} else {
-			copy(cr, tr)
-		}
-	}
+		return s
+	})
 }
 
 // int8s and int32s view a buffer as another integer type of the same

@@ -389,21 +389,10 @@ func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 	parallelFor(mBlocks*nBlocks, func(item int) {
 		m0, m1, n0, n1, panels := gemmTile(item, nBlocks, mc, m, n, gemmNR)
 
-		np := panels * kb * u8Panel
-		bp := byteScratch.get(np + gemmNR*gemmKC)
-		defer byteScratch.put(bp)
-		pan := int8s((*bp)[:np])
-		rowBuf := int8s((*bp)[np : np+gemmNR*gemmKC])
-		na := panels * kb * u8Aux
-		ap := i16Scratch.get(2*na + 2*kb + 4*kb)
-		defer i16Scratch.put(ap)
-		aux := int32s((*ap)[:2*na])
-		mul := (*ap)[2*na : 2*na+2*kb]
-		sum := int32s((*ap)[2*na+2*kb : 2*na+2*kb+4*kb])
-		nf, nt := panels*kb*i8PanelF, rows*gemmNR
-		fp := getScratch(nf + 2*nt)
-		defer putScratch(fp)
-		fac, tile, edge := (*fp)[:nf], (*fp)[nf:nf+nt], (*fp)[nf+nt:nf+2*nt]
+		sc := getByteTile(u8Panels, panels, rows*gemmNR)
+		defer sc.put()
+		pan, rowBuf, aux, mul, sum := sc.pan, sc.rowBuf, sc.aux, sc.mul, sc.sum
+		fac, tile, edge := sc.fac, sc.tile, sc.edge
 
 		if dec.unit && !signed {
 			u8AuxUnit(aux, panels*kb)
@@ -508,6 +497,55 @@ func kernelS8Go(ng, nb int, a []uint8, as int, ds []float32, dss int, b []int8, 
 			return s
 		})
 	}
+}
+
+// bytePanels is the layout of a byte tier's weight panels: their columns
+// and, per 32-value block, a panel's weight bytes, aux int32s (starts and
+// multipliers) and factors.
+type bytePanels struct{ nr, weights, aux, fac int }
+
+var u8Panels = bytePanels{gemmNR, u8Panel, u8Aux, i8PanelF}
+
+// byteTile is a worker's scratch for one tile of a byte-kernel product
+// (gemmU8, gemmVNNI), from the pools: the weights, aux and factors of its
+// panels for a k slice, the decoders' row buffer (nr rows of a k slice)
+// and their multipliers and sums (one row), the kernel's tile and the
+// edge tile.
+type byteTile struct {
+	pan, rowBuf     []int8
+	aux, sum        []int32
+	mul             []int16
+	fac, tile, edge []float32
+
+	bp *[]byte
+	ap *[]int16
+	fp *[]float32
+}
+
+// getByteTile takes the scratch for panels panels of layout g and tiles of
+// tileLen floats; give it back with put.
+func getByteTile(g bytePanels, panels, tileLen int) byteTile {
+	const kb = gemmKC / i8Block
+	var s byteTile
+	np := panels * kb * g.weights
+	s.bp = byteScratch.get(np + g.nr*gemmKC)
+	s.pan = int8s((*s.bp)[:np])
+	s.rowBuf = int8s((*s.bp)[np : np+g.nr*gemmKC])
+	na := panels * kb * g.aux
+	s.ap = i16Scratch.get(2*na + 2*kb + 4*kb)
+	s.aux = int32s((*s.ap)[:2*na])
+	s.mul = (*s.ap)[2*na : 2*na+2*kb]
+	s.sum = int32s((*s.ap)[2*na+2*kb : 2*na+2*kb+4*kb])
+	nf := panels * kb * g.fac
+	s.fp = getScratch(nf + 2*tileLen)
+	s.fac, s.tile, s.edge = (*s.fp)[:nf], (*s.fp)[nf:nf+tileLen], (*s.fp)[nf+tileLen:nf+2*tileLen]
+	return s
+}
+
+func (s *byteTile) put() {
+	putScratch(s.fp)
+	i16Scratch.put(s.ap)
+	byteScratch.put(s.bp)
 }
 
 // intTile is the epilogue of the portable kernels for one group of rows

@@ -59,6 +59,8 @@ const (
 	vnniFlagMul = 8
 )
 
+var vnniPanels = bytePanels{vnniNR, vnniPanel, vnniAux, vnniPanelF}
+
 // vnniKernel computes, for ng row groups of rows rows, the rows×(span·
 // vnniNR) tiles c (+)= a·bᵀ over nb blocks: group g's activations (q+128,
 // interleaved by groups of four, group p of row r at a[(p*rows+r)*4]) at
@@ -248,21 +250,10 @@ func gemmVNNI(dst, x []float32, m int, w *Matrix, bias []float32, g *vnniTier) {
 		m0, m1, n0, n1, _ := gemmTile(item, nBlocks, mc, m, n, vnniNR)
 		panels := roundUp((n1-n0+vnniNR-1)/vnniNR, span)
 
-		np := panels * kb * vnniPanel
-		bp := byteScratch.get(np + vnniNR*gemmKC)
-		defer byteScratch.put(bp)
-		pan := int8s((*bp)[:np])
-		rowBuf := int8s((*bp)[np : np+vnniNR*gemmKC])
-		na := panels * kb * vnniAux
-		ap := i16Scratch.get(2*na + 2*kb + 4*kb)
-		defer i16Scratch.put(ap)
-		aux := int32s((*ap)[:2*na])
-		mul := (*ap)[2*na : 2*na+2*kb]
-		sum := int32s((*ap)[2*na+2*kb : 2*na+2*kb+4*kb])
-		nf, nt := panels*kb*vnniPanelF, rows*width
-		fp := getScratch(nf + 2*nt)
-		defer putScratch(fp)
-		fac, tile, edge := (*fp)[:nf], (*fp)[nf:nf+nt], (*fp)[nf+nt:nf+2*nt]
+		sc := getByteTile(vnniPanels, panels, rows*width)
+		defer sc.put()
+		pan, rowBuf, aux, mul, sum := sc.pan, sc.rowBuf, sc.aux, sc.mul, sc.sum
+		fac, tile, edge := sc.fac, sc.tile, sc.edge
 
 		for k0 := 0; k0 < k; k0 += gemmKC {
 			kc := min(gemmKC, k-k0)

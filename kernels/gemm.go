@@ -126,9 +126,16 @@ func pairPanel(w *Matrix, dec decoder, pack16 pack8Func, row0, n1, koff, kc, nr 
 // gemm runs the blocked product on a tier's kernels. The weight type must
 // have a decoder.
 func gemm(dst, x []float32, m int, w *Matrix, bias []float32, g *gemmTier) {
-	dec := decoders[w.Type]
+	gemmDecoding(dst, x, m, w, bias, g, decoders[w.Type], g.rowDecode[w.Type], w.RowBytes())
+}
+
+// gemmDecoding is gemm with the weight rows (rowBytes apart in w.Data,
+// w.Cols values each) read by the decoder dec, or rowDec (optional: n
+// values of a row, contiguous) where the tier transposes decoded rows;
+// the tier's packers of w.Type apply as in gemm. gemm_int8_q2k.go reads
+// Q2_K's minimums as a matrix of their own this way.
+func gemmDecoding(dst, x []float32, m int, w *Matrix, bias []float32, g *gemmTier, dec decoder, rowDec func(src []byte, n int, dst []float32), rowBytes int) {
 	pack8 := g.pack8[w.Type]
-	rowDec := g.rowDecode[w.Type]
 	if g.transpose8 == nil || dec.blockSize%8 != 0 {
 		rowDec = nil
 	}
@@ -152,7 +159,6 @@ func gemm(dst, x []float32, m int, w *Matrix, bias []float32, g *gemmTier) {
 		}
 		return
 	}
-	rowBytes := w.RowBytes()
 	nBlocks := (n + gemmNC - 1) / gemmNC
 	// Split the rows only as far as needed to give every worker several
 	// items: each row block decodes the whole weight matrix again.

@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"encoding/binary"
-	"unsafe"
 
 	"github.com/vembed/vembed/gguf"
 )
@@ -19,23 +18,40 @@ import (
 //     quantized, Σ_h (dx·S_h)·(−dmin·m_h) over the halves h of the row's
 //     32-value blocks, S_h the sum of the 16 activation codes of half h:
 //     a float32 product of depth K/16 of the rows' half sums T_h = dx·S_h
-//     by the weights' −dmin·m_h, done by the float32 GEMM (halfMinGEMM)
+//     by the weights' −dmin·m_h (read from the blocks as the GEMM decodes
+//     its panels: halfMinDecoder), done by the float32 GEMM (halfMinGEMM)
 //     into dst before the integer kernels add to it.
 //
-// The split costs a sixteenth of the multiply-adds in float32 (a quarter
-// of the integer product's instructions at equal widths, less in time: the
-// integer kernels spend much of theirs in the per-block epilogue), against
-// twice the integer work for the other exact form (a second block of
-// weights 1 with the minimums as multipliers per block). Every integer
-// tier computes the same T (from the same codes) and calls the same float
-// GEMM, whose k order does not depend on the tier or the work split, so
-// the tiers stay bit-identical.
+// Weighed in instructions per 32-value block of a 6×32 avx512-vnni tile:
+// the integer part (the kernel with multipliers) issues about 250 (96
+// VPDPBUSD, 48 broadcasts, combining the half sums by the multipliers,
+// the float epilogue); the minimum term is two k steps of the float32
+// GEMM, about 40 for six rows (FMAs, broadcasts, loads): some 16%, as
+// measured (1.9 of 11.4 ms at M=512, K=N=2048). A second integer block
+// of weights 1 with the minimums as its multipliers, the other form the
+// kernels take unchanged, doubles the integer work; an extra epilogue
+// step in every kernel (broadcast S_0 and S_1, two VPMULLD by the
+// minimums, convert, FMA) costs more than the float product and new
+// assembly in each. Every integer tier computes the same T (from the same
+// codes) and calls the same float GEMM, whose k order depends on neither
+// the tier nor the work split, so the tiers stay bit-identical.
 //
 // halfMins lists the types whose u8 path decoder leaves such per-16
-// minimums to the drivers (gemmU8, gemmVNNI): the function writes the n/16
-// offsets −dmin·m of n values of a row to dst.
-var halfMins = map[gguf.Type]func(src []byte, n int, dst []float32){
-	gguf.TypeQ2_K: q2kMins(),
+// minimums to the drivers (gemmU8, gemmVNNI).
+var halfMins = map[gguf.Type]halfMinDecoder{
+	gguf.TypeQ2_K: {16, 84, q2kHalfMinsAt, q2kMins()},
+}
+
+// halfMinDecoder reads a type's per-16 offsets −dmin·m as the float32
+// GEMM reads a weight matrix of k/16 columns, straight from the stored
+// blocks (no copy of the offsets is made): blockSize offsets per block of
+// typeSize bytes, by decode (n offsets, offset i to dst[i*stride], as the
+// float32 decoders) or row (n offsets contiguously, the same bits,
+// tested).
+type halfMinDecoder struct {
+	blockSize, typeSize int
+	decode              decodeFunc
+	row                 func(src []byte, n int, dst []float32)
 }
 
 // halfMinGEMM is the float32 GEMM of the minimum terms: the best float32
@@ -77,16 +93,18 @@ func u8RowQ2K(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16
 	}
 }
 
-// q2kHalfMins writes the offsets −dmin·m of the 16-value sub-blocks of n
-// values of a Q2_K row (dmin·m is exact in float32: an 11-bit significand
-// times a 4-bit integer; the float32 decoder subtracts the same value).
-func q2kHalfMins(src []byte, n int, dst []float32) {
-	for b := 0; b < n/256; b++ {
+// q2kHalfMinsAt writes the offsets −dmin·m of the 16-value sub-blocks of a
+// Q2_K row as a decodeFunc of them: n offsets (those of 16·n values),
+// offset i to dst[i*stride]. dmin·m is exact in float32 (an 11-bit
+// significand times a 4-bit integer) and the float32 decoder subtracts
+// the same value.
+func q2kHalfMinsAt(src []byte, n int, dst []float32, stride int) {
+	for b := 0; b < n/16; b++ {
 		blk := (*[84]byte)(src[84*b : 84*b+84])
 		dmin := f16(blk[82:])
-		o := (*[16]float32)(dst[16*b : 16*b+16])
+		o := dst[16*b*stride:]
 		for s, c := range blk[:16] {
-			o[s] = -(dmin * q2kMinValues[c>>4])
+			o[s*stride] = -(dmin * q2kMinValues[c>>4])
 		}
 	}
 }
@@ -96,29 +114,21 @@ func q2kHalfMins(src []byte, n int, dst []float32) {
 var q2kMinValues = [16]float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
 
 // halfMinProduct writes dst = T·Mᵀ + bias for the m rows of a product by
-// w, whose per-16 offsets mins gives (the minimum terms, see halfMins):
-// M holds each weight row's offsets (w.Rows × k/16), T each activation
-// row's half sums dx·S_h, read from the quantized activations xa (q+128,
-// groups of rows rows as the kernels read them: interleaved by four-byte
-// groups, or by block and row when rowMajor) and their scales ds
-// ([group][block][row] pairs of dx, dx·Σq).
-func halfMinProduct(dst []float32, m int, w *Matrix, bias []float32, mins func(src []byte, n int, dst []float32), xa []uint8, ds []float32, rows int, rowMajor bool) {
-	n, k := w.Rows, w.Cols
-	kh := k / 16
-	rowBytes := w.RowBytes()
-	mp, tp := getScratch(n*kh), getScratch(m*kh)
-	defer putScratch(mp)
+// w, whose per-16 offsets mins reads (the minimum terms, see halfMins): M
+// holds each weight row's offsets (w.Rows × k/16), read from w's blocks
+// as the float32 GEMM decodes its panels, T each activation row's half
+// sums dx·S_h, read from the quantized activations xa (q+128, groups of
+// rows rows as the kernels read them: interleaved by four-byte groups, or
+// by block and row when rowMajor) and their scales ds ([group][block][row]
+// pairs of dx, dx·Σq).
+func halfMinProduct(dst []float32, m int, w *Matrix, bias []float32, mins halfMinDecoder, xa []uint8, ds []float32, rows int, rowMajor bool) {
+	kh := w.Cols / 16
+	tp := getScratch(m * kh)
 	defer putScratch(tp)
-	mw, t := *mp, *tp
-	const chunk = 64 // weight rows per work item
-	parallelFor((n+chunk-1)/chunk, func(c int) {
-		for j := c * chunk; j < min(n, (c+1)*chunk); j++ {
-			mins(w.Data[j*rowBytes:(j+1)*rowBytes], k, mw[j*kh:(j+1)*kh])
-		}
-	})
-	halfSums(t, m, k, xa, ds, rows, rowMajor)
-	mm := &Matrix{Type: gguf.TypeF32, Rows: n, Cols: kh, Data: unsafe.Slice((*byte)(unsafe.Pointer(&mw[0])), 4*len(mw))}
-	gemm(dst, t, m, mm, bias, halfMinGEMM)
+	t := *tp
+	halfSums(t, m, w.Cols, xa, ds, rows, rowMajor)
+	view := &Matrix{Type: w.Type, Rows: w.Rows, Cols: kh, Data: w.Data}
+	gemmDecoding(dst, t, m, view, bias, halfMinGEMM, decoder{mins.blockSize, mins.typeSize, mins.decode}, mins.row, w.RowBytes())
 }
 
 // halfSums writes, for each of the m rows and each 16-value half h of its

@@ -3,9 +3,9 @@ package kernels
 //go:noescape
 func q2kMinsAVX2(blk *byte, nsb int, dst *float32)
 
-// q2kHalfMinsAVX2 is q2kHalfMins in assembly (the same bits, tested).
+// q2kHalfMinsAVX2 is q2kHalfMinsAt, stride 1, in assembly: n offsets.
 func q2kHalfMinsAVX2(src []byte, n int, dst []float32) {
-	nsb := n / 256
+	nsb := n / 16
 	if nsb == 0 {
 		return
 	}
@@ -13,13 +13,13 @@ func q2kHalfMinsAVX2(src []byte, n int, dst []float32) {
 	q2kMinsAVX2(&src[0], nsb, &dst[0])
 }
 
-// q2kMins is the Q2_K entry of halfMins: the assembly where the CPU has
-// AVX2 (with F16C, for dmin), else the portable one.
+// q2kMins is the row reader of Q2_K's halfMins entry: the assembly where
+// the CPU has AVX2 (with F16C, for dmin), else the portable one.
 func q2kMins() func(src []byte, n int, dst []float32) {
 	if hasAVX2 {
 		return q2kHalfMinsAVX2
 	}
-	return q2kHalfMins
+	return func(src []byte, n int, dst []float32) { q2kHalfMinsAt(src, n, dst, 1) }
 }
 
 //go:noescape

@@ -70,8 +70,8 @@ func TestHalfSums(t *testing.T) {
 // TestHalfMinTypes checks what the drivers assume of the types with
 // per-16 minimums: a u8 path decoder with multipliers, not a nibble one
 // (the minimums are read from unsigned activation codes), no per-block
-// offset of its own; and that the offsets written are the float32
-// decoder's: value − fd·m·q.
+// offset of its own, and blocks of the offsets that are the type's
+// blocks; and that the offsets are not all zero on random weights.
 func TestHalfMinTypes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(53, 54))
 	for typ, mins := range halfMins {
@@ -79,9 +79,12 @@ func TestHalfMinTypes(t *testing.T) {
 		if !ok || dec.nibbles || dec.unit || dec.hasMin {
 			t.Fatalf("%s: halfMins needs a u8 decoder with multipliers, no nibbles, no offset: %+v", typ, dec)
 		}
+		if mins.blockSize*16 != dec.blockSize || mins.typeSize != dec.typeSize {
+			t.Fatalf("%s: offsets in blocks of %d, %d bytes; the type's blocks hold %d values in %d bytes", typ, mins.blockSize, mins.typeSize, dec.blockSize, dec.typeSize)
+		}
 		w := randMatrix(t, typ, 2, 512, rng)
 		fm := make([]float32, 512/16)
-		mins(w.Data, 512, fm)
+		mins.row(w.Data, 512/16, fm)
 		nonzero := 0
 		for _, v := range fm {
 			if v != 0 {
@@ -92,7 +95,7 @@ func TestHalfMinTypes(t *testing.T) {
 			t.Fatalf("%s: only %d of %d offsets nonzero: %v", typ, nonzero, len(fm), fm)
 		}
 	}
-	if halfMins[gguf.TypeQ2_K] == nil {
+	if !hasHalfMins(gguf.TypeQ2_K) {
 		t.Fatal("Q2_K has no halfMins")
 	}
 }
@@ -132,22 +135,25 @@ func TestQ2KRowDecoders(t *testing.T) {
 	}
 }
 
-// TestQ2KHalfMins checks halfMins' Q2_K entry (assembly where the CPU has
-// it) against the portable q2kHalfMins bit for bit, and the offsets
-// against the float32 decoder: its value is fl(d·sc·q − dmin·m) with
-// d·sc·q exact, so value − fd·sc·q is the offset within u·|value|.
+// TestQ2KHalfMins checks halfMins' Q2_K readers against each other bit
+// for bit (the row one, assembly where the CPU has it, and the portable
+// strided one at stride 1 and at a panel's), and the offsets against the
+// float32 decoder: its value is fl(d·sc·q − dmin·m) with d·sc·q exact, so
+// value − fd·sc·q is the offset within u·|value|.
 func TestQ2KHalfMins(t *testing.T) {
 	rng := rand.New(rand.NewPCG(57, 58))
+	mins := halfMins[gguf.TypeQ2_K]
 	for _, k := range []int{256, 768, 2048} {
 		w := randMatrix(t, gguf.TypeQ2_K, 3, k, rng)
 		for j := 0; j < w.Rows; j++ {
 			src := w.Data[j*w.RowBytes() : (j+1)*w.RowBytes()]
-			got, want := make([]float32, k/16), make([]float32, k/16)
-			halfMins[gguf.TypeQ2_K](src, k, got)
-			q2kHalfMins(src, k, want)
+			got, want, at := make([]float32, k/16), make([]float32, k/16), make([]float32, k/16*gemmNR)
+			mins.row(src, k/16, got)
+			mins.decode(src, k/16, at, gemmNR)
+			q2kHalfMinsAt(src, k/16, want, 1)
 			for i := range got {
-				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("k%d row %d offset %d: %v, the portable one %v", k, j, i, got[i], want[i])
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) || math.Float32bits(at[i*gemmNR]) != math.Float32bits(want[i]) {
+					t.Fatalf("k%d row %d offset %d: %v, strided %v, the portable one %v", k, j, i, got[i], at[i*gemmNR], want[i])
 				}
 			}
 			vals := make([]float32, k)

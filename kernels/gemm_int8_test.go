@@ -21,8 +21,8 @@ func intDecodeRow(w *Matrix, j int) (v []int32, fd, fm []float32) {
 	src := w.Data[j*w.RowBytes():]
 	fm = make([]float32, 2*nb)
 	defer func() {
-		if mins := halfMins[w.Type]; mins != nil {
-			mins(src, w.Cols, fm)
+		if mins, ok := halfMins[w.Type]; ok {
+			mins.decode(src, w.Cols/16, fm, 1)
 			return
 		}
 		for b, f := range fb {
@@ -62,7 +62,7 @@ func intDecodeRow(w *Matrix, j int) (v []int32, fd, fm []float32) {
 // halfMins it sums nb block terms onto the float32 product of 2·nb
 // minimum terms and bias, each rounded once before (fl(dx·S_h)).
 func epilogueTerms(t gguf.Type, nb int) int {
-	if halfMins[t] != nil {
+	if _, ok := halfMins[t]; ok {
 		return 3*nb + 3
 	}
 	return 2*nb + 2
@@ -78,6 +78,11 @@ func intTypes() []gguf.Type {
 		ts = append(ts, t)
 	}
 	return ts
+}
+
+func hasHalfMins(t gguf.Type) bool {
+	_, ok := halfMins[t]
+	return ok
 }
 
 func hasMin(t gguf.Type) bool {
@@ -143,7 +148,7 @@ func i8Ref(x []float32, m int, w *Matrix, bias []float32) (ref, mag []float64) {
 				t1 := dx * float64(fd[b]) * float64(isum)
 				var t2, t3 float64
 				switch {
-				case halfMins[w.Type] != nil:
+				case hasHalfMins(w.Type):
 					t2 = float64(fm[2*b]) * dx * float64(codeSum(xq[i*k+b*i8Block:][:16]))
 					t3 = float64(fm[2*b+1]) * dx * float64(codeSum(xq[i*k+b*i8Block+16:][:16]))
 				case hasMin(w.Type):
@@ -307,7 +312,7 @@ func int8Bound(w *Matrix, j int, x []float32) float64 {
 		}
 		tol += float64(ds[2*b])/2*sw + 5*u*swx
 		mag += math.Abs(float64(ds[2*b]) * float64(fd[b]) * float64(isum))
-		if halfMins[w.Type] != nil {
+		if hasHalfMins(w.Type) {
 			for h := 0; h < 2; h++ {
 				mag += math.Abs(float64(fm[2*b+h]) * float64(ds[2*b]) * float64(codeSum(xq[b*i8Block+16*h:][:16])))
 			}

@@ -370,7 +370,7 @@ func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 	// first (with the bias); the kernels then add to it from the first k
 	// slice on.
 	preset := false
-	if mins := halfMins[w.Type]; mins != nil {
+	if mins, ok := halfMins[w.Type]; ok {
 		halfMinProduct(dst, m, w, bias, mins, xa, ds, rows, false)
 		bias, preset = nil, true
 	}

@@ -233,7 +233,7 @@ func gemmVNNI(dst, x []float32, m int, w *Matrix, bias []float32, g *vnniTier) {
 
 	// The per-16 minimums (halfMins): as in gemmU8, written to dst first.
 	preset := false
-	if mins := halfMins[w.Type]; mins != nil {
+	if mins, ok := halfMins[w.Type]; ok {
 		halfMinProduct(dst, m, w, bias, mins, xa, ds, rows, g.rowMajor)
 		bias, preset = nil, true
 	}

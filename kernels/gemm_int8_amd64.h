@@ -192,12 +192,7 @@
 
 // TILE6ADD adds c to the loaded tile.
 #define TILE6ADD \
-	VADDPS 0(DX), Y0, Y0 \
-	VADDPS 32(DX), Y1, Y1 \
-	VADDPS 0(DX)(SI*1), Y2, Y2 \
-	VADDPS 32(DX)(SI*1), Y3, Y3 \
-	VADDPS 0(DX)(SI*2), Y4, Y4 \
-	VADDPS 32(DX)(SI*2), Y5, Y5 \
+	TILE3ADD \
 	VADDPS 0(R12), Y6, Y6 \
 	VADDPS 32(R12), Y7, Y7 \
 	VADDPS 0(R12)(SI*1), Y8, Y8 \
@@ -207,12 +202,7 @@
 
 // TILE6WRITE writes the tile to c and moves DX six rows on.
 #define TILE6WRITE \
-	VMOVUPS Y0, 0(DX) \
-	VMOVUPS Y1, 32(DX) \
-	VMOVUPS Y2, 0(DX)(SI*1) \
-	VMOVUPS Y3, 32(DX)(SI*1) \
-	VMOVUPS Y4, 0(DX)(SI*2) \
-	VMOVUPS Y5, 32(DX)(SI*2) \
+	TILE3WRITE \
 	VMOVUPS Y6, 0(R12) \
 	VMOVUPS Y7, 32(R12) \
 	VMOVUPS Y8, 0(R12)(SI*1) \

@@ -75,6 +75,29 @@
 	VMOVUPS za, toff(DI) \
 	VMOVUPS zb, toff+64(DI)
 
+// ROWS6 applies row to the six rows of the 6x32 tile: row r's block sums
+// za, zb (Z(2r), Z(2r+1)), its float tile registers ta, tb in
+// kernelVNNIUnit6x32 (Z(12+2r), Z(13+2r)), and r. VROW and VROWMIN end a
+// block for a row of kernelVNNI6x32's tile in memory (without and with
+// the fm term); UROW and UROWMIN, defined with UEPI, the same for
+// kernelVNNIUnit6x32.
+#define ROWS6(row) \
+	row(Z0, Z1, Z12, Z13, 0) \
+	row(Z2, Z3, Z14, Z15, 1) \
+	row(Z4, Z5, Z16, Z17, 2) \
+	row(Z6, Z7, Z18, Z19, 3) \
+	row(Z8, Z9, Z20, Z21, 4) \
+	row(Z10, Z11, Z22, Z23, 5)
+
+#define VROW(za, zb, ta, tb, r) \
+	VEPI(za, zb, 8*r, 128*r) \
+	VPUT(za, zb, 128*r)
+
+#define VROWMIN(za, zb, ta, tb, r) \
+	VEPI(za, zb, 8*r, 128*r) \
+	VMINTERM(za, zb, 8*r+4) \
+	VPUT(za, zb, 128*r)
+
 // A 6x32 float tile in twelve zmm registers (row r in c(2r), c(2r+1)) added
 // to c or written to it; rows at DX, DX+SI, DX+2SI, R12, R12+SI, R12+2SI.
 #define TILE6X32_ADD(c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11) \
@@ -245,39 +268,11 @@ vepi:
 	ADDQ $256, R12
 	TESTQ $2, flags+96(FP)
 	JNZ  vwithmin
-	VEPI(Z0, Z1, 0, 0)
-	VPUT(Z0, Z1, 0)
-	VEPI(Z2, Z3, 8, 128)
-	VPUT(Z2, Z3, 128)
-	VEPI(Z4, Z5, 16, 256)
-	VPUT(Z4, Z5, 256)
-	VEPI(Z6, Z7, 24, 384)
-	VPUT(Z6, Z7, 384)
-	VEPI(Z8, Z9, 32, 512)
-	VPUT(Z8, Z9, 512)
-	VEPI(Z10, Z11, 40, 640)
-	VPUT(Z10, Z11, 640)
+	ROWS6(VROW)
 	JMP  vnext
 
 vwithmin:
-	VEPI(Z0, Z1, 0, 0)
-	VMINTERM(Z0, Z1, 4)
-	VPUT(Z0, Z1, 0)
-	VEPI(Z2, Z3, 8, 128)
-	VMINTERM(Z2, Z3, 12)
-	VPUT(Z2, Z3, 128)
-	VEPI(Z4, Z5, 16, 256)
-	VMINTERM(Z4, Z5, 20)
-	VPUT(Z4, Z5, 256)
-	VEPI(Z6, Z7, 24, 384)
-	VMINTERM(Z6, Z7, 28)
-	VPUT(Z6, Z7, 384)
-	VEPI(Z8, Z9, 32, 512)
-	VMINTERM(Z8, Z9, 36)
-	VPUT(Z8, Z9, 512)
-	VEPI(Z10, Z11, 40, 640)
-	VMINTERM(Z10, Z11, 44)
-	VPUT(Z10, Z11, 640)
+	ROWS6(VROWMIN)
 
 vnext:
 	ADDQ $48, R11
@@ -664,6 +659,15 @@ iq4done:
 	VMOVAPS za, ta \
 	VMOVAPS zb, tb
 
+#define UROW(za, zb, ta, tb, r) \
+	UEPI(za, zb, ta, tb, 8*r) \
+	UPUT(za, zb, ta, tb)
+
+#define UROWMIN(za, zb, ta, tb, r) \
+	UEPI(za, zb, ta, tb, 8*r) \
+	UMIN(za, zb, 8*r+4) \
+	UPUT(za, zb, ta, tb)
+
 // func kernelVNNIUnit6x32(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
 //
 // kernelVNNI6x32 for unit blocks (flags bit 3 clear) with the float tile
@@ -697,39 +701,11 @@ ublock:
 	ADDQ $256, R12
 	TESTQ $2, flags+96(FP)
 	JNZ  uwithmin
-	UEPI(Z0, Z1, Z12, Z13, 0)
-	UPUT(Z0, Z1, Z12, Z13)
-	UEPI(Z2, Z3, Z14, Z15, 8)
-	UPUT(Z2, Z3, Z14, Z15)
-	UEPI(Z4, Z5, Z16, Z17, 16)
-	UPUT(Z4, Z5, Z16, Z17)
-	UEPI(Z6, Z7, Z18, Z19, 24)
-	UPUT(Z6, Z7, Z18, Z19)
-	UEPI(Z8, Z9, Z20, Z21, 32)
-	UPUT(Z8, Z9, Z20, Z21)
-	UEPI(Z10, Z11, Z22, Z23, 40)
-	UPUT(Z10, Z11, Z22, Z23)
+	ROWS6(UROW)
 	JMP  unext
 
 uwithmin:
-	UEPI(Z0, Z1, Z12, Z13, 0)
-	UMIN(Z0, Z1, 4)
-	UPUT(Z0, Z1, Z12, Z13)
-	UEPI(Z2, Z3, Z14, Z15, 8)
-	UMIN(Z2, Z3, 12)
-	UPUT(Z2, Z3, Z14, Z15)
-	UEPI(Z4, Z5, Z16, Z17, 16)
-	UMIN(Z4, Z5, 20)
-	UPUT(Z4, Z5, Z16, Z17)
-	UEPI(Z6, Z7, Z18, Z19, 24)
-	UMIN(Z6, Z7, 28)
-	UPUT(Z6, Z7, Z18, Z19)
-	UEPI(Z8, Z9, Z20, Z21, 32)
-	UMIN(Z8, Z9, 36)
-	UPUT(Z8, Z9, Z20, Z21)
-	UEPI(Z10, Z11, Z22, Z23, 40)
-	UMIN(Z10, Z11, 44)
-	UPUT(Z10, Z11, Z22, Z23)
+	ROWS6(UROWMIN)
 
 unext:
 	ADDQ $48, R11

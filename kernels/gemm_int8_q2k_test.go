@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/vembed/vembed/gguf"
@@ -166,4 +167,73 @@ func TestQ2KHalfMins(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzQ2KDecoders feeds arbitrary bytes (any scale bits: subnormal,
+// infinite, NaN) as Q2_K blocks to every tier's decoders and checks them
+// against the portable ones: values, multipliers and half sums equal,
+// factors and offsets equal or both NaN (the assembly converts binary16
+// NaNs to quiet ones).
+func FuzzQ2KDecoders(f *testing.F) {
+	rng := rand.New(rand.NewPCG(59, 60))
+	for _, nsb := range []int{1, 2, 3} {
+		seed := make([]byte, 84*nsb)
+		for i := range seed {
+			seed[i] = byte(rng.Uint32())
+		}
+		f.Add(seed)
+	}
+	nan := make([]byte, 84)
+	nan[80], nan[81], nan[82], nan[83] = 0x01, 0x7c, 0x00, 0xfe // a signalling NaN d, −∞ dmin
+	f.Add(nan)
+	sub := make([]byte, 84)
+	sub[0], sub[16], sub[80], sub[82] = 0xff, 0xff, 0x01, 0x03 // subnormal d and dmin
+	f.Add(sub)
+	rows := map[string]func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32){}
+	if _, u8 := archIntKernels(); u8 != nil {
+		rows["avx2-int8"] = u8["avx2"].rows[gguf.TypeQ2_K]
+	}
+	for name, g := range archVNNIKernels() {
+		rows[name] = g.dec[gguf.TypeQ2_K]
+	}
+	same := func(a, b float32) bool {
+		return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		nsb := min(len(data)/84, 8)
+		if nsb == 0 {
+			return
+		}
+		src, n := data[:84*nsb], 256*nsb
+		nb := n / 32
+		type out struct {
+			q        []int8
+			fd, mins []float32
+			mul      []int16
+			sum      []int32
+		}
+		run := func(row func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32), mins func(src []byte, n int, dst []float32)) out {
+			o := out{make([]int8, n), make([]float32, nb), make([]float32, n/16), make([]int16, 2*nb), make([]int32, 2*nb)}
+			row(src, n, o.q, o.fd, make([]float32, nb), 1, o.mul, o.sum)
+			mins(src, n/16, o.mins)
+			return o
+		}
+		want := run(u8RowQ2K, func(src []byte, n int, dst []float32) { q2kHalfMinsAt(src, n, dst, 1) })
+		for name, row := range rows {
+			got := run(row, halfMins[gguf.TypeQ2_K].row)
+			if !slices.Equal(got.q, want.q) || !slices.Equal(got.mul, want.mul) || !slices.Equal(got.sum, want.sum) {
+				t.Fatalf("%s: values, multipliers or sums differ from the portable decoder", name)
+			}
+			for i := range got.fd {
+				if !same(got.fd[i], want.fd[i]) {
+					t.Fatalf("%s: factor %d is %v, the portable decoder's %v", name, i, got.fd[i], want.fd[i])
+				}
+			}
+			for i := range got.mins {
+				if !same(got.mins[i], want.mins[i]) {
+					t.Fatalf("%s: offset %d is %v, the portable one %v", name, i, got.mins[i], want.mins[i])
+				}
+			}
+		}
+	})
 }

@@ -66,11 +66,12 @@ const (
 // runs; with portable Go decoders they were 0.9-1.15× and about 0.5×).
 // Q2_K (u8 path plus its minimums' float32 product, gemm_int8_q2k.go,
 // with AVX2 decoders) measured, against the float32 products each integer
-// tier would otherwise run (BenchmarkQ2KRatio, one run, alternated, Zen
-// 5): avx2-int8 2.2× avx2's at M=512 and 3.7-6.2× at M=1..32, 1.28×
-// avx512's at M=512 and 3.3-6.0× at M=1..32; avx512-vnni 2.2× avx512's at
-// M=512, 3.5-6.9× at M=1..32; avx-vnni 2.4× avx2's at M=512, 4.2-6.7× at
-// M=1..32 (the float32 path decodes Q2_K in portable Go). The integer
+// tier would otherwise run (BenchmarkQ2KRatio, two runs, each alternated,
+// Zen 5): avx2-int8 2.3× avx2's at M=512, 3.9× at M=32, 3-12× at M=1..8,
+// and 1.26-1.29× avx512's at M=512, 3.0-3.2× at M=32, 5-7× at M=1..8;
+// avx512-vnni 2.2-2.8× avx512's at M=512, 4.5-4.6× at M=32, 4.6-11× at
+// M=1..8; avx-vnni 2.4× avx2's at M=512, 4.1-4.2× at M=32, 4.8-6.7× at
+// M=1..8 (the float32 path decodes Q2_K in portable Go). The integer
 // tiers share this list (their results are the same bits), so a type is
 // here only where all of them gain. Q8_K keeps the float32 path: no model
 // stores it, and the int16 path stays, tested, as its integer reference.
@@ -88,7 +89,7 @@ var int8Types = map[gguf.Type]bool{
 // portable Go while its byte decoder is vectorized: the integer product
 // measured 4-5× faster at 1 to 32 rows, so it starts at a sixteenth
 // (1 row by default); so does Q2_K (portable float32 decoding too; its
-// integer product 3.3-6.9× faster at 1 to 32 rows on every integer tier).
+// integer product 3-12× faster at 1 to 32 rows on every integer tier).
 var int8RowsScale = map[gguf.Type]int{
 	gguf.TypeIQ4_NL: 1, gguf.TypeIQ4_XS: 1, gguf.TypeQ3_K: -4, gguf.TypeQ2_K: -4,
 }

@@ -18,8 +18,10 @@ import (
 // The +128 makes the sums Σ m·w·(q+128); the kernel starts each block's
 // accumulators at −128·Σ m·w, a per-column constant the decoder computes,
 // so the block sums are exactly Σ m·w·q. The multiplier m is 1, or the
-// signed sub-block scale of the types that have one per 16 values (Q6_K,
-// Q3_K), so that every block still has a single float factor fd.
+// sub-block scale of the types that have one per 16 values (Q6_K, Q3_K
+// signed, Q2_K 0..15), so that every block still has a single float
+// factor fd (Q2_K's minimums, one per 16 values too, are a float32
+// product of their own: gemm_int8_q2k.go).
 // Saturation: a group's int16 sum is at most steps·2·255·max|w| < 2¹⁵
 // (steps 4 for |w| ≤ 16, else 2 for |w| ≤ 32); the int32 block sums stay
 // below 32·127·32·128 < 2²⁴, exact in float32.

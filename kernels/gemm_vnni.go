@@ -21,12 +21,13 @@ import (
 // +128. Since VPDPBUSD does not saturate, every type the avx2-int8 tier
 // multiplies in integers goes through this one layout, the int16 path's
 // types too: Q8_0 and IQ4_NL as bytes, IQ4_XS as its codebook values with
-// the sub-block scale as a multiplier.
+// the sub-block scale as a multiplier. Q2_K's minimums take the same
+// float32 product first as on the avx2-int8 tier (gemm_int8_q2k.go).
 //
-// Multipliers m (Q6_K, Q3_K: one per 16 values; IQ4_XS: one per 32) take
-// a second set of accumulators: each half block is summed alone, and the
-// block sum is start + m₀·A + m₁·B (VPMULLD). Types without them (unit
-// decoders) sum a whole block from the start value.
+// Multipliers m (Q6_K, Q3_K, Q2_K: one per 16 values; IQ4_XS: one per
+// 32) take a second set of accumulators: each half block is summed alone,
+// and the block sum is start + m₀·A + m₁·B (VPMULLD). Types without them
+// (unit decoders) sum a whole block from the start value.
 //
 // Every block sum is the same exact integer the avx2-int8 tier computes,
 // and the float epilogue is the same operations in the same order (per

@@ -71,12 +71,12 @@ func embedText(t *testing.T, m *Model, tier kernels.Tier, ids []int32) []float32
 	return e
 }
 
-// TestInt8Fixtures runs the llama.cpp-quantized Q8_0, Q4_K and Q6_K
-// fixture models on the int8 tier and on the float32 path.
+// TestInt8Fixtures runs the llama.cpp-quantized fixture models of every
+// type the integer tiers multiply on those tiers and on the float32 path.
 func TestInt8Fixtures(t *testing.T) {
 	defer needInt8(t)()
 	dir := fixtures.Dir(t, "quant")
-	for _, typ := range []string{"Q8_0", "Q4_K", "Q6_K"} {
+	for _, typ := range []string{"Q8_0", "Q6_K", "Q5_K", "Q5_1", "Q5_0", "Q4_K", "Q4_1", "Q4_0", "IQ4_NL", "IQ4_XS", "Q3_K", "Q2_K"} {
 		var ref struct {
 			Cases []struct {
 				IDs       []int32   `json:"ids"`

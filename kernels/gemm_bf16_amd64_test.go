@@ -142,3 +142,32 @@ func TestBF16OnlyMarkedWeights(t *testing.T) {
 		}
 	}
 }
+
+// TestBF16MarkedQuantizedTakeBase checks that the avx512-bf16 tier leaves
+// quantized weights to the tier it is built on even when a model marks
+// them (a vision tower's MLP stored quantized): only float weights may be
+// multiplied in bfloat16, so a marked quantized weight gives the base
+// tier's bits, Q2_K's float32 product of the minimums included.
+func TestBF16MarkedQuantizedTakeBase(t *testing.T) {
+	needBF16(t)
+	needTier(t, TierAVX512BF16)
+	base := TierAVX512
+	if slices.Contains(Available(), TierAVX512VNNI) {
+		base = TierAVX512VNNI
+	}
+	rng := rand.New(rand.NewPCG(69, 70))
+	for _, typ := range []gguf.Type{gguf.TypeQ2_K, gguf.TypeQ4_K, gguf.TypeQ8_0} {
+		const m, n, k = 19, 45, 512
+		w := randMatrix(t, typ, n, k, rng) // marked BF16
+		x, bias := randVec(m*k, rng), randVec(n, rng)
+		run := func(tier Tier) []float32 {
+			if err := Use(tier); err != nil {
+				t.Fatal(err)
+			}
+			out := make([]float32, m*n)
+			MatMul(out, x, m, w, bias)
+			return out
+		}
+		sameBits(t, fmt.Sprintf("%s marked", typ), run(TierAVX512BF16), run(base))
+	}
+}

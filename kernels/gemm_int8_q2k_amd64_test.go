@@ -64,3 +64,40 @@ func BenchmarkQ2KRatio(b *testing.B) {
 		}
 	}
 }
+
+// TestQ2KMinimumsFloatTiers checks that the avx2-int8 tier's Q2_K
+// products are the same bits whichever float32 GEMM computes the
+// minimums' product: avx512's, which every integer tier takes on AVX-512
+// CPUs, and avx2's, which they take on AVX2-only ones (and whose results
+// the tier's arithmetic name, shared by both kinds of CPU, promises). The
+// depths reach past one k slice of the minimums' product (gemmKC halves,
+// K = 4096) and the widths and heights past both float tiles' edges.
+func TestQ2KMinimumsFloatTiers(t *testing.T) {
+	if !hasAVX512 {
+		t.Skip("needs AVX-512 for the avx512 float32 GEMM")
+	}
+	_, au8 := archIntKernels()
+	avx2 := &gemmTier{tile: avx2Tile, rowDecode: rowDecodersAVX2, transpose8: transpose8AVX2}
+	saved := halfMinGEMM
+	t.Cleanup(func() { halfMinGEMM = saved })
+	rng := rand.New(rand.NewPCG(61, 62))
+	for _, k := range []int{256, 4352, 8960} {
+		for _, n := range []int{1, 17, 33, 161} {
+			w := randMatrix(t, gguf.TypeQ2_K, n, k, rng)
+			for _, m := range []int{1, 7, 13, 43} {
+				x := randVec(m*k, rng)
+				var bias []float32
+				if m%2 == 1 {
+					bias = randVec(n, rng)
+				}
+				run := func(g *gemmTier) []float32 {
+					halfMinGEMM = g
+					dst := make([]float32, m*n)
+					gemmU8(dst, x, m, w, bias, au8["avx2"])
+					return dst
+				}
+				sameBits(t, fmt.Sprintf("k%d n%d m%d", k, n, m), run(avx2), run(avx512GEMM))
+			}
+		}
+	}
+}

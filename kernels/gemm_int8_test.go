@@ -517,7 +517,7 @@ func TestMatMulInt8Concurrent(t *testing.T) {
 func matMulInt8Concurrent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 20))
 	const callers, m, k, n = 4, 41, 512, 150
-	for _, typ := range []gguf.Type{gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ5_0, gguf.TypeQ8_0} {
+	for _, typ := range []gguf.Type{gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ5_0, gguf.TypeQ8_0, gguf.TypeQ2_K} {
 		w := randMatrix(t, typ, n, k, rng)
 		xs := make([][]float32, callers)
 		want := make([][]float32, callers)

@@ -237,3 +237,53 @@ func FuzzQ2KDecoders(f *testing.F) {
 		}
 	})
 }
+
+// TestQ2KSpecialScales multiplies Q2_K weights whose scale d or minimum
+// scale dmin is a NaN, an infinity, a subnormal, the largest binary16 or
+// zero, one special per weight row, on every tier: the rows with a NaN or
+// infinite scale must give non-finite outputs, the others finite ones
+// (whatever path the tier takes: the integer kernels plus the minimums'
+// float32 product, or the float32 decoders), and the integer tiers must
+// agree bit for bit, as their shared arithmetic name promises.
+func TestQ2KSpecialScales(t *testing.T) {
+	saved := Active()
+	defer Use(saved)
+	rng := rand.New(rand.NewPCG(63, 64))
+	const k, n, m = 512, 40, 9
+	w := randMatrix(t, gguf.TypeQ2_K, n, k, rng)
+	specials := []uint16{0x7e00, 0x7c01, 0x7c00, 0xfc00, 0x0001, 0x8001, 0x03ff, 0x7bff, 0x0000}
+	bad := func(v uint16) bool { return v&0x7c00 == 0x7c00 }
+	// Row r: special r%9 as d (r < 9) or dmin (9 ≤ r < 18), in
+	// super-block r%2 of the row.
+	for r := 0; r < 2*len(specials); r++ {
+		off := r*w.RowBytes() + 84*(r%2) + 80 + 2*(r/len(specials))
+		v := specials[r%len(specials)]
+		w.Data[off], w.Data[off+1] = byte(v), byte(v>>8)
+	}
+	x := randVec(m*k, rng)
+	var int8Ref []float32
+	for _, tier := range Available() {
+		Use(tier)
+		out := make([]float32, m*n)
+		MatMul(out, x, m, w, nil)
+		for i, v := range out {
+			r := i % n
+			wantBad := r < 2*len(specials) && bad(specials[r%len(specials)])
+			if finite := !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0); finite == wantBad {
+				t.Errorf("%s: dst[%d][%d] = %v (weight row %d's special scale %#04x)", tier, i/n, r, v, r, specials[r%len(specials)])
+			}
+		}
+		if !int8Tiers[tier] {
+			continue
+		}
+		if int8Ref == nil {
+			int8Ref = out
+			continue
+		}
+		for i := range out {
+			if math.Float32bits(out[i]) != math.Float32bits(int8Ref[i]) {
+				t.Fatalf("%s: dst[%d][%d] = %v, the first integer tier's %v", tier, i/n, i%n, out[i], int8Ref[i])
+			}
+		}
+	}
+}

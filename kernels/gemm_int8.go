@@ -249,7 +249,10 @@ func quantizeRowI8(x []float32, q []int16, ds []float32) {
 		id := 1 / d
 		var sum int32
 		for j, v := range xs {
-			r := roundHalfEven(v * id)
+			// x·(1/d) rounds before roundHalfEven adds its constant
+			// (the assembly's order): the conversion keeps compilers
+			// that fuse a·b + c (arm64, GOAMD64=v3) from skipping it.
+			r := roundHalfEven(float32(v * id))
 			qs[j] = int16(r)
 			sum += r
 		}

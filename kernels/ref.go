@@ -158,8 +158,11 @@ func RoPERef(x []float32, nTok, nHead, headDim int, cos, sin []float32) {
 			v := x[(t*nHead+h)*headDim : (t*nHead+h+1)*headDim]
 			for d := 0; d < half; d++ {
 				a, b := v[d], v[d+half]
-				v[d] = a*c[d] - b*s[d]
-				v[d+half] = b*c[d] + a*s[d]
+				// Each product rounds before the sum, as the vector
+				// code does: the conversions keep compilers that fuse
+				// a·b ± c (arm64, GOAMD64=v3) from changing the bits.
+				v[d] = float32(a*c[d]) - float32(b*s[d])
+				v[d+half] = float32(b*c[d]) + float32(a*s[d])
 			}
 		}
 	}

@@ -128,9 +128,10 @@ func ropeHeadsAVX2(x []float32, nTok, nHead, headDim int, cos, sin []float32) {
 				ropeAVX2(&v[0], &v[half], &c[0], &s[0], h8)
 			}
 			for d := h8; d < half; d++ {
+				// Unfused, as RoPERef and the vector loop.
 				a, b := v[d], v[d+half]
-				v[d] = a*c[d] - b*s[d]
-				v[d+half] = b*c[d] + a*s[d]
+				v[d] = float32(a*c[d]) - float32(b*s[d])
+				v[d+half] = float32(b*c[d]) + float32(a*s[d])
 			}
 		}
 	}

@@ -134,7 +134,9 @@ func F32ToBF16(f float32) uint16 {
 // nearestInt rounds to the nearest integer, ties to even, with ggml's
 // magic-number trick (valid for |f| < 2^22).
 func nearestInt(f float32) int {
-	v := f + 12582912
+	// The conversion keeps a product passed as f (inlined) from fusing
+	// with the add, which would round it once less than ggml does.
+	v := float32(f) + 12582912
 	return int(math.Float32bits(v)&0x7fffff) - 0x400000
 }
 
@@ -270,7 +272,7 @@ const groupMaxEps = 1e-15
 // as ggml rounds them.
 func x2Weighted(x float32, l int) (lx, l2 float32) {
 	w, fl := x*x, float32(l)
-	return float32(w*x) * fl, float32(w*fl) * fl
+	return float32(float32(w*x) * fl), float32(float32(w*fl) * fl)
 }
 
 // makeQxQuants finds a scale for n signed quants in [-nmax, nmax) by trying
@@ -329,7 +331,7 @@ func makeQxQuants(nmax int, x []float32, L []int8) float32 {
 func makeQkx2Quants(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelta float32, nstep int, useMad bool) (scale, negMin float32) {
 	mn, mx := x[0], x[0]
 	sumW := weights[0]
-	sumX := sumW * x[0]
+	sumX := float32(sumW * x[0])
 	for i := 1; i < len(x); i++ {
 		mn, mx = min(mn, x[i]), max(mx, x[i])
 		w := weights[i]
@@ -499,7 +501,7 @@ func encodeQ2_K(x []float32, y []byte) {
 		if d == 0 {
 			continue
 		}
-		dm := mAll * float32(sc[j]>>4)
+		dm := float32(mAll * float32(sc[j]>>4))
 		for ii := range 16 {
 			L[16*j+ii] = uint8(max(0, min(3, nearestInt((x[16*j+ii]+dm)/d))))
 		}
@@ -604,7 +606,7 @@ func quantizeK4(x []float32, y []byte, nmax int, rmin float32, nstep int) (L [25
 		if d == 0 {
 			continue
 		}
-		dm := mAll * float32(m)
+		dm := float32(mAll * float32(m))
 		for ii := range 32 {
 			L[32*j+ii] = uint8(max(0, min(nmax, nearestInt((x[32*j+ii]+dm)/d))))
 		}

@@ -1,12 +1,13 @@
-package heads
+package heads_test
 
 import (
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/kernels"
+	"github.com/vembed/vembed/model/heads"
+	"github.com/vembed/vembed/model/internal/modeltest"
 )
 
 // TestMultiVectorCloseFreesPacked checks that a projector whose weight
@@ -15,19 +16,7 @@ import (
 // it), for a side-car it owns (Close) and one bound in a file the caller
 // closes.
 func TestMultiVectorCloseFreesPacked(t *testing.T) {
-	tier := kernels.TierAVX512VNNI
-	if !slices.Contains(kernels.Available(), tier) {
-		tier = kernels.TierAVXVNNI
-		if !slices.Contains(kernels.Available(), tier) {
-			t.Skip("no VNNI tier on this CPU: nothing packs")
-		}
-	}
-	saved := kernels.Active()
-	defer kernels.Use(saved)
-	if err := kernels.Use(tier); err != nil {
-		t.Fatal(err)
-	}
-	defer kernels.SetPacking(kernels.SetPacking(true))
+	tier := modeltest.UsePackingTier(t)
 
 	// A Q8_0 weight (the type the VNNI tiers pack) of 128 outputs by 64
 	// inputs: per row two blocks of a binary16 scale and 32 codes.
@@ -55,7 +44,7 @@ func TestMultiVectorCloseFreesPacked(t *testing.T) {
 	for i := range hidden {
 		hidden[i] = float32(i%9) - 4
 	}
-	check := func(name string, load func() (*MultiVector, func() error)) {
+	check := func(name string, load func() (*heads.MultiVector, func() error)) {
 		before := kernels.PackedBytes()
 		p, closeFile := load()
 		if loaded := kernels.PackedBytes(); loaded <= before {
@@ -72,19 +61,19 @@ func TestMultiVectorCloseFreesPacked(t *testing.T) {
 			t.Errorf("%s: after closing, %d bytes of packed weights remain, %d before loading", name, after, before)
 		}
 	}
-	check("side-car", func() (*MultiVector, func() error) {
-		p, err := LoadMultiVector(path)
+	check("side-car", func() (*heads.MultiVector, func() error) {
+		p, err := heads.LoadMultiVector(path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p, p.Close
 	})
-	check("bound", func() (*MultiVector, func() error) {
+	check("bound", func() (*heads.MultiVector, func() error) {
 		f, err := gguf.Open(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := MultiVectorFrom(f)
+		p, err := heads.MultiVectorFrom(f)
 		if err != nil {
 			t.Fatal(err)
 		}

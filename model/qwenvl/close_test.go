@@ -1,7 +1,6 @@
 package qwenvl
 
 import (
-	"slices"
 	"testing"
 
 	"github.com/vembed/vembed/kernels"
@@ -13,19 +12,7 @@ import (
 // collection (they live outside the Go heap, so nothing else would make
 // one happen).
 func TestCloseFreesPackedWeights(t *testing.T) {
-	tier := kernels.TierAVX512VNNI
-	if !slices.Contains(kernels.Available(), tier) {
-		tier = kernels.TierAVXVNNI
-		if !slices.Contains(kernels.Available(), tier) {
-			t.Skip("no VNNI tier on this CPU: nothing packs")
-		}
-	}
-	saved := kernels.Active()
-	defer kernels.Use(saved)
-	if err := kernels.Use(tier); err != nil {
-		t.Fatal(err)
-	}
-	defer kernels.SetPacking(kernels.SetPacking(true))
+	tier := modeltest.UsePackingTier(t)
 	lm, mm := modeltest.SynthPair(t, "tiny", "Q8_0", "Q8_0", nil)
 	before := kernels.PackedBytes()
 	m, err := Load(lm, mm)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/vembed/vembed/kernels"
@@ -257,4 +258,27 @@ func SequenceInvariance(t testing.TB, m model.Model, seqs []model.Sequence) [][]
 		}
 	}
 	return alone
+}
+
+// UsePackingTier makes a tier that packs Q8_0 weights at load (a VNNI
+// tier) active with packing on until t ends, and returns it; it skips t
+// on CPUs without one.
+func UsePackingTier(t testing.TB) kernels.Tier {
+	t.Helper()
+	for _, tier := range []kernels.Tier{kernels.TierAVX512VNNI, kernels.TierAVXVNNI} {
+		if !slices.Contains(kernels.Available(), tier) {
+			continue
+		}
+		saved, packing := kernels.Active(), kernels.SetPacking(true)
+		t.Cleanup(func() {
+			kernels.SetPacking(packing)
+			kernels.Use(saved)
+		})
+		if err := kernels.Use(tier); err != nil {
+			t.Fatal(err)
+		}
+		return tier
+	}
+	t.Skip("no VNNI tier on this CPU: nothing packs")
+	return ""
 }

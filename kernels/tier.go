@@ -185,9 +185,11 @@ var goFuses = fusesMultiplyAdd()
 
 // fuseProbe32 holds a, b, c with a·b + c = 2⁻²⁴ exactly, and 0 when a·b
 // is rounded to float32 first (its 2⁻²⁴ is half an ulp, and ties go to the
-// even 1 + 2⁻¹¹); fuseProbe64 the same in float64, 2⁻⁵⁴ against 0. Compilers
-// fuse the two widths under different rules (amd64 fuses only float64).
-// Variables, so that the compiler cannot fold the probes.
+// even 1 + 2⁻¹¹); fuseProbe64 the same in float64, 2⁻⁵⁴ against 0. Which
+// expressions a compiler fuses depends on their width and context (with
+// GOAMD64=v3 only the float64 probe fuses here, while float32 products
+// elsewhere do), so both are tried. Variables, so that the compiler
+// cannot fold the probes.
 var (
 	fuseProbe32 = [3]float32{1 + 0x1p-12, 1 + 0x1p-12, -(1 + 0x1p-11)}
 	fuseProbe64 = [3]float64{1 + 0x1p-27, 1 + 0x1p-27, -(1 + 0x1p-26)}

@@ -27,9 +27,10 @@ import (
 // their float32 products from it.
 const TierAVX512 Tier = "avx512"
 
-// TierAVX512BF16 is avx512-vnni (or avx512 where the CPU lacks VNNI) with
+// TierAVX512BF16 is avx512-vnni (where the CPU lacks AVX-512 VNNI, the
+// best other default tier: avx2-int8 on avx512's float32 products) with
 // MatMul by the F32, F16 and BF16 weights a model marks (Matrix.BF16: the
-// vision tower's) in bfloat16: weights and activations rounded to bfloat16
+// vision towers' MLPs) in bfloat16: weights and activations rounded to bfloat16
 // (8 significant bits), products summed in float32 by VDPBF16PS on the
 // 8×32 avx512 tile (gemm_bf16_amd64.s). Each output is within
 // (2⁻⁷ + 2⁻¹⁶ + γ_K)·Σ|x·w| of the exact product (gemm_bf16.go). Unmarked

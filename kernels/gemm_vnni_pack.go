@@ -90,8 +90,9 @@ type vnniPacked struct {
 // vnniBlockPanels is the number of panels of a column block.
 const vnniBlockPanels = gemmNC / vnniNR
 
-// Packed reports whether Prepare packed w for a tier: the active tier's
-// products then read the packed copy, not Data (other tiers still do).
+// Packed reports whether Prepare packed w for a tier: that tier's products
+// (and those of the tiers on the same VNNI GEMM) then read the packed copy,
+// not Data (other tiers still do).
 func (w *Matrix) Packed() bool { return w.packed != nil }
 
 // vnniPacked returns w's panels made by g, or nil.

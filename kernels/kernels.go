@@ -2,7 +2,8 @@
 // activations by weights kept in their stored GGUF type, fused attention,
 // norms, rotary embeddings and activations.
 //
-// Model code calls only the functions of this file. Each has a plain,
+// Model code calls the functions of this file (and Matrix's Packed and
+// Unpack, gemm_vnni_pack.go). Each function has a plain,
 // single-threaded reference implementation (ref.go, the *Ref functions) that
 // the fast paths are tested against; Use(TierReference) routes every call to
 // the reference, which is how the model's reference path runs.
@@ -13,9 +14,12 @@
 //
 // The fast tiers (see Tier) share one design: work is split into tiles run
 // by a pool of GOMAXPROCS goroutines; MatMul decodes weights panel by panel
-// into per-worker float32 buffers reused across a block of activation rows
-// (gemm.go, decode*.go), so weights stay in their stored type; Attention is
-// a tiled online-softmax kernel on the same microkernel (attention.go).
+// into per-worker buffers reused across a block of activation rows (float32,
+// gemm.go and decode*.go; bytes on the integer tiers, gemm_int8*.go and
+// gemm_vnni.go; bfloat16 pairs for marked weights on the bfloat16 tiers,
+// gemm_bf16.go), so weights stay in their stored type, unless Prepare
+// packed them at load; Attention is a tiled online-softmax kernel on the
+// float32 microkernel (attention.go).
 // Every function may be called from several goroutines at once.
 package kernels
 
@@ -36,7 +40,7 @@ type Matrix struct {
 	// BF16 lets a tier with bfloat16 products (avx512-bf16, amx-bf16)
 	// multiply this float weight in bfloat16: models set it for the weights
 	// whose reference runs in bfloat16 anyway and whose results tolerate
-	// it (the vision tower's), and leave it unset where float32 must hold
+	// it (the vision towers' MLPs), and leave it unset where float32 must hold
 	// (the LM's float weights, heads, scoring).
 	BF16 bool
 
@@ -144,11 +148,12 @@ func GELUTanh(x []float32) { active.Load().geluTanh(x) }
 
 // Prepare lets the active tier repack w for faster products. It is called
 // once when a model is loaded, before w is shared; MatMul works without
-// it. The VNNI tiers (avx512-vnni and avx-vnni, and the avx512-bf16 tier
-// built on the first) pack Q8_0 weights into the panels their products
-// read (gemm_vnni_pack.go), in parallel; the products then give the same
-// bits without decoding the weights on every pass. w.Packed tells whether it
-// did: only the tier that packed w reads the copy, the others decode
-// w.Data. Other tiers decode panels during the product and keep w as
-// stored.
+// it. The VNNI tiers (avx512-vnni and avx-vnni, and the avx512-bf16 and
+// amx-bf16 tiers built on the first; not amx) pack Q8_0 weights into the
+// panels their products read (gemm_vnni_pack.go), in parallel, unless
+// SetPacking turned packing off; the products then give the same bits
+// without decoding the weights on every pass. w.Packed tells whether it
+// did: only the tiers on the GEMM that packed w read the copy, the others
+// decode w.Data. Other tiers decode panels during the product and keep w
+// as stored.
 func Prepare(w *Matrix) { active.Load().prepare(w) }

@@ -120,7 +120,7 @@ func Peak(u PeakUnit, threads int, d time.Duration) (float64, bool) {
 
 // TierPeak returns the unit that bounds tier t's products of weights of
 // type typ: the instruction its inner loop multiplies with. It returns
-// false when no probe of this CPU measures it (amx's tile instructions).
+// false when no probe of this CPU measures it (the AMX tile instructions).
 // Each tier has its entry here, next to the instructions it uses:
 //   - reference, generic and avx2, and avx2-int8 for every type: the AVX2
 //     FMA (AVX2 has no int8 dot product; the integer products are set
@@ -129,8 +129,12 @@ func Peak(u PeakUnit, threads int, d time.Duration) (float64, bool) {
 //   - avx512-vnni and avx-vnni: VPDPBUSD (zmm; ymm VEX) for the types they
 //     multiply in integers, and for the rest the float products of the
 //     tier they are built on (avx512 where the CPU has it, else avx2);
-//   - avx512-bf16: VDPBF16PS for float weights (F32, F16, BF16), VPDPBUSD
-//     zmm for quantized ones.
+//   - avx512-bf16: VDPBF16PS for float weights (F32, F16, BF16; it
+//     multiplies only those marked Matrix.BF16 in bfloat16, as bench's
+//     are), VPDPBUSD zmm for the types the integer tiers multiply, and
+//     the float products of avx512 for the rest;
+//   - amx-bf16: as avx512-bf16, but no probe for its float weights'
+//     TDPBF16PS; amx: none.
 func TierPeak(t Tier, typ gguf.Type) (PeakUnit, bool) {
 	float := PeakFMA256
 	if slices.Contains(Available(), TierAVX512) {
@@ -148,8 +152,10 @@ func TierPeak(t Tier, typ gguf.Type) (PeakUnit, bool) {
 				u = PeakVNNI256
 			}
 		}
-	case TierAVX512BF16:
+	case TierAVX512BF16, TierAMXBF16:
 		switch {
+		case bf16Types[typ] && t == TierAMXBF16:
+			return "", false
 		case bf16Types[typ]:
 			u = PeakBF16
 		case int8Types[typ]:

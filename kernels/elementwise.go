@@ -4,9 +4,10 @@ import "math"
 
 // Elementwise operations and norms. They cost O(n) against the O(n·d) of the
 // products around them; the fast tiers vectorize the exp-based activations,
-// and on every tier the additions, RoPE and both norms take vector loops
-// that give the same bits as the Go ones (addVec, ropeHeads, rmsRows,
-// layerRows). Large inputs are spread over the worker pool.
+// and on every tier but the reference the additions, RoPE and both norms
+// take vector loops (on AVX2 CPUs) that give the same bits as the Go ones
+// (addVec, ropeHeads, rmsRows, layerRows). Large inputs are spread over
+// the worker pool.
 
 // parallelMin is the number of values below which an elementwise operation
 // runs on the calling goroutine: handing work to the pool costs a few

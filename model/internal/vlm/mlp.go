@@ -21,8 +21,8 @@ const MaxChunk = 384
 
 // ChunkRows is the row count of each piece when n rows are split into the
 // fewest pieces of at most MaxChunk rows, sized alike. A short last piece
-// would cost a full pass over the weights for a few rows, and below the
-// quantized kernels' minimum row count it even takes the float32 path.
+// would cost a full pass over the weights for a few rows (and, below a
+// row threshold set with kernels.SetInt8MinRows, takes the float32 path).
 func ChunkRows(n int) int {
 	if n <= MaxChunk {
 		return max(n, 1)

@@ -170,6 +170,18 @@ func TierPeak(t Tier, typ gguf.Type) (PeakUnit, bool) {
 	return u, ok
 }
 
+// AttentionPeak returns the unit that bounds tier t's attention, which
+// multiplies float32 with FMAs on every tier: the bfloat16 and AMX tiers'
+// attention is the float32 code of the tier they are built on, the zmm
+// FMA's.
+func AttentionPeak(t Tier) (PeakUnit, bool) {
+	switch t {
+	case TierAVX512BF16, TierAMXBF16, TierAMX:
+		t = TierAVX512VNNI // whose float32 products are avx512's
+	}
+	return TierPeak(t, gguf.TypeF32)
+}
+
 // peakProbes lists the probes this CPU runs, by unit; built once.
 var peakProbes = sync.OnceValue(func() map[PeakUnit]peakProbe {
 	m := archPeakProbes()

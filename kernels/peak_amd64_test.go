@@ -80,6 +80,18 @@ func TestTierPeak(t *testing.T) {
 			}
 		}
 	}
+	// Attention multiplies float32 on every tier: a float FMA unit,
+	// the zmm one wherever the tier's float32 products are avx512's.
+	for _, tier := range Available() {
+		u, ok := AttentionPeak(tier)
+		want := PeakFMA256
+		if hasTier(TierAVX512) && tier != TierAVX2 && tier != TierAVX2Int8 && tier != TierGeneric && tier != TierReference {
+			want = PeakFMA512
+		}
+		if !ok || u != want {
+			t.Errorf("%s attention: %q (probed %v), want %s", tier, u, ok, want)
+		}
+	}
 	for tier, want := range map[Tier]PeakUnit{TierAVX512VNNI: PeakVNNI512, TierAVXVNNI: PeakVNNI256, TierAVX2Int8: PeakFMA256} {
 		if u, _ := TierPeak(tier, gguf.TypeQ4_K); u != want {
 			t.Errorf("%s Q4_K: %s, want %s", tier, u, want)

@@ -209,7 +209,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			v := randFloats(c.nTok*c.nKV*c.hd, rng)
 			out := make([]float32, len(q))
 			flops := 4 * float64(c.hd*c.nHead) * c.pairs()
-			u, _ := kernels.TierPeak(tier, gguf.TypeF32) // attention multiplies float32
+			u, _ := kernels.AttentionPeak(tier)
 			f := m.measure(flops, u, func() {
 				kernels.Attention(out, q, kk, v, c.nTok, c.nHead, c.nKV, c.hd, 0.1, c.mask)
 			})

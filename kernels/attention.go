@@ -22,6 +22,10 @@ const (
 // attnTier is what a tier plugs into the fused attention.
 type attnTier struct {
 	tile
+	// narrow, when set, is a tile of the same height for the last value
+	// panel when the head size leaves at most narrow.nr columns past the
+	// full panels; its outputs must be accumulated as the main tile's.
+	narrow *tile
 	// transpose8, when set, packs eight rows of float32 (stride floats
 	// apart, n8·8 values each) into columns 0..7 of an nr-wide panel.
 	transpose8 func(src []float32, stride, n8 int, dst []float32)
@@ -126,13 +130,17 @@ func (at *attnTier) run(out, q []float32, nHead, nKV, headDim int, scale float32
 	bq := at.bq()
 	hd := headDim
 	qs, ks := nHead*hd, nKV*hd
-	hdPad := roundUp(hd, nr)
 	ldS := attnBK
+	// Values are packed as nf full panels of nk×nr and, when the head
+	// leaves a remainder the narrow tile covers, one panel of nk×nw;
+	// otherwise as hdPad/nr panels, the last zero-padded.
+	nf, nw := roundUp(hd, nr)/nr, 0
+	if rem := hd % nr; rem != 0 && at.narrow != nil && rem <= at.narrow.nr {
+		nf, nw = hd/nr, at.narrow.nr
+	}
+	vw := nf*nr + nw // packed value columns
 
-	// Every key block is packed once per key/value head, before the query
-	// blocks that share it run: keys as panels of hd×nr (zero beyond
-	// the block), values as hdPad/nr panels of nk×nr.
-	kbSize := func(nk int) int { return roundUp(nk, nr)*hd + hdPad*nk }
+	kbSize := func(nk int) int { return roundUp(nk, nr)*hd + vw*nk }
 	type keyBlock struct{ src, j0, nk, off int } // head g's panels at off + g·kbSize(nk)
 	var kbs []keyBlock
 	first := make([]int, len(srcs)) // first key block of each source
@@ -145,14 +153,11 @@ func (at *attnTier) run(out, q []float32, nHead, nKV, headDim int, scale float32
 			total += nKV * kbSize(nk)
 		}
 	}
-	packp := getScratch(total)
-	defer putScratch(packp)
-	packed := *packp
-	parallelFor(len(kbs)*nKV, func(item int) {
-		kb, g := kbs[item/nKV], item%nKV
+	// pack writes key/value head g of key block kb into base: keys as
+	// panels of hd×nr (zero beyond the block), then the value panels.
+	pack := func(kb keyBlock, g int, base []float32) {
 		k, v := srcs[kb.src].k, srcs[kb.src].v
-		base := packed[kb.off+g*kbSize(kb.nk) : kb.off+(g+1)*kbSize(kb.nk)]
-		kp, vp := base[:roundUp(kb.nk, nr)*hd], base[roundUp(kb.nk, nr)*hd:]
+		kp, vp := base[:roundUp(kb.nk, nr)*hd], base[roundUp(kb.nk, nr)*hd:kbSize(kb.nk)]
 		for p := 0; p < len(kp)/(nr*hd); p++ {
 			pan := kp[p*nr*hd : (p+1)*nr*hd]
 			for r := 0; r < nr; r++ {
@@ -174,29 +179,55 @@ func (at *attnTier) run(out, q []float32, nHead, nKV, headDim int, scale float32
 				}
 			}
 		}
-		for p := 0; p < hdPad/nr; p++ {
-			pan := vp[p*nr*kb.nk : (p+1)*nr*kb.nk]
+		for p := 0; p*nr < vw; p++ {
+			pw := nr // this panel's width
+			if p == nf {
+				pw = nw
+			}
+			pan := vp[p*nr*kb.nk : p*nr*kb.nk+pw*kb.nk]
 			c0 := p * nr
-			w := min(nr, hd-c0)
+			w := min(pw, hd-c0)
 			for j := 0; j < kb.nk; j++ {
 				src := v[(kb.j0+j)*ks+g*hd+c0:]
 				switch {
-				case w == 16 && nr == 16:
+				case w == 16 && pw == 16:
 					// A whole panel row: one fixed-size move rather than
 					// a call to the general copy per 16 or 32 values.
 					*(*[16]float32)(pan[j*16:]) = *(*[16]float32)(src)
 					continue
-				case w == 32 && nr == 32:
+				case w == 32 && pw == 32:
 					*(*[32]float32)(pan[j*32:]) = *(*[32]float32)(src)
 					continue
 				}
-				copy(pan[j*nr:j*nr+w], src[:w])
-				clear(pan[j*nr+w : (j+1)*nr])
+				copy(pan[j*pw:j*pw+w], src[:w])
+				clear(pan[j*pw+w : (j+1)*pw])
 			}
 		}
-	})
+	}
+
+	// When every source is one key block read by one query block and no
+	// two heads share a key/value head (the vision tower's windows), each
+	// work item packs its own block into its scratch just before using
+	// it: the panels stay in cache instead of making a round trip through
+	// a buffer the size of all keys and values. Otherwise every key block
+	// is packed once per key/value head, before the query blocks that
+	// share it run.
+	fused := group == 1 && len(blocks) == len(srcs) && len(kbs) == len(srcs)
+	var packed []float32
+	if !fused {
+		packp := getScratch(total)
+		defer putScratch(packp)
+		packed = *packp
+		parallelFor(len(kbs)*nKV, func(item int) {
+			kb, g := kbs[item/nKV], item%nKV
+			pack(kb, g, packed[kb.off+g*kbSize(kb.nk):kb.off+(g+1)*kbSize(kb.nk)])
+		})
+	}
 
 	size := bq*ldS + 2*bq + at.edgeScratch(max(hd, attnBK))
+	if fused {
+		size += kbSize(attnBK)
+	}
 	parallelFor(len(blocks)*nHead, func(item int) {
 		bi, h := item/nHead, item%nHead
 		b, g := blocks[bi], h/group
@@ -207,6 +238,10 @@ func (at *attnTier) run(out, q []float32, nHead, nKV, headDim int, scale float32
 		take := func(n int) []float32 { s := buf[:n:n]; buf = buf[n:]; return s }
 		sc := take(bq * ldS)
 		mx, l := take(bq), take(bq)
+		var own []float32 // this item's packed key block, when fused
+		if fused {
+			own = take(kbSize(attnBK))
+		}
 		edge := buf
 
 		rows := b.q1 - b.q0
@@ -224,7 +259,13 @@ func (at *attnTier) run(out, q []float32, nHead, nKV, headDim int, scale float32
 		for j0 := src.lo; j0 < kEnd; j0 += attnBK {
 			kb := kbs[first[b.src]+(j0-src.lo)/attnBK]
 			nk := min(kb.nk, kEnd-j0) // the causal limit may cut the block
-			base := packed[kb.off+g*kbSize(kb.nk):]
+			var base []float32
+			if fused {
+				base = own
+				pack(kb, g, base)
+			} else {
+				base = packed[kb.off+g*kbSize(kb.nk):]
+			}
 			kp, vp := base[:roundUp(kb.nk, nr)*hd], base[roundUp(kb.nk, nr)*hd:kbSize(kb.nk)]
 			at.panelProductStride(sc, ldS, qb, qs, rows, hd, kp, nr*hd, nk, false, edge)
 
@@ -259,7 +300,10 @@ func (at *attnTier) run(out, q []float32, nHead, nKV, headDim int, scale float32
 				mx[i] = mNew
 			}
 
-			at.panelProductStride(o, qs, sc, ldS, rows, nk, vp, nr*kb.nk, hd, j0 > src.lo, edge)
+			at.panelProductStride(o, qs, sc, ldS, rows, nk, vp, nr*kb.nk, min(hd, nf*nr), j0 > src.lo, edge)
+			if nw > 0 {
+				at.narrow.panelProductStride(o[nf*nr:], qs, sc, ldS, rows, nk, vp[nf*nr*kb.nk:], nw*kb.nk, hd-nf*nr, j0 > src.lo, edge)
+			}
 		}
 		for i := 0; i < rows; i++ {
 			at.scaleMax(o[i*qs:i*qs+hd], 1/l[i]) // the maximum is not needed

@@ -46,6 +46,12 @@ func TestAttention(t *testing.T) {
 		{150, 2, 1, 32, Mask{Causal: true, Segments: []int{0, 5, 100, 150}}},
 		{40, 2, 2, 16, Mask{Segments: []int{3, 20, 30}}}, // tokens outside segments
 		{300, 2, 1, 64, Mask{Causal: true}},
+		// Vision windows: one key block per query block, packed inside the
+		// work item when no two heads share keys; 80 leaves a 16-wide
+		// value panel past the 32-wide ones, 8 a part of one.
+		{203, 3, 3, 80, Mask{Segments: windows(203, 64)}},
+		{203, 4, 2, 80, Mask{Segments: windows(203, 64)}},
+		{70, 2, 2, 40, Mask{Segments: windows(70, 16)}},
 	}
 	eachTier(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(9, 10))

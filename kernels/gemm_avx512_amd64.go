@@ -46,6 +46,28 @@ func microKernelAVX512(kc int, a []float32, lda int, b []float32, c []float32, l
 var avx512Tile = tile{kern: microKernelAVX512, mr: avx512MR, nr: avx512NR}
 
 //go:noescape
+func kernel8x16AVX512(kc int, a *float32, lda int, b *float32, c *float32, ldc int, acc int)
+
+// microKernel16AVX512 is the 8×16 FMA microkernel, one zmm wide.
+func microKernel16AVX512(kc int, a []float32, lda int, b []float32, c []float32, ldc int, acc bool) {
+	_ = a[(avx512MR-1)*lda+kc-1]
+	_ = b[kc*16-1]
+	_ = c[(avx512MR-1)*ldc+15]
+	var ac int
+	if acc {
+		ac = 1
+	}
+	kernel8x16AVX512(kc, &a[0], lda, &b[0], &c[0], ldc, ac)
+}
+
+// avx512Narrow is the 8×16 tile that takes the attention's last value
+// panel when the head size leaves at most 16 columns past the 32-wide
+// panels: an 80-wide vision head then computes 80 columns, not 96, and
+// needs no edge tile. Its outputs are accumulated as the 8×32 tile's, so
+// the bits are the same.
+var avx512Narrow = &tile{kern: microKernel16AVX512, mr: avx512MR, nr: 16}
+
+//go:noescape
 func pack8F32x32(src *byte, stride int, n8 int, dst *float32)
 
 //go:noescape
@@ -92,7 +114,7 @@ func avx512Tier(t impl) *impl {
 	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
 		matMul(dst, x, m, w, bias, avx512GEMM)
 	}
-	at := &attnTier{tile: avx512Tile, scaleMax: scaleMaxVec, expSum: expSumVec, transpose8: transpose8x32}
+	at := &attnTier{tile: avx512Tile, narrow: avx512Narrow, scaleMax: scaleMaxVec, expSum: expSumVec, transpose8: transpose8x32}
 	t.attention = at.attention
 	t.attentionKV = at.attentionKV
 	return &t

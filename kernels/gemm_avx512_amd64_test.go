@@ -71,13 +71,13 @@ func TestAVX512MatchesAVX2(t *testing.T) {
 func TestAVX512AttentionMatchesAVX2(t *testing.T) {
 	needTier(t, TierAVX512)
 	rng := rand.New(rand.NewPCG(53, 54))
-	for _, c := range []struct{ nTok, nHead, nKV, hd int }{{1, 2, 1, 16}, {29, 4, 2, 24}, {200, 2, 2, 80}, {131, 4, 1, 128}} {
+	for _, c := range []struct{ nTok, nHead, nKV, hd int }{{1, 2, 1, 16}, {29, 4, 2, 24}, {200, 2, 2, 80}, {131, 4, 1, 128}, {75, 3, 3, 48}} {
 		qs, ks := c.nHead*c.hd, c.nKV*c.hd
 		q, k, v := randVec(c.nTok*qs, rng), randVec(c.nTok*ks, rng), randVec(c.nTok*ks, rng)
 		scale := float32(1 / math.Sqrt(float64(c.hd)))
 		masks := []Mask{{}, {Causal: true}}
 		if c.nTok > 10 {
-			masks = append(masks, Mask{Segments: []int{0, 5, c.nTok / 2, c.nTok}})
+			masks = append(masks, Mask{Segments: []int{0, 5, c.nTok / 2, c.nTok}}, Mask{Segments: windows(c.nTok, 64)})
 		}
 		for _, mask := range masks {
 			run := func(tier Tier) []float32 {

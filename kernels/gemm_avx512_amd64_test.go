@@ -167,3 +167,46 @@ func TestArithmeticNames(t *testing.T) {
 		}
 	}
 }
+
+// TestSoftmaxVec512MatchesAVX2 checks the avx512 tier's zmm scaleMax and
+// expSum against the AVX2 ones bit for bit (values and returned maximum or
+// sum), on lengths around the 8- and 16-value groups, over exp's whole
+// range with -Inf, NaN, zeros of both signs and inputs past its clamps.
+func TestSoftmaxVec512MatchesAVX2(t *testing.T) {
+	needTier(t, TierAVX512)
+	rng := rand.New(rand.NewPCG(55, 56))
+	special := []float32{float32(math.Inf(-1)), float32(math.NaN()), 0, float32(math.Copysign(0, -1)), -1000, 100, -87.5, 88.5}
+	for n := 0; n <= 70; n++ {
+		for round := 0; round < 4; round++ {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = (rng.Float32() - 0.5) * 200
+				if round == 3 && rng.IntN(4) == 0 {
+					x[i] = special[rng.IntN(len(special))]
+				}
+			}
+			s := rng.Float32() * 2
+			a, b := slices.Clone(x), slices.Clone(x)
+			ma, mb := scaleMaxVec512(a, s), scaleMaxVec(b, s)
+			sameBits(t, fmt.Sprintf("scaleMax n%d round%d", n, round), a, b)
+			sameBits(t, fmt.Sprintf("scaleMax n%d round%d max", n, round), []float32{ma}, []float32{mb})
+			sub := x[0:min(1, n)]
+			var m float32
+			if len(sub) > 0 {
+				m = sub[0]
+			}
+			a, b = slices.Clone(x), slices.Clone(x)
+			sa, sb := expSumVec512(a, m), expSumVec(b, m)
+			sameBits(t, fmt.Sprintf("expSum n%d round%d", n, round), a, b)
+			sameBits(t, fmt.Sprintf("expSum n%d round%d sum", n, round), []float32{sa}, []float32{sb})
+		}
+	}
+	const n = 1 << 16
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = -90 + 180*float32(i)/n
+	}
+	a, b := slices.Clone(x), slices.Clone(x)
+	sameBits(t, "expSum sweep sum", []float32{expSumVec512(a, 0)}, []float32{expSumVec(b, 0)})
+	sameBits(t, "expSum sweep", a, b)
+}

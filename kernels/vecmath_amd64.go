@@ -21,11 +21,27 @@ func geluTanhAVX2(x *float32, n8 int)
 // through an eight-wide temporary, so every element sees the same
 // arithmetic.
 
-func scaleMaxVec(x []float32, s float32) float32 {
+//go:noescape
+func scaleMaxAVX512(x *float32, n8 int, s float32) float32
+
+//go:noescape
+func expSumAVX512(x *float32, n8 int, sub float32) float32
+
+func scaleMaxVec(x []float32, s float32) float32 { return scaleMaxWith(scaleMaxAVX2, x, s) }
+
+func expSumVec(x []float32, sub float32) float32 { return expSumWith(expSumAVX2, x, sub) }
+
+// scaleMaxVec512 and expSumVec512 are the avx512 tier's: the same bits as
+// scaleMaxVec and expSumVec, sixteen values per instruction.
+func scaleMaxVec512(x []float32, s float32) float32 { return scaleMaxWith(scaleMaxAVX512, x, s) }
+
+func expSumVec512(x []float32, sub float32) float32 { return expSumWith(expSumAVX512, x, sub) }
+
+func scaleMaxWith(kern func(x *float32, n8 int, s float32) float32, x []float32, s float32) float32 {
 	n8 := len(x) / 8
 	m := float32(math.Inf(-1))
 	if n8 > 0 {
-		m = scaleMaxAVX2(&x[0], n8, s)
+		m = kern(&x[0], n8, s)
 	}
 	for i := 8 * n8; i < len(x); i++ {
 		x[i] *= s
@@ -34,11 +50,11 @@ func scaleMaxVec(x []float32, s float32) float32 {
 	return m
 }
 
-func expSumVec(x []float32, sub float32) float32 {
+func expSumWith(kern func(x *float32, n8 int, sub float32) float32, x []float32, sub float32) float32 {
 	n8 := len(x) / 8
 	var sum float32
 	if n8 > 0 {
-		sum = expSumAVX2(&x[0], n8, sub)
+		sum = kern(&x[0], n8, sub)
 	}
 	if tail := x[8*n8:]; len(tail) > 0 {
 		var t [8]float32
@@ -46,7 +62,7 @@ func expSumVec(x []float32, sub float32) float32 {
 			t[i] = float32(math.Inf(-1)) // exp(−Inf) = 0 adds nothing
 		}
 		copy(t[:], tail)
-		sum += expSumAVX2(&t[0], 1, sub)
+		sum += kern(&t[0], 1, sub)
 		copy(tail, t[:])
 	}
 	return sum

@@ -386,3 +386,115 @@ rope8:
 ropedone:
 	VZEROUPPER
 	RET
+
+// The zmm forms of scaleMax and expSum for the avx512 tier. Each computes
+// sixteen values per instruction with the lane operations of the AVX2
+// loops above (EXP512 is EXP with its constants in registers, VRNDSCALEPS
+// $0 for VROUNDPS $0 and a zero-masking multiply for the final AND), and
+// folds the two halves of each 16-value vector into the eight-lane maximum
+// or sum one after the other, in the order the AVX2 loop takes them: the
+// results are bit for bit the AVX2 functions'.
+
+// EXP512 sets Z0 = exp(Z0), clobbering Z1..Z3 and K1, with the constants
+// of ec<> broadcast in Z16..Z28 (EXPCONST512).
+#define EXP512 \
+	VCMPPS $0x1d, Z16, Z0, K1 \
+	VMAXPS Z16, Z0, Z0 \
+	VMINPS Z17, Z0, Z0 \
+	VMULPS Z18, Z0, Z1 \
+	VRNDSCALEPS $0, Z1, Z1 \
+	VFNMADD231PS Z19, Z1, Z0 \
+	VFNMADD231PS Z20, Z1, Z0 \
+	VMOVAPS Z21, Z3 \
+	VFMADD213PS Z22, Z0, Z3 \
+	VFMADD213PS Z23, Z0, Z3 \
+	VFMADD213PS Z24, Z0, Z3 \
+	VFMADD213PS Z25, Z0, Z3 \
+	VFMADD213PS Z26, Z0, Z3 \
+	VMULPS Z0, Z0, Z2 \
+	VFMADD213PS Z0, Z2, Z3 \
+	VADDPS Z27, Z3, Z3 \
+	VCVTPS2DQ Z1, Z1 \
+	VPADDD Z28, Z1, Z1 \
+	VPSLLD $23, Z1, Z1 \
+	VMULPS.Z Z1, Z3, K1, Z0
+
+#define EXPCONST512 \
+	VBROADCASTSS ec<>+0(SB), Z16 \
+	VBROADCASTSS ec<>+32(SB), Z17 \
+	VBROADCASTSS ec<>+64(SB), Z18 \
+	VBROADCASTSS ec<>+96(SB), Z19 \
+	VBROADCASTSS ec<>+128(SB), Z20 \
+	VBROADCASTSS ec<>+160(SB), Z21 \
+	VBROADCASTSS ec<>+192(SB), Z22 \
+	VBROADCASTSS ec<>+224(SB), Z23 \
+	VBROADCASTSS ec<>+256(SB), Z24 \
+	VBROADCASTSS ec<>+288(SB), Z25 \
+	VBROADCASTSS ec<>+320(SB), Z26 \
+	VBROADCASTSS ec<>+352(SB), Z27 \
+	VBROADCASTSS ec<>+384(SB), Z28
+
+// func scaleMaxAVX512(x *float32, n8 int, s float32) float32
+TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-28
+	MOVQ x+0(FP), DI
+	MOVQ n8+8(FP), CX
+	VBROADCASTSS s+16(FP), Z5
+	VMOVUPS ec<>+480(SB), Y6
+	MOVQ CX, R8
+	SHRQ $1, R8
+	JZ   odd
+loop:
+	VMULPS (DI), Z5, Z0
+	VMOVUPS Z0, (DI)
+	VEXTRACTF32X8 $1, Z0, Y1
+	VMAXPS Y0, Y6, Y6
+	VMAXPS Y1, Y6, Y6
+	ADDQ $64, DI
+	DECQ R8
+	JNZ  loop
+odd:
+	ANDQ $1, CX
+	JZ   done
+	VMULPS (DI), Y5, Y0
+	VMOVUPS Y0, (DI)
+	VMAXPS Y0, Y6, Y6
+done:
+	HMAX
+	VMOVSS X6, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func expSumAVX512(x *float32, n8 int, sub float32) float32
+TEXT ·expSumAVX512(SB), NOSPLIT, $0-28
+	MOVQ x+0(FP), DI
+	MOVQ n8+8(FP), CX
+	VBROADCASTSS sub+16(FP), Z29
+	EXPCONST512
+	VXORPS Y6, Y6, Y6
+	MOVQ CX, R8
+	SHRQ $1, R8
+	JZ   odd
+loop:
+	VMOVUPS (DI), Z0
+	VSUBPS Z29, Z0, Z0
+	EXP512
+	VMOVUPS Z0, (DI)
+	VEXTRACTF32X8 $1, Z0, Y1
+	VADDPS Y0, Y6, Y6
+	VADDPS Y1, Y6, Y6
+	ADDQ $64, DI
+	DECQ R8
+	JNZ  loop
+odd:
+	ANDQ $1, CX
+	JZ   done
+	VMOVUPS (DI), Y0
+	VSUBPS Z29, Z0, Z0
+	EXP512
+	VMOVUPS Y0, (DI)
+	VADDPS Y0, Y6, Y6
+done:
+	HSUM
+	VMOVSS X6, ret+24(FP)
+	VZEROUPPER
+	RET

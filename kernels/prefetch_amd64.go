@@ -1,5 +1,7 @@
 package kernels
 
+import "unsafe"
+
 //go:noescape
 func prefetch(p *byte, n int)
 
@@ -7,5 +9,12 @@ func prefetch(p *byte, n int)
 func prefetchBytes(b []byte) {
 	if len(b) > 0 {
 		prefetch(&b[0], len(b))
+	}
+}
+
+// prefetchFloats hints that x will be read soon.
+func prefetchFloats(x []float32) {
+	if len(x) > 0 {
+		prefetch((*byte)(unsafe.Pointer(&x[0])), 4*len(x))
 	}
 }

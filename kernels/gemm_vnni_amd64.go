@@ -123,6 +123,26 @@ func panelQ6KAVX512(src []byte, rowBytes, nrows, nb int, pan []int8, fs []float3
 }
 
 //go:noescape
+func decodePanelQ2KAVX512(src *byte, rowBytes int, nrows int, pan *int8, fs *float32, aux *int32)
+
+// panelQ2KAVX512 is the avx512-vnni tier's Q2_K panel decoder, a
+// super-block (eight blocks) per call; the checks keep the gathers and
+// stores inside the slices.
+func panelQ2KAVX512(src []byte, rowBytes, nrows, nb int, pan []int8, fs []float32, aux []int32) {
+	if nb <= 0 || nrows <= 0 {
+		return
+	}
+	nsb := nb / 8
+	_ = src[(nrows-1)*rowBytes+84*nsb-1]
+	_ = pan[nb*vnniPanel-1]
+	_ = fs[nb*vnniPanelF-1]
+	_ = aux[(nb-1)*vnniAux+3*vnniNR-1]
+	for i := 0; i < nsb; i++ {
+		decodePanelQ2KAVX512(&src[84*i], rowBytes, min(nrows, vnniNR), &pan[8*i*vnniPanel], &fs[8*i*vnniPanelF], &aux[8*i*vnniAux])
+	}
+}
+
+//go:noescape
 func quantizeU8StridedAVX2(x *float32, nb int, q *uint8, stride int, ds *float32)
 
 // quantizeRowU8StridedAVX2 is quantizeRowU8AVX2 with the four-byte groups
@@ -206,6 +226,7 @@ var (
 			gguf.TypeQ8_0: panelQ8_0AVX512,
 			gguf.TypeQ4_K: panelQ4KAVX512,
 			gguf.TypeQ6_K: panelQ6KAVX512,
+			gguf.TypeQ2_K: panelQ2KAVX512,
 		},
 	}
 	vnniAVX = &vnniTier{

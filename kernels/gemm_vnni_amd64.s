@@ -1154,3 +1154,106 @@ TEXT ·decodePanelQ6KAVX512(SB), NOSPLIT, $0-48
 	Q6KMUL(Z5, 2, 1792)
 	VZEROUPPER
 	RET
+
+// Q2KSTEP makes a k step of one Q2_K block of the sixteen rows: the two
+// bits of each byte of the gathered dword q that bits (Q6KBITS, or
+// Q6KBITS0 for sh = 0) takes at bit sh, stored at dst(DI) and summed into
+// acc (VPDPBUSD with the ones of Z28).
+#define Q2KSTEP(bits, sh, q, acc, dst) \
+	bits(q, sh, Z14, Z26) \
+	VMOVDQU32 Z26, dst(DI) \
+	VPDPBUSD Z26, Z28, acc
+
+// Q2KSUB decodes the 32-value block at bits sh of the gathered half
+// (Z16..Z23, a k step each) into the panel rows from dst(DI), the sums of
+// its two 16-value halves (the first four steps and the last four) in Z29
+// and Z30.
+#define Q2KSUB(bits, sh, dst) \
+	VPXORD Z29, Z29, Z29 \
+	VPXORD Z30, Z30, Z30 \
+	Q2KSTEP(bits, sh, Z16, Z29, dst) \
+	Q2KSTEP(bits, sh, Z17, Z29, dst+64) \
+	Q2KSTEP(bits, sh, Z18, Z29, dst+128) \
+	Q2KSTEP(bits, sh, Z19, Z29, dst+192) \
+	Q2KSTEP(bits, sh, Z20, Z30, dst+256) \
+	Q2KSTEP(bits, sh, Z21, Z30, dst+320) \
+	Q2KSTEP(bits, sh, Z22, Z30, dst+384) \
+	Q2KSTEP(bits, sh, Z23, Z30, dst+448)
+
+// Q2KMUL finishes the block: its multipliers m0, m1, the low nibbles of
+// scale bytes i and i+1 of the gathered dword sc (Z13 = 15), at
+// aux+64(R9) and aux+128(R9), and its start −128·(m0·Σ₀q + m1·Σ₁q) at
+// aux(R9).
+#define Q2KMUL(sc, i, aux) \
+	Q6KBITS(sc, (8*i), Z13, Z26) \
+	Q6KBITS(sc, (8*i+8), Z13, Z31) \
+	VMOVDQU32 Z26, aux+64(R9) \
+	VMOVDQU32 Z31, aux+128(R9) \
+	VPMULLD Z26, Z29, Z29 \
+	VPMULLD Z31, Z30, Z30 \
+	VPADDD Z30, Z29, Z29 \
+	PSTART(Z29, aux)
+
+// func decodePanelQ2KAVX512(src *byte, rowBytes int, nrows int, pan *int8, fs *float32, aux *int32)
+//
+// One 16-column panel of one Q2_K super-block (eight 32-value blocks, two
+// 4-bit scales each as the multipliers of its 16-value halves) from the
+// stored rows (row r's super-block at src + r·rowBytes; rows nrows..15
+// zero), as u8RowQ2K decodes a row: fd = d (VCVTPH2PS of the binary16 at
+// byte 80) for every block, the multipliers the low nibbles of the scale
+// bytes 0..15 (gathered as four dwords), and the values, bits 2j..2j+1 of
+// each byte of a 32-byte half for its block j, from the half's eight
+// gathered dwords (one k step each, for the half's four blocks at once),
+// with the starts −128·(m0·Σ₀q + m1·Σ₁q) from the half sums (VPDPBUSD
+// with ones). The minimums are not read: their float32 product is
+// separate (halfMins). Index in Z15 (see decodePanelQ8_0AVX512).
+TEXT ·decodePanelQ2KAVX512(SB), NOSPLIT, $0-48
+	MOVQ src+0(FP), SI
+	MOVQ rowBytes+8(FP), AX
+	MOVQ nrows+16(FP), CX
+	MOVQ pan+24(FP), DI
+	MOVQ fs+32(FP), R8
+	MOVQ aux+40(FP), R9
+	PANEL16
+	SPLATD(0x03030303, Z14)
+	SPLATD(15, Z13)
+	VPXORD Z27, Z27, Z27
+	GATHER(80, Z0)
+	VPMOVDW Z0, Y1
+	VCVTPH2PS Y1, Z1
+	VMOVUPS Z1, 0(R8)
+	VMOVUPS Z1, 128(R8)
+	VMOVUPS Z1, 256(R8)
+	VMOVUPS Z1, 384(R8)
+	VMOVUPS Z1, 512(R8)
+	VMOVUPS Z1, 640(R8)
+	VMOVUPS Z1, 768(R8)
+	VMOVUPS Z1, 896(R8)
+	GATHER(0, Z2)
+	GATHER(4, Z3)
+	GATHER(8, Z4)
+	GATHER(12, Z5)
+
+	// Value bytes 0..31 make blocks 0 to 3 (scales 0..7),
+	Q6KQH(16)
+	Q2KSUB(Q6KBITS0, 0, 0)
+	Q2KMUL(Z2, 0, 0)
+	Q2KSUB(Q6KBITS, 2, 512)
+	Q2KMUL(Z2, 2, 256)
+	Q2KSUB(Q6KBITS, 4, 1024)
+	Q2KMUL(Z3, 0, 512)
+	Q2KSUB(Q6KBITS, 6, 1536)
+	Q2KMUL(Z3, 2, 768)
+
+	// value bytes 32..63 blocks 4 to 7 (scales 8..15).
+	Q6KQH(48)
+	Q2KSUB(Q6KBITS0, 0, 2048)
+	Q2KMUL(Z4, 0, 1024)
+	Q2KSUB(Q6KBITS, 2, 2560)
+	Q2KMUL(Z4, 2, 1280)
+	Q2KSUB(Q6KBITS, 4, 3072)
+	Q2KMUL(Z5, 0, 1536)
+	Q2KSUB(Q6KBITS, 6, 3584)
+	Q2KMUL(Z5, 2, 1792)
+	VZEROUPPER
+	RET

@@ -1,9 +1,13 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"fmt"
+	"maps"
+	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -100,4 +104,112 @@ func BenchmarkVNNIPanelDecode(b *testing.B) {
 			}
 		}
 	}
+}
+
+// TestVNNIPanelDecoders checks the avx512-vnni tier's panel decoders bit
+// for bit against decoding the same panel row by row with the portable
+// decoders and packing (vnniTier.decodePanel without a panel decoder):
+// weights, factors fd (and fm for types with a minimum) and the starts
+// (and multipliers for types with them) the kernels read, for every row
+// count of a panel (rows past n1 zero), panels starting past row 0, every
+// k slice of a row (32-value types: a short last slice) and scales that
+// are NaN (quiet, signalling, negative), infinite, subnormal, the largest
+// binary16 or zero. A signalling NaN scale is the one difference allowed:
+// VCVTPH2PS sets its quiet bit, the portable conversion keeps the bits
+// (either way a NaN factor makes the column's outputs NaN).
+func TestVNNIPanelDecoders(t *testing.T) {
+	if !hasAVX512VNNI {
+		t.Skip("needs AVX-512 VNNI")
+	}
+	rng := rand.New(rand.NewPCG(65, 66))
+	ref := *vnniAVX512
+	ref.panel, ref.dec, ref.pack8 = nil, nil, pack8U8Go
+	specials := []uint16{0x7e00, 0x7c01, 0xfe01, 0x7c00, 0xfc00, 0x0001, 0x8001, 0x03ff, 0x7bff, 0x0000, 0x8000}
+	spans := [][2]int{{0, 1}, {0, 2}, {0, 3}, {0, 5}, {0, 7}, {0, 8}, {0, 9}, {0, 13}, {0, 15}, {0, 16}, {16, 21}, {5, 21}, {17, 18}}
+	for _, typ := range slices.Sorted(maps.Keys(vnniAVX512.panel)) {
+		dec := vnniDecoders[typ]
+		ks := []int{512}
+		if typ.BlockSize() == 32 {
+			ks = []int{32, 288, 544}
+		}
+		for _, k := range ks {
+			w := randMatrix(t, typ, 21, k, rng)
+			ts := typ.TypeSize()
+			for b := 0; b < len(w.Data); b += ts {
+				if rng.IntN(3) == 0 {
+					offs := scaleOffsets[typ]
+					v := specials[rng.IntN(len(specials))]
+					binary.LittleEndian.PutUint16(w.Data[b+offs[rng.IntN(len(offs))]:], v)
+				}
+			}
+			for _, sp := range spans {
+				row0, n1 := sp[0], sp[1]
+				for k0 := 0; k0 < k; k0 += gemmKC {
+					nb := min(gemmKC, k-k0) / i8Block
+					out := func(g *vnniTier) ([]int8, []float32, []int32) {
+						pp, fs, as := make([]int8, nb*vnniPanel), make([]float32, nb*vnniPanelF), make([]int32, nb*vnniAux)
+						for i := range pp {
+							pp[i] = 0x5a
+						}
+						for i := range fs {
+							fs[i] = math.Float32frombits(0x7fa5a5a5)
+						}
+						for i := range as {
+							as[i] = 0x5a5a5a5a
+						}
+						g.decodePanel(w, dec, row0, n1, k0, pp, fs, as, make([]int8, vnniNR*gemmKC), make([]int16, 2*gemmKC/i8Block), make([]int32, 2*gemmKC/i8Block))
+						return pp, fs, as
+					}
+					gp, gf, ga := out(vnniAVX512)
+					wp, wf, wa := out(&ref)
+					where := fmt.Sprintf("%s k%d rows %d..%d k0 %d", typ, k, row0, n1, k0)
+					nr := min(vnniNR, n1-row0)
+					for j := range gp {
+						if col := j % vnniPanel / 4 % vnniNR; col < nr && gp[j] != wp[j] {
+							t.Fatalf("%s: weight byte %d (block %d, column %d) is %d, the portable decoder's %d", where, j, j/vnniPanel, col, gp[j], wp[j])
+						}
+					}
+					for b := 0; b < nb; b++ {
+						for r := nr; r < vnniNR; r++ {
+							// A column past n1 is never written out;
+							// its factor fd zero (of either sign) makes
+							// it finite.
+							if f := gf[b*vnniPanelF+r]; f != 0 {
+								t.Fatalf("%s: block %d column %d (past the rows) has the factor %v", where, b, r, f)
+							}
+						}
+						for r := 0; r < nr; r++ {
+							fi := []int{b*vnniPanelF + r}
+							if dec.hasMin {
+								fi = append(fi, b*vnniPanelF+vnniNR+r)
+							}
+							for _, i := range fi {
+								if math.Float32bits(gf[i]) != quietNaN(math.Float32bits(wf[i])) {
+									t.Fatalf("%s: block %d column %d factor %d is %#08x, the portable decoder's %#08x", where, b, r, i%vnniPanelF/vnniNR, math.Float32bits(gf[i]), math.Float32bits(wf[i]))
+								}
+							}
+							ai := []int{b*vnniAux + r}
+							if !dec.unit {
+								ai = append(ai, b*vnniAux+vnniNR+r, b*vnniAux+2*vnniNR+r)
+							}
+							for _, i := range ai {
+								if ga[i] != wa[i] {
+									t.Fatalf("%s: block %d column %d aux %d is %d, the portable decoder's %d", where, b, r, i%vnniAux/vnniNR, ga[i], wa[i])
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// quietNaN is the float32 bits b with the quiet bit set if they are a
+// signalling NaN (as the hardware conversions from binary16 give them).
+func quietNaN(b uint32) uint32 {
+	if b&0x7f800000 == 0x7f800000 && b&0x007fffff != 0 {
+		return b | 0x00400000
+	}
+	return b
 }

@@ -162,6 +162,23 @@ func TestVNNIMutants(t *testing.T) {
 						sum[len(sum[:2*(n/32)])-1]++
 					}
 				}
+				// The panel decoders, which read no row decoder: the
+				// last weight of the first column one up, its start to
+				// match (the last value is in the second half, whose
+				// multiplier a unit type's start does not hold).
+				g.panel = map[gguf.Type]func(src []byte, rowBytes, nrows, nb int, pan []int8, fs []float32, aux []int32){}
+				for typ, pd := range c.g.panel {
+					unit := vnniDecoders[typ].unit
+					g.panel[typ] = func(src []byte, rowBytes, nrows, nb int, pan []int8, fs []float32, aux []int32) {
+						pd(src, rowBytes, nrows, nb, pan, fs, aux)
+						pan[(nb-1)*vnniPanel+7*4*vnniNR+3]++
+						if unit {
+							aux[(nb-1)*vnniAux] -= 128
+						} else {
+							aux[(nb-1)*vnniAux] -= 128 * aux[(nb-1)*vnniAux+2*vnniNR]
+						}
+					}
+				}
 				return &g
 			},
 			"start": func(g vnniTier) *vnniTier {

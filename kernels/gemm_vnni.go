@@ -183,9 +183,11 @@ type vnniTier struct {
 	// stride bytes apart: straight into the interleaved layout.
 	quantStrided func(x []float32, q []uint8, stride int, ds []float32)
 	// panel, optional by type, decodes a whole panel of a k slice
-	// straight into the kernel's layout: weights, factors fd and fm, and
-	// starts (unit decoders only) of nb blocks of nrows ≤ vnniNR rows
-	// rowBytes apart from src, the other rows zero.
+	// straight into the kernel's layout: weights, factors fd and fm (fm
+	// for types with a minimum), and starts (and multipliers, for types
+	// with them) of nb blocks of nrows ≤ vnniNR rows rowBytes apart from
+	// src; the other rows' factors fd are zero (their columns are never
+	// written out).
 	panel map[gguf.Type]func(src []byte, rowBytes, nrows, nb int, pan []int8, fs []float32, aux []int32)
 	// dec, optional by type, replace vnniDecoders' rows with faster
 	// equals.

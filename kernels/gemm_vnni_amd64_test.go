@@ -69,7 +69,7 @@ func BenchmarkVNNIKernel(b *testing.B) {
 	}
 }
 
-// BenchmarkVNNIPanelDecode compares, for Q8_0, Q4_K and Q6_K on the avx512-vnni GEMM,
+// BenchmarkVNNIPanelDecode compares, for Q8_0, Q4_K, Q6_K and Q2_K on the avx512-vnni GEMM,
 // decoding whole panels by gathers (the tier's panel decoder) with
 // decoding rows and packing them, at several row counts; it reports the
 // process CPU time per product too, which other load on the machine
@@ -82,7 +82,7 @@ func BenchmarkVNNIPanelDecode(b *testing.B) {
 	const k, n = 2048, 2048
 	rows := *vnniAVX512
 	rows.panel = nil
-	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K} {
+	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ2_K} {
 		w := randMatrix(b, typ, n, k, rng)
 		for _, m := range []int{8, 32, 512} {
 			x := randVec(m*k, rng)

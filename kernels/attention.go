@@ -14,9 +14,17 @@ import (
 // only the products inside its blocks. The work items, (query block, head)
 // pairs, go to the worker pool.
 
+// attnBK is large because every key block costs each query row a pass of
+// online-softmax bookkeeping (two short vector calls, a possible rescale of
+// its output row) and a round trip of its output tile through the value
+// product, besides the products: on Zen 5 (avx512, heads of 80 and 128,
+// 1024 and 4096 tokens) 1024 keys per block gave 1.15-1.25x the GFLOPS of
+// 128, 512 about 1.12x; scores and panels of a 1024-key block (up to 1.4
+// MiB with heads of 128) still measured faster than smaller blocks out of
+// L2. Windows shorter than a block are unaffected.
 const (
-	attnBQ = 96  // queries per block, rounded down to a multiple of the tile's mr
-	attnBK = 128 // keys per block (a multiple of every tile's nr)
+	attnBQ = 96   // queries per block, rounded down to a multiple of the tile's mr
+	attnBK = 1024 // keys per block (a multiple of every tile's nr)
 )
 
 // attnAhead is how many work items ahead a fused item prefetches the keys
@@ -138,7 +146,6 @@ func (at *attnTier) run(out, q []float32, nHead, nKV, headDim int, scale float32
 	bq := at.bq()
 	hd := headDim
 	qs, ks := nHead*hd, nKV*hd
-	ldS := attnBK
 	// Values are packed as nf full panels of nk×nr and, when the head
 	// leaves a remainder the narrow tile covers, one panel of nk×nw;
 	// otherwise as hdPad/nr panels, the last zero-padded.
@@ -221,6 +228,14 @@ func (at *attnTier) run(out, q []float32, nHead, nKV, headDim int, scale float32
 	// is packed once per key/value head, before the query blocks that
 	// share it run.
 	fused := group == 1 && len(blocks) == len(srcs) && len(kbs) == len(srcs)
+	// Score rows are as long as the longest key block (64 for the
+	// tower's windows, not attnBK), and a fused item's packing space as
+	// large as the largest block.
+	ldS, ownSize := 0, 0
+	for _, kb := range kbs {
+		ldS = max(ldS, roundUp(kb.nk, nr))
+		ownSize = max(ownSize, kbSize(kb.nk))
+	}
 	var packed []float32
 	if !fused {
 		packp := getScratch(total)
@@ -234,7 +249,7 @@ func (at *attnTier) run(out, q []float32, nHead, nKV, headDim int, scale float32
 
 	size := bq*ldS + 2*bq + at.edgeScratch(max(hd, attnBK))
 	if fused {
-		size += kbSize(attnBK)
+		size += ownSize
 	}
 	parallelFor(len(blocks)*nHead, func(item int) {
 		bi, h := item/nHead, item%nHead
@@ -248,7 +263,7 @@ func (at *attnTier) run(out, q []float32, nHead, nKV, headDim int, scale float32
 		mx, l := take(bq), take(bq)
 		var own []float32 // this item's packed key block, when fused
 		if fused {
-			own = take(kbSize(attnBK))
+			own = take(ownSize)
 			// Hint the keys and values of a later item (usually another
 			// head of the same window) while this one computes.
 			if next := item + attnAhead; next < len(blocks)*nHead {

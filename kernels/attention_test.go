@@ -52,6 +52,9 @@ func TestAttention(t *testing.T) {
 		{203, 3, 3, 80, Mask{Segments: windows(203, 64)}},
 		{203, 4, 2, 80, Mask{Segments: windows(203, 64)}},
 		{70, 2, 2, 40, Mask{Segments: windows(70, 16)}},
+		// More keys than one key block: the online softmax across blocks.
+		{attnBK + 77, 2, 1, 16, Mask{}},
+		{attnBK + 77, 2, 2, 24, Mask{Causal: true}},
 	}
 	eachTier(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(9, 10))

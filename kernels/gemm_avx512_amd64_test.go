@@ -71,7 +71,7 @@ func TestAVX512MatchesAVX2(t *testing.T) {
 func TestAVX512AttentionMatchesAVX2(t *testing.T) {
 	needTier(t, TierAVX512)
 	rng := rand.New(rand.NewPCG(53, 54))
-	for _, c := range []struct{ nTok, nHead, nKV, hd int }{{1, 2, 1, 16}, {29, 4, 2, 24}, {200, 2, 2, 80}, {131, 4, 1, 128}, {75, 3, 3, 48}} {
+	for _, c := range []struct{ nTok, nHead, nKV, hd int }{{1, 2, 1, 16}, {29, 4, 2, 24}, {200, 2, 2, 80}, {131, 4, 1, 128}, {75, 3, 3, 48}, {attnBK + 45, 2, 1, 80}} {
 		qs, ks := c.nHead*c.hd, c.nKV*c.hd
 		q, k, v := randVec(c.nTok*qs, rng), randVec(c.nTok*ks, rng), randVec(c.nTok*ks, rng)
 		scale := float32(1 / math.Sqrt(float64(c.hd)))

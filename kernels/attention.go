@@ -49,6 +49,12 @@ type attnTier struct {
 	scaleMax func(x []float32, s float32) float32
 	// expSum sets x[i] = exp(x[i]−sub) and returns the sum of the results.
 	expSum func(x []float32, sub float32) float32
+	// scaleMaxRows and expSumRows, when set, are scaleMax and expSum on
+	// each of rows rows of n values (a multiple of 8), ld apart, the
+	// results (maxes[r], or sums[r] with subs[r] subtracted) per row, with
+	// the bits of the one-row functions.
+	scaleMaxRows func(x []float32, ld, rows, n int, s float32, maxes []float32)
+	expSumRows   func(x []float32, ld, rows, n int, subs, sums []float32)
 }
 
 // attnSrc is a run of keys and values [lo, hi) (rows of k and v) that
@@ -247,7 +253,7 @@ func (at *attnTier) run(out, q []float32, nHead, nKV, headDim int, scale float32
 		})
 	}
 
-	size := bq*ldS + 2*bq + at.edgeScratch(max(hd, attnBK))
+	size := bq*ldS + 5*bq + at.edgeScratch(max(hd, attnBK))
 	if fused {
 		size += ownSize
 	}
@@ -261,7 +267,8 @@ func (at *attnTier) run(out, q []float32, nHead, nKV, headDim int, scale float32
 		take := func(n int) []float32 { s := buf[:n:n]; buf = buf[n:]; return s }
 		sc := take(bq * ldS)
 		mx, l := take(bq), take(bq)
-		var own []float32 // this item's packed key block, when fused
+		bmR, mR, sR := take(bq), take(bq), take(bq) // the row kernels' maxima, new maxima, sums
+		var own []float32                           // this item's packed key block, when fused
 		if fused {
 			own = take(ownSize)
 			// Hint the keys and values of a later item (usually another
@@ -304,20 +311,37 @@ func (at *attnTier) run(out, q []float32, nHead, nKV, headDim int, scale float32
 
 			// Online softmax: fold this block into each row's running
 			// maximum and sum, rescaling what was accumulated so far.
+			// When every row sees the whole block in whole groups of
+			// eight, a tier with row kernels scales, takes the maxima and
+			// exponentiates all rows in two calls, each row with the same
+			// arithmetic as alone.
+			whole := at.expSumRows != nil && nk%8 == 0 && (!causal || b.pos-j0+1 >= nk)
+			if whole {
+				at.scaleMaxRows(sc, ldS, rows, nk, scale, bmR)
+				for i := 0; i < rows; i++ {
+					mR[i] = max(mx[i], bmR[i])
+				}
+				at.expSumRows(sc, ldS, rows, nk, mR, sR)
+			}
 			for i := 0; i < rows; i++ {
-				row := sc[i*ldS : i*ldS+nk]
-				limit := nk
-				if causal {
-					limit = min(nk, b.pos+i-j0+1)
+				var mNew, s float32
+				if whole {
+					mNew, s = mR[i], sR[i]
+				} else {
+					row := sc[i*ldS : i*ldS+nk]
+					limit := nk
+					if causal {
+						limit = min(nk, b.pos+i-j0+1)
+					}
+					if limit <= 0 {
+						clear(row)
+						continue
+					}
+					bm := at.scaleMax(row[:limit], scale)
+					mNew = max(mx[i], bm)
+					s = at.expSum(row[:limit], mNew)
+					clear(row[limit:])
 				}
-				if limit <= 0 {
-					clear(row)
-					continue
-				}
-				bm := at.scaleMax(row[:limit], scale)
-				mNew := max(mx[i], bm)
-				s := at.expSum(row[:limit], mNew)
-				clear(row[limit:])
 				if j0 > src.lo {
 					// An unchanged maximum (the usual case once a few
 					// blocks are in) needs no rescale.

@@ -114,7 +114,8 @@ func avx512Tier(t impl) *impl {
 	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
 		matMul(dst, x, m, w, bias, avx512GEMM)
 	}
-	at := &attnTier{tile: avx512Tile, narrow: avx512Narrow, scaleMax: scaleMaxVec512, expSum: expSumVec512, transpose8: transpose8x32}
+	at := &attnTier{tile: avx512Tile, narrow: avx512Narrow, scaleMax: scaleMaxVec512, expSum: expSumVec512,
+		scaleMaxRows: scaleMaxRows512, expSumRows: expSumRows512, transpose8: transpose8x32}
 	t.attention = at.attention
 	t.attentionKV = at.attentionKV
 	return &t

@@ -201,6 +201,37 @@ func TestSoftmaxVec512MatchesAVX2(t *testing.T) {
 			sameBits(t, fmt.Sprintf("expSum n%d round%d sum", n, round), []float32{sa}, []float32{sb})
 		}
 	}
+	// The row kernels: each row as the one-row AVX2 functions give it,
+	// the values between rows (ld > n) untouched.
+	for _, n := range []int{8, 16, 24, 64, 136} {
+		for _, rows := range []int{1, 7, 8, 13} {
+			ld := n + 8*rng.IntN(3)
+			x := make([]float32, rows*ld)
+			for i := range x {
+				x[i] = (rng.Float32() - 0.5) * 200
+				if rng.IntN(8) == 0 {
+					x[i] = special[rng.IntN(len(special))]
+				}
+			}
+			s := rng.Float32() * 2
+			a, b := slices.Clone(x), slices.Clone(x)
+			maxes, subs, sums := make([]float32, rows), make([]float32, rows), make([]float32, rows)
+			scaleMaxRows512(a, ld, rows, n, s, maxes)
+			for r := range rows {
+				m := scaleMaxVec(b[r*ld:r*ld+n], s)
+				sameBits(t, fmt.Sprintf("scaleMaxRows n%d rows%d max %d", n, rows, r), maxes[r:r+1], []float32{m})
+				subs[r] = max(m, -1)
+			}
+			sameBits(t, fmt.Sprintf("scaleMaxRows n%d rows%d", n, rows), a, b)
+			expSumRows512(a, ld, rows, n, subs, sums)
+			for r := range rows {
+				sum := expSumVec(b[r*ld:r*ld+n], subs[r])
+				sameBits(t, fmt.Sprintf("expSumRows n%d rows%d sum %d", n, rows, r), sums[r:r+1], []float32{sum})
+			}
+			sameBits(t, fmt.Sprintf("expSumRows n%d rows%d", n, rows), a, b)
+		}
+	}
+
 	const n = 1 << 16
 	x := make([]float32, n)
 	for i := range x {

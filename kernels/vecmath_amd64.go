@@ -37,6 +37,44 @@ func scaleMaxVec512(x []float32, s float32) float32 { return scaleMaxWith(scaleM
 
 func expSumVec512(x []float32, sub float32) float32 { return expSumWith(expSumAVX512, x, sub) }
 
+//go:noescape
+func scaleMaxRowsAVX512(x *float32, ld, rows, n8 int, s float32, maxes *float32)
+
+//go:noescape
+func expSumRowsAVX512(x *float32, ld, rows, n8 int, subs, sums *float32)
+
+// scaleMaxRows512 is scaleMaxVec512 on rows rows of n values (n a
+// multiple of 8), ld apart, maxes[r] the maximum of row r.
+func scaleMaxRows512(x []float32, ld, rows, n int, s float32, maxes []float32) {
+	if rows <= 0 || n <= 0 {
+		for r := 0; r < rows; r++ {
+			maxes[r] = float32(math.Inf(-1))
+		}
+		return
+	}
+	if n%8 != 0 {
+		panic("kernels: scaleMaxRows512 needs whole groups of 8")
+	}
+	_ = x[(rows-1)*ld+n-1]
+	_ = maxes[rows-1]
+	scaleMaxRowsAVX512(&x[0], ld, rows, n/8, s, &maxes[0])
+}
+
+// expSumRows512 is expSumVec512 on rows rows of n values (n a multiple of
+// 8), ld apart, subs[r] subtracted in row r and sums[r] its sum.
+func expSumRows512(x []float32, ld, rows, n int, subs, sums []float32) {
+	if rows <= 0 || n <= 0 {
+		clear(sums[:max(rows, 0)])
+		return
+	}
+	if n%8 != 0 {
+		panic("kernels: expSumRows512 needs whole groups of 8")
+	}
+	_ = x[(rows-1)*ld+n-1]
+	_, _ = subs[rows-1], sums[rows-1]
+	expSumRowsAVX512(&x[0], ld, rows, n/8, &subs[0], &sums[0])
+}
+
 func scaleMaxWith(kern func(x *float32, n8 int, s float32) float32, x []float32, s float32) float32 {
 	n8 := len(x) / 8
 	m := float32(math.Inf(-1))

@@ -498,3 +498,102 @@ done:
 	VMOVSS X6, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// func scaleMaxRowsAVX512(x *float32, ld int, rows int, n8 int, s float32, maxes *float32)
+//
+// scaleMaxAVX512 on each of rows rows of n8·8 values, ld floats apart,
+// maxes[r] the result for row r: one call for a block of scores.
+TEXT ·scaleMaxRowsAVX512(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), SI
+	MOVQ ld+8(FP), DX
+	SHLQ $2, DX
+	MOVQ rows+16(FP), R9
+	MOVQ n8+24(FP), R10
+	VBROADCASTSS s+32(FP), Z5
+	MOVQ maxes+40(FP), R11
+	TESTQ R9, R9
+	JZ   end
+row:
+	MOVQ SI, DI
+	VMOVUPS ec<>+480(SB), Y6
+	MOVQ R10, R8
+	SHRQ $1, R8
+	JZ   odd
+loop:
+	VMULPS (DI), Z5, Z0
+	VMOVUPS Z0, (DI)
+	VEXTRACTF32X8 $1, Z0, Y1
+	VMAXPS Y0, Y6, Y6
+	VMAXPS Y1, Y6, Y6
+	ADDQ $64, DI
+	DECQ R8
+	JNZ  loop
+odd:
+	TESTQ $1, R10
+	JZ   done
+	VMULPS (DI), Y5, Y0
+	VMOVUPS Y0, (DI)
+	VMAXPS Y0, Y6, Y6
+done:
+	HMAX
+	VMOVSS X6, (R11)
+	ADDQ $4, R11
+	ADDQ DX, SI
+	DECQ R9
+	JNZ  row
+end:
+	VZEROUPPER
+	RET
+
+// func expSumRowsAVX512(x *float32, ld int, rows int, n8 int, subs *float32, sums *float32)
+//
+// expSumAVX512 on each of rows rows of n8·8 values, ld floats apart, with
+// subs[r] subtracted in row r and sums[r] its sum.
+TEXT ·expSumRowsAVX512(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), SI
+	MOVQ ld+8(FP), DX
+	SHLQ $2, DX
+	MOVQ rows+16(FP), R9
+	MOVQ n8+24(FP), R10
+	MOVQ subs+32(FP), R12
+	MOVQ sums+40(FP), R11
+	EXPCONST512
+	TESTQ R9, R9
+	JZ   end
+row:
+	MOVQ SI, DI
+	VBROADCASTSS (R12), Z29
+	VXORPS Y6, Y6, Y6
+	MOVQ R10, R8
+	SHRQ $1, R8
+	JZ   odd
+loop:
+	VMOVUPS (DI), Z0
+	VSUBPS Z29, Z0, Z0
+	EXP512
+	VMOVUPS Z0, (DI)
+	VEXTRACTF32X8 $1, Z0, Y1
+	VADDPS Y0, Y6, Y6
+	VADDPS Y1, Y6, Y6
+	ADDQ $64, DI
+	DECQ R8
+	JNZ  loop
+odd:
+	TESTQ $1, R10
+	JZ   done
+	VMOVUPS (DI), Y0
+	VSUBPS Z29, Z0, Z0
+	EXP512
+	VMOVUPS Y0, (DI)
+	VADDPS Y0, Y6, Y6
+done:
+	HSUM
+	VMOVSS X6, (R11)
+	ADDQ $4, R11
+	ADDQ $4, R12
+	ADDQ DX, SI
+	DECQ R9
+	JNZ  row
+end:
+	VZEROUPPER
+	RET

@@ -393,7 +393,9 @@ ropedone:
 // $0 for VROUNDPS $0 and a zero-masking multiply for the final AND), and
 // folds the two halves of each 16-value vector into the eight-lane maximum
 // or sum one after the other, in the order the AVX2 loop takes them: the
-// results are bit for bit the AVX2 functions'.
+// results are bit for bit the AVX2 functions'. Only AVX-512 F instructions
+// (VEXTRACTF64X4 moves the upper eight floats, not DQ's VEXTRACTF32X8), as
+// the avx512 tier requires no more.
 
 // EXP512 sets Z0 = exp(Z0), clobbering Z1..Z3 and K1, with the constants
 // of ec<> broadcast in Z16..Z28 (EXPCONST512).
@@ -446,7 +448,7 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-28
 loop:
 	VMULPS (DI), Z5, Z0
 	VMOVUPS Z0, (DI)
-	VEXTRACTF32X8 $1, Z0, Y1
+	VEXTRACTF64X4 $1, Z0, Y1
 	VMAXPS Y0, Y6, Y6
 	VMAXPS Y1, Y6, Y6
 	ADDQ $64, DI
@@ -479,7 +481,7 @@ loop:
 	VSUBPS Z29, Z0, Z0
 	EXP512
 	VMOVUPS Z0, (DI)
-	VEXTRACTF32X8 $1, Z0, Y1
+	VEXTRACTF64X4 $1, Z0, Y1
 	VADDPS Y0, Y6, Y6
 	VADDPS Y1, Y6, Y6
 	ADDQ $64, DI
@@ -522,7 +524,7 @@ row:
 loop:
 	VMULPS (DI), Z5, Z0
 	VMOVUPS Z0, (DI)
-	VEXTRACTF32X8 $1, Z0, Y1
+	VEXTRACTF64X4 $1, Z0, Y1
 	VMAXPS Y0, Y6, Y6
 	VMAXPS Y1, Y6, Y6
 	ADDQ $64, DI
@@ -572,7 +574,7 @@ loop:
 	VSUBPS Z29, Z0, Z0
 	EXP512
 	VMOVUPS Z0, (DI)
-	VEXTRACTF32X8 $1, Z0, Y1
+	VEXTRACTF64X4 $1, Z0, Y1
 	VADDPS Y0, Y6, Y6
 	VADDPS Y1, Y6, Y6
 	ADDQ $64, DI

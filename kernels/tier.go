@@ -175,11 +175,20 @@ func Active() Tier { return active.Load().tier }
 // Go code adds "+fma": every tier has Go arithmetic (the portable kernels,
 // tails, elementwise functions), which then rounds differently.
 func Arithmetic() string {
+	name := active.Load().bits + arithmeticRevision
 	if goFuses {
-		return active.Load().bits + "+fma"
+		name += "+fma"
 	}
-	return active.Load().bits
+	return name
 }
+
+// arithmeticRevision names the revision of every tier's bits: it changes
+// with every change to what a tier computes (a summation order, a
+// blocking, an approximation), so that caches shared by processes of
+// different versions never serve one's vectors for the other's.
+// TestArithmeticRevision pins each name's results to catch a change made
+// without one. Revision 2: attention's key blocks of 1024 keys.
+const arithmeticRevision = "/2"
 
 // goFuses reports whether this build's compiler fuses a·b + c into one
 // rounding in Go code, as it does on arm64 and on amd64 from GOAMD64=v3.

@@ -53,8 +53,10 @@ type figures struct {
 	PctPeakWall float64 `json:"pct_peak_wall"`
 }
 
+// toFigures keeps four significant digits (round4): a product slowed by a
+// busy machine still reports its small share of the peak, not 0.
 func toFigures(f benchFigure) figures {
-	return figures{round1(f.gflops), round1(f.pctPeakCPU), round1(f.pctPeakWall)}
+	return figures{round4(f.gflops), round4(f.pctPeakCPU), round4(f.pctPeakWall)}
 }
 
 type gemmFigure struct {

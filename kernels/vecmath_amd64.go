@@ -21,12 +21,6 @@ func geluTanhAVX2(x *float32, n8 int)
 // through an eight-wide temporary, so every element sees the same
 // arithmetic.
 
-//go:noescape
-func scaleMaxAVX512(x *float32, n8 int, s float32) float32
-
-//go:noescape
-func expSumAVX512(x *float32, n8 int, sub float32) float32
-
 func scaleMaxVec(x []float32, s float32) float32 { return scaleMaxWith(scaleMaxAVX2, x, s) }
 
 func expSumVec(x []float32, sub float32) float32 { return expSumWith(expSumAVX2, x, sub) }
@@ -36,6 +30,19 @@ func expSumVec(x []float32, sub float32) float32 { return expSumWith(expSumAVX2,
 func scaleMaxVec512(x []float32, s float32) float32 { return scaleMaxWith(scaleMaxAVX512, x, s) }
 
 func expSumVec512(x []float32, sub float32) float32 { return expSumWith(expSumAVX512, x, sub) }
+
+// scaleMaxAVX512 and expSumAVX512 are the row kernels on one row.
+func scaleMaxAVX512(x *float32, n8 int, s float32) float32 {
+	var m float32
+	scaleMaxRowsAVX512(x, 0, 1, n8, s, &m)
+	return m
+}
+
+func expSumAVX512(x *float32, n8 int, sub float32) float32 {
+	var sum float32
+	expSumRowsAVX512(x, 0, 1, n8, &sub, &sum)
+	return sum
+}
 
 //go:noescape
 func scaleMaxRowsAVX512(x *float32, ld, rows, n8 int, s float32, maxes *float32)

@@ -436,75 +436,11 @@ ropedone:
 	VBROADCASTSS ec<>+352(SB), Z27 \
 	VBROADCASTSS ec<>+384(SB), Z28
 
-// func scaleMaxAVX512(x *float32, n8 int, s float32) float32
-TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-28
-	MOVQ x+0(FP), DI
-	MOVQ n8+8(FP), CX
-	VBROADCASTSS s+16(FP), Z5
-	VMOVUPS ec<>+480(SB), Y6
-	MOVQ CX, R8
-	SHRQ $1, R8
-	JZ   odd
-loop:
-	VMULPS (DI), Z5, Z0
-	VMOVUPS Z0, (DI)
-	VEXTRACTF64X4 $1, Z0, Y1
-	VMAXPS Y0, Y6, Y6
-	VMAXPS Y1, Y6, Y6
-	ADDQ $64, DI
-	DECQ R8
-	JNZ  loop
-odd:
-	ANDQ $1, CX
-	JZ   done
-	VMULPS (DI), Y5, Y0
-	VMOVUPS Y0, (DI)
-	VMAXPS Y0, Y6, Y6
-done:
-	HMAX
-	VMOVSS X6, ret+24(FP)
-	VZEROUPPER
-	RET
-
-// func expSumAVX512(x *float32, n8 int, sub float32) float32
-TEXT ·expSumAVX512(SB), NOSPLIT, $0-28
-	MOVQ x+0(FP), DI
-	MOVQ n8+8(FP), CX
-	VBROADCASTSS sub+16(FP), Z29
-	EXPCONST512
-	VXORPS Y6, Y6, Y6
-	MOVQ CX, R8
-	SHRQ $1, R8
-	JZ   odd
-loop:
-	VMOVUPS (DI), Z0
-	VSUBPS Z29, Z0, Z0
-	EXP512
-	VMOVUPS Z0, (DI)
-	VEXTRACTF64X4 $1, Z0, Y1
-	VADDPS Y0, Y6, Y6
-	VADDPS Y1, Y6, Y6
-	ADDQ $64, DI
-	DECQ R8
-	JNZ  loop
-odd:
-	ANDQ $1, CX
-	JZ   done
-	VMOVUPS (DI), Y0
-	VSUBPS Z29, Z0, Z0
-	EXP512
-	VMOVUPS Y0, (DI)
-	VADDPS Y0, Y6, Y6
-done:
-	HSUM
-	VMOVSS X6, ret+24(FP)
-	VZEROUPPER
-	RET
-
 // func scaleMaxRowsAVX512(x *float32, ld int, rows int, n8 int, s float32, maxes *float32)
 //
-// scaleMaxAVX512 on each of rows rows of n8·8 values, ld floats apart,
-// maxes[r] the result for row r: one call for a block of scores.
+// scaleMaxAVX2's arithmetic, sixteen values per instruction (the halves
+// folded in its order), on each of rows rows of n8·8 values, ld floats
+// apart, maxes[r] the result for row r: one call for a block of scores.
 TEXT ·scaleMaxRowsAVX512(SB), NOSPLIT, $0-48
 	MOVQ x+0(FP), SI
 	MOVQ ld+8(FP), DX
@@ -549,8 +485,9 @@ end:
 
 // func expSumRowsAVX512(x *float32, ld int, rows int, n8 int, subs *float32, sums *float32)
 //
-// expSumAVX512 on each of rows rows of n8·8 values, ld floats apart, with
-// subs[r] subtracted in row r and sums[r] its sum.
+// expSumAVX2's arithmetic, sixteen values per instruction (the halves
+// summed in its order), on each of rows rows of n8·8 values, ld floats
+// apart, with subs[r] subtracted in row r and sums[r] its sum.
 TEXT ·expSumRowsAVX512(SB), NOSPLIT, $0-48
 	MOVQ x+0(FP), SI
 	MOVQ ld+8(FP), DX

@@ -85,60 +85,30 @@ func panelQ8_0AVX512(src []byte, rowBytes, nrows, nb int, pan []int8, fs []float
 //go:noescape
 func decodePanelQ4KAVX512(src *byte, rowBytes int, nrows int, pan *int8, fs *float32, aux *int32)
 
-// panelQ4KAVX512 is the avx512-vnni tier's Q4_K panel decoder, a
-// super-block (eight blocks) per call; the checks keep the gathers and
-// stores inside the slices.
-func panelQ4KAVX512(src []byte, rowBytes, nrows, nb int, pan []int8, fs []float32, aux []int32) {
-	if nb <= 0 || nrows <= 0 {
-		return
-	}
-	nsb := nb / 8
-	_ = src[(nrows-1)*rowBytes+144*nsb-1]
-	_ = pan[nb*vnniPanel-1]
-	_ = fs[nb*vnniPanelF-1]
-	_ = aux[(nb-1)*vnniAux+vnniNR-1]
-	for i := 0; i < nsb; i++ {
-		decodePanelQ4KAVX512(&src[144*i], rowBytes, min(nrows, vnniNR), &pan[8*i*vnniPanel], &fs[8*i*vnniPanelF], &aux[8*i*vnniAux])
-	}
-}
-
 //go:noescape
 func decodePanelQ6KAVX512(src *byte, rowBytes int, nrows int, pan *int8, fs *float32, aux *int32)
-
-// panelQ6KAVX512 is the avx512-vnni tier's Q6_K panel decoder, a
-// super-block (eight blocks) per call; the checks keep the gathers and
-// stores inside the slices.
-func panelQ6KAVX512(src []byte, rowBytes, nrows, nb int, pan []int8, fs []float32, aux []int32) {
-	if nb <= 0 || nrows <= 0 {
-		return
-	}
-	nsb := nb / 8
-	_ = src[(nrows-1)*rowBytes+210*nsb-1]
-	_ = pan[nb*vnniPanel-1]
-	_ = fs[nb*vnniPanelF-1]
-	_ = aux[(nb-1)*vnniAux+3*vnniNR-1]
-	for i := 0; i < nsb; i++ {
-		decodePanelQ6KAVX512(&src[210*i], rowBytes, min(nrows, vnniNR), &pan[8*i*vnniPanel], &fs[8*i*vnniPanelF], &aux[8*i*vnniAux])
-	}
-}
 
 //go:noescape
 func decodePanelQ2KAVX512(src *byte, rowBytes int, nrows int, pan *int8, fs *float32, aux *int32)
 
-// panelQ2KAVX512 is the avx512-vnni tier's Q2_K panel decoder, a
-// super-block (eight blocks) per call; the checks keep the gathers and
-// stores inside the slices.
-func panelQ2KAVX512(src []byte, rowBytes, nrows, nb int, pan []int8, fs []float32, aux []int32) {
-	if nb <= 0 || nrows <= 0 {
-		return
-	}
-	nsb := nb / 8
-	_ = src[(nrows-1)*rowBytes+84*nsb-1]
-	_ = pan[nb*vnniPanel-1]
-	_ = fs[nb*vnniPanelF-1]
-	_ = aux[(nb-1)*vnniAux+3*vnniNR-1]
-	for i := 0; i < nsb; i++ {
-		decodePanelQ2KAVX512(&src[84*i], rowBytes, min(nrows, vnniNR), &pan[8*i*vnniPanel], &fs[8*i*vnniPanelF], &aux[8*i*vnniAux])
+// superBlockPanels wraps an avx512-vnni panel decoder of a 256-value
+// type, size bytes a super-block, that decodes a super-block (eight
+// blocks) of the panel's rows per call and writes auxUsed starts and
+// multipliers per block; the checks keep its gathers and stores inside
+// the slices.
+func superBlockPanels(dec func(src *byte, rowBytes int, nrows int, pan *int8, fs *float32, aux *int32), size, auxUsed int) func(src []byte, rowBytes, nrows, nb int, pan []int8, fs []float32, aux []int32) {
+	return func(src []byte, rowBytes, nrows, nb int, pan []int8, fs []float32, aux []int32) {
+		if nb <= 0 || nrows <= 0 {
+			return
+		}
+		nsb := nb / 8
+		_ = src[(nrows-1)*rowBytes+size*nsb-1]
+		_ = pan[nb*vnniPanel-1]
+		_ = fs[nb*vnniPanelF-1]
+		_ = aux[(nb-1)*vnniAux+auxUsed-1]
+		for i := 0; i < nsb; i++ {
+			dec(&src[size*i], rowBytes, min(nrows, vnniNR), &pan[8*i*vnniPanel], &fs[8*i*vnniPanelF], &aux[8*i*vnniAux])
+		}
 	}
 }
 
@@ -224,9 +194,10 @@ var (
 		pack8: pack8U8AVX2, quant: quantizeRowU8AVX2, quantStrided: quantizeRowU8StridedAVX2, dec: vnniRowsAVX2,
 		panel: map[gguf.Type]func(src []byte, rowBytes, nrows, nb int, pan []int8, fs []float32, aux []int32){
 			gguf.TypeQ8_0: panelQ8_0AVX512,
-			gguf.TypeQ4_K: panelQ4KAVX512,
-			gguf.TypeQ6_K: panelQ6KAVX512,
-			gguf.TypeQ2_K: panelQ2KAVX512,
+			// Q4_K's panels have no multipliers: only starts.
+			gguf.TypeQ4_K: superBlockPanels(decodePanelQ4KAVX512, 144, vnniNR),
+			gguf.TypeQ6_K: superBlockPanels(decodePanelQ6KAVX512, 210, 3*vnniNR),
+			gguf.TypeQ2_K: superBlockPanels(decodePanelQ2KAVX512, 84, 3*vnniNR),
 		},
 	}
 	vnniAVX = &vnniTier{

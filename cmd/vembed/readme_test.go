@@ -6,13 +6,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 )
 
 // readmeBlocks returns the ```sh blocks of a README section, each as its
@@ -139,5 +142,105 @@ func TestReadmeQuickStart(t *testing.T) {
 	}
 	if n != curls {
 		t.Errorf("%d answers to %d curl commands", n, curls)
+	}
+}
+
+// fencedBlock matches a fenced code block, whose lines are neither headings
+// nor links.
+var fencedBlock = regexp.MustCompile("(?ms)^```.*?^```")
+
+// mdLink matches an inline Markdown link's target.
+var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// headingAnchors returns the anchors GitHub gives a Markdown file's
+// headings: lower case, punctuation other than '-' and '_' dropped, spaces
+// as '-', a repeated anchor suffixed -1, -2...
+func headingAnchors(md string) map[string]bool {
+	anchors := map[string]bool{}
+	seen := map[string]int{}
+	for _, line := range strings.Split(fencedBlock.ReplaceAllString(md, ""), "\n") {
+		title, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " ")
+		if !ok || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		var b strings.Builder
+		for _, r := range strings.ToLower(strings.TrimSpace(title)) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		a := b.String()
+		if n := seen[a]; n > 0 {
+			seen[a] = n + 1
+			a = fmt.Sprintf("%s-%d", a, n)
+		} else {
+			seen[a] = 1
+		}
+		anchors[a] = true
+	}
+	return anchors
+}
+
+// TestDocsLinks checks that every relative link in README.md and docs/*.md
+// names a file of the repository and, with a #fragment, a heading of it,
+// so that the front door's pointers and the documents' cross-references
+// stay correct as sections move.
+func TestDocsLinks(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := append([]string{filepath.Join(root, "README.md")}, docs...)
+	anchors := map[string]map[string]bool{}
+	read := func(path string) (string, error) {
+		raw, err := os.ReadFile(path)
+		if err == nil && anchors[path] == nil && strings.HasSuffix(path, ".md") {
+			anchors[path] = headingAnchors(string(raw))
+		}
+		return string(raw), err
+	}
+	links := 0
+	for _, file := range files {
+		md, err := read(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, file)
+		for _, m := range mdLink.FindAllStringSubmatch(fencedBlock.ReplaceAllString(md, ""), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			links++
+			path, frag, _ := strings.Cut(target, "#")
+			dest := file
+			if path != "" {
+				dest = filepath.Join(filepath.Dir(file), filepath.FromSlash(path))
+				if _, err := os.Stat(dest); err != nil {
+					t.Errorf("%s: link %q: no such file", rel, target)
+					continue
+				}
+			}
+			if frag == "" {
+				continue
+			}
+			if _, err := read(dest); err != nil {
+				t.Errorf("%s: link %q: %v", rel, target, err)
+				continue
+			}
+			if !anchors[dest][frag] {
+				t.Errorf("%s: link %q: no heading with that anchor", rel, target)
+			}
+		}
+	}
+	if links == 0 {
+		t.Fatal("README.md and docs/*.md hold no relative link: the front door points nowhere")
 	}
 }

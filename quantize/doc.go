@@ -24,7 +24,7 @@
 // for its matrices, except the groups of Options.Keep (default
 // DefaultKeep), which stay in their input precision. The groups and the
 // default were chosen from the embedding cosine of each group quantized
-// alone (README). The patch embedding follows float targets (F32, F16,
+// alone (docs/model-files.md). The patch embedding follows float targets (F32, F16,
 // BF16) like every matrix.
 //
 // # Streaming

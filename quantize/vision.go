@@ -74,7 +74,7 @@ func groupList() string {
 
 // DefaultKeep are the vision groups that stay in their input precision by
 // default, chosen by measurement on the jina-v4-shaped synthetic pair
-// (README): quantizing one group alone to Q4_K cost, in image-embedding
+// (docs/model-files.md): quantizing one group alone to Q4_K cost, in image-embedding
 // cosine to the F16 encoder per MiB saved, 3.4e-4 for attn_out and 2.7e-4
 // for the merger against 1.2e-4 for attn_qkv and 0.5e-4 for ffn_up, so the
 // first two are kept (about 10% of the encoder's bytes). The patch
@@ -86,5 +86,5 @@ var DefaultKeep = []Group{GroupPatch, GroupPosition, GroupAttnOut, GroupMerger}
 // DefaultVisionType is vembed quantize's type for an mmproj when none is
 // given: the cheapest one whose image embeddings stay within a cosine of
 // 0.999 of the F16 encoder's on the jina-v4-shaped synthetic pair, with
-// DefaultKeep (README).
+// DefaultKeep (docs/model-files.md).
 const DefaultVisionType = "Q8_0"

@@ -19,7 +19,7 @@ import (
 //
 // Fields that other servers' clients send and that cannot change a result
 // are declared on the request types, accepted and ignored on purpose (the
-// compatibility list, also in the package documentation and README):
+// compatibility list, also in the package documentation and docs/http-api.md):
 //
 //	model       every route: one model per server; its name is in the answer
 //	user        OpenAI: an end-user id for the provider's abuse monitoring

@@ -171,6 +171,12 @@ func Open(ctx context.Context, url string, opts Options) (*Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgsink: %w", err)
 	}
+	// A first pooled connection now, so that a failure to register the
+	// types shows at Open rather than at the first Upsert.
+	if err := s.pool.Ping(ctx); err != nil {
+		s.pool.Close()
+		return nil, fmt.Errorf("pgsink: connect: %w", err)
+	}
 	s.upsert = s.upsertSQL()
 	return s, nil
 }
@@ -200,15 +206,16 @@ func tableNames(name string) (table, child pgx.Identifier, err error) {
 }
 
 // setup creates what is absent and checks what exists, in one transaction
-// under an advisory lock keyed by the table's name.
+// under an advisory lock.
 func (s *Sink) setup(ctx context.Context, conn *pgx.Conn) error {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("pgsink: %w", err)
 	}
 	defer tx.Rollback(ctx)
+	// One key for every table: creating the extension races too.
 	h := fnv.New64a()
-	h.Write([]byte("vembed pgsink\x00" + s.table.Sanitize()))
+	h.Write([]byte("vembed index/pgsink setup"))
 	if _, err := tx.Exec(ctx, "select pg_advisory_xact_lock($1)", int64(h.Sum64())); err != nil {
 		return fmt.Errorf("pgsink: lock for setup: %w", err)
 	}

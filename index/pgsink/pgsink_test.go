@@ -30,6 +30,7 @@ func TestPostgres(t *testing.T) {
 	t.Run("Delete", func(t *testing.T) { testDelete(t, url) })
 	t.Run("Mismatch", func(t *testing.T) { testMismatch(t, url) })
 	t.Run("BadRows", func(t *testing.T) { testBadRows(t, url) })
+	t.Run("Atomic", func(t *testing.T) { testAtomic(t, url) })
 	t.Run("TableName", func(t *testing.T) { testTableName(t, url) })
 	t.Run("HNSW", func(t *testing.T) { testHNSW(t, url) })
 	t.Run("QueriesMatchEval", func(t *testing.T) { testQueriesMatchEval(t, url, false) })
@@ -432,6 +433,33 @@ func testBadRows(t *testing.T, url string) {
 			t.Errorf("%+v: opened", o)
 		}
 	}
+}
+
+// testAtomic makes the database refuse a statement after others of the
+// same Upsert were sent: nothing of the call stays, the rows from before
+// are intact, and the sink goes on working.
+func testAtomic(t *testing.T, url string) {
+	smallStatements(t, 3, 8<<20, 10)
+	ctx := testContext(t)
+	s := open(t, url, Options{Table: "atomic", Dimensions: 4, MultiDimensions: 8})
+	rng := rand.New(rand.NewPCG(11, 12))
+	before := makeRows(rng, 5, 4, 3, false, "before")
+	if err := s.Upsert(ctx, before); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, `alter table atomic add constraint short_text check (length(text) < 40)`); err != nil {
+		t.Fatal(err)
+	}
+	rows := makeRows(rng, 10, 4, 3, false, "after")
+	rows[7].Text = strings.Repeat("x", 50) // in the third statement
+	if err := s.Upsert(ctx, append(rows, before[0])); err == nil || !strings.Contains(err.Error(), "short_text") {
+		t.Fatalf("%v, want the check constraint's error", err)
+	}
+	checkRows(t, s, before)
+	if err := s.Upsert(ctx, rows[:7]); err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, s, append(before, rows[:7]...))
 }
 
 // testTableName uses a table name made to break out of quoting: the tables

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,7 +39,9 @@ import (
 //	          other queries of the same length sent one at a time (the
 //	          batching gain; --q-rounds repeats both, median reported)
 //	T         texts: queries and passages from --clients clients
-//	I-0       distinct images (mixed sizes), one per request
+//	I-0       distinct images (mixed sizes), one per request; with
+//	          --images, those files, each once, in order (pages rendered
+//	          by vembed index, say, to compare its rate with the engine's)
 //	I-50      the same, every second request repeating an earlier image
 //	          (drawn from those sent before the last --clients requests)
 //	I-50-text like I-50 with a text of its own beside each image (and
@@ -55,6 +58,7 @@ type serveBench struct {
 	sizes    []int
 	large    int
 	qRounds  int
+	images   []string // --images: I-0 sends these files instead
 	w        io.Writer
 	rows     []serveFigure
 	client   *http.Client
@@ -90,7 +94,7 @@ type serveFigure struct {
 }
 
 func runBenchServe(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench serve", "[--url URL[,URL...] | --lm LM.gguf --mmproj MMPROJ.gguf] [--scenarios Q,T,I-0,I-50,I-50-text,repeat,M] [--clients 4] [--requests 24] [--image-sizes 448,640] [--large 896] [--q-rounds 1] [--json]", stderr)
+	fs := newFlags("bench serve", "[--url URL[,URL...] | --lm LM.gguf --mmproj MMPROJ.gguf] [--scenarios Q,T,I-0,I-50,I-50-text,repeat,M] [--clients 4] [--requests 24] [--image-sizes 448,640] [--large 896] [--q-rounds 1] [--images FILE|DIR,...] [--json]", stderr)
 	urls := fs.String("url", "", "comma-separated `URLs` of running replicas, sent requests round robin (cache hit ratios are summed over their /metrics; with a shared cache, its ratio is the cross-replica one); default: an in-process server")
 	lm := fs.String("lm", "", "LM `GGUF` of the in-process server (default: the tiny synthetic model)")
 	mmproj := fs.String("mmproj", "", "mmproj `GGUF` of the in-process server")
@@ -101,6 +105,7 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 	large := fs.Int("large", 896, "image `size` the M scenario's background clients send")
 	qRounds := fs.Int("q-rounds", 1, "`rounds` of the Q scenario; the round with the median ratio is reported")
 	asJSON := fs.Bool("json", false, "print only the JSON line")
+	imagesFlag := fs.String("images", "", "comma-separated image `files or folders` that I-0 sends, each once in name order, instead of synthetic images (--requests is then their number)")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -113,6 +118,11 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 	}
 	b := &serveBench{clients: *clients, requests: *requests, sizes: sizes, large: *large, qRounds: *qRounds, w: stderr,
 		client: &http.Client{Timeout: 30 * time.Minute}}
+	if *imagesFlag != "" {
+		if b.images, err = imageFiles(strings.Split(*imagesFlag, ",")); err != nil {
+			return err
+		}
+	}
 	if *urls != "" {
 		b.urls = strings.Split(*urls, ",")
 	} else {
@@ -372,6 +382,45 @@ func (b *serveBench) hitRatios(before map[string][2]int64) map[string]float64 {
 	return out
 }
 
+// imageFiles lists the files of --images: files as given, folders'
+// regular files in name order.
+func imageFiles(args []string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		a = strings.TrimSpace(a)
+		st, err := os.Stat(a)
+		if err != nil {
+			return nil, fmt.Errorf("--images: %w", err)
+		}
+		if !st.IsDir() {
+			out = append(out, a)
+			continue
+		}
+		ents, err := os.ReadDir(a)
+		if err != nil {
+			return nil, fmt.Errorf("--images: %w", err)
+		}
+		for _, e := range ents { // ReadDir sorts by name
+			if e.Type().IsRegular() {
+				out = append(out, filepath.Join(a, e.Name()))
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("--images: no files")
+	}
+	return out, nil
+}
+
+// fileImageItem is a data URI of an image file's bytes, its type sniffed.
+func fileImageItem(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--images: %w", err)
+	}
+	return "data:" + http.DetectContentType(data) + ";base64," + base64.StdEncoding.EncodeToString(data), nil
+}
+
 // imageItem is a data URI of a distinct synthetic photograph per seed.
 func imageItem(size, seed int) (string, error) {
 	data, err := photoImage(size, seed, "jpeg")
@@ -472,7 +521,20 @@ func (b *serveBench) run(name string) error {
 	case "I-0", "I-50", "I-50-text":
 		var bodies []map[string]any
 		tasks := []string{"retrieval.query", "retrieval.passage", "text-matching", "code.query"}
-		for i, im := range imagePlan(name != "I-0", b.requests, b.sizes, b.clients, len(b.rows)) {
+		if name == "I-0" && len(b.images) > 0 {
+			for _, path := range b.images {
+				img, err := fileImageItem(path)
+				if err != nil {
+					return err
+				}
+				bodies = append(bodies, map[string]any{"input": []any{map[string]any{"image": img}}})
+			}
+		}
+		synthetic := b.requests
+		if len(bodies) > 0 {
+			synthetic = 0 // I-0 of --images files
+		}
+		for i, im := range imagePlan(name != "I-0", synthetic, b.sizes, b.clients, len(b.rows)) {
 			img, err := imageItem(im.size, im.seed)
 			if err != nil {
 				return err

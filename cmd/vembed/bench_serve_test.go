@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -163,5 +166,35 @@ func TestReplicaSpread(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// TestBenchServeImages sends given image files as I-0's requests, each once.
+func TestBenchServeImages(t *testing.T) {
+	dir := t.TempDir()
+	for i, size := range []int{56, 84, 70} {
+		data, err := photoImage(size, i, "png")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("page-%d.png", i)), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errw bytes.Buffer
+	if err := runBenchServe([]string{"--scenarios", "I-0", "--images", dir, "--clients", "2", "--json"}, &out, &errw); err != nil {
+		t.Fatalf("%v\n%s", err, errw.String())
+	}
+	var rep struct {
+		Rows []serveFigure `json:"bench_serve"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out.String())), &rep); err != nil {
+		t.Fatalf("%v: %q", err, out.String())
+	}
+	if len(rep.Rows) != 1 || rep.Rows[0].Requests != 3 || rep.Rows[0].Errors != 0 {
+		t.Fatalf("I-0 of 3 files: %+v", rep.Rows)
+	}
+	if _, err := imageFiles([]string{t.TempDir()}); err == nil {
+		t.Error("an empty folder of --images gave no error")
 	}
 }

@@ -1,9 +1,11 @@
 package recipe
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/imageproc"
 	"github.com/vembed/vembed/model"
 	"github.com/vembed/vembed/tokenizer"
@@ -27,7 +29,48 @@ import (
 //   - Images: the model's preprocessing metadata, with jina-v4's values
 //     (patch 14, merge 2, CLIP mean/std, 3136..602112 pixels) for whatever
 //     the metadata leaves out.
+//   - Tower LoRA: adapters saved with transformers 4.52+ module names
+//     (model.visual.*) carry pairs on the vision tower too, which vembed
+//     convert merges into one mmproj per task; the LM and the mmproj then
+//     name their task (VisionAdapterKey) and must agree.
 type JinaV4 struct{}
+
+// VisionAdapterKey names a task adapter that adapts the vision tower: in
+// a language model, the task whose mmproj it needs (its adapter has LoRA
+// pairs on the tower); in an mmproj, the task whose tower LoRA is merged
+// into it. Absent in both when the tower runs as the base's.
+const VisionAdapterKey = "vembed.vision_adapter"
+
+// CheckVisionAdapter refuses an mmproj that is not its language model's:
+// one with another task's tower LoRA, one with a task's when the LM's
+// adapter leaves the tower alone, or the base tower when the LM's adapter
+// adapts it. Either would embed images with a tower the model never ran.
+func CheckVisionAdapter(lm, mmproj *gguf.File) error {
+	task := func(f *gguf.File) (string, error) {
+		v, err := f.String(VisionAdapterKey)
+		if errors.Is(err, gguf.ErrKeyNotFound) {
+			return "", nil
+		}
+		return v, err
+	}
+	want, err := task(lm)
+	if err != nil {
+		return fmt.Errorf("the language model's %s: %w", VisionAdapterKey, err)
+	}
+	got, err := task(mmproj)
+	if err != nil {
+		return fmt.Errorf("the mmproj's %s: %w", VisionAdapterKey, err)
+	}
+	switch {
+	case want == got:
+		return nil
+	case got == "":
+		return fmt.Errorf("the language model's task adapter %q adapts the vision tower too, but this mmproj has no task's tower LoRA merged: load the mmproj converted for task %q with it", want, want)
+	case want == "":
+		return fmt.Errorf("this mmproj has task %q's tower LoRA merged, but the language model's adapter leaves the tower alone: load the mmproj converted with this language model", got)
+	}
+	return fmt.Errorf("this mmproj has task %q's tower LoRA merged, the language model is task %q's: load the mmproj converted for task %q", got, want, want)
+}
 
 var jinaTasks = []string{"retrieval.query", "retrieval.passage", "text-matching", "code.query", "code.passage"}
 

@@ -7,6 +7,7 @@ import (
 	"github.com/vembed/vembed/model"
 	"github.com/vembed/vembed/model/qwen3vl"
 	"github.com/vembed/vembed/model/qwenvl"
+	"github.com/vembed/vembed/recipe"
 )
 
 // modelLoaders opens a model family's LM (and optional mmproj) by the LM's
@@ -22,10 +23,23 @@ func openModel(lm, mmproj string) (model.Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
 	arch, err := f.String("general.architecture")
-	f.Close()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", lm, err)
+	}
+	if mmproj != "" {
+		// A task adapter that adapts the tower has its own mmproj: the
+		// pair must be converted together (the recipe's rule).
+		mf, err := gguf.Open(mmproj)
+		if err != nil {
+			return nil, err
+		}
+		err = recipe.CheckVisionAdapter(f, mf)
+		mf.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s with %s: %w", lm, mmproj, err)
+		}
 	}
 	load, ok := modelLoaders[arch]
 	if !ok {

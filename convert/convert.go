@@ -63,9 +63,15 @@ type Options struct {
 type Result struct {
 	Layout string
 	// Tasks are the converted tasks, one per LM ("" without tasks).
-	Tasks   []string
-	LMs     []string
-	MMProj  string
+	Tasks []string
+	LMs   []string
+	// MMProj is the vision encoder of the LMs whose task adapter leaves
+	// the tower alone ("" when every task adapts it).
+	MMProj string
+	// MMProjs holds each LM's vision encoder: its task's own when the
+	// task adapter has LoRA pairs on the tower (merged into it), else
+	// MMProj.
+	MMProjs []string
 	MVProjs []string // one per LM when the layout has a multi-vector head
 }
 
@@ -368,6 +374,35 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 	} else if o.Task != "" {
 		return nil, fmt.Errorf("convert: --task: the %s layout has no task adapters", cmpOr(layout, "plain"))
 	}
+	// openAdapter opens a task's adapter checked against the checkpoint.
+	openAdapter := func(task string) (*Adapter, error) {
+		a, err := OpenAdapter(info.adapter, task)
+		if err != nil {
+			return nil, err
+		}
+		if err := a.check(src, func(n string) bool {
+			// The tower's pairs are merged into the mmproj: the single
+			// adapter's into the one mmproj, a task's into the task's.
+			return isDecoder(n) || info.head != "" && strings.HasPrefix(n, info.head+".") || strings.HasPrefix(n, "visual.")
+		}); err != nil {
+			a.Close()
+			if pp.adapter != "" {
+				err = fmt.Errorf("%w (the adapter does not fit the base %s; its base_model_name_or_path is %q: give the right base with --base DIR)", err, dir, adapterBaseName(pp.adapter))
+			}
+			return nil, err
+		}
+		return a, nil
+	}
+	if info.adapter != "" && len(tasks) > 1 {
+		// Every task's adapter is checked before the first file is written.
+		for _, task := range tasks {
+			a, err := openAdapter(task)
+			if err != nil {
+				return nil, err
+			}
+			a.Close()
+		}
+	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, fmt.Errorf("convert: %w", err)
 	}
@@ -397,6 +432,7 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 			keep.Close()
 		}
 	}()
+	shared := false // an LM runs with the tower no task adapter changed
 	for _, task := range tasks {
 		cfg := base
 		if len(tasks) > 1 {
@@ -404,22 +440,19 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 		}
 		c.adapter = nil
 		if info.adapter != "" {
-			if c.adapter, err = OpenAdapter(info.adapter, task); err != nil {
-				return res, err
-			}
-			if err := c.adapter.check(src, func(n string) bool {
-				// A single adapter may adapt the tower too (merged into the
-				// mmproj); task adapters share one mmproj, so they may not.
-				return isDecoder(n) || info.head != "" && strings.HasPrefix(n, info.head+".") || !info.tasked && strings.HasPrefix(n, "visual.")
-			}); err != nil {
-				c.adapter.Close()
-				if pp.adapter != "" {
-					err = fmt.Errorf("%w (the adapter does not fit the base %s; its base_model_name_or_path is %q: give the right base with --base DIR)", err, dir, adapterBaseName(pp.adapter))
-				}
+			if c.adapter, err = openAdapter(task); err != nil {
 				return res, err
 			}
 		}
-		lm, err := c.writeLM(cfg, outDir, qwenlayout.VocabKVs(vocab, tmpl), extra)
+		// A task adapter with pairs on the tower gets its own mmproj, and
+		// both files name the task so that the engine refuses another
+		// task's (or an unadapted) tower with this LM.
+		ownTower := info.tasked && c.adapter != nil && c.adapter.AdaptsTower()
+		lmExtra := extra
+		if ownTower {
+			lmExtra = append(slices.Clip(extra), qwenlayout.KV{Key: recipe.VisionAdapterKey, Value: task})
+		}
+		lm, err := c.writeLM(cfg, outDir, qwenlayout.VocabKVs(vocab, tmpl), lmExtra)
 		if err == nil {
 			res.LMs, res.Tasks = append(res.LMs, lm), append(res.Tasks, task)
 			log.Info("wrote the language model", "file", lm, "task", task)
@@ -431,6 +464,16 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 				}
 			}
 		}
+		if err == nil {
+			mm := ""
+			if ownTower {
+				if mm, err = c.writeMMProj(cfg, outDir, qwenlayout.KV{Key: recipe.VisionAdapterKey, Value: task}); err == nil {
+					log.Info("wrote the vision encoder with the task's tower LoRA", "file", mm, "task", task)
+				}
+			}
+			shared = shared || !ownTower
+			res.MMProjs = append(res.MMProjs, mm)
+		}
 		if c.adapter != nil && info.tasked {
 			c.adapter.Close()
 		} else {
@@ -440,11 +483,18 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 			return res, err
 		}
 	}
-	c.adapter = keep // nil for task adapters: the tower runs without them
-	if res.MMProj, err = c.writeMMProj(base, outDir); err != nil {
-		return res, err
+	if shared {
+		c.adapter = keep // nil for task adapters: their towers are written above
+		if res.MMProj, err = c.writeMMProj(base, outDir); err != nil {
+			return res, err
+		}
+		log.Info("wrote the vision encoder", "file", res.MMProj)
+		for i, mm := range res.MMProjs {
+			if mm == "" {
+				res.MMProjs[i] = res.MMProj
+			}
+		}
 	}
-	log.Info("wrote the vision encoder", "file", res.MMProj)
 	var unused []string
 	for _, n := range src.unused() {
 		// A tied head duplicates the embeddings; a reranker keeps two rows
@@ -487,11 +537,12 @@ func (c *converter) writeLM(cfg qwenlayout.Config, outDir string, tok []qwenlayo
 	return path, c.write(path, l, c.planned)
 }
 
-func (c *converter) writeMMProj(cfg qwenlayout.Config, outDir string) (string, error) {
+func (c *converter) writeMMProj(cfg qwenlayout.Config, outDir string, extra ...qwenlayout.KV) (string, error) {
 	l, err := cfg.MMProjLayout()
 	if err != nil {
 		return "", fmt.Errorf("convert: %w", err)
 	}
+	l.KVs = append(l.KVs, extra...)
 	spec, err := quantize.ParseSpec(cfg.MMProjType)
 	if err != nil {
 		return "", fmt.Errorf("convert: %w", err)

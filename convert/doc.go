@@ -39,11 +39,17 @@
 //     adapter_model.safetensors) holding one A/B pair per task and module:
 //     base_model.model.<module>.lora_A.<task>.weight [r, in] and
 //     lora_B.<task>.weight [out, r], over the decoder's q/k/v/o and MLP
-//     projections and the projector. One LM per task (Options.Task, or
-//     "all": <name>-<task>-<TYPE>.gguf) with its pairs merged, an mvproj per
-//     task with the projector's pair merged, one mmproj (the tower has no
-//     adapter). vembed.recipe jina-embeddings-v4, qwen2vl.pooling_type 1
-//     (mean).
+//     projections and the projector; module names as transformers 4.52+
+//     has them (model.language_model.*, model.visual.*) or older. One LM
+//     per task (Options.Task, or "all": <name>-<task>-<TYPE>.gguf) with
+//     its pairs merged, an mvproj per task with the projector's pair
+//     merged, and one mmproj of the base tower. Under the new names jina's
+//     target_modules pattern also reaches the tower's MLPs, so adapters
+//     saved so hold pairs on the tower: a task that has them gets its own
+//     mmproj (mmproj-<name>-<task>-<TYPE>.gguf) with them merged (a fused
+//     qkv by thirds), and its LM and mmproj carry vembed.vision_adapter =
+//     <task>, which the engine checks when it loads the pair.
+//     vembed.recipe jina-embeddings-v4, qwen2vl.pooling_type 1 (mean).
 //   - colqwen2 / colqwen2.5 (colpali-engine's ColQwen2 / ColQwen2.5: a
 //     custom_text_proj.{weight,bias} tensor, [128, hidden]): the base
 //     checkpoint and, when adapter_config.json and adapter_model.safetensors
@@ -76,12 +82,15 @@
 //   - any other Qwen2-VL / Qwen2.5-VL checkpoint converts as llama.cpp
 //     converts it, with neither key.
 //
-// An adapter is checked against the checkpoint before anything is
-// written: its rank, every pair's shapes against its weight, a pair for a
-// module the checkpoint lacks, and a decoder or head matrix that
-// target_modules names but the adapter holds no pair for are errors.
-// target_modules patterns are Python regular expressions; colpali-engine's
-// "(?!.*visual)" lookahead, which Go's RE2 lacks, is dropped (the tower is
-// never merged), and a pattern that still does not compile leaves that
-// last check out.
+// An adapter (every task's) is checked against the checkpoint before
+// anything is written: its rank, every pair's shapes against its weight,
+// a pair for a module the checkpoint lacks, and a matrix that
+// target_modules names (by the adapter's own module names) but the
+// adapter holds no pair for are errors; the tower's matrices are held to
+// target_modules only when the adapter has pairs on the tower. Pairs on
+// the tower are merged into the mmproj. target_modules patterns are
+// Python regular expressions; colpali-engine's "(?!.*visual)" lookahead,
+// which Go's RE2 lacks, is dropped (the pattern then says nothing of the
+// tower), and a pattern that still does not compile leaves that last
+// check out.
 package convert

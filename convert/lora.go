@@ -24,6 +24,9 @@ type AdapterConfig struct {
 	BaseModelName  string   `json:"base_model_name_or_path"`
 	targets        []string
 	targetsPattern *regexp.Regexp
+	// towerExcluded: the pattern kept the vision tower out with a
+	// lookahead RE2 lacks, so it says nothing of the tower's modules.
+	towerExcluded bool
 }
 
 // Scaling is the factor of B·A: lora_alpha / r, or lora_alpha / sqrt(r)
@@ -49,6 +52,10 @@ type Adapter struct {
 	Task  string
 	file  *safetensors.File
 	pairs map[string]loraPair
+	// newNames: the adapter names its modules as transformers 4.52+ does
+	// (model.language_model.*, model.visual.*), which target_modules was
+	// matched against.
+	newNames bool
 
 	// the last module's factors, widened once for all its row blocks
 	cached string
@@ -122,7 +129,7 @@ func OpenAdapter(dir, task string) (*Adapter, error) {
 	var err error
 	switch t := c.TargetModules.(type) {
 	case string:
-		c.targetsPattern = targetsRegexp(t)
+		c.targetsPattern, c.towerExcluded = targetsRegexp(t)
 	case []any:
 		for _, m := range t {
 			s, ok := m.(string)
@@ -153,6 +160,8 @@ func OpenAdapter(dir, task string) (*Adapter, error) {
 		if !ok || infix != task {
 			continue
 		}
+		raw := strings.TrimPrefix(name, "base_model.model.")
+		a.newNames = a.newNames || strings.HasPrefix(raw, "model.language_model.") || strings.HasPrefix(raw, "model.visual.")
 		p := a.pairs[module]
 		if factor == "A" {
 			p.a = name
@@ -178,22 +187,22 @@ func OpenAdapter(dir, task string) (*Adapter, error) {
 
 // targetsRegexp compiles a target_modules pattern (PEFT matches it in
 // full). Python's patterns may hold what RE2 lacks: colpali-engine's
-// "(?!.*visual)" keeps the vision tower out, which the converter never
-// merges anyway, so it is dropped; a pattern that still does not compile
-// leaves the targets unchecked (nil), the A/B pairs alone saying what
-// is merged.
-func targetsRegexp(t string) *regexp.Regexp {
-	for _, p := range []string{t, strings.ReplaceAll(t, "(?!.*visual)", "")} {
+// "(?!.*visual)" keeps the vision tower out; it is dropped, and
+// towerExcluded says the pattern then tells nothing of the tower. A
+// pattern that still does not compile leaves the targets unchecked (nil),
+// the A/B pairs alone saying what is merged.
+func targetsRegexp(t string) (re *regexp.Regexp, towerExcluded bool) {
+	for i, p := range []string{t, strings.ReplaceAll(t, "(?!.*visual)", "")} {
 		if re, err := regexp.Compile("^(?:" + p + ")$"); err == nil {
-			return re
+			return re, i == 1
 		}
 	}
-	return nil
+	return nil, false
 }
 
-// targetsModule reports whether adapter_config.json names a module (by
-// its last dotted names as PEFT matches a list, or as a full match of its
-// pattern).
+// targetsModule reports whether adapter_config.json names a module (its
+// name as the adapter was trained on the model: by its last dotted names
+// as PEFT matches a list, or as a full match of its pattern).
 func (c *AdapterConfig) targetsModule(module string) bool {
 	if c.targetsPattern != nil {
 		return c.targetsPattern.MatchString(module)
@@ -206,15 +215,45 @@ func (c *AdapterConfig) targetsModule(module string) bool {
 	return false
 }
 
+// trainedName is a canonical module name as the model the adapter was
+// trained on named it: under transformers 4.52+ the decoder is
+// model.language_model.* and the tower model.visual.*, which is what
+// target_modules was matched against (jina-embeddings-v4's pattern wants
+// "model" in the name, so it reaches the tower's MLPs only then).
+func (a *Adapter) trainedName(module string) string {
+	if a.newNames {
+		if rest, ok := strings.CutPrefix(module, "model."); ok {
+			return "model.language_model." + rest
+		}
+		if rest, ok := strings.CutPrefix(module, "visual."); ok {
+			return "model.visual." + rest
+		}
+	}
+	return module
+}
+
+// AdaptsTower reports whether the adapter (this task's pairs) holds LoRA
+// pairs for the vision tower, which then go into the mmproj.
+func (a *Adapter) AdaptsTower() bool {
+	for module := range a.pairs {
+		if strings.HasPrefix(module, "visual.") {
+			return true
+		}
+	}
+	return false
+}
+
 // check holds the adapter against the checkpoint before anything is
-// written: every pair's module is a matrix the checkpoint has, of the
-// shape the pair needs, and every matrix of the decoder or head that
-// adapter_config.json targets has a pair. Vision modules are never merged
-// (the models' towers run without the task adapters).
+// written: every pair's module is a matrix the checkpoint has that may be
+// merged (mergeable), of the shape the pair needs, and every mergeable
+// matrix adapter_config.json targets (by the adapter's own module names)
+// has a pair. The tower's matrices are held to target_modules only when
+// the adapter has pairs on the tower: one without any ran its tower as
+// the base's, whatever a broad pattern says.
 func (a *Adapter) check(src *source, mergeable func(canon string) bool) error {
 	for module := range a.pairs {
 		if !mergeable(module + ".weight") {
-			return fmt.Errorf("convert: %s: the adapter holds lora_A/lora_B for %s, which is no decoder or head matrix of the checkpoint", a.Dir, module)
+			return fmt.Errorf("convert: %s: the adapter holds lora_A/lora_B for %s, which is no decoder, vision tower or head matrix of the checkpoint", a.Dir, module)
 		}
 		t, ok := src.tensor(module + ".weight")
 		if !ok || len(t.Shape) != 2 {
@@ -225,14 +264,15 @@ func (a *Adapter) check(src *source, mergeable func(canon string) bool) error {
 			return fmt.Errorf("convert: %s: adapter of %s is %v·%v, the weight is %v", a.Dir, module, tb.Shape, ta.Shape, t.Shape)
 		}
 	}
+	tower := a.AdaptsTower() && !a.Config.towerExcluded
 	for _, name := range src.names() {
 		module, ok := strings.CutSuffix(name, ".weight")
 		t, _ := src.tensor(name)
-		if !ok || len(t.Shape) != 2 || !mergeable(name) || !a.Config.targetsModule(module) {
+		if !ok || len(t.Shape) != 2 || !mergeable(name) || strings.HasPrefix(module, "visual.") && !tower || !a.Config.targetsModule(a.trainedName(module)) {
 			continue
 		}
 		if _, ok := a.pairs[module]; !ok {
-			return fmt.Errorf("convert: %s: adapter_config.json targets %s but the adapter holds no lora_A/lora_B for it", a.Dir, module)
+			return fmt.Errorf("convert: %s: adapter_config.json targets %s but the adapter holds no lora_A/lora_B for it", a.Dir, a.trainedName(module))
 		}
 	}
 	return nil

@@ -40,10 +40,13 @@ type HFOptions struct {
 	// inside the base.
 	AdapterDir string
 	// AdapterNewNames names the adapter's modules as transformers 4.52+
-	// does (model.language_model.*, model.visual.*).
+	// does (model.language_model.*, model.visual.*), the names
+	// target_modules is matched against: LoRATargets then reaches the
+	// tower's MLPs too, which PEFT adapts (AdapterVision).
 	AdapterNewNames bool
-	// AdapterVision adds LoRA pairs on the vision tower's attention and
-	// MLP matrices (a single adapter only).
+	// AdapterVision adds LoRA pairs on the vision tower's attention (the
+	// fused qkv and the output projection) and MLP matrices, for every
+	// task of a multi-task adapter.
 	AdapterVision bool
 }
 
@@ -108,11 +111,9 @@ func WriteHF(dir string, cfg Config, o HFOptions) error {
 	// The adapter options are checked before anything is written.
 	switch {
 	case m.adapter == "" && (o.AdapterDir != "" || o.AdapterNewNames || o.AdapterVision):
-		return fmt.Errorf("synth: layout %s has no adapter: AdapterDir, AdapterNewNames and AdapterVision are for ColQwen", o.Layout)
+		return fmt.Errorf("synth: layout %s has no adapter: AdapterDir, AdapterNewNames and AdapterVision are for ColQwen and jina-v4", o.Layout)
 	case o.AdapterDir != "" && m.adapter != ".":
 		return fmt.Errorf("synth: layout %s keeps its adapters inside the checkpoint; AdapterDir is for ColQwen", o.Layout)
-	case (o.AdapterVision || o.AdapterNewNames) && len(m.tasks) > 0:
-		return fmt.Errorf("synth: layout %s: task adapters adapt the decoder only", o.Layout)
 	}
 	if cfg.Projector != projector {
 		return fmt.Errorf("synth: layout %s needs a %s tower, the configuration has %s (pick a %s preset)", cmpOr(o.Layout, qwenlayout.LayoutJinaV4), projector, cfg.Projector, map[string]string{qwenlayout.ProjectorQwen2VL: "Qwen2-VL", qwenlayout.ProjectorQwen25VL: "Qwen2.5-VL", qwenlayout.ProjectorQwen3VL: "Qwen3-VL"}[projector])

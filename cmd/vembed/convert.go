@@ -24,7 +24,7 @@ func init() {
 		if err != nil {
 			return checkpointFiles{}, err
 		}
-		f := checkpointFiles{model: res.LMs[0], mmproj: res.MMProj}
+		f := checkpointFiles{model: res.LMs[0], mmproj: res.MMProjs[0]}
 		if len(res.MVProjs) > 0 {
 			f.mvproj = res.MVProjs[0]
 		}
@@ -39,7 +39,9 @@ Writes the checkpoint's language model, vision encoder (mmproj) and, for
 jina-embeddings-v4 and ColQwen, multi-vector head (mvproj) as GGUFs into
 DIR, keys and tensor names as llama.cpp's converter writes them, LoRA
 adapters merged in float64 before the single rounding. jina-embeddings-v4
-gets one language model per task with --task all. A ColQwen adapter
+gets one language model per task with --task all, and one mmproj per task
+when its adapter has LoRA pairs on the vision tower (transformers 4.52+
+module names); each task's files are printed together. A ColQwen adapter
 directory (adapter_config.json) finds its base by base_model_name_or_path:
 beside it, as a path, or in the Hugging Face cache (vembed pull ORG/NAME);
 --base DIR names it. The image budget of preprocessor_config.json (the
@@ -87,6 +89,9 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stdout, lm)
 			if i < len(res.MVProjs) {
 				fmt.Fprintln(stdout, res.MVProjs[i])
+			}
+			if i < len(res.MMProjs) && res.MMProjs[i] != res.MMProj {
+				fmt.Fprintln(stdout, res.MMProjs[i]) // the task's own tower
 			}
 		}
 		if res.MMProj != "" {

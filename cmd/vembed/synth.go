@@ -46,8 +46,8 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	layout := fs.String("layout", qwenlayout.LayoutJinaV4, "--format hf: checkpoint layout, "+strings.Join(qwenlayout.Layouts(), ", ")+" (gme and colqwen2 need a Qwen2-VL preset: tiny-qwen2vl, the default for them, or qwen2vl-2b; qwen3-vl, qwen3-vl-reranker, colqwen3, ops-colqwen3 and nemotron-colembed-vl a Qwen3-VL one: tiny-qwen3vl, the default for them, or the 2B and 4B presets)")
 	dtype := fs.String("dtype", "BF16", "--format hf: weight dtype, BF16, F16 or F32")
 	adapterDir := fs.String("adapter-dir", "", "--format hf, colqwen layouts: write the LoRA adapter into its own `DIR` as the releases ship it (adapter_config.json naming the base as synthetic/<--out's name>, its processor and tokenizer configs) instead of inside the base; convert DIR then finds the base beside it")
-	adapterNewNames := fs.Bool("adapter-new-names", false, "--format hf, colqwen layouts: name the adapter's modules as transformers 4.52+ does (model.language_model.*, model.visual.*)")
-	adapterVision := fs.Bool("adapter-vision", false, "--format hf, colqwen layouts: also put LoRA pairs on the vision tower's attention and MLP matrices")
+	adapterNewNames := fs.Bool("adapter-new-names", false, "--format hf, colqwen and jina-v4 layouts: name the adapter's modules as transformers 4.52+ does (model.language_model.*, model.visual.*)")
+	adapterVision := fs.Bool("adapter-vision", false, "--format hf, colqwen and jina-v4 layouts: also put LoRA pairs on the vision tower's attention and MLP matrices (every task's, for jina-v4)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err

@@ -90,7 +90,7 @@ func TestSynthColQwenRelease(t *testing.T) {
 		{[]string{"--adapter-dir", ad}, "--format hf"},
 		{[]string{"--format", "hf", "--layout", "gme", "--adapter-vision"}, "has no adapter"},
 		{[]string{"--format", "hf", "--layout", "jina-v4", "--adapter-dir", ad}, "keeps its adapters inside"},
-		{[]string{"--format", "hf", "--layout", "jina-v4", "--adapter-new-names"}, "task adapters adapt the decoder only"},
+		{[]string{"--format", "hf", "--layout", "nemotron-colembed-vl", "--adapter-new-names"}, "has no adapter"},
 	} {
 		out := filepath.Join(t.TempDir(), "out")
 		var o, e bytes.Buffer

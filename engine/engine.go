@@ -82,7 +82,8 @@ type Config struct {
 	// above the model's context length).
 	MaxTokens int
 	// MaxPixels lowers the model's image budget (resized pixels per image)
-	// for every request; 0 keeps the model's.
+	// for every request; 0 keeps the model's. Below the model's minimum
+	// New refuses it (ErrPixelBudget), as a request's max_pixels is.
 	MaxPixels int
 	// MaxImages caps the images of one request (default 32).
 	MaxImages int
@@ -250,6 +251,10 @@ type Engine struct {
 	wg       sync.WaitGroup // requests in Embed
 }
 
+// ErrPixelBudget is wrapped by New's error for a Config.MaxPixels below
+// the model's minimum image budget.
+var ErrPixelBudget = errors.New("outside the model's image budget")
+
 // New loads the model, its tokenizer (from the LM GGUF), its recipe, the
 // image preprocessing configuration (from the model's metadata) and the
 // multi-vector projector when there is one, and starts the scheduler.
@@ -315,12 +320,16 @@ func (e *Engine) init() error {
 		return fmt.Errorf("engine: multi-vector projector takes %d inputs, the model is %d wide", e.mv.InputDim, mi.Hidden)
 	}
 	e.img = e.recipe.Image(mi)
-	if cfg.MaxPixels > 0 && cfg.MaxPixels < e.img.MaxPixels {
-		if f := e.img.Factor(); cfg.MaxPixels < f*f {
-			return fmt.Errorf("engine: max pixels %d is below one merged patch (%d pixels)", cfg.MaxPixels, f*f)
+	if v := cfg.MaxPixels; v > 0 && v < e.img.MaxPixels {
+		// Below the minimum images would get fewer tokens than the model
+		// was trained with: refused, as a request's max_pixels is.
+		if lo := e.img.MinPixels; v < lo {
+			return fmt.Errorf("engine: max pixels %d is %w of %d..%d pixels (it may lower the maximum down to the minimum only)", v, ErrPixelBudget, lo, e.img.MaxPixels)
 		}
-		e.img.MaxPixels = cfg.MaxPixels
-		e.img.MinPixels = min(e.img.MinPixels, e.img.MaxPixels)
+		if f := e.img.Factor(); v < f*f {
+			return fmt.Errorf("engine: max pixels %d is below one merged patch (%d pixels)", v, f*f)
+		}
+		e.img.MaxPixels = v
 	}
 	e.info = Info{
 		Name:          cfg.Name,

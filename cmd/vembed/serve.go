@@ -100,7 +100,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	fs.Int64Var(&o.eng.ImageBudgetBytes, "image-budget", 0, "memory for images being decoded or waiting for the vision tower, in bytes (0: 1 GiB)")
 	fs.IntVar(&o.eng.PreprocessWorkers, "preprocess-workers", 0, "image decoding goroutines (0: GOMAXPROCS)")
 	fs.IntVar(&o.eng.MaxImages, "max-images", 0, "most images per request (0: 32)")
-	fs.IntVar(&o.eng.MaxPixels, "max-pixels", 0, "lower the model's resized-pixel budget per image (0: the model's)")
+	fs.IntVar(&o.eng.MaxPixels, "max-pixels", 0, "lower the model's resized-pixel budget per image, down to the model's minimum (0: the model's)")
 	fs.Int64Var(&o.http.MaxBodyBytes, "max-body", 0, "largest request body in bytes (0: 64 MiB)")
 	fs.Int64Var(&o.http.MaxInflightBytes, "max-inflight-bytes", 0, "request bytes held at once (bodies, images fetched from URLs); more get 429 (0: 512 MiB)")
 	fs.IntVar(&o.http.MaxPending, "max-pending", 0, "requests admitted at once, running or queued; more get 429 (0: 64)")
@@ -171,7 +171,9 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger) error {
 	}
 	o.models.applyPacking()
 	eng, err := loadEngine(os.Stderr, cfg)
-	if err != nil {
+	if errors.Is(err, engine.ErrPixelBudget) {
+		return fmt.Errorf("--max-pixels: %w", err)
+	} else if err != nil {
 		return err
 	}
 	defer eng.Close()

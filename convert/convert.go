@@ -324,6 +324,14 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 		if mvRows, err = retrieverChecks(dir, src, cfg, &base, layout, info, log); err != nil {
 			return nil, err
 		}
+		if layout == qwenlayout.LayoutNemotronColEmbed {
+			kvs, warn, err := nemotronTruncation(dir, log)
+			if err != nil {
+				return nil, err
+			}
+			info.keys = append(info.keys, kvs...)
+			warnings = append(warnings, warn...)
+		}
 	} else if info.pixels[1] > 0 {
 		base.Vision.MinPixels, base.Vision.MaxPixels = info.pixels[0], info.pixels[1]
 	} else {

@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"math"
 	"testing"
 
 	"github.com/vembed/vembed/qwenlayout"
@@ -67,6 +68,22 @@ func FuzzRetrieverBudget(f *testing.F) {
 		lo, hi, lowered, err := parseRetrieverBudget(b)
 		if err == nil && (hi != 0 || lo != 0) && (lo < 0 || lo > hi || hi < 32*32 || hi > qwenlayout.MaxImagePixels) {
 			t.Fatalf("accepted [%d, %d] (lowered %v)", lo, hi, lowered)
+		}
+	})
+}
+
+// FuzzNemotronProcessor: any processor_config.json gives bounds the
+// recipe accepts (and a GGUF uint32 holds), or an error.
+func FuzzNemotronProcessor(f *testing.F) {
+	for _, s := range []string{`{"q_max_length": 512, "p_max_length": 4096, "reserve_tokens_for_images": 100, "query_prefix": "query:", "passage_prefix": "passage:"}`,
+		`{"q_max_length": 0}`, `{"p_max_length": 100}`, `{"reserve_tokens_for_images": -1}`, `{"q_max_length": 1e300}`, `{"q_max_length": 5.5}`,
+		`{"query_prefix": 3}`, `{"passage_prefix": "doc:"}`, `{}`, `[`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tr, _, err := parseNemotronProcessor(b)
+		if err == nil && (tr.Check() != nil || tr.QueryMax > math.MaxUint32 || tr.PassageMax > math.MaxUint32) {
+			t.Fatalf("accepted %+v", tr)
 		}
 	})
 }

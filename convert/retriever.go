@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/vembed/vembed/qwenlayout"
+	"github.com/vembed/vembed/recipe"
 )
 
 // The Qwen3-VL multi-vector retrievers (ColQwen3, Ops-ColQwen3,
@@ -179,4 +180,76 @@ func deref(v *float64) any {
 		return "none"
 	}
 	return *v
+}
+
+// nemotronTruncation reads the prompt bounds of nemotron's
+// processor_config.json (q_max_length, p_max_length,
+// reserve_tokens_for_images; a field it lacks keeps the processor's
+// default) as the LM keys the recipe reads; none without the file (the
+// recipe then applies the defaults). Prefixes other than the published
+// "query:" / "passage:", which the recipe's prompts hold, are warnings.
+func nemotronTruncation(dir string, log *slog.Logger) (kvs []qwenlayout.KV, warnings []string, err error) {
+	path := filepath.Join(dir, "processor_config.json")
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, nil
+	} else if err != nil {
+		return nil, nil, fmt.Errorf("convert: %w", err)
+	}
+	t, warnings, err := parseNemotronProcessor(b)
+	if err != nil {
+		return nil, nil, fmt.Errorf("convert: %s: %w; fix the file", path, err)
+	}
+	for _, w := range warnings {
+		log.Warn(w, "file", path)
+	}
+	return []qwenlayout.KV{
+		{Key: recipe.QueryMaxTokensKey, Value: uint32(t.QueryMax)},
+		{Key: recipe.PassageMaxTokensKey, Value: uint32(t.PassageMax)},
+		{Key: recipe.ImageReserveTokensKey, Value: uint32(t.ImageReserve)},
+	}, warnings, nil
+}
+
+// parseNemotronProcessor reads a processor_config.json's prompt bounds
+// over the processor's defaults, and says which prompt prefixes differ
+// from the recipe's.
+func parseNemotronProcessor(b []byte) (recipe.NemotronTruncation, []string, error) {
+	var pc struct {
+		Q       *float64 `json:"q_max_length"`
+		P       *float64 `json:"p_max_length"`
+		Reserve *float64 `json:"reserve_tokens_for_images"`
+		QPrefix *string  `json:"query_prefix"`
+		PPrefix *string  `json:"passage_prefix"`
+	}
+	if err := json.Unmarshal(b, &pc); err != nil {
+		return recipe.NemotronTruncation{}, nil, err
+	}
+	t := recipe.DefaultNemotronTruncation
+	for _, f := range []struct {
+		name string
+		v    *float64
+		dst  *int
+	}{{"q_max_length", pc.Q, &t.QueryMax}, {"p_max_length", pc.P, &t.PassageMax}, {"reserve_tokens_for_images", pc.Reserve, &t.ImageReserve}} {
+		if f.v == nil {
+			continue
+		}
+		if *f.v != math.Trunc(*f.v) || *f.v < 0 || *f.v > 1<<30 {
+			return t, nil, fmt.Errorf("%s %v: want a whole number of tokens", f.name, *f.v)
+		}
+		*f.dst = int(*f.v)
+	}
+	if err := t.Check(); err != nil {
+		return t, nil, fmt.Errorf("q_max_length %d, p_max_length %d, reserve_tokens_for_images %d: %w", t.QueryMax, t.PassageMax, t.ImageReserve, err)
+	}
+	var warnings []string
+	for _, p := range []struct {
+		name string
+		v    *string
+		want string
+	}{{"query_prefix", pc.QPrefix, "query:"}, {"passage_prefix", pc.PPrefix, "passage:"}} {
+		if p.v != nil && *p.v != p.want {
+			warnings = append(warnings, fmt.Sprintf("processor_config.json's %s is %q; the %s recipe's prompts use the published %q", p.name, *p.v, recipe.NemotronName, p.want))
+		}
+	}
+	return t, warnings, nil
 }

@@ -46,8 +46,50 @@ import (
 // std = 0.5, the budget of the mmproj's clip.vision.image_min_pixels /
 // image_max_pixels (vembed convert writes each family's), else the
 // family's defaults.
+//
+// nemotron's processor also bounds its prompts, which the recipe copies
+// (NemotronTruncation): a query is cut to its first q_max_length (512)
+// tokens, a page to its first p_max_length (4096) less its image tokens
+// less reserve_tokens_for_images (100), image tokens included, whatever
+// the request's truncate says; the chat template's end (<|im_end|>, the
+// assistant header) is then cut with the text, as the reference's
+// tokenizer cuts it. A page whose images leave no room, or whose cut
+// would reach into an image, is refused, as the reference refuses it.
 type Qwen3MultiVector struct {
 	family mvFamily
+	trunc  NemotronTruncation // nemotron's; zero: no cut of the recipe's own
+}
+
+// NemotronTruncation is nemotron-colembed-vl-v2's processor's prompt
+// bounds (processor_config.json's q_max_length, p_max_length,
+// reserve_tokens_for_images).
+type NemotronTruncation struct {
+	QueryMax, PassageMax, ImageReserve int
+}
+
+// DefaultNemotronTruncation is the processor's defaults (and the
+// published processor_config.json's values).
+var DefaultNemotronTruncation = NemotronTruncation{QueryMax: 512, PassageMax: 4096, ImageReserve: 100}
+
+// Keys of nemotron's truncation in its LM file (vembed convert writes
+// them from processor_config.json; absent, the defaults apply).
+const (
+	QueryMaxTokensKey     = "vembed.truncation.query_max_tokens"     // q_max_length
+	PassageMaxTokensKey   = "vembed.truncation.passage_max_tokens"   // p_max_length
+	ImageReserveTokensKey = "vembed.truncation.image_reserve_tokens" // reserve_tokens_for_images
+)
+
+// Check reports bounds no prompt could meet, or beyond any prompt.
+func (t NemotronTruncation) Check() error {
+	switch {
+	case t.QueryMax < 1 || t.QueryMax > tokenizer.MaxPromptTokens:
+		return fmt.Errorf("query max length %d: want 1..%d tokens", t.QueryMax, tokenizer.MaxPromptTokens)
+	case t.PassageMax < 1 || t.PassageMax > tokenizer.MaxPromptTokens:
+		return fmt.Errorf("passage max length %d: want 1..%d tokens", t.PassageMax, tokenizer.MaxPromptTokens)
+	case t.ImageReserve < 0 || t.ImageReserve >= t.PassageMax:
+		return fmt.Errorf("reserve for images %d: want 0 up to below the passage max length %d", t.ImageReserve, t.PassageMax)
+	}
+	return nil
 }
 
 type mvFamily int
@@ -72,8 +114,8 @@ const (
 )
 
 func init() {
-	Register(ColQwen3Name, fixed(Qwen3MultiVector{familyColQwen3}))
-	Register(OpsColQwen3Name, fixed(Qwen3MultiVector{familyOpsColQwen3}))
+	Register(ColQwen3Name, fixed(Qwen3MultiVector{family: familyColQwen3}))
+	Register(OpsColQwen3Name, fixed(Qwen3MultiVector{family: familyOpsColQwen3}))
 	Register(NemotronName, nemotronFrom)
 }
 
@@ -91,7 +133,26 @@ func nemotronFrom(f *gguf.File) (Recipe, error) {
 			return nil, fmt.Errorf("recipe %s: the file says %s = true: nemotron-colembed-vl-v2 is bidirectional and reads its rows before the final norm", NemotronName, key)
 		}
 	}
-	return Qwen3MultiVector{familyNemotron}, nil
+	t := DefaultNemotronTruncation
+	for _, k := range []struct {
+		key string
+		dst *int
+	}{{QueryMaxTokensKey, &t.QueryMax}, {PassageMaxTokensKey, &t.PassageMax}, {ImageReserveTokensKey, &t.ImageReserve}} {
+		v, err := f.Uint(k.key)
+		switch {
+		case errors.Is(err, gguf.ErrKeyNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("recipe %s: %s: %w", NemotronName, k.key, err)
+		case v > tokenizer.MaxPromptTokens:
+			return nil, fmt.Errorf("recipe %s: %s = %d is beyond any prompt", NemotronName, k.key, v)
+		default:
+			*k.dst = int(v)
+		}
+	}
+	if err := t.Check(); err != nil {
+		return nil, fmt.Errorf("recipe %s: the file's truncation: %w", NemotronName, err)
+	}
+	return Qwen3MultiVector{family: familyNemotron, trunc: t}, nil
 }
 
 // Name implements Recipe.
@@ -143,11 +204,21 @@ func (r Qwen3MultiVector) Prompt(tok *tokenizer.Tokenizer, task Task, parts []to
 		case familyOpsColQwen3:
 			return tok.RawPrompt(q, nil)
 		default:
-			return tok.RawPrompt("<|im_start|>user\nQuery: query: "+q+"<|im_end|>\n<|im_start|>assistant\n", nil)
+			p, err := tok.RawPrompt("<|im_start|>user\nQuery: query: "+q+"<|im_end|>\n<|im_start|>assistant\n", nil)
+			if err == nil && r.trunc.QueryMax > 0 && len(p.IDs) > r.trunc.QueryMax {
+				// processor(truncation=True, max_length=q_max_length): the
+				// first tokens, the template's end cut with the text.
+				p.IDs = p.IDs[:r.trunc.QueryMax:r.trunc.QueryMax]
+			}
+			return p, err
 		}
 	}
 	if r.family == familyNemotron {
-		return tok.RawPrompt("<|im_start|>user\n"+strings.Repeat(imageSpan, len(images))+"passage: "+text.String()+"<|im_end|>\n<|im_start|>assistant\n", images)
+		p, err := tok.RawPrompt("<|im_start|>user\n"+strings.Repeat(imageSpan, len(images))+"passage: "+text.String()+"<|im_end|>\n<|im_start|>assistant\n", images)
+		if err != nil {
+			return nil, err
+		}
+		return r.cutPage(p, images)
 	}
 	var body strings.Builder
 	for _, p := range parts {
@@ -165,6 +236,38 @@ func (r Qwen3MultiVector) Prompt(tok *tokenizer.Tokenizer, task Task, parts []to
 		end = "<|im_end|><|im_start|>assistant\n<|endoftext|>"
 	}
 	return tok.RawPrompt("<|im_start|>user\n"+body.String()+end, images)
+}
+
+// cutPage applies nemotron's page bound: the processor tokenizes the
+// page (image tokens expanded) with max_length = p_max_length - the
+// batch's most image tokens - reserve_tokens_for_images; one input is its
+// own batch, and its image tokens all count (the reference has one image
+// a page). The reference asserts that the bound leaves room, and fails
+// when the tokenizer's cut reaches an image's tokens (it then finds fewer
+// image tokens in the ids than in the text); a cut of the last image's
+// <|vision_end|> alone, which the reference keeps, is refused too (a
+// span without its end marker).
+func (r Qwen3MultiVector) cutPage(p *tokenizer.Prompt, images []int) (*tokenizer.Prompt, error) {
+	t := r.trunc
+	if t.PassageMax == 0 {
+		return p, nil
+	}
+	n := 0
+	for _, k := range images {
+		n += k
+	}
+	limit := t.PassageMax - n - t.ImageReserve
+	if limit <= 0 {
+		return nil, fmt.Errorf("the page's %d image tokens and the %d reserved leave no room in its %d-token bound (p_max_length): lower the image budget (max_pixels)", n, t.ImageReserve, t.PassageMax)
+	}
+	if len(p.IDs) <= limit {
+		return p, nil
+	}
+	if k := len(p.Images); k > 0 && limit <= p.Images[k-1].VisionEnd {
+		return nil, fmt.Errorf("the page's bound of %d tokens (p_max_length %d - %d image tokens - %d reserved) would cut into its images, which end at token %d: lower the image budget (max_pixels)", limit, t.PassageMax, n, t.ImageReserve, p.Images[k-1].VisionEnd+1)
+	}
+	p.IDs = p.IDs[:limit:limit]
+	return p, nil
 }
 
 // Pooling implements Recipe.

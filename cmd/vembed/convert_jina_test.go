@@ -14,6 +14,7 @@ import (
 
 	"github.com/vembed/vembed/engine"
 	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/hub/hubtest"
 	"github.com/vembed/vembed/imageproc"
 	"github.com/vembed/vembed/safetensors"
 	"github.com/vembed/vembed/tokenizer"
@@ -533,5 +534,52 @@ func TestJinaTowerLoRA(t *testing.T) {
 		if _, err := engine.New(engine.Config{Model: lm, MMProj: other}); err == nil || !strings.Contains(err.Error(), "tower LoRA") {
 			t.Errorf("%s's LM with %s: %v, want a refusal naming the tower LoRA", task, filepath.Base(other), err)
 		}
+	}
+}
+
+// TestJinaTaskFilesFromHub: a GGUF repository holding every task's LM,
+// mvproj and mmproj (tower LoRA merged per task): embed --model
+// hf://…/<name>-<task>-F32.gguf pulls that task's mmproj and mvproj beside
+// it (another task's mmproj would be refused at load), giving the same
+// multi-vector rows as the local files named by hand.
+func TestJinaTaskFilesFromHub(t *testing.T) {
+	dir := t.TempDir()
+	hf, out := filepath.Join(dir, "hf"), filepath.Join(dir, "gguf")
+	var o, e bytes.Buffer
+	if code := run([]string{"synth", "--format", "hf", "--layout", "jina-v4", "--adapter-new-names", "--adapter-vision", "--out", hf}, &o, &e); code != 0 {
+		t.Fatalf("synth: exit %d: %s", code, e.String())
+	}
+	o.Reset()
+	if code := run([]string{"convert", hf, "--out", out, "--task", "all", "--type", "F32", "--mmproj-type", "F32"}, &o, &e); code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, e.String())
+	}
+	paths := strings.Fields(o.String())
+	files := map[string][]byte{}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[filepath.Base(p)] = b
+	}
+	srv := hubtest.New("org/jina-GGUF", files)
+	defer srv.Close()
+	hubEnv(t, srv.URL)
+	img := filepath.Join(dir, "page.png")
+	writePNG(t, img, 84, 56, 5)
+	lm, mv, mm := paths[3], paths[4], paths[5] // retrieval's
+	if !strings.Contains(lm, "-retrieval-") {
+		t.Fatalf("files %v", paths)
+	}
+	var local, remote bytes.Buffer
+	if code := run([]string{"embed", "--model", lm, "--mmproj", mm, "--mvproj", mv, "--image", img, "--multivector", "--json"}, &local, &e); code != 0 {
+		t.Fatalf("embed with the local files: exit %d: %s", code, e.String())
+	}
+	e.Reset()
+	if code := run([]string{"embed", "--model", "hf://org/jina-GGUF/" + filepath.Base(lm), "--image", img, "--multivector", "--json"}, &remote, &e); code != 0 {
+		t.Fatalf("embed hf://: exit %d: %s", code, e.String())
+	}
+	if local.String() != remote.String() {
+		t.Errorf("hf:// rows differ from the task's own files' (stderr %s)", e.String())
 	}
 }

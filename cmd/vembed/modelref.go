@@ -118,6 +118,9 @@ func companion(ctx context.Context, c *hub.Client, lm hub.Ref, kind string, log 
 	if len(names) == 0 {
 		return "", nil
 	}
+	if own := companionsOf(names, kind, lm.File); len(own) > 0 {
+		names = own
+	}
 	slices.Sort(names)
 	pick := names[0]
 	for _, n := range names {
@@ -134,6 +137,28 @@ func companion(ctx context.Context, c *hub.Client, lm hub.Ref, kind string, log 
 		return "", fmt.Errorf("--%s: %w", kind, err)
 	}
 	return p, nil
+}
+
+// companionsOf keeps the <kind> files named for the LM file as vembed
+// convert and llama.cpp name them: <kind>-<name>-<TYPE>.gguf beside
+// <name>-<TYPE>.gguf, so that a task's LM (<base>-<task>-F16.gguf) gets
+// its task's mvproj and mmproj rather than another task's or the base
+// tower's.
+func companionsOf(names []string, kind, lmFile string) []string {
+	stem := strings.ToLower(strings.TrimSuffix(path.Base(lmFile), ".gguf"))
+	i := strings.LastIndex(stem, "-")
+	if i <= 0 {
+		return nil
+	}
+	prefix := kind + "-" + stem[:i] + "-"
+	var own []string
+	for _, n := range names {
+		base := strings.ToLower(path.Base(n))
+		if rest, ok := strings.CutPrefix(base, prefix); ok && !strings.Contains(rest, "-") {
+			own = append(own, n)
+		}
+	}
+	return own
 }
 
 // convertedCheckpoint converts a pulled checkpoint once per commit into

@@ -78,7 +78,9 @@
 //     head, the head as the mvproj (embedding_proj_layer; custom_text_proj
 //     cut to config.json's dims rows), nemotron's decoder mode as
 //     vembed.attention.causal / vembed.output_norm false and
-//     vembed.multivector.source "hidden"; see retriever.go.
+//     vembed.multivector.source "hidden", and nemotron's prompt bounds
+//     from processor_config.json (q_max_length, p_max_length,
+//     reserve_tokens_for_images) as vembed.truncation.*; see retriever.go.
 //   - any other Qwen2-VL / Qwen2.5-VL checkpoint converts as llama.cpp
 //     converts it, with neither key.
 //

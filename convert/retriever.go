@@ -28,7 +28,8 @@ import (
 //     whole, Ops-ColQwen3's custom_text_proj cut to its first dims rows
 //     (config.json's dims, else all), which is slicing its output;
 //   - nemotron's decoder mode in the LM (bidirectional, no final norm,
-//     rows from the hidden states: layoutInfo.keys);
+//     rows from the hidden states: layoutInfo.keys), and its processor's
+//     prompt bounds (nemotronTruncation);
 //   - the image budget: ColQwen3's processor caps images at 1280 visual
 //     tokens (1,310,720 pixels) whatever preprocessor_config.json says;
 //     the others keep its size.shortest_edge / longest_edge.

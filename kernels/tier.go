@@ -146,7 +146,7 @@ func defaultTier() *impl {
 // on it; VEMBED_CPU set to its name does the same for a process.
 func Float32Default() Tier {
 	for _, im := range tiers {
-		if !im.optIn && im.tier != TierAVX512BF16 && im.tier != TierAMXBF16 {
+		if !im.optIn && !tierRounding[im.tier].BF16 {
 			return im.tier
 		}
 	}

@@ -2,7 +2,6 @@ package qwen3vl
 
 import (
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/vembed/vembed/internal/fixtures"
@@ -12,12 +11,14 @@ import (
 )
 
 // TestBF16Fixtures runs every embedding case of the qwen3vl fixtures (text
-// and image, DeepStack included) on the avx512-bf16 tier and on the
+// and image, DeepStack included) on every bfloat16 tier
+// (kernels.BF16Tiers) and on the
 // float32 path (avx2): the last-token embeddings must keep a cosine of
 // 0.9999 (the bound model/qwenvl's bf16MinCos derives).
 func TestBF16Fixtures(t *testing.T) {
-	if !slices.Contains(kernels.Available(), kernels.TierAVX512BF16) {
-		t.Skip("no avx512-bf16 tier on this CPU (it needs AVX512_BF16)")
+	bfTiers := kernels.BF16Tiers()
+	if len(bfTiers) == 0 {
+		t.Skip("no bfloat16 tier on this CPU (avx512-bf16 needs AVX512_BF16)")
 	}
 	saved := kernels.Active()
 	defer kernels.Use(saved)
@@ -65,11 +66,14 @@ func TestBF16Fixtures(t *testing.T) {
 			heads.Normalize(last)
 			return last
 		}
-		f32, bf := run(kernels.TierAVX2), run(kernels.TierAVX512BF16)
-		cos := fixtures.Cosine(bf, f32)
-		t.Logf("%s: cos(bf16, f32) %.8f; vs reference: bf16 %.8f f32 %.8f", c.ID, cos, fixtures.Cosine(bf, c.Embedding), fixtures.Cosine(f32, c.Embedding))
-		if cos < 0.9999 {
-			t.Errorf("%s: cos(bf16, f32) = %.8f < 0.9999", c.ID, cos)
+		f32 := run(kernels.TierAVX2)
+		for _, tier := range bfTiers {
+			bf := run(tier)
+			cos := fixtures.Cosine(bf, f32)
+			t.Logf("%s %s: cos(bf16, f32) %.8f; vs reference: bf16 %.8f f32 %.8f", c.ID, tier, cos, fixtures.Cosine(bf, c.Embedding), fixtures.Cosine(f32, c.Embedding))
+			if cos < 0.9999 {
+				t.Errorf("%s %s: cos(bf16, f32) = %.8f < 0.9999", c.ID, tier, cos)
+			}
 		}
 	}
 }

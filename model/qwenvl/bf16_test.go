@@ -12,7 +12,7 @@ import (
 	"github.com/vembed/vembed/model/heads"
 )
 
-// bf16MinCos is the cosine the avx512-bf16 tier's embeddings must keep to
+// bf16MinCos is the cosine the bfloat16 tiers' embeddings must keep to
 // the float32 path's. Rounding both factors of a product to bfloat16
 // moves it by a relative error of RMS about 2·2⁻⁸/√3 per term, which over
 // K random-signed terms leaves the product's relative error near
@@ -22,23 +22,26 @@ import (
 // 1.5e-5 with mean pooling, up to 4.7e-5 with qwen3vl's last token.
 const bf16MinCos = 0.9999
 
-// needBF16 skips a test on CPUs without the avx512-bf16 tier and returns
-// a function that restores the active tier.
-func needBF16(t *testing.T) func() {
+// needBF16 skips a test on CPUs without a tier that rounds products to
+// bfloat16 (kernels.BF16Tiers: avx512-bf16, amx-bf16) and returns those
+// tiers and a function that restores the active tier.
+func needBF16(t *testing.T) ([]kernels.Tier, func()) {
 	t.Helper()
-	if !slices.Contains(kernels.Available(), kernels.TierAVX512BF16) {
-		t.Skip("no avx512-bf16 tier on this CPU (it needs AVX512_BF16)")
+	bf := kernels.BF16Tiers()
+	if len(bf) == 0 {
+		t.Skip("no bfloat16 tier on this CPU (avx512-bf16 needs AVX512_BF16)")
 	}
 	saved := kernels.Active()
-	return func() { kernels.Use(saved) }
+	return bf, func() { kernels.Use(saved) }
 }
 
-// TestBF16Fixtures runs every float fixture model on the avx512-bf16 tier
+// TestBF16Fixtures runs every float fixture model on every bfloat16 tier
 // and on the float32 path (avx2): the tiny Qwen2.5-VL pair (F32) on its
 // text, image and interleaved cases, and the text models of the quant
 // fixtures stored in F32, F16 and BF16.
 func TestBF16Fixtures(t *testing.T) {
-	defer needBF16(t)()
+	bfTiers, restore := needBF16(t)
+	defer restore()
 	dir, ix := modelFixtures(t)
 	m, err := Load(filepath.Join(dir, ix.LM), filepath.Join(dir, ix.MMProj))
 	if err != nil {
@@ -56,15 +59,18 @@ func TestBF16Fixtures(t *testing.T) {
 			}
 			return pooled(c, runCase(t, m, cdir, c).hidden, D)
 		}
-		f32, bf := run(kernels.TierAVX2), run(kernels.TierAVX512BF16)
-		cos := cosine(bf, f32)
+		f32 := run(kernels.TierAVX2)
 		want := c.Embedding
 		if c.Kind == "interleaved" {
 			want = c.Alternatives.TextRule // what pooled computes
 		}
-		t.Logf("%s: cos(bf16, f32) %.8f; vs reference: bf16 %.8f f32 %.8f", c.ID, cos, cosine(bf, want), cosine(f32, want))
-		if cos < bf16MinCos {
-			t.Errorf("%s: cos(bf16, f32) = %.8f < %v", c.ID, cos, bf16MinCos)
+		for _, tier := range bfTiers {
+			bf := run(tier)
+			cos := cosine(bf, f32)
+			t.Logf("%s %s: cos(bf16, f32) %.8f; vs reference: bf16 %.8f f32 %.8f", c.ID, tier, cos, cosine(bf, want), cosine(f32, want))
+			if cos < bf16MinCos {
+				t.Errorf("%s %s: cos(bf16, f32) = %.8f < %v", c.ID, tier, cos, bf16MinCos)
+			}
 		}
 	}
 
@@ -83,11 +89,13 @@ func TestBF16Fixtures(t *testing.T) {
 		}
 		for i, c := range ref.Cases {
 			f32 := embedText(t, qm, kernels.TierAVX2, c.IDs)
-			bf := embedText(t, qm, kernels.TierAVX512BF16, c.IDs)
-			cos := cosine(bf, f32)
-			t.Logf("q256-%s case %d: cos(bf16, f32) %.8f; vs reference: bf16 %.8f f32 %.8f", typ, i, cos, cosine(bf, c.Reference), cosine(f32, c.Reference))
-			if cos < bf16MinCos {
-				t.Errorf("q256-%s case %d: cos(bf16, f32) = %.8f < %v", typ, i, cos, bf16MinCos)
+			for _, tier := range bfTiers {
+				bf := embedText(t, qm, tier, c.IDs)
+				cos := cosine(bf, f32)
+				t.Logf("q256-%s case %d %s: cos(bf16, f32) %.8f; vs reference: bf16 %.8f f32 %.8f", typ, i, tier, cos, cosine(bf, c.Reference), cosine(f32, c.Reference))
+				if cos < bf16MinCos {
+					t.Errorf("q256-%s case %d %s: cos(bf16, f32) = %.8f < %v", typ, i, tier, cos, bf16MinCos)
+				}
 			}
 		}
 		qm.Close()
@@ -96,12 +104,13 @@ func TestBF16Fixtures(t *testing.T) {
 
 // TestBF16Synthetic runs synthetic models with F16 towers (the usual
 // mmproj type) beside F16 and F32 LMs, through the vision tower and an
-// interleaved LM pass, on the avx512-bf16 tier and the float32 path: the
+// interleaved LM pass, on every bfloat16 tier and the float32 path: the
 // tower's rows (each one an embedding of a multi-vector model) and the
 // pooled embedding must keep bf16MinCos, and the rows must differ, or the
 // tier did not multiply the MLPs in bfloat16.
 func TestBF16Synthetic(t *testing.T) {
-	defer needBF16(t)()
+	bfTiers, restore := needBF16(t)
+	defer restore()
 	for _, w := range [][2]string{{"F16", "F16"}, {"F32", "F16"}, {"BF16", "BF16"}} {
 		for _, preset := range []string{"tiny", "tiny-qwen2vl"} {
 			m := loadSynth(t, preset, w[0], w[1], nil)
@@ -124,17 +133,19 @@ func TestBF16Synthetic(t *testing.T) {
 				heads.Normalize(e)
 				return out[0], e
 			}
-			bfRows, bf := run(kernels.TierAVX512BF16)
 			f32Rows, f32 := run(kernels.TierAVX2)
-			name := fmt.Sprintf("%s LM %s mmproj %s", preset, w[0], w[1])
-			worst, _ := rowStats(t, bfRows, f32Rows, m.Info().Hidden)
-			cos := cosine(bf, f32)
-			t.Logf("%s: cos(bf16, f32) %.8f, tower rows worst %.8f", name, cos, worst)
-			if cos < bf16MinCos || worst < bf16MinCos {
-				t.Errorf("%s: cos(bf16, f32) = %.8f, worst tower row %.8f; want >= %v", name, cos, worst, bf16MinCos)
-			}
-			if slices.Equal(bfRows, f32Rows) {
-				t.Errorf("%s: the bfloat16 tier computed the tower's float32 bits", name)
+			for _, tier := range bfTiers {
+				bfRows, bf := run(tier)
+				name := fmt.Sprintf("%s LM %s mmproj %s on %s", preset, w[0], w[1], tier)
+				worst, _ := rowStats(t, bfRows, f32Rows, m.Info().Hidden)
+				cos := cosine(bf, f32)
+				t.Logf("%s: cos(bf16, f32) %.8f, tower rows worst %.8f", name, cos, worst)
+				if cos < bf16MinCos || worst < bf16MinCos {
+					t.Errorf("%s: cos(bf16, f32) = %.8f, worst tower row %.8f; want >= %v", name, cos, worst, bf16MinCos)
+				}
+				if slices.Equal(bfRows, f32Rows) {
+					t.Errorf("%s: the bfloat16 tier computed the tower's float32 bits", name)
+				}
 			}
 		}
 	}

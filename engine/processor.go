@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"image"
 	"math"
 	"runtime"
 	"sync"
@@ -48,8 +49,9 @@ type input struct {
 type imageItem struct {
 	param      string
 	data       []byte
-	w, h       int // from the header
-	tokens     int // merged tokens, from the header
+	pixels     *image.RGBA // instead of data: an opaque decoded image
+	w, h       int         // from the header
+	tokens     int         // merged tokens, from the header
 	cost       int64
 	content    Key
 	grid       [3]int
@@ -209,10 +211,16 @@ func (p *processor) plan(i int, in Input, o options, cut cutMode) (*input, error
 		if !e.mi.HasVision {
 			return nil, invalid(param, CodeUnsupported, "this model has no vision encoder; send text")
 		}
-		if len(part.Image) == 0 {
+		var im *imageItem
+		var err error
+		switch {
+		case part.Pixels != nil:
+			im, err = e.pixelsHeader(param, part.Pixels, o)
+		case len(part.Image) == 0:
 			return nil, invalid(param, CodeEmpty, "empty image")
+		default:
+			im, err = e.imageHeader(param, part.Image, o)
 		}
-		im, err := e.imageHeader(param, part.Image, o)
 		if err != nil {
 			return nil, err
 		}
@@ -391,12 +399,45 @@ func (e *Engine) imageHeader(param string, data []byte, o options) (*imageItem, 
 	if err := e.cfg.Decode.Limits.Check(len(data), w, h); err != nil {
 		return nil, imageError(param, err)
 	}
+	im, err := e.sizedImage(param, w, h, o)
+	if err != nil {
+		return nil, err
+	}
+	im.data = data
+	return im, nil
+}
+
+// pixelsHeader is imageHeader for a decoded image: its size, the limits
+// of decoded images, and opacity (the alpha channel is dropped).
+func (e *Engine) pixelsHeader(param string, img *image.RGBA, o options) (*imageItem, error) {
+	b := img.Bounds()
+	w, h := b.Dx(), b.Dy()
+	if w <= 0 || h <= 0 {
+		return nil, invalid(param, CodeEmpty, "empty image")
+	}
+	if err := e.cfg.Decode.Limits.Check(0, w, h); err != nil {
+		return nil, imageError(param, err)
+	}
+	if !img.Opaque() {
+		return nil, invalid(param, CodeBadImage, "decoded pixels must be opaque (alpha 255 everywhere)")
+	}
+	im, err := e.sizedImage(param, w, h, o)
+	if err != nil {
+		return nil, err
+	}
+	im.pixels = img
+	return im, nil
+}
+
+// sizedImage is the image item of a w x h image: its placeholder tokens
+// and its cost under the image budget.
+func (e *Engine) sizedImage(param string, w, h int, o options) (*imageItem, error) {
 	rw, rh, err := o.img.TargetSize(w, h)
 	if err != nil {
 		return nil, imageError(param, err)
 	}
 	f := o.img.Factor()
-	im := &imageItem{param: param, data: data, w: w, h: h, tokens: (rw / f) * (rh / f), cost: imageCost(w, h, rw, rh, o.img.TemporalPatchSize)}
+	im := &imageItem{param: param, w: w, h: h, tokens: (rw / f) * (rh / f), cost: imageCost(w, h, rw, rh, o.img.TemporalPatchSize)}
 	if im.cost > e.cfg.ImageBudgetBytes {
 		return nil, invalid(param, CodeImageTooLarge, "decoding a %dx%d image needs about %d MiB, over the server's image budget of %d MiB", w, h, im.cost>>20, e.cfg.ImageBudgetBytes>>20)
 	}
@@ -425,7 +466,7 @@ func (p *processor) images(ctx context.Context, pr *prepared, tr Tracer) error {
 	errs := make([]error, len(all))
 	var wg sync.WaitGroup
 	for k, im := range all {
-		bytesKey := newHasher("image-bytes").key(e.preprocKey(pr.o)).bytes(im.data).sum()
+		bytesKey := im.bytesKey(e.preprocKey(pr.o))
 		if tr == nil {
 			if meta, ok := e.imageCache.get(bytesKey, false); ok {
 				im.content, im.grid = meta.content, meta.grid
@@ -482,7 +523,13 @@ func (p *processor) decode(ctx context.Context, im *imageItem, bytesKey Key, o o
 	}
 	im.budgetHeld = im.cost
 	e.inflight.Add(im.cost)
-	pt, err := imageproc.Preprocess(im.data, o.img, e.cfg.Decode)
+	var pt *imageproc.Patches
+	var err error
+	if im.pixels != nil {
+		pt, err = imageproc.FromImage(rgbOf(im.pixels), o.img)
+	} else {
+		pt, err = imageproc.Preprocess(im.data, o.img, e.cfg.Decode)
+	}
 	if err != nil {
 		return imageError(im.param, err)
 	}
@@ -504,6 +551,36 @@ func (p *processor) decode(ctx context.Context, im *imageItem, bytesKey Key, o o
 	}
 	im.patches = pt.Data
 	return nil
+}
+
+// bytesKey is the image cache's key of an image: its file's bytes, or
+// its decoded pixels row by row, under the preprocessing parameters pre.
+func (im *imageItem) bytesKey(pre Key) Key {
+	if im.pixels == nil {
+		return newHasher("image-bytes").key(pre).bytes(im.data).sum()
+	}
+	h := newHasher("image-pixels").key(pre).int(im.w).int(im.h)
+	b := im.pixels.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		off := im.pixels.PixOffset(b.Min.X, y)
+		h.bytes(im.pixels.Pix[off : off+4*im.w])
+	}
+	return h.sum()
+}
+
+// rgbOf drops the alpha channel of an opaque image, as decoding an
+// opaque PNG into imageproc's RGB does.
+func rgbOf(m *image.RGBA) *imageproc.Image {
+	b := m.Bounds()
+	out := imageproc.NewImage(b.Dx(), b.Dy())
+	for y := 0; y < out.Height; y++ {
+		s := m.Pix[m.PixOffset(b.Min.X, b.Min.Y+y):]
+		d := out.Pix[y*out.Width*3 : (y+1)*out.Width*3]
+		for x := 0; x < out.Width; x++ {
+			d[3*x], d[3*x+1], d[3*x+2] = s[4*x], s[4*x+1], s[4*x+2]
+		}
+	}
+	return out
 }
 
 // preprocKey identifies every preprocessing parameter of a request.

@@ -3,13 +3,19 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"image"
 )
 
-// Part is one piece of an input: either text or an encoded image file (PNG,
-// JPEG, GIF, BMP, WebP). Build parts with Text and Image.
+// Part is one piece of an input: either text, an encoded image file (PNG,
+// JPEG, GIF, BMP, TIFF, WebP) or an image already decoded. Build parts with
+// Text, Image and Pixels.
 type Part struct {
 	Text  string
 	Image []byte
+	// Pixels is an opaque image already in memory (a rendered PDF page):
+	// it is resized and patched as the same pixels read from a PNG file
+	// would be, bit for bit, without encoding and decoding a file.
+	Pixels *image.RGBA
 
 	isImage bool
 }
@@ -19,6 +25,11 @@ func Text(s string) Part { return Part{Text: s} }
 
 // Image returns an image part holding the encoded file bytes.
 func Image(data []byte) Part { return Part{Image: data, isImage: true} }
+
+// Pixels returns an image part holding decoded pixels, which must be
+// opaque (every alpha 255; a page rendered on white is): the engine drops
+// the alpha channel, as decoding an opaque PNG does.
+func Pixels(img *image.RGBA) Part { return Part{Pixels: img, isImage: true} }
 
 // IsImage reports whether p is an image part.
 func (p Part) IsImage() bool { return p.isImage }

@@ -1,0 +1,748 @@
+// Package index turns folders of documents (PDF pages, images, text files)
+// and tables of records into embeddings: a Parquet dataset in a directory,
+// and optionally other sinks (PostgreSQL). Runs are resumable and
+// incremental: every item is keyed by its content, the model and the
+// options, a bbolt state store is the truth for finished items, and a run
+// killed at any moment loses no finished item and leaves no torn file.
+//
+// Layout of an index directory (one set of files per shard I of N):
+//
+//	parts/sIofN-gG-S.parquet  immutable part files, written to .pending/
+//	                          first and renamed in once the store holds them
+//	state-IofN.db             the state store (bbolt)
+//	manifest-IofN.json        model, options, counts, arithmetic
+//
+// Deletion rule: each run's walk defines the live set of its shard. When a
+// run's walk completes, finished items it did not meet (deleted or changed
+// files, another model or options) leave the store, their rows leave the
+// part files (a part with removed rows is rewritten with the rest) and
+// every sink is sent their removal.
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vembed/vembed/engine"
+)
+
+// Embedder embeds requests: *engine.Engine.
+type Embedder interface {
+	Embed(ctx context.Context, req engine.Request) (*engine.Response, error)
+	Info() engine.Info
+}
+
+// NamedSink is a sink with the stable name under which the store tracks
+// what it has acknowledged ("postgres:vembed_items").
+type NamedSink struct {
+	Name string
+	Sink Sink
+}
+
+// Options configure a run.
+type Options struct {
+	// Out is the index directory.
+	Out string
+	// Paths are the files and folders to walk; JSONL and Parquet are
+	// record tables (--from-jsonl, --from-parquet).
+	Paths, JSONL, Parquet []string
+	// Shard I of Shards (Shards 0 or 1: one shard).
+	Shard, Shards int
+
+	// Request carries the embedding options (Task, Instruction,
+	// Dimensions, Multivector, MinPixels, MaxPixels); Inputs is ignored.
+	Request engine.Request
+	// TextTask is the task of text-only items when Request.Task is empty
+	// (retrieval.passage for models with tasks: texts are otherwise
+	// embedded as queries).
+	TextTask string
+	// ChunkTokens bounds a text file's passages, in tokens of Count.
+	ChunkTokens int
+	// Count counts a text's tokens (the model's tokenizer).
+	Count func(string) int
+
+	// ModelID identifies the model files and arithmetic (ModelIdentity);
+	// ModelName is the model column; Arithmetic is recorded in the
+	// manifest.
+	ModelID, ModelName, Arithmetic string
+	// ExtraOptions are recorded in the manifest and hashed into every key
+	// (e.g. the PDF DPI).
+	ExtraOptions map[string]string
+
+	// InFlight is how many items are inside the engine at once (default
+	// 16): enough that the vision tower and the language model batch
+	// across them.
+	InFlight int
+	// PartRows and FlushEvery bound the rows held before a part file is
+	// written (defaults 256 rows, 30 s).
+	PartRows   int
+	FlushEvery time.Duration
+	// MaxFileBytes bounds one input file (default 512 MiB).
+	MaxFileBytes int64
+
+	// PDF renders PDF pages; nil reports every PDF as not supported.
+	PDF PDFSource
+
+	Sinks []NamedSink
+	// Progress, when set, is called about every ProgressEvery (default 1 s)
+	// and once at the end.
+	Progress      func(Progress)
+	ProgressEvery time.Duration
+	Log           *slog.Logger
+}
+
+// PDFSource turns a PDF file into page items. Pages calls page for each
+// page in order (1-based) with the rendered page's input, size and text
+// layer; an error of the document (corrupt, encrypted) is returned.
+type PDFSource interface {
+	Pages(ctx context.Context, data []byte, page func(n int, in engine.Input, width, height int, text string) error) error
+}
+
+// Problem is an input that was not indexed, and why.
+type Problem struct {
+	Path   string `json:"path"`
+	Page   int    `json:"page,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// Progress is the state of a run, reported as it goes and at its end.
+type Progress struct {
+	Elapsed     float64 `json:"elapsed_s"`
+	Found       int     `json:"items_found"`     // items of this shard met by the walk
+	Done        int     `json:"items_embedded"`  // embedded by this run
+	Skipped     int     `json:"items_unchanged"` // finished by an earlier run
+	Duplicates  int     `json:"items_duplicate"` // same id as another item
+	Bad         int     `json:"items_bad"`
+	InFlight    int     `json:"in_flight"`
+	Pages       int     `json:"pages"` // embedded items with an image (PDF pages, images)
+	Texts       int     `json:"texts"` // embedded text-only items
+	Tokens      int64   `json:"tokens"`
+	CPUSeconds  float64 `json:"cpu_s"`
+	ItemsPerS   float64 `json:"items_per_s"`
+	PagesPerS   float64 `json:"pages_per_s"`
+	TokensPerS  float64 `json:"tokens_per_s"`
+	CPUPerItem  float64 `json:"cpu_s_per_item"`
+	Removed     int     `json:"items_removed,omitempty"`
+	WalkDone    bool    `json:"walk_done"`
+	Final       bool    `json:"final,omitempty"`
+	Interrupted bool    `json:"interrupted,omitempty"`
+}
+
+// Summary is the result of a run.
+type Summary struct {
+	Progress
+	Problems []Problem `json:"problems"`
+	// Items is the number of finished items of the shard after the run.
+	Items int `json:"items"`
+	// DeletionSkipped says why unseen items were kept (an incomplete walk).
+	DeletionSkipped string `json:"deletion_skipped,omitempty"`
+}
+
+// shardName is the file-name tag of shard i of n.
+func shardName(i, n int) string { return fmt.Sprintf("s%dof%d", i, n) }
+
+// Run indexes opts' inputs with emb. Bad inputs are reported in the
+// summary and the log; an error ends the run (what was committed stays).
+func Run(ctx context.Context, emb Embedder, opts Options) (*Summary, error) {
+	r, err := newRun(emb, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer r.store.Close()
+	return r.run(ctx)
+}
+
+type run struct {
+	emb   Embedder
+	o     Options
+	store *store
+	tag   string
+	gen   uint64
+	opt   string // options hash
+	log   *slog.Logger
+
+	mu       sync.Mutex
+	prog     Progress
+	problems []Problem
+	pending  map[Key]bool // queued or embedded, not yet committed
+	seq      int
+
+	start    time.Time
+	cpuStart time.Duration
+}
+
+func newRun(emb Embedder, o Options) (*run, error) {
+	if o.Shards <= 0 {
+		o.Shards = 1
+	}
+	if o.Shard < 0 || o.Shard >= o.Shards {
+		return nil, fmt.Errorf("index: shard %d of %d", o.Shard, o.Shards)
+	}
+	if o.InFlight <= 0 {
+		o.InFlight = 16
+	}
+	if o.PartRows <= 0 {
+		o.PartRows = 256
+	}
+	if o.FlushEvery <= 0 {
+		o.FlushEvery = 30 * time.Second
+	}
+	if o.MaxFileBytes <= 0 {
+		o.MaxFileBytes = 512 << 20
+	}
+	if o.ProgressEvery <= 0 {
+		o.ProgressEvery = time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.ModelID == "" {
+		return nil, errors.New("index: no model identity")
+	}
+	if o.Count == nil || o.ChunkTokens < 1 {
+		return nil, errors.New("index: text chunking needs a token count and a positive chunk size")
+	}
+	for _, d := range []string{o.Out, filepath.Join(o.Out, PartsDir), filepath.Join(o.Out, pendingDir)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("index: %w", err)
+		}
+	}
+	tag := shardName(o.Shard, o.Shards)
+	st, err := openStore(filepath.Join(o.Out, "state-"+strings.TrimPrefix(tag, "s")+".db"))
+	if err != nil {
+		return nil, err
+	}
+	r := &run{emb: emb, o: o, store: st, tag: tag, log: o.Log, pending: map[Key]bool{}}
+	r.opt = hashOptions(r.optionsList()...)
+	return r, nil
+}
+
+// optionsList is every option that changes a vector or a row.
+func (r *run) optionsList() []any {
+	q := r.o.Request
+	extra := make([]string, 0, len(r.o.ExtraOptions))
+	for k, v := range r.o.ExtraOptions {
+		extra = append(extra, k+"="+v)
+	}
+	sort.Strings(extra)
+	return []any{"task", q.Task, "text-task", r.o.TextTask, "instruction", q.Instruction, "dimensions", q.Dimensions,
+		"multivector", q.Multivector, "min-pixels", q.MinPixels, "max-pixels", q.MaxPixels,
+		"chunk-tokens", r.o.ChunkTokens, "model-name", r.o.ModelName, "extra", extra}
+}
+
+const pendingDir = ".pending"
+
+// recover brings the files in line with the store after a crash: a part
+// the store holds whose file is still in .pending is renamed in, one whose
+// file is lost is dropped (its items are embedded again), and files of
+// this shard that the store does not hold are removed.
+func (r *run) recover() error {
+	parts, err := r.store.parts()
+	if err != nil {
+		return err
+	}
+	partsDir, pend := filepath.Join(r.o.Out, PartsDir), filepath.Join(r.o.Out, pendingDir)
+	for name := range parts {
+		final := filepath.Join(partsDir, name)
+		if _, err := os.Stat(final); err == nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(pend, name)); err == nil {
+			if err := os.Rename(filepath.Join(pend, name), final); err != nil {
+				return fmt.Errorf("index: %w", err)
+			}
+			continue
+		}
+		r.log.Warn("index: a part file is missing; its items are embedded again", "part", name)
+		if err := r.store.dropPart(name); err != nil {
+			return err
+		}
+	}
+	if err := syncDir(partsDir); err != nil {
+		return err
+	}
+	for _, d := range []string{partsDir, pend} {
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			return fmt.Errorf("index: %w", err)
+		}
+		for _, e := range ents {
+			n := e.Name()
+			mine := strings.HasPrefix(strings.TrimPrefix(n, "."), r.tag+"-")
+			if !mine {
+				continue
+			}
+			if _, held := parts[n]; held && d == partsDir && !isTemp(n) {
+				continue
+			}
+			if err := os.Remove(filepath.Join(d, n)); err != nil {
+				return fmt.Errorf("index: removing a stale file: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// result is an embedded item.
+type result struct {
+	it     item
+	tokens int
+}
+
+func (r *run) problem(path string, page int, err error) {
+	r.mu.Lock()
+	r.problems = append(r.problems, Problem{Path: path, Page: page, Reason: err.Error()})
+	r.prog.Bad++
+	r.mu.Unlock()
+	if page > 0 {
+		r.log.Warn("index: not indexed", "path", path, "page", page, "reason", err.Error())
+	} else {
+		r.log.Warn("index: not indexed", "path", path, "reason", err.Error())
+	}
+}
+
+func (r *run) run(ctx context.Context) (*Summary, error) {
+	r.start = time.Now()
+	r.cpuStart = cpuTime()
+	if err := r.recover(); err != nil {
+		return nil, err
+	}
+	if err := r.syncSinks(ctx); err != nil {
+		return nil, err
+	}
+	gen, err := r.store.nextGen()
+	if err != nil {
+		return nil, err
+	}
+	r.gen = gen
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	items := make(chan item, r.o.InFlight)
+	results := make(chan result, r.o.InFlight)
+	var walkComplete bool
+	var walkErr error
+	walkDone := make(chan struct{})
+	go func() {
+		defer close(walkDone)
+		defer close(items)
+		walkComplete, walkErr = r.walk(ctx, items)
+		if walkErr != nil {
+			cancel(walkErr)
+		}
+		r.mu.Lock()
+		r.prog.WalkDone = true
+		r.mu.Unlock()
+	}()
+	var wg sync.WaitGroup
+	for range r.o.InFlight {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.worker(ctx, cancel, items, results)
+		}()
+	}
+	go func() { wg.Wait(); close(results) }()
+
+	writeErr := r.writer(ctx, results)
+	if writeErr != nil {
+		cancel(writeErr)
+		for range results { // let the workers end
+		}
+	}
+	<-walkDone
+	sum := &Summary{}
+	if err := context.Cause(ctx); err != nil && writeErr == nil {
+		writeErr = err
+	}
+	if writeErr == nil {
+		if walkComplete {
+			n, err := r.removeUnseen(ctx)
+			if err != nil {
+				return nil, err
+			}
+			r.mu.Lock()
+			r.prog.Removed = n
+			r.mu.Unlock()
+		} else {
+			sum.DeletionSkipped = "the walk did not reach every folder: finished items it did not meet are kept"
+		}
+	}
+	if n, err := r.store.count(); err == nil {
+		sum.Items = n
+	}
+	r.mu.Lock()
+	sum.Progress = r.snapshotLocked()
+	sum.Progress.Final = true
+	sum.Progress.Interrupted = writeErr != nil
+	sum.Problems = append([]Problem(nil), r.problems...)
+	r.mu.Unlock()
+	if r.o.Progress != nil {
+		r.o.Progress(sum.Progress)
+	}
+	if writeErr == nil {
+		if err := r.writeManifest(sum); err != nil {
+			return sum, err
+		}
+	}
+	return sum, writeErr
+}
+
+func (r *run) snapshotLocked() Progress {
+	p := r.prog
+	p.Elapsed = time.Since(r.start).Seconds()
+	p.CPUSeconds = (cpuTime() - r.cpuStart).Seconds()
+	if p.Elapsed > 0 {
+		p.ItemsPerS = float64(p.Done) / p.Elapsed
+		p.PagesPerS = float64(p.Pages) / p.Elapsed
+		p.TokensPerS = float64(p.Tokens) / p.Elapsed
+	}
+	if p.Done > 0 {
+		p.CPUPerItem = p.CPUSeconds / float64(p.Done)
+	}
+	return p
+}
+
+// worker embeds items, one request each: the engine batches the requests
+// in flight across workers (vision passes over several pages' patches,
+// language-model steps over several prompts).
+func (r *run) worker(ctx context.Context, cancel context.CancelCauseFunc, items <-chan item, results chan<- result) {
+	for it := range items {
+		if ctx.Err() != nil {
+			continue // drain
+		}
+		req := r.o.Request
+		req.Inputs = []engine.Input{it.input}
+		if req.Task == "" && !it.pixels {
+			req.Task = r.o.TextTask
+		}
+		r.mu.Lock()
+		r.prog.InFlight++
+		r.mu.Unlock()
+		resp, err := r.emb.Embed(ctx, req)
+		r.mu.Lock()
+		r.prog.InFlight--
+		r.mu.Unlock()
+		if err != nil {
+			if ie, ok := engine.AsInputError(err); ok {
+				r.problem(it.row.Path, it.row.Page, ie)
+				r.unpend(it.key)
+				continue
+			}
+			if ctx.Err() == nil {
+				cancel(fmt.Errorf("index: embedding %s: %w", it.row.Path, err))
+			}
+			continue
+		}
+		e := resp.Embeddings[0]
+		it.row.Embedding, it.row.Vectors = e.Vector, e.Multi
+		it.input = engine.Input{} // drop the image bytes
+		select {
+		case results <- result{it: it, tokens: resp.PromptTokens}:
+		case <-ctx.Done():
+		}
+	}
+}
+
+func (r *run) unpend(k Key) {
+	r.mu.Lock()
+	delete(r.pending, k)
+	r.mu.Unlock()
+}
+
+// writer gathers results into part files.
+func (r *run) writer(ctx context.Context, results <-chan result) error {
+	var rows []Row
+	var keys []Key
+	tick := time.NewTicker(r.o.ProgressEvery)
+	defer tick.Stop()
+	lastFlush := time.Now()
+	flush := func() error {
+		if len(rows) == 0 {
+			return nil
+		}
+		if err := r.commit(ctx, rows, keys); err != nil {
+			return err
+		}
+		rows, keys = nil, nil
+		lastFlush = time.Now()
+		return nil
+	}
+	for {
+		select {
+		case res, ok := <-results:
+			if !ok {
+				if ctx.Err() != nil {
+					// Interrupted: what is embedded is still worth keeping.
+					return flush()
+				}
+				if err := flush(); err != nil {
+					return err
+				}
+				r.report()
+				return nil
+			}
+			rows = append(rows, res.it.row)
+			keys = append(keys, res.it.key)
+			r.mu.Lock()
+			r.prog.Done++
+			r.prog.Tokens += int64(res.tokens)
+			if res.it.pixels {
+				r.prog.Pages++
+			} else {
+				r.prog.Texts++
+			}
+			r.mu.Unlock()
+			if len(rows) >= r.o.PartRows {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		case <-tick.C:
+			r.report()
+			if time.Since(lastFlush) >= r.o.FlushEvery {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+func (r *run) report() {
+	if r.o.Progress == nil {
+		return
+	}
+	r.mu.Lock()
+	p := r.snapshotLocked()
+	r.mu.Unlock()
+	r.o.Progress(p)
+}
+
+// commit writes rows as a new part: the file goes to .pending, the store
+// records the part and its items in one transaction, the file is renamed
+// into parts/, and the sinks get the rows. A crash before the transaction
+// leaves a stray pending file (removed next run, the items embedded
+// again); after it, the next run finishes the rename.
+func (r *run) commit(ctx context.Context, rows []Row, keys []Key) error {
+	r.seq++
+	name := fmt.Sprintf("%s-g%06d-%06d.parquet", r.tag, r.gen, r.seq)
+	pend := filepath.Join(r.o.Out, pendingDir, name)
+	if err := writePart(pend, rows); err != nil {
+		return err
+	}
+	ids := make([]string, len(rows))
+	for i := range rows {
+		ids[i] = rows[i].ID
+	}
+	if err := r.store.addPart(name, keys, ids, r.gen); err != nil {
+		return fmt.Errorf("index: recording %s: %w", name, err)
+	}
+	if err := os.Rename(pend, filepath.Join(r.o.Out, PartsDir, name)); err != nil {
+		return fmt.Errorf("index: %w", err)
+	}
+	if err := syncDir(filepath.Join(r.o.Out, PartsDir)); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	for _, k := range keys {
+		delete(r.pending, k)
+	}
+	r.mu.Unlock()
+	for _, s := range r.o.Sinks {
+		if err := s.Sink.Upsert(ctx, rows); err != nil {
+			return fmt.Errorf("index: sink %s: %w", s.Name, err)
+		}
+		if err := r.store.ack(s.Name, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncSinks sends each sink the removals and the parts it has not
+// acknowledged (a crash between a part's commit and a sink's answer).
+func (r *run) syncSinks(ctx context.Context) error {
+	if len(r.o.Sinks) == 0 {
+		return nil
+	}
+	parts, err := r.store.parts()
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(parts))
+	for n := range parts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, s := range r.o.Sinks {
+		if err := r.sinkDeletes(ctx, s); err != nil {
+			return err
+		}
+		acked, err := r.store.acked(s.Name)
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			if acked[n] {
+				continue
+			}
+			rows, err := r.liveRowsOf(n, parts[n])
+			if err != nil {
+				return err
+			}
+			if len(rows) > 0 {
+				if err := s.Sink.Upsert(ctx, rows); err != nil {
+					return fmt.Errorf("index: sink %s: %w", s.Name, err)
+				}
+			}
+			if err := r.store.ack(s.Name, n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (r *run) sinkDeletes(ctx context.Context, s NamedSink) error {
+	for {
+		ids, err := r.store.pendingDeletes(s.Name, 1000)
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		if err := s.Sink.Delete(ctx, ids); err != nil {
+			return fmt.Errorf("index: sink %s: removing rows: %w", s.Name, err)
+		}
+		if err := r.store.deletesDone(s.Name, ids); err != nil {
+			return err
+		}
+	}
+}
+
+// liveRowsOf reads a part's rows whose items still live in it, with their
+// keys.
+func (r *run) liveRowsOf(name string, pr partRec) ([]Row, error) {
+	live, err := r.store.liveRows(name, pr)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := ReadPart(filepath.Join(r.o.Out, PartsDir, name))
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) != len(pr.Keys) {
+		return nil, fmt.Errorf("index: %s holds %d rows, the store %d", name, len(rows), len(pr.Keys))
+	}
+	out := rows[:0]
+	for i := range rows {
+		if live[i] {
+			out = append(out, rows[i])
+		}
+	}
+	return out, nil
+}
+
+// removeUnseen applies the deletion rule once the walk is complete.
+func (r *run) removeUnseen(ctx context.Context) (int, error) {
+	dead, err := r.store.unseen(r.gen)
+	if err != nil {
+		return 0, err
+	}
+	if len(dead) == 0 {
+		return 0, nil
+	}
+	names := make([]string, 0, len(r.o.Sinks))
+	for _, s := range r.o.Sinks {
+		names = append(names, s.Name)
+	}
+	if err := r.store.removeItems(dead, names); err != nil {
+		return 0, err
+	}
+	if err := r.compact(); err != nil {
+		return 0, err
+	}
+	for _, s := range r.o.Sinks {
+		if err := r.sinkDeletes(ctx, s); err != nil {
+			return 0, err
+		}
+	}
+	r.log.Info("index: removed items the walk no longer meets", "items", len(dead))
+	return len(dead), nil
+}
+
+// compact rewrites every part holding rows of items that no longer live
+// in it with its live rows only (or removes it when none is left). The
+// new part is recorded with the old one's removal in one transaction;
+// the old file goes, then the new one is renamed in: a reader in between
+// misses those rows for a moment rather than seeing them twice.
+func (r *run) compact() error {
+	parts, err := r.store.parts()
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(parts))
+	for n := range parts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		pr := parts[name]
+		live, err := r.store.liveRows(name, pr)
+		if err != nil {
+			return err
+		}
+		nLive := 0
+		for _, l := range live {
+			if l {
+				nLive++
+			}
+		}
+		if nLive == len(pr.Keys) {
+			continue
+		}
+		oldPath := filepath.Join(r.o.Out, PartsDir, name)
+		if nLive == 0 {
+			if err := r.store.replacePart(name, "", nil); err != nil {
+				return err
+			}
+			if err := os.Remove(oldPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("index: %w", err)
+			}
+			continue
+		}
+		rows, err := r.liveRowsOf(name, pr)
+		if err != nil {
+			return err
+		}
+		keys := make([]Key, 0, nLive)
+		for i, k := range pr.Keys {
+			if live[i] {
+				keys = append(keys, k)
+			}
+		}
+		r.seq++
+		newName := fmt.Sprintf("%s-g%06d-%06d.parquet", r.tag, r.gen, r.seq)
+		pend := filepath.Join(r.o.Out, pendingDir, newName)
+		if err := writePart(pend, rows); err != nil {
+			return err
+		}
+		if err := r.store.replacePart(name, newName, keys); err != nil {
+			return err
+		}
+		if err := os.Remove(oldPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("index: %w", err)
+		}
+		if err := os.Rename(pend, filepath.Join(r.o.Out, PartsDir, newName)); err != nil {
+			return fmt.Errorf("index: %w", err)
+		}
+	}
+	return syncDir(filepath.Join(r.o.Out, PartsDir))
+}

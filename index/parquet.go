@@ -1,0 +1,175 @@
+package index
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// PartsDir is the folder of an index directory that holds the dataset's
+// Parquet files (every shard's).
+const PartsDir = "parts"
+
+// pqRow is a row of the dataset's Parquet files. Single vectors are in
+// embedding (list<float>); a multi-vector run's rows are in multivector
+// (list<list<float>>, one inner list per token) and embedding is empty.
+type pqRow struct {
+	ID          string      `parquet:"id"`
+	Path        string      `parquet:"path"`
+	Page        int32       `parquet:"page"`
+	SHA256      string      `parquet:"sha256"`
+	Model       string      `parquet:"model"`
+	Width       int32       `parquet:"width"`
+	Height      int32       `parquet:"height"`
+	Text        string      `parquet:"text"`
+	Embedding   []float32   `parquet:"embedding,list"`
+	Multivector [][]float32 `parquet:"multivector,list"`
+}
+
+func toPQ(r *Row) pqRow {
+	return pqRow{ID: r.ID, Path: r.Path, Page: int32(r.Page), SHA256: r.SHA256, Model: r.Model,
+		Width: int32(r.Width), Height: int32(r.Height), Text: r.Text, Embedding: r.Embedding, Multivector: r.Vectors}
+}
+
+func fromPQ(p *pqRow) Row {
+	r := Row{ID: p.ID, Path: p.Path, Page: int(p.Page), SHA256: p.SHA256, Model: p.Model,
+		Width: int(p.Width), Height: int(p.Height), Text: p.Text}
+	if len(p.Embedding) > 0 {
+		r.Embedding = p.Embedding
+	}
+	if len(p.Multivector) > 0 {
+		r.Vectors = p.Multivector
+	}
+	return r
+}
+
+// writePart writes rows to path durably (writeDurable).
+func writePart(path string, rows []Row) error {
+	err := writeDurable(path, func(w io.Writer) error {
+		pw := parquet.NewGenericWriter[pqRow](w, parquet.Compression(&parquet.Zstd), parquet.MaxRowsPerRowGroup(256))
+		batch := make([]pqRow, 0, 64)
+		for i := range rows {
+			batch = append(batch, toPQ(&rows[i]))
+			if len(batch) == cap(batch) || i == len(rows)-1 {
+				if _, err := pw.Write(batch); err != nil {
+					return err
+				}
+				batch = batch[:0]
+			}
+		}
+		return pw.Close()
+	})
+	if err != nil {
+		return fmt.Errorf("index: writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// ReadPart reads the rows of one of the dataset's Parquet files.
+func ReadPart(path string) (rows []Row, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("index: %s: corrupt part file: %v", path, r)
+		}
+	}()
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("index: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("index: %s: %w", path, err)
+	}
+	r := parquet.NewGenericReader[pqRow](pf)
+	defer r.Close()
+	buf := make([]pqRow, 64)
+	for {
+		n, rerr := r.Read(buf)
+		for i := range buf[:n] {
+			rows = append(rows, fromPQ(&buf[i]))
+		}
+		if errors.Is(rerr, io.EOF) {
+			return rows, nil
+		}
+		if rerr != nil {
+			return nil, fmt.Errorf("index: %s: %w", path, rerr)
+		}
+		clear(buf)
+	}
+}
+
+// ReadDataset reads every row of the Parquet files of an index directory
+// (every shard's).
+func ReadDataset(dir string) ([]Row, error) {
+	files, err := filepath.Glob(filepath.Join(dir, PartsDir, "*.parquet"))
+	if err != nil {
+		return nil, err
+	}
+	var all []Row
+	for _, f := range files {
+		rows, err := ReadPart(f)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, rows...)
+	}
+	return all, nil
+}
+
+// writeDurable writes path through a fsynced temporary file renamed over
+// it, then fsyncs the directory so the rename survives a power cut: path
+// is absent or whole whenever the process dies.
+func writeDurable(path string, write func(w io.Writer) error) (err error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err = write(tmp); err != nil {
+		return err
+	}
+	if err = tmp.Chmod(0o644); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return err
+	}
+	return nil
+}
+
+// isTemp reports a temporary file of writeDurable.
+func isTemp(name string) bool { return strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp") }

@@ -1,0 +1,266 @@
+package index
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/vembed/vembed/engine"
+	"github.com/vembed/vembed/imageproc"
+)
+
+// errStop ends a walk whose run was cancelled.
+var errStop = errors.New("index: stopped")
+
+// walk produces this shard's items that are not finished, marks the
+// finished ones as seen, and reports bad inputs. It reports whether the
+// walk met every file (the condition for removing unseen items).
+func (r *run) walk(ctx context.Context, out chan<- item) (complete bool, err error) {
+	var seen []Key
+	flushSeen := func() error {
+		err := r.store.markSeen(seen, r.gen)
+		seen = seen[:0]
+		return err
+	}
+	emit := func(it item) error {
+		if ctx.Err() != nil {
+			return errStop
+		}
+		it.key = itemKey(it.row.ID, it.row.SHA256, r.o.ModelID, r.opt)
+		if it.key.shard(r.o.Shards) != r.o.Shard {
+			return nil
+		}
+		it.row.Model = r.o.ModelName
+		done, err := r.store.has(it.key)
+		if err != nil {
+			return err
+		}
+		r.mu.Lock()
+		r.prog.Found++
+		if done {
+			r.prog.Skipped++
+			r.mu.Unlock()
+			seen = append(seen, it.key)
+			if len(seen) >= 1024 {
+				return flushSeen()
+			}
+			return nil
+		}
+		if r.pending[it.key] {
+			r.prog.Duplicates++
+			r.mu.Unlock()
+			return nil
+		}
+		r.pending[it.key] = true
+		r.mu.Unlock()
+		select {
+		case out <- it:
+			return nil
+		case <-ctx.Done():
+			return errStop
+		}
+	}
+	complete, err = walkFiles(r.o.Paths, func(path string, k kind) error {
+		return r.file(ctx, path, k, emit)
+	}, func(path string, err error) { r.problem(path, 0, err) })
+	if err == nil {
+		for _, p := range r.o.JSONL {
+			if err = r.table(p, false, emit); err != nil {
+				break
+			}
+		}
+	}
+	if err == nil {
+		for _, p := range r.o.Parquet {
+			if err = r.table(p, true, emit); err != nil {
+				break
+			}
+		}
+	}
+	if errors.Is(err, errStop) || ctx.Err() != nil {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return complete, flushSeen()
+}
+
+// file produces the items of one file.
+func (r *run) file(ctx context.Context, path string, k kind, emit func(item) error) error {
+	data, err := readLimited(path, r.o.MaxFileBytes)
+	if err != nil {
+		r.problem(path, 0, err)
+		return nil
+	}
+	switch k {
+	case kindImage:
+		it, err := imageItem(path, data)
+		if err != nil {
+			r.problem(path, 0, err)
+			return nil
+		}
+		return emit(it)
+	case kindText:
+		if err := checkText(data); err != nil {
+			r.problem(path, 0, err)
+			return nil
+		}
+		sha := sha256Hex(data)
+		chunks := Chunk(string(data), r.o.ChunkTokens, r.o.Count)
+		if len(chunks) == 0 {
+			r.problem(path, 0, errors.New("no text"))
+			return nil
+		}
+		for i, c := range chunks {
+			it := item{row: Row{ID: ItemID(sha, i+1), Path: path, Page: i + 1, SHA256: sha, Text: c}, input: engine.TextInput(c)}
+			if err := emit(it); err != nil {
+				return err
+			}
+		}
+		return nil
+	case kindPDF:
+		if r.o.PDF == nil {
+			r.problem(path, 0, errors.New("PDF pages are not rendered by this build"))
+			return nil
+		}
+		sha := sha256Hex(data)
+		err := r.o.PDF.Pages(ctx, data, func(n int, in engine.Input, w, h int, text string) error {
+			return emit(item{row: Row{ID: ItemID(sha, n), Path: path, Page: n, SHA256: sha, Width: w, Height: h, Text: text}, input: in, pixels: true})
+		})
+		if errors.Is(err, errStop) || ctx.Err() != nil {
+			return errStop
+		}
+		if err != nil {
+			r.problem(path, 0, err)
+		}
+		return nil
+	}
+	return nil
+}
+
+// table produces the items of a record table.
+func (r *run) table(path string, isParquet bool, emit func(item) error) error {
+	dir := filepath.Dir(path)
+	bad := func(n int, err error) { r.problem(fmt.Sprintf("%s#%d", path, n), 0, err) }
+	fn := func(rec Record) error {
+		it, err := r.record(path, dir, rec)
+		if err != nil {
+			bad(rec.N, err)
+			return nil
+		}
+		return emit(it)
+	}
+	var err error
+	if isParquet {
+		err = ReadParquet(path, fn, bad)
+	} else {
+		var f *os.File
+		if f, err = os.Open(path); err == nil {
+			err = ReadJSONL(f, fn, bad)
+			f.Close()
+		}
+	}
+	if errors.Is(err, errStop) {
+		return err
+	}
+	if err != nil {
+		// A table that cannot be read is a bad input, not the end of the run.
+		r.problem(path, 0, err)
+	}
+	return nil
+}
+
+// record makes a record's item: text, image, or text then image.
+func (r *run) record(path, dir string, rec Record) (item, error) {
+	img := rec.Image
+	if img == nil && rec.ImagePath != "" {
+		p := rec.ImagePath
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		b, err := readLimited(p, r.o.MaxFileBytes)
+		if err != nil {
+			return item{}, fmt.Errorf("image: %w", err)
+		}
+		img = b
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%d:", len(rec.Text))
+	io.WriteString(h, rec.Text)
+	h.Write(img)
+	sha := hex.EncodeToString(h.Sum(nil))
+	it := item{row: Row{ID: rec.ID, Path: path, Page: 1, SHA256: sha, Text: rec.Text}}
+	if rec.Text != "" {
+		it.input.Parts = append(it.input.Parts, engine.Text(rec.Text))
+	}
+	if img != nil {
+		_, w, hh, err := imageproc.DecodeConfig(img)
+		if err != nil {
+			return item{}, fmt.Errorf("unreadable image: %w", err)
+		}
+		it.row.Width, it.row.Height = w, hh
+		it.input.Parts = append(it.input.Parts, engine.Image(img))
+		it.pixels = true
+	}
+	return it, nil
+}
+
+// Manifest describes an index directory's shard: the model, the options,
+// the counts and the part files.
+type Manifest struct {
+	Model      string            `json:"model"`
+	ModelID    string            `json:"model_identity"`
+	Arithmetic string            `json:"arithmetic"`
+	Options    map[string]any    `json:"options"`
+	Extra      map[string]string `json:"extra_options,omitempty"`
+	Shard      int               `json:"shard"`
+	Shards     int               `json:"shards"`
+	Items      int               `json:"items"`
+	Vectors    string            `json:"vectors"` // "embedding" or "multivector"
+	Dimensions int               `json:"dimensions,omitempty"`
+	Parts      []string          `json:"parts"`
+	LastRun    Progress          `json:"last_run"`
+	Problems   int               `json:"last_run_problems"`
+	Written    time.Time         `json:"written"`
+}
+
+func (r *run) writeManifest(sum *Summary) error {
+	parts, err := r.store.parts()
+	if err != nil {
+		return err
+	}
+	m := Manifest{Model: r.o.ModelName, ModelID: r.o.ModelID, Arithmetic: r.o.Arithmetic, Extra: r.o.ExtraOptions,
+		Shard: r.o.Shard, Shards: r.o.Shards, Items: sum.Items, LastRun: sum.Progress, Problems: len(sum.Problems),
+		Written: time.Now().UTC(), Vectors: "embedding"}
+	q := r.o.Request
+	m.Options = map[string]any{"task": q.Task, "text_task": r.o.TextTask, "instruction": q.Instruction, "dimensions": q.Dimensions,
+		"multivector": q.Multivector, "min_pixels": q.MinPixels, "max_pixels": q.MaxPixels, "chunk_tokens": r.o.ChunkTokens}
+	if q.Multivector {
+		m.Vectors = "multivector"
+		m.Dimensions = r.emb.Info().MultivectorDim
+	} else if m.Dimensions = q.Dimensions; m.Dimensions == 0 {
+		m.Dimensions = r.emb.Info().Hidden
+	}
+	for n := range parts {
+		m.Parts = append(m.Parts, filepath.Join(PartsDir, n))
+	}
+	sort.Strings(m.Parts)
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(r.o.Out, fmt.Sprintf("manifest-%dof%d.json", r.o.Shard, r.o.Shards))
+	return writeDurable(path, func(w io.Writer) error {
+		_, err := w.Write(append(b, '\n'))
+		return err
+	})
+}

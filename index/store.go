@@ -1,0 +1,385 @@
+package index
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Key identifies an item's embedding: the item's id and content, the model
+// files and arithmetic, and the options (Keys.Item).
+type Key [32]byte
+
+// store is the state of one shard's index in a bbolt file: the truth for
+// which items are finished and in which part file their rows are. bbolt
+// commits are atomic and fsynced, so a killed run keeps every item it
+// committed and nothing half-committed.
+//
+// Buckets:
+//   - items: Key -> itemRec (finished items)
+//   - ids:   id -> Key of the live item with that id (an id changes key
+//     when the model or the options change)
+//   - parts: part name -> partRec (the keys of its rows, in row order)
+//   - acks/NAME: part name -> "" once sink NAME acknowledged its rows
+//   - dels/NAME: id -> "" for removals sink NAME has not acknowledged
+//   - meta: "gen" -> run counter (uint64)
+type store struct {
+	db *bolt.DB
+}
+
+type itemRec struct {
+	ID   string `json:"id"`
+	Part string `json:"part"`
+	Gen  uint64 `json:"gen"` // the last run whose walk saw the item
+}
+
+type partRec struct {
+	Keys    []Key     `json:"keys"`
+	Written time.Time `json:"written"`
+}
+
+var (
+	bItems = []byte("items")
+	bIDs   = []byte("ids")
+	bParts = []byte("parts")
+	bMeta  = []byte("meta")
+)
+
+func ackBucket(sink string) []byte { return []byte("acks/" + sink) }
+func delBucket(sink string) []byte { return []byte("dels/" + sink) }
+
+func openStore(path string) (*store, error) {
+	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("index: %s is in use by another run of this shard", path)
+		}
+		return nil, fmt.Errorf("index: opening the state store %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bItems, bIDs, bParts, bMeta} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("index: %s: %w", path, err)
+	}
+	return &store{db: db}, nil
+}
+
+func (s *store) Close() error { return s.db.Close() }
+
+// nextGen starts a run: its generation marks the items its walk sees.
+func (s *store) nextGen() (uint64, error) {
+	var gen uint64
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bMeta)
+		if v := b.Get([]byte("gen")); len(v) == 8 {
+			gen = binary.BigEndian.Uint64(v)
+		}
+		gen++
+		return b.Put([]byte("gen"), binary.BigEndian.AppendUint64(nil, gen))
+	})
+	return gen, err
+}
+
+// has reports whether the item is finished.
+func (s *store) has(k Key) (bool, error) {
+	var ok bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		ok = tx.Bucket(bItems).Get(k[:]) != nil
+		return nil
+	})
+	return ok, err
+}
+
+// markSeen sets the generation of finished items the walk met.
+func (s *store) markSeen(keys []Key, gen uint64) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bItems)
+		for _, k := range keys {
+			v := b.Get(k[:])
+			if v == nil {
+				continue
+			}
+			var r itemRec
+			if err := json.Unmarshal(v, &r); err != nil {
+				return err
+			}
+			if r.Gen == gen {
+				continue
+			}
+			r.Gen = gen
+			if err := putJSON(b, k[:], r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// addPart records a part file and its items (rows in order) in one
+// transaction. Items already finished (a duplicate) keep their part.
+func (s *store) addPart(name string, keys []Key, ids []string, gen uint64) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		if err := putJSON(tx.Bucket(bParts), []byte(name), partRec{Keys: keys, Written: time.Now().UTC()}); err != nil {
+			return err
+		}
+		items, idb := tx.Bucket(bItems), tx.Bucket(bIDs)
+		for i, k := range keys {
+			if err := putJSON(items, k[:], itemRec{ID: ids[i], Part: name, Gen: gen}); err != nil {
+				return err
+			}
+			if err := idb.Put([]byte(ids[i]), k[:]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// parts returns every part's record.
+func (s *store) parts() (map[string]partRec, error) {
+	out := map[string]partRec{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bParts).ForEach(func(k, v []byte) error {
+			var r partRec
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("part %s: %w", k, err)
+			}
+			out[string(k)] = r
+			return nil
+		})
+	})
+	return out, err
+}
+
+// liveRows returns, for a part, which of its rows (by position) are items
+// that still live in it.
+func (s *store) liveRows(name string, pr partRec) ([]bool, error) {
+	live := make([]bool, len(pr.Keys))
+	err := s.db.View(func(tx *bolt.Tx) error {
+		items := tx.Bucket(bItems)
+		for i, k := range pr.Keys {
+			v := items.Get(k[:])
+			if v == nil {
+				continue
+			}
+			var r itemRec
+			if err := json.Unmarshal(v, &r); err != nil {
+				return err
+			}
+			live[i] = r.Part == name
+		}
+		return nil
+	})
+	return live, err
+}
+
+// unseen returns the finished items whose generation is not gen: items of
+// documents that this run's walk did not meet.
+func (s *store) unseen(gen uint64) (map[Key]itemRec, error) {
+	out := map[Key]itemRec{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bItems).ForEach(func(k, v []byte) error {
+			var r itemRec
+			if err := json.Unmarshal(v, &r); err != nil {
+				return err
+			}
+			if r.Gen != gen {
+				out[Key(k)] = r
+			}
+			return nil
+		})
+	})
+	return out, err
+}
+
+// removeItems drops items from the store; ids that no other item holds
+// are queued for removal from every sink in sinks.
+func (s *store) removeItems(dead map[Key]itemRec, sinks []string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		items, idb := tx.Bucket(bItems), tx.Bucket(bIDs)
+		for k, r := range dead {
+			if err := items.Delete(k[:]); err != nil {
+				return err
+			}
+			if cur := idb.Get([]byte(r.ID)); cur != nil && Key(cur) == k {
+				if err := idb.Delete([]byte(r.ID)); err != nil {
+					return err
+				}
+				for _, sn := range sinks {
+					b, err := tx.CreateBucketIfNotExists(delBucket(sn))
+					if err != nil {
+						return err
+					}
+					if err := b.Put([]byte(r.ID), nil); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// replacePart records that part old's live rows now live in part new
+// (keys in row order) and forgets old, in one transaction.
+func (s *store) replacePart(old, new string, keys []Key) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		parts, items := tx.Bucket(bParts), tx.Bucket(bItems)
+		if new != "" {
+			if err := putJSON(parts, []byte(new), partRec{Keys: keys, Written: time.Now().UTC()}); err != nil {
+				return err
+			}
+			for _, k := range keys {
+				v := items.Get(k[:])
+				if v == nil {
+					continue
+				}
+				var r itemRec
+				if err := json.Unmarshal(v, &r); err != nil {
+					return err
+				}
+				r.Part = new
+				if err := putJSON(items, k[:], r); err != nil {
+					return err
+				}
+			}
+		}
+		if err := parts.Delete([]byte(old)); err != nil {
+			return err
+		}
+		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			if len(name) > 5 && string(name[:5]) == "acks/" {
+				return b.Delete([]byte(old))
+			}
+			return nil
+		})
+	})
+}
+
+// dropPart forgets a part whose file is lost (a crash before its rename)
+// and the items in it, which the run then embeds again.
+func (s *store) dropPart(name string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		parts, items, idb := tx.Bucket(bParts), tx.Bucket(bItems), tx.Bucket(bIDs)
+		v := parts.Get([]byte(name))
+		if v == nil {
+			return nil
+		}
+		var pr partRec
+		if err := json.Unmarshal(v, &pr); err != nil {
+			return err
+		}
+		for _, k := range pr.Keys {
+			iv := items.Get(k[:])
+			if iv == nil {
+				continue
+			}
+			var r itemRec
+			if err := json.Unmarshal(iv, &r); err != nil {
+				return err
+			}
+			if r.Part != name {
+				continue
+			}
+			if err := items.Delete(k[:]); err != nil {
+				return err
+			}
+			if cur := idb.Get([]byte(r.ID)); cur != nil && Key(cur) == k {
+				if err := idb.Delete([]byte(r.ID)); err != nil {
+					return err
+				}
+			}
+		}
+		return parts.Delete([]byte(name))
+	})
+}
+
+// acked reports which parts sink has acknowledged.
+func (s *store) acked(sink string) (map[string]bool, error) {
+	out := map[string]bool{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(ackBucket(sink))
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, _ []byte) error {
+			out[string(k)] = true
+			return nil
+		})
+	})
+	return out, err
+}
+
+func (s *store) ack(sink, part string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(ackBucket(sink))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(part), nil)
+	})
+}
+
+// pendingDeletes returns the ids sink has yet to remove (at most max).
+func (s *store) pendingDeletes(sink string, max int) ([]string, error) {
+	var ids []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(delBucket(sink))
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		for k, _ := c.First(); k != nil && len(ids) < max; k, _ = c.Next() {
+			ids = append(ids, string(k))
+		}
+		return nil
+	})
+	return ids, err
+}
+
+func (s *store) deletesDone(sink string, ids []string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(delBucket(sink))
+		if b == nil {
+			return nil
+		}
+		for _, id := range ids {
+			if err := b.Delete([]byte(id)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// count returns the number of finished items.
+func (s *store) count() (int, error) {
+	var n int
+	err := s.db.View(func(tx *bolt.Tx) error {
+		n = tx.Bucket(bItems).Stats().KeyN
+		return nil
+	})
+	return n, err
+}
+
+func putJSON(b *bolt.Bucket, k []byte, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return b.Put(k, data)
+}

@@ -1,0 +1,174 @@
+package index
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/vembed/vembed/engine"
+	"github.com/vembed/vembed/imageproc"
+)
+
+// kind is what a file is indexed as, from its extension.
+type kind int
+
+const (
+	kindNone kind = iota
+	kindImage
+	kindText
+	kindPDF
+)
+
+// fileKind classifies a file by its extension (case-insensitive). Other
+// files are not part of the corpus and are passed over silently.
+func fileKind(name string) kind {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff":
+		return kindImage
+	case ".txt", ".md", ".markdown":
+		return kindText
+	case ".pdf":
+		return kindPDF
+	}
+	return kindNone
+}
+
+// walkFiles calls fn for every file under the roots that fileKind takes, in
+// a deterministic order: the roots as given, each directory's entries in
+// byte order of their names, depth first. Symbolic links to files are
+// followed, to directories not (no cycles). A directory that cannot be
+// read calls bad and makes the walk incomplete.
+func walkFiles(roots []string, fn func(path string, k kind) error, bad func(path string, err error)) (complete bool, err error) {
+	complete = true
+	for _, root := range roots {
+		st, err := os.Stat(root)
+		if err != nil {
+			return false, fmt.Errorf("index: %w", err)
+		}
+		if !st.IsDir() {
+			k := fileKind(root)
+			if k == kindNone {
+				bad(root, errors.New("not a PDF, image or text file (by its extension)"))
+				continue
+			}
+			if err := fn(root, k); err != nil {
+				return false, err
+			}
+			continue
+		}
+		err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				bad(p, err)
+				complete = false
+				if d != nil && d.IsDir() {
+					return fs.SkipDir
+				}
+				return nil
+			}
+			if d.IsDir() {
+				if p != root && strings.HasPrefix(d.Name(), ".") {
+					return fs.SkipDir // .git and the like
+				}
+				return nil
+			}
+			k := fileKind(p)
+			if k == kindNone {
+				return nil
+			}
+			if d.Type()&fs.ModeSymlink != 0 {
+				if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
+					return nil
+				}
+			} else if !d.Type().IsRegular() {
+				return nil
+			}
+			return fn(p, k)
+		})
+		if err != nil {
+			return false, err
+		}
+	}
+	return complete, nil
+}
+
+// readLimited reads a whole file of at most max bytes.
+func readLimited(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > max {
+		return nil, fmt.Errorf("%d bytes, over the limit of %d (--max-file-bytes)", st.Size(), max)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("over the limit of %d bytes (--max-file-bytes)", max)
+	}
+	return b, nil
+}
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// checkText refuses bytes that are not text: a NUL byte, or invalid UTF-8
+// beyond a few stray bytes (a binary file named .txt).
+func checkText(b []byte) error {
+	if bytes.IndexByte(b, 0) >= 0 {
+		return errors.New("binary content (NUL bytes) in a text file")
+	}
+	if !utf8.Valid(b) {
+		bad := 0
+		for i := 0; i < len(b); {
+			r, n := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && n == 1 {
+				bad++
+			}
+			i += n
+		}
+		if bad*100 > len(b) {
+			return fmt.Errorf("not UTF-8 text (%d invalid bytes of %d)", bad, len(b))
+		}
+	}
+	return nil
+}
+
+// imageItem is the item of an image file: its bytes as the engine
+// decodes them, its size from the header (the engine checks the rest).
+func imageItem(path string, data []byte) (item, error) {
+	_, w, h, err := imageproc.DecodeConfig(data)
+	if err != nil {
+		return item{}, fmt.Errorf("unreadable image: %w", err)
+	}
+	sha := sha256Hex(data)
+	return item{
+		row:    Row{ID: ItemID(sha, 1), Path: path, Page: 1, SHA256: sha, Width: w, Height: h},
+		input:  engine.ImageInput(data),
+		pixels: true,
+	}, nil
+}
+
+// sortedStrings returns a sorted copy.
+func sortedStrings(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,512 @@
+// Package pdf renders PDF pages to images and reads their text layer with
+// PDFium, the renderer Chrome uses, compiled to WebAssembly and run by
+// wazero (through go-pdfium's webassembly runtime): pure Go, no cgo, no
+// system library.
+//
+// Every document is opened in its own WebAssembly instance, a sandbox whose
+// memory is capped (Options.MaxBytes plus room for one page of
+// Options.MaxPixels) and which has no file system. A call that runs past
+// Options.Timeout or its context is interrupted and its instance discarded;
+// an instance that traps (a PDFium crash or memory exhaustion) is discarded
+// too. The pool makes a fresh instance for the next document, so a hostile
+// file costs an error, never the process.
+//
+// Compiling PDFium's module takes seconds; the compiled code is cached on
+// disk (Options.CacheDir) so later processes start in a fraction of that.
+//
+// Page pixel sizes follow pdftoppm (and so pdf2image, which runs it):
+// ceil(points * (dpi / 72)) for each side, on the page as displayed (its
+// /Rotate applied). pdftoppm measures the MediaBox; PDFium displays the
+// CropBox, which is the same box unless the document sets a smaller one.
+package pdf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/klippa-app/go-pdfium"
+	"github.com/klippa-app/go-pdfium/enums"
+	pdfiumerrors "github.com/klippa-app/go-pdfium/errors"
+	"github.com/klippa-app/go-pdfium/references"
+	"github.com/klippa-app/go-pdfium/requests"
+	"github.com/klippa-app/go-pdfium/webassembly"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// DefaultDPI is the resolution pdf2image renders at by default, the one the
+// ColPali-style retrieval tutorials feed their models with.
+const DefaultDPI = 200
+
+// Defaults of Options' zero values.
+const (
+	DefaultMaxPages = 10000
+	DefaultMaxBytes = 1 << 30
+	// DefaultMaxPixels is 32 Mi pixels (128 MiB as RGBA): an A1 sheet at
+	// 200 DPI fits, a 200x200-inch page is rendered at about 28 DPI.
+	DefaultMaxPixels = 1 << 25
+	DefaultTimeout   = 60 * time.Second
+)
+
+// maxPixelsLimit keeps a bitmap's 4-byte stride times height within what
+// 32-bit WebAssembly can address with room to spare.
+const maxPixelsLimit = 1 << 28
+
+// maxTextChars bounds the text layer read from one page.
+const maxTextChars = 1 << 20
+
+// Errors returned (wrapped with context) by Open and Render.
+var (
+	ErrFormat       = errors.New("incorrect format")
+	ErrEncrypted    = errors.New("encrypted: a password is needed")
+	ErrPassword     = errors.New("wrong password")
+	ErrTooManyPages = errors.New("too many pages")
+	ErrTooLarge     = errors.New("too large")
+)
+
+// Options bound a Renderer.
+type Options struct {
+	Workers   int           // WebAssembly instances = concurrent documents; default runtime.GOMAXPROCS(0)
+	CacheDir  string        // wazero compilation cache; "" = os.UserCacheDir()/vembed/pdfium; "-" = none
+	MaxPixels int64         // per rendered page; a page that would exceed it renders at a lower DPI
+	MaxPages  int           // a document with more pages fails Open with ErrTooManyPages (0 = default 10000)
+	MaxBytes  int64         // a larger document fails Open (0 = default 1 GiB)
+	Timeout   time.Duration // bounds each Open / Render / Text call (0 = default 60 s)
+}
+
+// Renderer opens documents, each in a WebAssembly instance of its pool.
+// It is safe for concurrent use.
+type Renderer struct {
+	opts  Options
+	pool  pdfium.Pool
+	cache wazero.CompilationCache
+}
+
+// NewRenderer compiles PDFium (or loads it from the compilation cache) and
+// sets up a pool of at most opts.Workers instances.
+func NewRenderer(opts Options) (*Renderer, error) {
+	if opts.Workers <= 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	if opts.MaxPixels <= 0 {
+		opts.MaxPixels = DefaultMaxPixels
+	}
+	opts.MaxPixels = min(opts.MaxPixels, maxPixelsLimit)
+	if opts.MaxPages <= 0 {
+		opts.MaxPages = DefaultMaxPages
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	// An instance holds the document, PDFium's parse of it, one bitmap and
+	// its decoded images: the document's size, twice the bitmap and
+	// 256 MiB of working room, within 32-bit WebAssembly's 4 GiB.
+	memBytes := opts.MaxBytes + 8*opts.MaxPixels + 256<<20
+	memPages := uint32(min(memBytes>>16, 65536))
+
+	rc := wazero.NewRuntimeConfig().
+		// The bundled module lowers setjmp/longjmp to exception handling.
+		WithCoreFeatures(api.CoreFeaturesV2 | experimental.CoreFeaturesExceptionHandling).
+		WithCloseOnContextDone(true).
+		WithMemoryLimitPages(memPages)
+	r := &Renderer{opts: opts}
+	if dir := cacheDir(opts.CacheDir); dir != "" {
+		cache, err := wazero.NewCompilationCacheWithDir(dir)
+		if err != nil {
+			slog.Warn("pdf: compilation cache unavailable, compiling PDFium on every start", "dir", dir, "err", err)
+		} else {
+			r.cache = cache
+			rc = rc.WithCompilationCache(cache)
+		}
+	}
+	pool, err := webassembly.Init(webassembly.Config{
+		MinIdle:       0,
+		MaxIdle:       opts.Workers,
+		MaxTotal:      opts.Workers,
+		FSConfig:      wazero.NewFSConfig(), // no file system: documents come as bytes
+		RuntimeConfig: rc,
+		Stdout:        io.Discard,
+		Stderr:        io.Discard,
+	})
+	if err != nil {
+		if r.cache != nil {
+			r.cache.Close(context.Background())
+		}
+		return nil, fmt.Errorf("pdf: starting PDFium: %w", err)
+	}
+	r.pool = pool
+	return r, nil
+}
+
+func cacheDir(opt string) string {
+	switch opt {
+	case "-":
+		return ""
+	case "":
+		base, err := os.UserCacheDir()
+		if err != nil {
+			slog.Debug("pdf: no user cache directory, PDFium's compilation is not cached", "err", err)
+			return ""
+		}
+		return filepath.Join(base, "vembed", "pdfium")
+	}
+	return opt
+}
+
+// Close releases the pool and every open document's instance.
+func (r *Renderer) Close() error {
+	err := r.pool.Close()
+	if r.cache != nil {
+		if cerr := r.cache.Close(context.Background()); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("pdf: closing: %w", err)
+	}
+	return nil
+}
+
+// Document is an open PDF holding one WebAssembly instance until Close.
+// Its methods may be called from several goroutines; they run one at a time.
+type Document struct {
+	r      *Renderer
+	mu     sync.Mutex
+	inst   pdfium.Pdfium
+	doc    references.FPDF_DOCUMENT
+	pages  int
+	killed atomic.Bool
+	kill   sync.Once
+	closed bool
+}
+
+// Open parses data (the whole file) with the given password ("" for none).
+// It waits for a free instance while ctx allows: a caller holding Workers
+// documents open must close one before opening another.
+func (r *Renderer) Open(ctx context.Context, data []byte, password string) (*Document, error) {
+	if int64(len(data)) > r.opts.MaxBytes {
+		return nil, fmt.Errorf("pdf: document of %d bytes, the limit is %d: %w", len(data), r.opts.MaxBytes, ErrTooLarge)
+	}
+	inst, err := r.pool.GetInstanceWithContext(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("pdf: waiting for a PDFium instance: %w", err)
+	}
+	d := &Document{r: r, inst: inst}
+	err = d.guard(ctx, "opening the document", func() error {
+		req := &requests.OpenDocument{File: &data}
+		if password != "" {
+			req.Password = &password
+		}
+		resp, err := inst.OpenDocument(req)
+		if err != nil {
+			return openError(err, password)
+		}
+		d.doc = resp.Document
+		n, err := inst.FPDF_GetPageCount(&requests.FPDF_GetPageCount{Document: d.doc})
+		if err != nil {
+			return fmt.Errorf("pdf: counting pages: %w", err)
+		}
+		d.pages = n.PageCount
+		return nil
+	})
+	if err != nil {
+		d.release()
+		return nil, err
+	}
+	if d.pages > r.opts.MaxPages {
+		d.Close()
+		return nil, fmt.Errorf("pdf: %d pages, the limit is %d: %w", d.pages, r.opts.MaxPages, ErrTooManyPages)
+	}
+	return d, nil
+}
+
+func openError(err error, password string) error {
+	switch {
+	case errors.Is(err, pdfiumerrors.ErrPassword):
+		if password == "" {
+			return fmt.Errorf("pdf: opening: %w", ErrEncrypted)
+		}
+		return fmt.Errorf("pdf: opening: %w", ErrPassword)
+	case errors.Is(err, pdfiumerrors.ErrSecurity):
+		return fmt.Errorf("pdf: opening: unsupported security handler: %w", ErrEncrypted)
+	case errors.Is(err, pdfiumerrors.ErrFormat), errors.Is(err, pdfiumerrors.ErrFile),
+		errors.Is(err, pdfiumerrors.ErrUnknown), errors.Is(err, pdfiumerrors.ErrPage):
+		return fmt.Errorf("pdf: opening: %v: %w", err, ErrFormat)
+	}
+	return fmt.Errorf("pdf: opening: %w", err)
+}
+
+// NumPages is the document's page count.
+func (d *Document) NumPages() int { return d.pages }
+
+// PageSize is page i's size in points as displayed (its rotation applied).
+func (d *Document) PageSize(i int) (widthPt, heightPt float64, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.usable(i); err != nil {
+		return 0, 0, err
+	}
+	err = d.guard(context.Background(), fmt.Sprintf("page %d size", i+1), func() error {
+		widthPt, heightPt, err = d.pageSize(i)
+		return err
+	})
+	return widthPt, heightPt, err
+}
+
+func (d *Document) pageSize(i int) (float64, float64, error) {
+	resp, err := d.inst.FPDF_GetPageSizeByIndexF(&requests.FPDF_GetPageSizeByIndexF{Document: d.doc, Index: i})
+	if err != nil {
+		return 0, 0, fmt.Errorf("pdf: page %d: %v: %w", i+1, err, ErrFormat)
+	}
+	w, h := float64(resp.Size.Width), float64(resp.Size.Height)
+	if !(w > 0 && h > 0) || math.IsInf(w, 0) || math.IsInf(h, 0) {
+		return 0, 0, fmt.Errorf("pdf: page %d has size %gx%g pt: %w", i+1, w, h, ErrFormat)
+	}
+	return w, h, nil
+}
+
+func (d *Document) usable(i int) error {
+	switch {
+	case d.closed:
+		return errors.New("pdf: document is closed")
+	case d.killed.Load():
+		return errors.New("pdf: document's PDFium instance was discarded after an earlier failure")
+	case i < 0 || i >= d.pages:
+		return fmt.Errorf("pdf: page index %d out of range [0,%d)", i, d.pages)
+	}
+	return nil
+}
+
+// Page is one rendered page.
+type Page struct {
+	Image *image.RGBA // opaque, page painted on white, annotations drawn
+	DPI   float64     // the DPI used (lower than asked when MaxPixels capped it)
+	Text  string      // the page's text layer (UTF-8), "" when none
+}
+
+// PixelSize is the bitmap size of a page of w x h points at dpi, as
+// pdftoppm computes it: ceil(points * (dpi / 72)), at least 1.
+func PixelSize(widthPt, heightPt, dpi float64) (int, int) {
+	return max(1, int(math.Ceil(widthPt*(dpi/72)))), max(1, int(math.Ceil(heightPt*(dpi/72))))
+}
+
+// fitDPI lowers dpi until the page's bitmap has at most maxPixels pixels.
+func fitDPI(widthPt, heightPt, dpi float64, maxPixels int64) float64 {
+	w, h := PixelSize(widthPt, heightPt, dpi)
+	if int64(w)*int64(h) <= maxPixels {
+		return dpi
+	}
+	dpi *= math.Sqrt(float64(maxPixels) / (float64(w) * float64(h)))
+	// ceil can still overshoot by a row or column: step down until it fits.
+	for range 64 {
+		w, h = PixelSize(widthPt, heightPt, dpi)
+		if int64(w)*int64(h) <= maxPixels {
+			break
+		}
+		dpi *= 0.999
+	}
+	return dpi
+}
+
+// Render draws page i (0-based) at dpi (DefaultDPI when 0) and reads its
+// text layer.
+func (d *Document) Render(ctx context.Context, i int, dpi float64) (*Page, error) {
+	if dpi == 0 {
+		dpi = DefaultDPI
+	}
+	if !(dpi > 0) || math.IsInf(dpi, 0) {
+		return nil, fmt.Errorf("pdf: invalid DPI %g", dpi)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.usable(i); err != nil {
+		return nil, err
+	}
+	var page *Page
+	err := d.guard(ctx, fmt.Sprintf("rendering page %d", i+1), func() error {
+		var err error
+		page, err = d.render(i, dpi)
+		return err
+	})
+	return page, err
+}
+
+func (d *Document) render(i int, dpi float64) (*Page, error) {
+	wPt, hPt, err := d.pageSize(i)
+	if err != nil {
+		return nil, err
+	}
+	dpi = fitDPI(wPt, hPt, dpi, d.r.opts.MaxPixels)
+	w, h := PixelSize(wPt, hPt, dpi)
+	if int64(w)*int64(h) > d.r.opts.MaxPixels {
+		return nil, fmt.Errorf("pdf: page %d of %gx%g pt does not fit %d pixels: %w", i+1, wPt, hPt, d.r.opts.MaxPixels, ErrTooLarge)
+	}
+
+	inst := d.inst
+	lp, err := inst.FPDF_LoadPage(&requests.FPDF_LoadPage{Document: d.doc, Index: i})
+	if err != nil {
+		return nil, fmt.Errorf("pdf: loading page %d: %v: %w", i+1, err, ErrFormat)
+	}
+	pageRef := requests.Page{ByReference: &lp.Page}
+	defer inst.FPDF_ClosePage(&requests.FPDF_ClosePage{Page: lp.Page})
+
+	bm, err := inst.FPDFBitmap_Create(&requests.FPDFBitmap_Create{Width: w, Height: h, Alpha: 0})
+	if err != nil {
+		return nil, fmt.Errorf("pdf: page %d: a %dx%d bitmap: %v: %w", i+1, w, h, err, ErrTooLarge)
+	}
+	defer inst.FPDFBitmap_Destroy(&requests.FPDFBitmap_Destroy{Bitmap: bm.Bitmap})
+	if _, err := inst.FPDFBitmap_FillRect(&requests.FPDFBitmap_FillRect{Bitmap: bm.Bitmap, Width: w, Height: h, Color: 0xFFFFFFFF}); err != nil {
+		return nil, fmt.Errorf("pdf: page %d: %w", i+1, err)
+	}
+	// Annotations drawn, grayscale anti-aliased text (no LCD subpixels),
+	// bytes in RGBA order.
+	flags := enums.FPDF_RENDER_FLAG_ANNOT | enums.FPDF_RENDER_FLAG_REVERSE_BYTE_ORDER
+	if _, err := inst.FPDF_RenderPageBitmap(&requests.FPDF_RenderPageBitmap{
+		Bitmap: bm.Bitmap, Page: pageRef, SizeX: w, SizeY: h, Flags: flags,
+	}); err != nil {
+		return nil, fmt.Errorf("pdf: rendering page %d: %w", i+1, err)
+	}
+	stride, err := inst.FPDFBitmap_GetStride(&requests.FPDFBitmap_GetStride{Bitmap: bm.Bitmap})
+	if err != nil {
+		return nil, fmt.Errorf("pdf: page %d: %w", i+1, err)
+	}
+	buf, err := inst.FPDFBitmap_GetBuffer(&requests.FPDFBitmap_GetBuffer{Bitmap: bm.Bitmap})
+	if err != nil {
+		return nil, fmt.Errorf("pdf: page %d: %w", i+1, err)
+	}
+	if stride.Stride < 4*w || len(buf.Buffer) < stride.Stride*(h-1)+4*w {
+		return nil, fmt.Errorf("pdf: page %d: bitmap buffer of %d bytes, stride %d, for %dx%d", i+1, len(buf.Buffer), stride.Stride, w, h)
+	}
+	// The buffer is a view of the instance's memory: copy it out, making
+	// the unused fourth byte opaque alpha.
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		src := buf.Buffer[y*stride.Stride : y*stride.Stride+4*w]
+		dst := img.Pix[y*img.Stride : y*img.Stride+4*w]
+		copy(dst, src)
+		for x := 3; x < len(dst); x += 4 {
+			dst[x] = 0xFF
+		}
+	}
+	text, err := d.text(pageRef, i)
+	if err != nil {
+		return nil, err
+	}
+	return &Page{Image: img, DPI: dpi, Text: text}, nil
+}
+
+func (d *Document) text(page requests.Page, i int) (string, error) {
+	inst := d.inst
+	tp, err := inst.FPDFText_LoadPage(&requests.FPDFText_LoadPage{Page: page})
+	if err != nil {
+		return "", fmt.Errorf("pdf: page %d text layer: %w", i+1, err)
+	}
+	defer inst.FPDFText_ClosePage(&requests.FPDFText_ClosePage{TextPage: tp.TextPage})
+	n, err := inst.FPDFText_CountChars(&requests.FPDFText_CountChars{TextPage: tp.TextPage})
+	if err != nil {
+		return "", fmt.Errorf("pdf: page %d text layer: %w", i+1, err)
+	}
+	if n.Count <= 0 {
+		return "", nil
+	}
+	if n.Count > maxTextChars {
+		slog.Warn("pdf: text layer cut", "page", i+1, "chars", n.Count, "kept", maxTextChars)
+	}
+	t, err := inst.FPDFText_GetText(&requests.FPDFText_GetText{TextPage: tp.TextPage, Count: min(n.Count, maxTextChars)})
+	if err != nil {
+		return "", fmt.Errorf("pdf: page %d text layer: %w", i+1, err)
+	}
+	// PDFium ends the lines it finds with CRLF.
+	s := strings.TrimRight(t.Text, "\x00")
+	return strings.ReplaceAll(s, "\r\n", "\n"), nil
+}
+
+// guard runs f with the Renderer's timeout and ctx: when either ends first
+// the instance is killed (wazero interrupts the running call), and an
+// instance that trapped is killed as well, so its memory is never reused.
+func (d *Document) guard(ctx context.Context, what string, f func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, d.r.opts.Timeout)
+	defer cancel()
+	stop := context.AfterFunc(ctx, d.discard)
+	err := f()
+	if !stop() {
+		// The timer fired: the instance is gone, whatever f returned.
+		return fmt.Errorf("pdf: %s: stopped after %v: %w", what, d.r.opts.Timeout, context.Cause(ctx))
+	}
+	if err != nil && trapped(err) {
+		d.discard()
+		return fmt.Errorf("pdf: %s: PDFium failed: %v: %w", what, err, ErrFormat)
+	}
+	return err
+}
+
+// trapped tells a failure of the WebAssembly instance (a trap, an exit, a
+// recovered panic) from an ordinary PDFium error return.
+func trapped(err error) bool {
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		return true
+	}
+	s := err.Error()
+	return strings.Contains(s, "wasm error") || strings.Contains(s, "panic occurred") ||
+		strings.Contains(s, "module closed") || strings.Contains(s, "instance is closed")
+}
+
+// discard kills the instance; the pool replaces it for the next document.
+func (d *Document) discard() {
+	d.kill.Do(func() {
+		d.killed.Store(true)
+		if err := d.inst.Kill(); err != nil {
+			slog.Debug("pdf: killing a PDFium instance", "err", err)
+		}
+	})
+}
+
+// Close frees the document and returns its instance to the pool.
+func (d *Document) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	if d.killed.Load() {
+		return nil
+	}
+	err := d.guard(context.Background(), "closing", func() error {
+		_, err := d.inst.FPDF_CloseDocument(&requests.FPDF_CloseDocument{Document: d.doc})
+		return err
+	})
+	d.release()
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+// release hands the instance back (or drops it if it was killed).
+func (d *Document) release() {
+	if d.killed.Load() {
+		return
+	}
+	if err := d.inst.Close(); err != nil {
+		slog.Debug("pdf: closing a PDFium instance", "err", err)
+	}
+}

@@ -42,6 +42,7 @@ func archTiers() []*impl {
 	t := *generic
 	t.tier = TierAVX2
 	t.bits = string(TierAVX2)
+	t.products = Products{TierAVX2, TierAVX2, TierAVX2}
 	g := &gemmTier{tile: avx2Tile, pack8: map[gguf.Type]pack8Func{
 		gguf.TypeF32:  packer(pack8F32, 4),
 		gguf.TypeF16:  packer(pack8F16, 2),

@@ -17,7 +17,11 @@ import (
 
 // hasAMX reports whether the CPU has AMX int8 tiles beside AVX-512 VNNI
 // (for the epilogue) and the OS granted this process the tile state.
-var hasAMX = hasAVX512VNNI && cpu.X86.HasAMXTile && cpu.X86.HasAMXInt8 && amxPermit()
+var hasAMX = hasAVX512VNNI && cpu.X86.HasAMXInt8 && amxGranted
+
+// amxGranted reports whether the CPU has AMX tiles and the OS granted
+// this process their state.
+var amxGranted = cpu.X86.HasAMXTile && amxPermit()
 
 //go:noescape
 func kernelAMX16x32(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)

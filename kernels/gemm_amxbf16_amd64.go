@@ -83,6 +83,7 @@ var amxBF16GEMM = &gemmTier{
 func amxBF16Tier(bf impl) *impl {
 	t := bf
 	t.tier = TierAMXBF16
+	t.products.Marked = TierAMXBF16
 	t.optIn = true
 	// Its tiles sum in their own order: not assumed to reproduce
 	// avx512-bf16's bits.

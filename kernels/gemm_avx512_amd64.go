@@ -111,6 +111,7 @@ var avx512GEMM = &gemmTier{tile: avx512Tile, pack8: map[gguf.Type]pack8Func{
 // attention on the avx512 tile, the rest as avx2.
 func avx512Tier(t impl) *impl {
 	t.tier = TierAVX512
+	t.products = Products{TierAVX512, TierAVX512, TierAVX512}
 	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
 		matMul(dst, x, m, w, bias, avx512GEMM)
 	}

@@ -99,6 +99,7 @@ var bf16GEMM = &gemmTier{
 func bf16Tier(base impl) *impl {
 	t := base
 	t.tier = TierAVX512BF16
+	t.products.Marked = TierAVX512BF16
 	// The default where the CPU has it: only matrices their model marks
 	// (Matrix.BF16, the vision tower's weights) are multiplied in
 	// bfloat16, which moves a product by up to 2⁻⁷ of its magnitude

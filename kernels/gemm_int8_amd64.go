@@ -46,6 +46,7 @@ func pack8I16AVX2(src []int16, kc int, dst []int16) {
 func int8Tier(t impl) *impl {
 	t.tier = TierAVX2Int8
 	t.bits = string(TierAVX2Int8)
+	t.products.Quantized = TierAVX2Int8
 	f32 := t.matMul
 	g := &i8Tier{kern: kernelI16AVX2, pack8: pack8I16AVX2, quant: quantizeRowU8AVX2, rows: i8RowsAVX2}
 	gu := &u8Tier{kern: kernelU8AVX2, nib: kernelS8AVX2, pack8: pack8U8AVX2, quant: quantizeRowU8AVX2, rows: u8RowsAVX2}

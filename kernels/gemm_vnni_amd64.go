@@ -215,6 +215,7 @@ func vnniTiers(i8 *impl) []*impl {
 	add := func(name Tier, g *vnniTier) {
 		t := *i8
 		t.tier = name
+		t.products.Quantized = name
 		t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
 			if !int8Types[w.Type] || w.Cols == 0 || m < int8Threshold(w.Type, int(int8MinRows.Load())) {
 				i8.matMul(dst, x, m, w, bias)

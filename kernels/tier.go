@@ -9,9 +9,10 @@ import (
 // Tier names a set of kernel implementations.
 type Tier string
 
-// The tiers. The best one the CPU supports, opt-in tiers (amx, amx-bf16)
-// aside, is active at start-up; the VEMBED_CPU environment variable (a tier
-// name) forces another, and Use switches at run time. All but the integer
+// The tiers. The one a table of CPU identities picks (DefaultFor, cpu.go:
+// by vendor, family, model and features, never by a timing) is active at
+// start-up; the VEMBED_CPU environment variable (a tier name) forces
+// another, and Use switches at run time. All but the integer
 // tiers (avx2-int8 and the VNNI tiers built on it) and the bfloat16 ones
 // (avx512-bf16, amx-bf16, for the float weights a model marks;
 // gemm_bf16.go) compute float32 products with float32 accumulation (the
@@ -52,13 +53,16 @@ const (
 // impl is the table of functions behind the exported API.
 type impl struct {
 	tier Tier
-	// optIn keeps a tier from being the default: only VEMBED_CPU or Use
-	// select it.
+	// optIn keeps a tier from being the default unless a row of the
+	// default table names it (amx-bf16 on Sapphire Rapids): otherwise
+	// only VEMBED_CPU or Use select it.
 	optIn bool
 	// bits names the arithmetic of the tier's results: tiers with equal
 	// bits return the same bits for the same inputs (avx512 those of
 	// avx2, the VNNI and AMX int8 tiers those of avx2-int8).
-	bits        string
+	bits string
+	// products names the tier computing each kind of product.
+	products    Products
 	matMul      func(dst, x []float32, m int, w *Matrix, bias []float32)
 	attention   func(out, q, k, v []float32, nTok, nHead, nKV, headDim int, scale float32, mask Mask)
 	attentionKV func(out, q []float32, nHead, nKV, headDim int, scale float32, spans []KVSpan)
@@ -76,6 +80,7 @@ type impl struct {
 var reference = &impl{
 	tier:        TierReference,
 	bits:        string(TierReference),
+	products:    Products{TierReference, TierReference, TierReference},
 	matMul:      MatMulRef,
 	attention:   AttentionRef,
 	attentionKV: AttentionKVRef,
@@ -93,8 +98,9 @@ var reference = &impl{
 // generic is the portable tier: the blocked, parallel algorithms with Go
 // inner loops. Faster tiers start from a copy and replace inner loops.
 var generic = &impl{
-	tier: TierGeneric,
-	bits: string(TierGeneric),
+	tier:     TierGeneric,
+	bits:     string(TierGeneric),
+	products: Products{TierGeneric, TierGeneric, TierGeneric},
 	matMul: func(dst, x []float32, m int, w *Matrix, bias []float32) {
 		matMul(dst, x, m, w, bias, &gemmTier{tile: genericTile})
 	},
@@ -129,8 +135,15 @@ func init() {
 	active.Store(defaultTier())
 }
 
-// defaultTier is the best tier that is not opt-in.
+// defaultTier is the tier the default table picks for this CPU, or, if
+// the build lacks it, the best tier that is not opt-in.
 func defaultTier() *impl {
+	want, _ := DefaultChoice()
+	for _, im := range tiers {
+		if im.tier == want {
+			return im
+		}
+	}
 	for _, im := range tiers {
 		if !im.optIn {
 			return im
@@ -141,7 +154,8 @@ func defaultTier() *impl {
 
 // Float32Default is the tier the CPU would run by default if no tier
 // multiplied in bfloat16: the default's arithmetic with every float weight
-// in float32 (avx512-vnni on a Zen 4, where avx512-bf16 is the default).
+// in float32 (avx512-vnni on a Zen 4, where avx512-bf16 is the default,
+// and on Sapphire Rapids, where amx-bf16 is).
 // Tests of a model's float32 arithmetic against float64 transcriptions run
 // on it; VEMBED_CPU set to its name does the same for a process.
 func Float32Default() Tier {

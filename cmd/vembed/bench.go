@@ -33,6 +33,9 @@ type benchReport struct {
 	// Tier is the tier this CPU runs by default (or VEMBED_CPU's): the
 	// one the model benchmarks use.
 	Tier string `json:"tier"`
+	// Default is the tier this CPU gets by default, the row of the table
+	// that picked it and which tier computes each kind of product.
+	Default benchDefault `json:"default"`
 	// Peak is the AVX2 FMA peak by thread count (wall clock), CorePeak its
 	// rate per CPU-second of one thread; Peaks and CorePeaks the same for
 	// every unit a measured tier multiplies with (kernels.PeakUnit).
@@ -43,6 +46,39 @@ type benchReport struct {
 	GEMM      []gemmFigure                  `json:"gemm"`
 	Attention []attnFigure                  `json:"attention,omitempty"`
 	Model     []modelFigure                 `json:"model,omitempty"`
+}
+
+// benchDefault reports kernels.DefaultChoice for this CPU.
+type benchDefault struct {
+	CPU   string   `json:"cpu"`
+	Flags []string `json:"flags"`
+	Tier  string   `json:"tier"`
+	Rule  string   `json:"rule"`
+	Why   string   `json:"why"`
+	// Quantized, Marked and Float name the tier of each kind of product
+	// on the default tier (kernels.Products).
+	Quantized string `json:"quantized"`
+	Marked    string `json:"marked_float"`
+	Float     string `json:"float"`
+}
+
+// defaultInfo describes the default tier of this CPU.
+func defaultInfo() benchDefault {
+	c := kernels.HostCPU()
+	t, row := kernels.DefaultChoice()
+	d := benchDefault{CPU: c.String(), Flags: c.Flags, Tier: string(t), Rule: row.Name, Why: row.Why}
+	if p, ok := kernels.TierProducts(t); ok {
+		d.Quantized, d.Marked, d.Float = string(p.Quantized), string(p.Marked), string(p.Float)
+	}
+	return d
+}
+
+// printDefault writes which tier each kind of product uses by default on
+// this CPU and the table row that chose it.
+func printDefault(w io.Writer, d benchDefault) {
+	fmt.Fprintf(w, "default tier on this CPU (%s): %s, by the row %q: %s\n", d.CPU, d.Tier, d.Rule, d.Why)
+	fmt.Fprintf(w, "  by default: quantized weights on %s; marked float weights (vision MLPs) on %s; other float weights and attention on %s\n",
+		d.Quantized, d.Marked, d.Float)
 }
 
 // figures are the measured values of one benchmark: wall-clock GFLOPS over
@@ -144,9 +180,10 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	defer kernels.Use(saved)
 
 	threads := runtime.GOMAXPROCS(0)
-	rep := benchReport{Threads: threads, Tier: string(saved), Peak: map[string]float64{},
+	rep := benchReport{Threads: threads, Tier: string(saved), Default: defaultInfo(), Peak: map[string]float64{},
 		Peaks: map[string]map[string]float64{}, CorePeaks: map[string]float64{}}
 	fmt.Fprintf(stderr, "vembed bench: kernel tier in use: %s (of %v)\n", saved, kernels.Available())
+	printDefault(stderr, rep.Default)
 	m := measurer{threads: threads, dur: *dur, rounds: *rounds, corePeak: map[kernels.PeakUnit]float64{}}
 	// The peaks of every unit the measured tiers multiply with, at 1 and
 	// all threads.
@@ -452,6 +489,7 @@ func benchTiers(s string) ([]kernels.Tier, error) {
 
 func printBenchTables(w io.Writer, rep *benchReport) {
 	fmt.Fprintf(w, "kernel tier in use: %s; kernels use %d thread(s)\n", rep.Tier, rep.Threads)
+	printDefault(w, rep.Default)
 	fmt.Fprintln(w, "peaks (billions of operations a second, a multiply-add counting two):")
 	for _, u := range slices.Sorted(maps.Keys(rep.Peaks)) {
 		fmt.Fprintf(w, "  %-13s", u)

@@ -31,6 +31,20 @@ func TestBenchOutput(t *testing.T) {
 	if !strings.Contains(out, "Q4_K") {
 		t.Errorf("table lacks the Q4_K row:\n%s", out)
 	}
+	// The default tier of this CPU, the table row that chose it and the
+	// tier of each kind of product, in the report and the table.
+	want, row := kernels.DefaultChoice()
+	p, _ := kernels.TierProducts(want)
+	d := rep.Default
+	if d.Tier != string(want) || d.Rule != row.Name || d.Why != row.Why || d.CPU != kernels.HostCPU().String() ||
+		d.Quantized != string(p.Quantized) || d.Marked != string(p.Marked) || d.Float != string(p.Float) || d.Quantized == "" {
+		t.Errorf("report's default %+v, want tier %s by row %q with products %v", d, want, row.Name, p)
+	}
+	for _, s := range []string{"default tier on this CPU", string(want), row.Name, "marked float weights (vision MLPs) on " + string(p.Marked)} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q:\n%s", s, out)
+		}
+	}
 }
 
 // TestBenchPeaks runs every available tier and checks that each figure

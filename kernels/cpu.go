@@ -1,0 +1,207 @@
+package kernels
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// CPU is the identity of a processor as the choice of the default tier
+// sees it: a pure function of it (DefaultFor), never of a timing, so the
+// same machine always computes the same bits.
+type CPU struct {
+	// Vendor is CPUID's vendor string: "GenuineIntel", "AuthenticAMD".
+	Vendor string
+	// Family and Model are the display family and model (the extended
+	// fields added as the vendors' manuals say): Sapphire Rapids is
+	// family 6 model 143, Zen 4 family 25, Zen 5 family 26.
+	Family, Model int
+	// Flags are the features this process may use, named as Linux's
+	// /proc/cpuinfo names them (avx2, avx512f, avx512_vnni, amx_bf16...).
+	// The running CPU's lists only what the OS enabled: amx_* only when
+	// it granted the tile state.
+	Flags []string
+}
+
+// Has reports whether c has every flag of fs.
+func (c CPU) Has(fs ...string) bool {
+	for _, f := range fs {
+		if !slices.Contains(c.Flags, f) {
+			return false
+		}
+	}
+	return true
+}
+
+// String is "GenuineIntel family 6 model 143".
+func (c CPU) String() string {
+	v := c.Vendor
+	if v == "" {
+		v = "unknown vendor"
+	}
+	return fmt.Sprintf("%s family %d model %d", v, c.Family, c.Model)
+}
+
+// tierNeeds lists the CPU flags each tier needs, as the has* variables of
+// the amd64 tiers test them (TestHostTiersMatchFlags checks the two agree).
+var tierNeeds = func() map[Tier][]string {
+	avx2 := []string{"avx", "avx2", "fma", "f16c"}
+	avx512 := append(slices.Clone(avx2), "avx512f")
+	vnni := append(slices.Clone(avx512), "avx512bw", "avx512vl", "avx512_vnni")
+	bf16 := append(slices.Clone(avx512), "avx512bw", "avx512_bf16")
+	amx := append(slices.Clone(vnni), "amx_tile", "amx_int8")
+	return map[Tier][]string{
+		TierReference:  nil,
+		TierGeneric:    nil,
+		TierAVX2:       avx2,
+		TierAVX2Int8:   avx2,
+		TierAVX512:     avx512,
+		TierAVX512VNNI: vnni,
+		TierAVXVNNI:    append(slices.Clone(avx2), "avx_vnni"),
+		TierAVX512BF16: bf16,
+		TierAMX:        amx,
+		TierAMXBF16:    append(slices.Concat(bf16, amx), "amx_bf16"),
+	}
+}()
+
+// DefaultRule is a row of the table that picks the default tier.
+type DefaultRule struct {
+	// Name says which CPUs the row is for.
+	Name string
+	// Vendor, Family and Models restrict the row to those CPUs; empty,
+	// zero and nil match any.
+	Vendor string
+	Family int
+	Models []int
+	// Needs lists flags the row requires beyond its tier's.
+	Needs []string
+	// Tier is the default the row picks; the row matches only CPUs with
+	// every flag the tier needs.
+	Tier Tier
+	// Why gives the measurements behind the row.
+	Why string
+}
+
+// sapphireRapidsOn are the Intel family 6 models of Sapphire Rapids and its
+// successors (Emerald Rapids 207, Granite Rapids 173 and 174) and 167,
+// which a hypervisor reported for a Xeon with AMX (AVX-512 FP16,
+// AMX-TILE/INT8/BF16): cores whose VDPBF16PS runs at half the float32 FMA
+// rate.
+var sapphireRapidsOn = []int{143, 207, 173, 174, 167}
+
+// defaultRules is the table: the first row that matches a CPU picks its
+// default tier. Each tier is a choice per kind of product (TierProducts):
+// which unit multiplies quantized weights, the float weights a model
+// marks for bfloat16 (the vision towers' MLPs), and the other float
+// weights and attention.
+var defaultRules = []DefaultRule{
+	{
+		Name:   "Intel Sapphire Rapids and later, with AMX-BF16",
+		Vendor: "GenuineIntel", Family: 6, Models: sapphireRapidsOn,
+		Tier: TierAMXBF16,
+		Why: "VDPBF16PS runs at half the float32 FMA rate, AMX tiles multiply the vision MLPs fastest " +
+			"(one 448x448 image, Q8_0 LM + F16 mmproj, 2 threads: amx-bf16 5.5-6.4 s, avx512-vnni 6.7-7.0 s, avx512-bf16 8.4-9.2 s); " +
+			"int8 stays on AVX-512 VNNI (amx int8 measured slower at 32 rows and end to end)",
+	},
+	{
+		Name:   "Intel Sapphire Rapids and later, without AMX-BF16",
+		Vendor: "GenuineIntel", Family: 6, Models: sapphireRapidsOn,
+		Tier: TierAVX512VNNI,
+		Why:  "VDPBF16PS runs at half the float32 FMA rate (bf16-zmm 234 vs fma-zmm 461 GFLOPS, 2 threads): float weights stay float32",
+	},
+	{
+		Name:   "other Intel CPUs with AVX512_BF16",
+		Vendor: "GenuineIntel", Needs: []string{"avx512_bf16"},
+		Tier: TierAVX512VNNI,
+		Why:  "every Intel bfloat16 unit measured runs VDPBF16PS at half the float32 FMA rate: float weights stay float32",
+	},
+	{
+		Name:   "AMD Zen 4",
+		Vendor: "AuthenticAMD", Family: 25,
+		Tier: TierAVX512BF16,
+		Why:  "VDPBF16PS at 2x the float32 FMA rate (bf16-zmm 466 vs fma-zmm 233 GFLOPS, 2 threads)",
+	},
+	{
+		Name:   "AMD Zen 5",
+		Vendor: "AuthenticAMD", Family: 26,
+		Tier: TierAVX512BF16,
+		Why:  "VDPBF16PS at 1.8x the float32 FMA rate (bf16-zmm 712 vs fma-zmm 394 GFLOPS, 2 threads)",
+	},
+	{Name: "any CPU with AVX512_BF16", Tier: TierAVX512BF16,
+		Why: "the best tier it has: the vision MLPs in bfloat16, int8 on VNNI"},
+	{Name: "any CPU with AVX-512 VNNI", Tier: TierAVX512VNNI,
+		Why: "the best tier it has: int8 on AVX-512 VNNI"},
+	{Name: "any CPU with AVX-VNNI", Tier: TierAVXVNNI,
+		Why: "the best tier it has: int8 on AVX-VNNI"},
+	{Name: "any CPU with AVX2, FMA and F16C", Tier: TierAVX2Int8,
+		Why: "the best tier it has: int8 products in AVX2"},
+	{Name: "any other CPU", Tier: TierGeneric,
+		Why: "portable Go"},
+}
+
+// DefaultRules returns the table DefaultFor reads, first row first.
+func DefaultRules() []DefaultRule { return slices.Clone(defaultRules) }
+
+// DefaultFor returns the default tier of CPU c and the table row that
+// picked it.
+func DefaultFor(c CPU) (Tier, DefaultRule) {
+	for _, r := range defaultRules {
+		if r.Vendor != "" && r.Vendor != c.Vendor ||
+			r.Family != 0 && r.Family != c.Family ||
+			r.Models != nil && !slices.Contains(r.Models, c.Model) ||
+			!c.Has(r.Needs...) || !c.Has(tierNeeds[r.Tier]...) {
+			continue
+		}
+		return r.Tier, r
+	}
+	// Unreachable: the last row matches every CPU.
+	return TierGeneric, defaultRules[len(defaultRules)-1]
+}
+
+// hostCPU is the identity of the CPU running this process.
+var hostCPU = readHostCPU()
+
+// HostCPU returns the identity of the CPU running this process.
+func HostCPU() CPU {
+	c := hostCPU
+	c.Flags = slices.Clone(c.Flags)
+	return c
+}
+
+// DefaultChoice returns the tier this CPU runs by default (VEMBED_CPU
+// aside) and the row of the table that picked it.
+func DefaultChoice() (Tier, DefaultRule) { return DefaultFor(hostCPU) }
+
+// Products names the tier that computes each kind of product on a tier.
+type Products struct {
+	// Quantized is the tier of products by quantized weights (with at
+	// least the integer row threshold of rows, on the integer tiers).
+	Quantized Tier
+	// Marked is the tier of products by the float weights a model marks
+	// for bfloat16 (the vision towers' MLPs).
+	Marked Tier
+	// Float is the tier of products by the other float weights and of
+	// attention.
+	Float Tier
+}
+
+// String is "quantized weights: avx512-vnni; marked float weights
+// (vision MLPs): amx-bf16; other float weights and attention: avx512".
+func (p Products) String() string {
+	return strings.Join([]string{
+		"quantized weights: " + string(p.Quantized),
+		"marked float weights (vision MLPs): " + string(p.Marked),
+		"other float weights and attention: " + string(p.Float),
+	}, "; ")
+}
+
+// TierProducts returns which tier computes each kind of product on tier t,
+// and false if this CPU and build lack t.
+func TierProducts(t Tier) (Products, bool) {
+	for _, im := range tiers {
+		if im.tier == t {
+			return im.products, true
+		}
+	}
+	return Products{}, false
+}

@@ -246,9 +246,10 @@ func openError(err error, password string) error {
 		return fmt.Errorf("pdf: opening: %w", ErrPassword)
 	case errors.Is(err, pdfiumerrors.ErrSecurity):
 		return fmt.Errorf("pdf: opening: unsupported security handler: %w", ErrEncrypted)
-	case errors.Is(err, pdfiumerrors.ErrFormat), errors.Is(err, pdfiumerrors.ErrFile),
-		errors.Is(err, pdfiumerrors.ErrUnknown), errors.Is(err, pdfiumerrors.ErrPage):
-		return fmt.Errorf("pdf: opening: %v: %w", err, ErrFormat)
+	case errors.Is(err, pdfiumerrors.ErrFormat):
+		return fmt.Errorf("pdf: opening: %w", ErrFormat)
+	case errors.Is(err, pdfiumerrors.ErrFile), errors.Is(err, pdfiumerrors.ErrUnknown), errors.Is(err, pdfiumerrors.ErrPage):
+		return fmt.Errorf("pdf: opening: PDFium error %q: %w", err, ErrFormat)
 	}
 	return fmt.Errorf("pdf: opening: %w", err)
 }

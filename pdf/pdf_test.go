@@ -508,4 +508,3 @@ func BenchmarkOpen(b *testing.B) {
 		d.Close()
 	}
 }
-

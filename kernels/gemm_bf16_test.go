@@ -9,7 +9,7 @@ import (
 	"github.com/vembed/vembed/gguf"
 )
 
-// bf16Slack is what the avx512-bf16 tier may add to the float32 bound of
+// bf16Slack is what a bfloat16 tier (tierRounding's BF16) may add to the float32 bound of
 // a product of k terms of total magnitude mag = Σ|x·w| by weights of type
 // typ (gemm_bf16.go): activations and weights rounded to bfloat16 move
 // each product by at most e = ua + uw + ua·uw of itself (ua = 2⁻⁸; uw = 2⁻⁸
@@ -19,7 +19,7 @@ import (
 // denormal inputs and outputs as zero: at most 2⁻¹²⁶ per product and sum,
 // which the last term covers.
 func bf16Slack(typ gguf.Type, k int, mag float64) float64 {
-	if (Active() != TierAVX512BF16 && Active() != TierAMXBF16) || !bf16Types[typ] {
+	if !tierRounding[Active()].BF16 || !bf16Types[typ] {
 		return 0
 	}
 	return bf16Err(typ, k, mag)

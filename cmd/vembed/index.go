@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 
@@ -68,7 +69,8 @@ func runIndex(args []string, stdout, stderr io.Writer) error {
 	inflight := fs.Int("inflight", 0, "items inside the engine at once, batched together (0: 4 per core, at least 8)")
 	partRows := fs.Int("part-rows", 256, "rows per Parquet part file")
 	maxFile := fs.Int64("max-file-bytes", 512<<20, "largest input file")
-	jsonProgress := fs.String("json-progress", "", "write progress as JSON lines to `FILE` (- for stderr) every second and at the end")
+	jsonProgress := fs.String("json-progress", "", "write progress as JSON lines to `FILE` (- for stderr) every --progress-every and at the end")
+	progressEvery := fs.Duration("progress-every", time.Second, "interval of the progress reports")
 	sinkURL := fs.String("sink", "", "also upsert the rows into PostgreSQL with pgvector at this `URL` (postgres://...)")
 	pgTable := fs.String("pg-table", "", "the PostgreSQL items' table (default vembed_items; multi-vector rows in NAME_vectors)")
 	pgHalf := fs.Bool("pg-halfvec", false, "halfvec(N) columns instead of vector(N)")
@@ -150,7 +152,7 @@ func runIndex(args []string, stdout, stderr io.Writer) error {
 		Request:     engine.Request{Task: *task, Instruction: *instruction, Dimensions: *dims, Multivector: *multi, MinPixels: *minPix, MaxPixels: *maxPix},
 		ChunkTokens: *chunkTokens, Count: count,
 		ModelID: modelID, ModelName: info.Name, Arithmetic: kernels.Arithmetic(),
-		InFlight: *inflight, PartRows: *partRows, MaxFileBytes: *maxFile, Log: log,
+		InFlight: *inflight, PartRows: *partRows, ProgressEvery: *progressEvery, MaxFileBytes: *maxFile, Log: log,
 	}
 	if opts.InFlight <= 0 {
 		opts.InFlight = max(8, 4*runtime.GOMAXPROCS(0))

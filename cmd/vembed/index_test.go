@@ -1,0 +1,377 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vembed/vembed/index"
+	"github.com/vembed/vembed/internal/npmtest"
+)
+
+// writeTestPNG writes a w x h picture whose pixels depend on seed.
+func writeTestPNG(t *testing.T, path string, w, h, seed int) {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			img.Set(x, y, color.RGBA{uint8(x*7 + seed*31), uint8(y*5 + seed*17), uint8((x + y + seed) * 3), 255})
+		}
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeText(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testCorpus writes images (n of them), a long text file, a markdown file
+// and bad inputs under dir.
+func testCorpus(t *testing.T, dir string, n int) {
+	t.Helper()
+	for i := range n {
+		writeTestPNG(t, filepath.Join(dir, fmt.Sprintf("img/%02d.png", i)), 40+i%5*8, 36+i%3*12, i)
+	}
+	var long strings.Builder
+	for p := range 12 {
+		fmt.Fprintf(&long, "Paragraph %d. It talks about the weather in town %d and the price of bread. ", p, p)
+		long.WriteString("Another sentence follows it here.\n\n")
+	}
+	writeText(t, filepath.Join(dir, "notes/long.txt"), long.String())
+	writeText(t, filepath.Join(dir, "notes/readme.md"), "# Title\n\nA short markdown note.\n")
+	writeText(t, filepath.Join(dir, "bad/binary.txt"), "\x00\x01\x02binary\xff\xfe")
+	writeText(t, filepath.Join(dir, "bad/broken.png"), "\x89PNG\r\n\x1a\nnot really")
+	writeText(t, filepath.Join(dir, "bad/empty.md"), "   \n\n")
+}
+
+func runIndexCmd(t *testing.T, args ...string) (string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if code := run(append([]string{"index"}, args...), &out, &errb); code != 0 {
+		t.Fatalf("vembed index %v: exit %d\n%s\n%s", args, code, out.String(), errb.String())
+	}
+	return out.String(), errb.String()
+}
+
+// datasetByID reads an index directory's rows, failing on a repeated id.
+func datasetByID(t *testing.T, dir string) map[string]index.Row {
+	t.Helper()
+	rows, err := index.ReadDataset(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]index.Row{}
+	for _, r := range rows {
+		if _, dup := m[r.ID]; dup {
+			t.Fatalf("%s: id %s twice", dir, r.ID)
+		}
+		m[r.ID] = r
+	}
+	return m
+}
+
+func sameIndexRows(t *testing.T, what string, got, want map[string]index.Row) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d rows, want %d", what, len(got), len(want))
+	}
+	for id, w := range want {
+		g, ok := got[id]
+		if !ok {
+			t.Fatalf("%s: no row %s (%s page %d)", what, id, w.Path, w.Page)
+		}
+		if g.Path != w.Path || g.Page != w.Page || g.Text != w.Text || g.SHA256 != w.SHA256 || g.Width != w.Width || g.Height != w.Height || g.Model != w.Model {
+			t.Fatalf("%s: row %s differs:\n%+v\n%+v", what, id, g, w)
+		}
+		if !equalBits(g.Embedding, w.Embedding) {
+			t.Fatalf("%s: row %s: vectors differ", what, id)
+		}
+	}
+}
+
+func equalBits(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestIndexCorpus indexes a folder of images, text and bad files with the
+// demo model: one row per item, bad inputs reported and the rest indexed,
+// an image's vector equal bit for bit to "vembed embed --image" of the
+// same file, text chunks within the limit, and a second run embeds
+// nothing.
+func TestIndexCorpus(t *testing.T) {
+	dir := t.TempDir()
+	corpus, out := filepath.Join(dir, "corpus"), filepath.Join(dir, "idx")
+	testCorpus(t, corpus, 5)
+	stdout, _ := runIndexCmd(t, corpus, "--out", out, "--chunk-tokens", "40", "--json-progress", filepath.Join(dir, "progress.jsonl"))
+	for _, bad := range []string{"binary.txt: binary content", "broken.png: unreadable image", "empty.md: no text"} {
+		if !strings.Contains(stdout, bad) {
+			t.Errorf("summary does not report %q:\n%s", bad, stdout)
+		}
+	}
+	rows := datasetByID(t, out)
+	var images, chunks int
+	for _, r := range rows {
+		switch {
+		case strings.HasSuffix(r.Path, ".png"):
+			images++
+			if r.Width == 0 || r.Height == 0 || len(r.Embedding) == 0 || r.Page != 1 {
+				t.Errorf("image row %+v", r)
+			}
+		case strings.HasSuffix(r.Path, "long.txt"):
+			chunks++
+		}
+		if r.ID != index.ItemID(r.SHA256, r.Page) {
+			t.Errorf("row id %s is not its content hash and page", r.ID)
+		}
+	}
+	if images != 5 || chunks < 3 {
+		t.Fatalf("%d image rows, %d chunks of long.txt", images, chunks)
+	}
+	// The image's vector is embed --image's, bit for bit.
+	img := filepath.Join(corpus, "img/03.png")
+	var eo, ee bytes.Buffer
+	if code := run([]string{"embed", "--image", img, "--json"}, &eo, &ee); code != 0 {
+		t.Fatalf("embed: %s", ee.String())
+	}
+	var emb struct{ Embeddings [][]float32 }
+	if err := json.Unmarshal(eo.Bytes(), &emb); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range rows {
+		if r.Path == img {
+			found = true
+			if !equalBits(r.Embedding, emb.Embeddings[0]) {
+				t.Fatalf("indexed vector of %s differs from vembed embed --image", img)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no row for %s", img)
+	}
+	// Progress lines carry the rates.
+	b, err := os.ReadFile(filepath.Join(dir, "progress.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	var last index.Progress
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil {
+		t.Fatal(err)
+	}
+	if !last.Final || last.Done != len(rows) || last.Pages != 5 || last.Tokens == 0 || last.Bad != 3 {
+		t.Fatalf("last progress line %+v (rows %d)", last, len(rows))
+	}
+	// Run again: nothing to embed, the same rows.
+	stdout2, _ := runIndexCmd(t, corpus, "--out", out, "--chunk-tokens", "40")
+	if !strings.Contains(stdout2, "indexed 0 items") || !strings.Contains(stdout2, fmt.Sprintf("%d unchanged", len(rows))) {
+		t.Fatalf("second run:\n%s", stdout2)
+	}
+	sameIndexRows(t, "second run", datasetByID(t, out), rows)
+	// DuckDB reads the dataset as it is.
+	q := fmt.Sprintf("select count(*)::int as n, count(distinct id)::int as ids, max(len(embedding))::int as dim from read_parquet('%s')", filepath.Join(out, "parts", "*.parquet"))
+	res := npmtest.DuckDB(t, q)
+	if len(res) != 1 || fmt.Sprint(res[0]["n"]) != fmt.Sprint(len(rows)) || fmt.Sprint(res[0]["ids"]) != fmt.Sprint(len(rows)) {
+		t.Fatalf("DuckDB: %v, want %d rows", res, len(rows))
+	}
+}
+
+// TestIndexIncremental adds, changes and deletes files between runs: each
+// run embeds only what is new, removes what is gone, and ends with the
+// rows of a fresh run over the same files.
+func TestIndexIncremental(t *testing.T) {
+	dir := t.TempDir()
+	corpus, out := filepath.Join(dir, "corpus"), filepath.Join(dir, "idx")
+	testCorpus(t, corpus, 4)
+	runIndexCmd(t, corpus, "--out", out, "--part-rows", "3")
+	os.Remove(filepath.Join(corpus, "img/01.png"))                   // delete
+	writeTestPNG(t, filepath.Join(corpus, "img/02.png"), 48, 48, 99) // change
+	writeTestPNG(t, filepath.Join(corpus, "img/new.png"), 30, 30, 7) // add
+	stdout, _ := runIndexCmd(t, corpus, "--out", out, "--part-rows", "3")
+	if !strings.Contains(stdout, "indexed 2 items") || !strings.Contains(stdout, "2 removed") {
+		t.Fatalf("incremental run:\n%s", stdout)
+	}
+	fresh := filepath.Join(dir, "fresh")
+	runIndexCmd(t, corpus, "--out", fresh, "--part-rows", "3")
+	sameIndexRows(t, "incremental vs fresh", datasetByID(t, out), datasetByID(t, fresh))
+	// Another model option re-embeds everything and leaves only the new rows.
+	runIndexCmd(t, corpus, "--out", out, "--dimensions", "32")
+	for id, r := range datasetByID(t, out) {
+		if len(r.Embedding) != 32 {
+			t.Fatalf("row %s has %d dimensions after --dimensions 32", id, len(r.Embedding))
+		}
+	}
+}
+
+// TestIndexShards: --shard 0/2 and --shard 1/2 write disjoint rows whose
+// union is one unsharded run's, in one directory.
+func TestIndexShards(t *testing.T) {
+	dir := t.TempDir()
+	corpus := filepath.Join(dir, "corpus")
+	testCorpus(t, corpus, 8)
+	one, two := filepath.Join(dir, "one"), filepath.Join(dir, "two")
+	runIndexCmd(t, corpus, "--out", one)
+	runIndexCmd(t, corpus, "--out", two, "--shard", "0/2")
+	t.Setenv("JOB_COMPLETION_INDEX", "1")
+	runIndexCmd(t, corpus, "--out", two, "--shards", "2")
+	parts, _ := filepath.Glob(filepath.Join(two, "parts", "*.parquet"))
+	var s0, s1 int
+	for _, p := range parts {
+		switch {
+		case strings.HasPrefix(filepath.Base(p), "s0of2-"):
+			s0++
+		case strings.HasPrefix(filepath.Base(p), "s1of2-"):
+			s1++
+		}
+	}
+	if s0 == 0 || s1 == 0 {
+		t.Fatalf("parts of shard 0: %d, of shard 1: %d", s0, s1)
+	}
+	sameIndexRows(t, "two shards vs one run", datasetByID(t, two), datasetByID(t, one))
+}
+
+// TestIndexKilled kills the indexer (SIGKILL, the test binary re-executed
+// as vembed) at random moments five times, then runs it to the end: one
+// row per item and every vector bit-identical to an uninterrupted run.
+func TestIndexKilled(t *testing.T) {
+	dir := t.TempDir()
+	corpus := filepath.Join(dir, "corpus")
+	testCorpus(t, corpus, 40)
+	whole, killed := filepath.Join(dir, "whole"), filepath.Join(dir, "killed")
+	args := []string{corpus, "--part-rows", "2", "--inflight", "2"}
+	runIndexCmd(t, append(args, "--out", whole)...)
+	want := datasetByID(t, whole)
+
+	// Each run is killed once it reports a few more items embedded, a
+	// random number of milliseconds later (so kills land while embedding,
+	// writing a part, committing it).
+	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
+	killedRuns := 0
+	for k := range 5 {
+		progress := filepath.Join(dir, fmt.Sprintf("progress%d.jsonl", k))
+		cmd := exec.Command(os.Args[0], "-test.run=^TestEmbedChild$", "--")
+		cmd.Args = append(cmd.Args, append([]string{"index"}, append(args, "--out", killed, "--json-progress", progress, "--progress-every", "5ms")...)...)
+		cmd.Env = append(os.Environ(), embedChildEnv+"=1")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		target := 1 + rng.IntN(6)
+		extra := time.Duration(rng.IntN(20)) * time.Millisecond
+		ended := false
+		for !ended {
+			select {
+			case err := <-done:
+				t.Logf("run %d ended before its kill (%v)", k, err)
+				ended = true
+				continue
+			case <-time.After(2 * time.Millisecond):
+			}
+			if embeddedSoFar(progress) >= target {
+				time.Sleep(extra)
+				cmd.Process.Kill() // SIGKILL
+				<-done
+				killedRuns++
+				t.Logf("run %d killed after %d items embedded + %v", k, target, extra)
+				ended = true
+			}
+		}
+		// Whatever the moment, the dataset's files are whole and hold each
+		// id once.
+		datasetByID(t, killed)
+	}
+	if killedRuns < 3 {
+		t.Fatalf("only %d of 5 runs were killed before their end", killedRuns)
+	}
+	final, _ := runIndexCmd(t, append(args, "--out", killed)...)
+	var embedded, unchanged int
+	fmt.Sscanf(final[strings.Index(final, "indexed "):], "indexed %d items", &embedded)
+	if _, rest, ok := strings.Cut(final, "items in "); ok {
+		fmt.Sscanf(rest[strings.Index(rest, "; ")+2:], "%d unchanged", &unchanged)
+	}
+	t.Logf("the last run embedded %d items, found %d finished", embedded, unchanged)
+	if unchanged == 0 || embedded+unchanged != len(want) {
+		t.Fatalf("the killed runs kept %d items, the last run embedded %d, want %d in all:\n%s", unchanged, embedded, len(want), final)
+	}
+	sameIndexRows(t, "killed five times vs uninterrupted", datasetByID(t, killed), want)
+	left, _ := filepath.Glob(filepath.Join(killed, ".pending", "*"))
+	if len(left) != 0 {
+		t.Fatalf("files left in .pending: %v", left)
+	}
+}
+
+// TestIndexRecords indexes JSONL records: their ids, texts and images, a
+// bad line reported.
+func TestIndexRecords(t *testing.T) {
+	dir := t.TempDir()
+	writeTestPNG(t, filepath.Join(dir, "p.png"), 32, 32, 3)
+	writeText(t, filepath.Join(dir, "recs.jsonl"), `{"id": "a", "text": "first record"}
+{"id": 2, "text": "with an image", "image": "p.png"}
+{"id": "c", "image_path": "p.png"}
+not json
+{"id": "d"}
+`)
+	out := filepath.Join(dir, "idx")
+	stdout, _ := runIndexCmd(t, "--from-jsonl", filepath.Join(dir, "recs.jsonl"), "--out", out)
+	if !strings.Contains(stdout, "recs.jsonl#4") || !strings.Contains(stdout, "recs.jsonl#5: no text and no image") {
+		t.Fatalf("bad records not reported:\n%s", stdout)
+	}
+	rows := datasetByID(t, out)
+	ids := make([]string, 0, len(rows))
+	for id := range rows {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	if strings.Join(ids, ",") != "2,a,c" || rows["2"].Width != 32 || rows["a"].Text != "first record" {
+		t.Fatalf("records: %v %+v", ids, rows["2"])
+	}
+}
+
+// embeddedSoFar reads the items_embedded of a progress file's last whole
+// line (0 when none yet).
+func embeddedSoFar(path string) int {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(string(b), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		var p index.Progress
+		if json.Unmarshal([]byte(lines[i]), &p) == nil {
+			return p.Done
+		}
+	}
+	return 0
+}

@@ -79,6 +79,13 @@ const (
 	// products summed by pairs into 16 float32 lanes, 64 flops an
 	// instruction.
 	PeakBF16 PeakUnit = "bf16-zmm"
+	// PeakAMXInt8 is TDPBUSD on AMX tiles: 16×16 int32 sums of 64
+	// unsigned by signed byte products each, 32768 operations an
+	// instruction.
+	PeakAMXInt8 PeakUnit = "amx-int8"
+	// PeakAMXBF16 is TDPBF16PS on AMX tiles: 16×16 float32 sums of 32
+	// bfloat16 products each, 16384 flops an instruction.
+	PeakAMXBF16 PeakUnit = "amx-bf16"
 )
 
 // peakProbe is one probe loop: n iterations of independent chains of its
@@ -93,7 +100,7 @@ type peakProbe struct {
 // PeakUnits lists the units this CPU and build can probe.
 func PeakUnits() []PeakUnit {
 	var out []PeakUnit
-	for _, u := range []PeakUnit{PeakFMA256, PeakFMA512, PeakVNNI256, PeakVNNI512, PeakBF16} {
+	for _, u := range []PeakUnit{PeakFMA256, PeakFMA512, PeakVNNI256, PeakVNNI512, PeakBF16, PeakAMXInt8, PeakAMXBF16} {
 		if _, ok := peakProbes()[u]; ok {
 			out = append(out, u)
 		}
@@ -120,7 +127,7 @@ func Peak(u PeakUnit, threads int, d time.Duration) (float64, bool) {
 
 // TierPeak returns the unit that bounds tier t's products of weights of
 // type typ: the instruction its inner loop multiplies with. It returns
-// false when no probe of this CPU measures it (the AMX tile instructions).
+// false when no probe of this CPU measures it.
 // Each tier has its entry here, next to the instructions it uses:
 //   - reference, generic and avx2, and avx2-int8 for every type: the AVX2
 //     FMA (AVX2 has no int8 dot product; the integer products are set
@@ -133,8 +140,9 @@ func Peak(u PeakUnit, threads int, d time.Duration) (float64, bool) {
 //     multiplies only those marked Matrix.BF16 in bfloat16, as bench's
 //     are), VPDPBUSD zmm for the types the integer tiers multiply, and
 //     the float products of avx512 for the rest;
-//   - amx-bf16: as avx512-bf16, but no probe for its float weights'
-//     TDPBF16PS; amx: none.
+//   - amx-bf16: as avx512-bf16, but TDPBF16PS for float weights;
+//   - amx: TDPBUSD for the types it multiplies in integers, the float
+//     products of avx512 for the rest.
 func TierPeak(t Tier, typ gguf.Type) (PeakUnit, bool) {
 	float := PeakFMA256
 	if slices.Contains(Available(), TierAVX512) {
@@ -155,7 +163,7 @@ func TierPeak(t Tier, typ gguf.Type) (PeakUnit, bool) {
 	case TierAVX512BF16, TierAMXBF16:
 		switch {
 		case bf16Types[typ] && t == TierAMXBF16:
-			return "", false
+			u = PeakAMXBF16
 		case bf16Types[typ]:
 			u = PeakBF16
 		case int8Types[typ]:
@@ -164,7 +172,10 @@ func TierPeak(t Tier, typ gguf.Type) (PeakUnit, bool) {
 			u = float
 		}
 	case TierAMX:
-		return "", false
+		u = float
+		if int8Types[typ] {
+			u = PeakAMXInt8
+		}
 	}
 	_, ok := peakProbes()[u]
 	return u, ok

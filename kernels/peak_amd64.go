@@ -35,5 +35,6 @@ func archPeakProbes() map[PeakUnit]peakProbe {
 	if cpu.X86.HasAVX && cpu.X86.HasAVXVNNI {
 		m[PeakVNNI256] = peakProbe{peakVNNI256, 12 * 32 * 2}
 	}
+	amxPeakProbes(m)
 	return m
 }

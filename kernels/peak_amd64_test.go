@@ -69,13 +69,13 @@ func TestPeakProbes(t *testing.T) {
 }
 
 // TestTierPeak checks that every available tier names a unit this CPU
-// probes (amx, and amx-bf16's float weights, aside) for every weight
-// type, and the units of the VNNI tiers' integer products.
+// probes for every weight type (the AMX tiers too: where they run, the
+// tile probes do), and the units of the integer and AMX products.
 func TestTierPeak(t *testing.T) {
 	for _, tier := range Available() {
 		for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ8_K} {
 			u, ok := TierPeak(tier, typ)
-			if !ok && tier != TierAMX && !(tier == TierAMXBF16 && bf16Types[typ]) {
+			if !ok {
 				t.Errorf("%s %s: unit %q not probed here", tier, typ, u)
 			}
 		}
@@ -92,9 +92,12 @@ func TestTierPeak(t *testing.T) {
 			t.Errorf("%s attention: %q (probed %v), want %s", tier, u, ok, want)
 		}
 	}
-	for tier, want := range map[Tier]PeakUnit{TierAVX512VNNI: PeakVNNI512, TierAVXVNNI: PeakVNNI256, TierAVX2Int8: PeakFMA256} {
+	for tier, want := range map[Tier]PeakUnit{TierAVX512VNNI: PeakVNNI512, TierAVXVNNI: PeakVNNI256, TierAVX2Int8: PeakFMA256, TierAMX: PeakAMXInt8} {
 		if u, _ := TierPeak(tier, gguf.TypeQ4_K); u != want {
 			t.Errorf("%s Q4_K: %s, want %s", tier, u, want)
 		}
+	}
+	if u, _ := TierPeak(TierAMXBF16, gguf.TypeF16); u != PeakAMXBF16 {
+		t.Errorf("%s F16: %s, want %s", TierAMXBF16, u, PeakAMXBF16)
 	}
 }

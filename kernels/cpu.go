@@ -64,6 +64,22 @@ var tierNeeds = func() map[Tier][]string {
 	}
 }()
 
+// displayFamilyModel decodes CPUID leaf 1's EAX: the extended family is
+// added to a base family of 15, and the extended model prefixed to the
+// model of families 6 and 15 (and above), as Intel's and AMD's manuals
+// say.
+func displayFamilyModel(eax, _, _, _ uint32) (family, model int) {
+	family = int(eax >> 8 & 0xf)
+	model = int(eax >> 4 & 0xf)
+	if family == 15 {
+		family += int(eax >> 20 & 0xff)
+	}
+	if family >= 6 {
+		model |= int(eax>>16&0xf) << 4
+	}
+	return family, model
+}
+
 // DefaultRule is a row of the table that picks the default tier.
 type DefaultRule struct {
 	// Name says which CPUs the row is for.

@@ -18,6 +18,8 @@ import (
 // whitespace between pieces, and empty chunks are dropped. limit must be
 // positive.
 func Chunk(text string, limit int, count func(string) int) []string {
+	// The splitting below walks runes by their encoded length.
+	text = strings.ToValidUTF8(text, "\uFFFD")
 	var out []string
 	var cur string
 	flush := func() {
@@ -47,11 +49,15 @@ func Chunk(text string, limit int, count func(string) int) []string {
 		}
 		flush()
 		switch level {
+		case 2:
+			// A single rune over the limit (longestPrefix's pieces are
+			// otherwise within it): a chunk of its own.
+			out = append(out, piece)
 		case 0:
 			for _, s := range sentences(piece) {
 				pack(s, " ", 1)
 			}
-		default:
+		case 1:
 			for rest := piece; rest != ""; {
 				n := longestPrefix(rest, limit, count)
 				pack(rest[:n], " ", 2)

@@ -122,8 +122,11 @@ var defaultRules = []DefaultRule{
 	{
 		Name:   "Intel Sapphire Rapids and later, without AMX-BF16",
 		Vendor: "GenuineIntel", Family: 6, Models: sapphireRapidsOn,
-		Tier: TierAVX512VNNI,
-		Why:  "VDPBF16PS runs at half the float32 FMA rate (bf16-zmm 234 vs fma-zmm 461 GFLOPS, 2 threads): float weights stay float32",
+		// A client Rocket Lake (model 167 too) has no AVX512_BF16: the
+		// general rows describe it.
+		Needs: []string{"avx512_bf16"},
+		Tier:  TierAVX512VNNI,
+		Why:   "VDPBF16PS runs at half the float32 FMA rate (bf16-zmm 234 vs fma-zmm 461 GFLOPS, 2 threads): float weights stay float32",
 	},
 	{
 		Name:   "other Intel CPUs with AVX512_BF16",

@@ -1,0 +1,310 @@
+package index
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/vembed/vembed/engine"
+)
+
+// hashEmbedder embeds an input as four floats of its bytes' SHA-256: a
+// fast stand-in for the engine where the pipeline, not the vectors, is
+// under test.
+type hashEmbedder struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (h *hashEmbedder) Embed(_ context.Context, req engine.Request) (*engine.Response, error) {
+	h.mu.Lock()
+	h.calls++
+	h.mu.Unlock()
+	s := sha256.New()
+	for _, in := range req.Inputs {
+		for _, p := range in.Parts {
+			s.Write([]byte(p.Text))
+			s.Write(p.Image)
+		}
+	}
+	fmt.Fprint(s, req.Dimensions, req.Task)
+	sum := s.Sum(nil)
+	v := make([]float32, 4)
+	for i := range v {
+		v[i] = float32(binary.LittleEndian.Uint32(sum[4*i:])) / math.MaxUint32
+	}
+	return &engine.Response{Embeddings: []engine.Embedding{{Vector: v, Tokens: 3}}, PromptTokens: 3}, nil
+}
+
+func (h *hashEmbedder) Info() engine.Info {
+	return engine.Info{Name: "hash", Hidden: 4, ContextLength: 100}
+}
+
+func wordCount(s string) int { return len(strings.Fields(s)) }
+
+func testOptions(out string, paths ...string) Options {
+	return Options{Out: out, Paths: paths, ModelID: "m", ModelName: "hash", ChunkTokens: 5, Count: wordCount, PartRows: 2, InFlight: 3}
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, s := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func ids(t *testing.T, dir string) []string {
+	t.Helper()
+	rows, err := ReadDataset(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range rows {
+		out = append(out, fmt.Sprintf("%s:%d", filepath.Base(r.Path), r.Page))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestRecovery puts the directory in the states a crash can leave and
+// checks that the next run repairs them: a part the store holds still in
+// .pending is renamed in (nothing embedded again), a part whose file is
+// lost has its items embedded again, stray files of the shard are
+// removed and another shard's kept.
+func TestRecovery(t *testing.T) {
+	dir := t.TempDir()
+	corpus, out := filepath.Join(dir, "c"), filepath.Join(dir, "idx")
+	writeFiles(t, corpus, map[string]string{"a.txt": "one two three four five six seven", "b.md": "alpha beta", "c.txt": "x y z"})
+	emb := &hashEmbedder{}
+	sum, err := Run(context.Background(), emb, testOptions(out, corpus))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ids(t, out)
+	if sum.Done != 4 || len(want) != 4 || sum.Items != 4 {
+		t.Fatalf("first run: %+v %v", sum.Progress, want)
+	}
+	parts, _ := filepath.Glob(filepath.Join(out, PartsDir, "*.parquet"))
+	sort.Strings(parts)
+	if len(parts) != 2 {
+		t.Fatalf("parts %v", parts)
+	}
+	// A crash between the store's transaction and the rename.
+	if err := os.Rename(parts[0], filepath.Join(out, pendingDir, filepath.Base(parts[0]))); err != nil {
+		t.Fatal(err)
+	}
+	// Stray files: this shard's unrecorded part, a temporary file, and
+	// another shard's part.
+	writeFiles(t, filepath.Join(out, PartsDir), map[string]string{"s0of1-g000009-000001.parquet": "junk", ".s0of1-x.parquet.tmp123": "junk", "s1of2-g000001-000001.parquet": "other"})
+	writeFiles(t, filepath.Join(out, pendingDir), map[string]string{"s0of1-g000009-000002.parquet": "junk"})
+	sum, err = Run(context.Background(), emb, testOptions(out, corpus))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Done != 0 || sum.Skipped != 4 {
+		t.Fatalf("after the pending part: %+v", sum.Progress)
+	}
+	for _, gone := range []string{"parts/s0of1-g000009-000001.parquet", "parts/.s0of1-x.parquet.tmp123", ".pending/s0of1-g000009-000002.parquet"} {
+		if _, err := os.Stat(filepath.Join(out, gone)); err == nil {
+			t.Errorf("%s was not removed", gone)
+		}
+	}
+	other := filepath.Join(out, PartsDir, "s1of2-g000001-000001.parquet")
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("another shard's file was removed")
+	}
+	os.Remove(other)
+	if got := ids(t, out); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("rows %v, want %v", got, want)
+	}
+	// A lost part: its items are embedded again.
+	parts, _ = filepath.Glob(filepath.Join(out, PartsDir, "*.parquet"))
+	sort.Strings(parts)
+	lost, err := ReadPart(parts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(parts[0])
+	sum, err = Run(context.Background(), emb, testOptions(out, corpus))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Done != len(lost) || sum.Skipped != 4-len(lost) {
+		t.Fatalf("after a lost part of %d rows: %+v", len(lost), sum.Progress)
+	}
+	if got := ids(t, out); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("rows %v, want %v", got, want)
+	}
+}
+
+// memSink is a sink in memory that can be made to fail.
+type memSink struct {
+	rows    map[string]Row
+	upserts int
+	deletes []string
+	fail    bool
+}
+
+func (m *memSink) Upsert(_ context.Context, rows []Row) error {
+	if m.fail {
+		return errors.New("sink down")
+	}
+	m.upserts++
+	for _, r := range rows {
+		m.rows[r.ID] = r
+	}
+	return nil
+}
+
+func (m *memSink) Delete(_ context.Context, ids []string) error {
+	if m.fail {
+		return errors.New("sink down")
+	}
+	for _, id := range ids {
+		delete(m.rows, id)
+	}
+	m.deletes = append(m.deletes, ids...)
+	return nil
+}
+
+func (m *memSink) Close() error { return nil }
+
+// TestSinkAcknowledgements: a sink that fails stops the run; the next run
+// sends it every part it did not acknowledge, and removals reach it.
+func TestSinkAcknowledgements(t *testing.T) {
+	dir := t.TempDir()
+	corpus, out := filepath.Join(dir, "c"), filepath.Join(dir, "idx")
+	writeFiles(t, corpus, map[string]string{"a.txt": "one two three four five six seven", "b.md": "alpha beta", "c.txt": "x y z", "d.txt": "d"})
+	sink := &memSink{rows: map[string]Row{}, fail: true}
+	opts := testOptions(out, corpus)
+	opts.Sinks = []NamedSink{{Name: "mem", Sink: sink}}
+	if _, err := Run(context.Background(), &hashEmbedder{}, opts); err == nil || !strings.Contains(err.Error(), "sink down") {
+		t.Fatalf("a failing sink: %v", err)
+	}
+	sink.fail = false
+	sum, err := Run(context.Background(), &hashEmbedder{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := ReadDataset(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.rows) != len(rows) || len(rows) != sum.Items || len(rows) != 5 {
+		t.Fatalf("sink holds %d rows, the dataset %d, the store %d", len(sink.rows), len(rows), sum.Items)
+	}
+	for _, r := range rows {
+		if s, ok := sink.rows[r.ID]; !ok || fmt.Sprint(s.Embedding) != fmt.Sprint(r.Embedding) {
+			t.Fatalf("sink row %s: %+v", r.ID, s)
+		}
+	}
+	// Nothing to resend on a third run.
+	n := sink.upserts
+	if _, err := Run(context.Background(), &hashEmbedder{}, opts); err != nil {
+		t.Fatal(err)
+	}
+	if sink.upserts != n {
+		t.Fatalf("a run with nothing new sent %d upserts", sink.upserts-n)
+	}
+	// A deleted file leaves the sink.
+	os.Remove(filepath.Join(corpus, "d.txt"))
+	if _, err := Run(context.Background(), &hashEmbedder{}, opts); err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.rows) != 4 || len(sink.deletes) != 1 {
+		t.Fatalf("after a delete: %d rows, deletes %v", len(sink.rows), sink.deletes)
+	}
+}
+
+// TestShardSplit: the shards' items are disjoint and cover one run's.
+func TestShardSplit(t *testing.T) {
+	dir := t.TempDir()
+	corpus := filepath.Join(dir, "c")
+	files := map[string]string{}
+	for i := range 30 {
+		files[fmt.Sprintf("f%02d.txt", i)] = fmt.Sprintf("text number %d", i)
+	}
+	writeFiles(t, corpus, files)
+	one, three := filepath.Join(dir, "one"), filepath.Join(dir, "three")
+	if _, err := Run(context.Background(), &hashEmbedder{}, testOptions(one, corpus)); err != nil {
+		t.Fatal(err)
+	}
+	counts := make([]int, 3)
+	for i := range 3 {
+		o := testOptions(three, corpus)
+		o.Shard, o.Shards = i, 3
+		sum, err := Run(context.Background(), &hashEmbedder{}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts[i] = sum.Items
+	}
+	if counts[0] == 0 || counts[1] == 0 || counts[2] == 0 || counts[0]+counts[1]+counts[2] != 30 {
+		t.Fatalf("shard sizes %v", counts)
+	}
+	if a, b := ids(t, one), ids(t, three); fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Fatalf("three shards %v\none run %v", b, a)
+	}
+}
+
+// TestCancelKeepsWork: a cancelled run keeps what it committed and removes
+// nothing; the next run finishes.
+func TestCancelKeepsWork(t *testing.T) {
+	dir := t.TempDir()
+	corpus, out := filepath.Join(dir, "c"), filepath.Join(dir, "idx")
+	files := map[string]string{}
+	for i := range 20 {
+		files[fmt.Sprintf("f%02d.txt", i)] = fmt.Sprintf("text number %d", i)
+	}
+	writeFiles(t, corpus, files)
+	ctx, cancel := context.WithCancel(context.Background())
+	o := testOptions(out, corpus)
+	o.InFlight = 1
+	o.Progress = func(p Progress) {}
+	emb := &cancelAfter{n: 5, cancel: cancel}
+	sum, err := Run(ctx, emb, o)
+	if err == nil || !sum.Interrupted {
+		t.Fatalf("cancelled run: %v %+v", err, sum)
+	}
+	sum, err = Run(context.Background(), &hashEmbedder{}, testOptions(out, corpus))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Skipped == 0 || sum.Skipped+sum.Done != 20 || sum.Removed != 0 || len(ids(t, out)) != 20 {
+		t.Fatalf("after a cancelled run: %+v", sum.Progress)
+	}
+}
+
+type cancelAfter struct {
+	hashEmbedder
+	n      int
+	cancel func()
+}
+
+func (c *cancelAfter) Embed(ctx context.Context, req engine.Request) (*engine.Response, error) {
+	c.mu.Lock()
+	if c.calls >= c.n {
+		c.cancel()
+	}
+	c.mu.Unlock()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return c.hashEmbedder.Embed(ctx, req)
+}

@@ -368,7 +368,9 @@ func (d *Document) render(i int, dpi float64) (*Page, error) {
 	pageRef := requests.Page{ByReference: &lp.Page}
 	defer inst.FPDF_ClosePage(&requests.FPDF_ClosePage{Page: lp.Page})
 
-	bm, err := inst.FPDFBitmap_Create(&requests.FPDFBitmap_Create{Width: w, Height: h, Alpha: 0})
+	// BGRA filled with opaque white: PDFium composites over it and the
+	// alpha stays 255, so the rows copy out as they are.
+	bm, err := inst.FPDFBitmap_Create(&requests.FPDFBitmap_Create{Width: w, Height: h, Alpha: 1})
 	if err != nil {
 		return nil, fmt.Errorf("pdf: page %d: a %dx%d bitmap: %v: %w", i+1, w, h, err, ErrTooLarge)
 	}
@@ -395,16 +397,20 @@ func (d *Document) render(i int, dpi float64) (*Page, error) {
 	if stride.Stride < 4*w || len(buf.Buffer) < stride.Stride*(h-1)+4*w {
 		return nil, fmt.Errorf("pdf: page %d: bitmap buffer of %d bytes, stride %d, for %dx%d", i+1, len(buf.Buffer), stride.Stride, w, h)
 	}
-	// The buffer is a view of the instance's memory: copy it out, making
-	// the unused fourth byte opaque alpha.
+	// The buffer is a view of the instance's memory: copy it out.
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	for y := range h {
-		src := buf.Buffer[y*stride.Stride : y*stride.Stride+4*w]
-		dst := img.Pix[y*img.Stride : y*img.Stride+4*w]
-		copy(dst, src)
-		for x := 3; x < len(dst); x += 4 {
-			dst[x] = 0xFF
+	if stride.Stride == img.Stride {
+		copy(img.Pix, buf.Buffer)
+	} else {
+		for y := range h {
+			copy(img.Pix[y*img.Stride:y*img.Stride+4*w], buf.Buffer[y*stride.Stride:])
 		}
+	}
+	// A page whose transparency group PDFium renders as its own layer
+	// may leave alpha below 255 even over the white fill: the image is
+	// promised opaque.
+	for i := 3; i < len(img.Pix); i += 4 {
+		img.Pix[i] = 0xFF
 	}
 	text, err := d.text(pageRef, i)
 	if err != nil {

@@ -439,32 +439,44 @@ func TestCompilationCache(t *testing.T) {
 	t.Logf("cache: %d files, %d bytes; a second renderer started and opened a document in %v", files, size, time.Since(start))
 }
 
-// BenchmarkRender: a letter page (8.5x11 in) with a full-page image and
-// text at 200 DPI = 1700x2200 pixels, text layer included.
+// BenchmarkRender: a letter page (8.5x11 in) at 200 DPI = 1700x2200
+// pixels, text layer included: a page of text lines, and a page that is a
+// full-page 1700x2200 image (Flate RGB, a scan's size) under a line of text.
 func BenchmarkRender(b *testing.B) {
-	data := synth.PDF([]synth.PDFPage{{WidthPt: 612, HeightPt: 792, Image: testImage(850, 1100), ImageRect: [4]float64{36, 200, 540, 556},
-		Text: []string{"A benchmark page with an image and a few lines of text.", "Second line.", "Third line."}}}, synth.PDFOptions{})
+	lines := make([]string, 50)
+	for i := range lines {
+		lines[i] = fmt.Sprintf("Line %d of a benchmark page: the quick brown fox jumps over the lazy dog.", i+1)
+	}
 	r, err := NewRenderer(Options{Workers: 1, CacheDir: sharedCacheDirFor(b)})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer r.Close()
-	d, err := r.Open(context.Background(), data, "")
-	if err != nil {
-		b.Fatal(err)
+	for _, c := range []struct {
+		name string
+		page synth.PDFPage
+	}{
+		{"text", synth.PDFPage{WidthPt: 612, HeightPt: 792, Text: lines, FontSize: 10}},
+		{"image", synth.PDFPage{WidthPt: 612, HeightPt: 792, Image: testImage(1700, 2200), Text: lines[:1]}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			d, err := r.Open(context.Background(), synth.PDF([]synth.PDFPage{c.page}, synth.PDFOptions{}), "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer d.Close()
+			for b.Loop() {
+				p, err := d.Render(context.Background(), 0, 200)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if p.Image.Bounds().Dx() != 1700 || p.Image.Bounds().Dy() != 2200 {
+					b.Fatal(p.Image.Bounds())
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/page")
+		})
 	}
-	defer d.Close()
-	b.ResetTimer()
-	for b.Loop() {
-		p, err := d.Render(context.Background(), 0, 200)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if p.Image.Bounds().Dx() != 1700 || p.Image.Bounds().Dy() != 2200 {
-			b.Fatal(p.Image.Bounds())
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/page")
 }
 
 // BenchmarkStartup: NewRenderer plus the first Open, with the compilation

@@ -122,11 +122,17 @@ var q2kMinValues = [16]float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
 // by block and row when rowMajor) and their scales ds ([group][block][row]
 // pairs of dx, dx·Σq).
 func halfMinProduct(dst []float32, m int, w *Matrix, bias []float32, mins halfMinDecoder, xa []uint8, ds []float32, rows int, rowMajor bool) {
+	halfMinProductLayout(dst, m, w, bias, mins, xa, ds, rows, rowMajor, false)
+}
+
+// halfMinProductLayout is halfMinProduct for activations stored as q+128
+// or, when signed (the amx tier's, row-major only), as q.
+func halfMinProductLayout(dst []float32, m int, w *Matrix, bias []float32, mins halfMinDecoder, xa []uint8, ds []float32, rows int, rowMajor, signed bool) {
 	kh := w.Cols / 16
 	tp := getScratch(m * kh)
 	defer putScratch(tp)
 	t := *tp
-	halfSums(t, m, w.Cols, xa, ds, rows, rowMajor)
+	halfSums(t, m, w.Cols, xa, ds, rows, rowMajor, signed)
 	view := &Matrix{Type: w.Type, Rows: w.Rows, Cols: kh, Data: w.Data}
 	gemmDecoding(dst, t, m, view, bias, halfMinGEMM, decoder{mins.blockSize, mins.typeSize, mins.decode}, mins.row, w.RowBytes())
 }
@@ -135,7 +141,12 @@ func halfMinProduct(dst []float32, m int, w *Matrix, bias []float32, mins halfMi
 // k values, t[i*k/16+h] = dx·S_h: the block's scale times the sum of the
 // half's codes q (stored as q+128 in xa; layouts as for halfMinProduct).
 // The sums are exact (|S_h| ≤ 16·127) and dx·S_h rounds once.
-func halfSums(t []float32, m, k int, xa []uint8, ds []float32, rows int, rowMajor bool) {
+func halfSums(t []float32, m, k int, xa []uint8, ds []float32, rows int, rowMajor, signed bool) {
+	var flip uint64
+	if signed {
+		// q as a byte, flipped to q+128.
+		flip = 0x8080808080808080
+	}
 	nb, kh := k/i8Block, k/16
 	parallelFor((m+rows-1)/rows, func(gi int) {
 		xg, dg := xa[gi*rows*k:(gi+1)*rows*k], ds[gi*rows*2*nb:(gi+1)*rows*2*nb]
@@ -147,7 +158,7 @@ func halfSums(t []float32, m, k int, xa []uint8, ds []float32, rows int, rowMajo
 					var lo, hi uint64
 					if rowMajor {
 						o := (b*rows+r)*i8Block + 16*h
-						lo, hi = le64(xg[o:]), le64(xg[o+8:])
+						lo, hi = le64(xg[o:])^flip, le64(xg[o+8:])^flip
 					} else {
 						// Four-byte group p of the row at (p·rows+r)·4:
 						// the half is groups 8b+4h … 8b+4h+3.

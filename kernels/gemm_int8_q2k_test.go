@@ -12,7 +12,8 @@ import (
 
 // TestHalfSums checks the rows' half sums dx·S_h read from every
 // activation layout the kernels use (interleaved by four-byte groups in
-// groups of 3 and 6 rows, by block and row in groups of 16) against the
+// groups of 3 and 6 rows, by block and row in groups of 16, as q+128 or,
+// for the amx tier, as signed q) against the
 // codes quantizeRowU8 gives each row alone, for row counts with and
 // without a partial last group; row 0's zero block and non-finite one
 // give 0 and NaN.
@@ -21,18 +22,17 @@ func TestHalfSums(t *testing.T) {
 	const k = 96
 	nb, kh := k/i8Block, k/16
 	for _, l := range []struct {
-		rows     int
-		rowMajor bool
-	}{{3, false}, {6, false}, {16, true}} {
+		rows             int
+		rowMajor, signed bool
+	}{{3, false, false}, {6, false, false}, {16, true, false}, {16, true, true}} {
 		for _, m := range []int{1, l.rows, l.rows + 2, 3*l.rows - 1} {
-			t.Run(fmt.Sprintf("rows%d/m%d", l.rows, m), func(t *testing.T) {
+			t.Run(fmt.Sprintf("rows%d/signed%v/m%d", l.rows, l.signed, m), func(t *testing.T) {
 				x := randVec(m*k, rng)
 				clear(x[:i8Block])
 				x[k-1] = float32(math.Inf(1))
-				g := &vnniTier{rows: l.rows, rowMajor: l.rowMajor, quant: quantizeRowU8}
 				groups := (m + l.rows - 1) / l.rows
 				xa, ds := make([]uint8, groups*l.rows*k), make([]float32, groups*l.rows*2*nb)
-				quantizeGroups(x, m, k, l.rows, ds, g.quant, func(gi, r int, q []uint8) {
+				quantizeGroups(x, m, k, l.rows, ds, quantizeRowU8, func(gi, r int, q []uint8) {
 					xg := xa[gi*l.rows*k : (gi+1)*l.rows*k]
 					for b := 0; b < nb; b++ {
 						for i := 0; i < i8Block; i++ {
@@ -41,11 +41,14 @@ func TestHalfSums(t *testing.T) {
 								o = ((8*b+i/4)*l.rows+r)*4 + i%4
 							}
 							xg[o] = q[b*i8Block+i]
+							if l.signed {
+								xg[o] ^= 0x80
+							}
 						}
 					}
 				})
 				got := make([]float32, m*kh)
-				halfSums(got, m, k, xa, ds, l.rows, l.rowMajor)
+				halfSums(got, m, k, xa, ds, l.rows, l.rowMajor, l.signed)
 				q, d := make([]uint8, k), make([]float32, 2*nb)
 				for i := 0; i < m; i++ {
 					quantizeRowU8(x[i*k:(i+1)*k], q, d)

@@ -173,12 +173,8 @@ type vnniTier struct {
 	rows, span    int
 	rowsMul       int
 	spanMul       int
-	// rowMajor lays a group's activations out by block, then row, then
-	// the block's 32 bytes (the amx tier's tiles), instead of interleaving
-	// the rows by groups of four bytes.
-	rowMajor bool
-	pack8    func(src []int8, kc int, dst []int8)
-	quant    func(x []float32, q []uint8, ds []float32)
+	pack8         func(src []int8, kc int, dst []int8)
+	quant         func(x []float32, q []uint8, ds []float32)
 	// quantStrided, optional, is quant writing the four-byte groups of q
 	// stride bytes apart: straight into the interleaved layout.
 	quantStrided func(x []float32, q []uint8, stride int, ds []float32)
@@ -216,17 +212,10 @@ func gemmVNNI(dst, x []float32, m int, w *Matrix, bias []float32, g *vnniTier) {
 	defer byteScratch.put(xap)
 	defer putScratch(dsp)
 	xa, ds := *xap, *dsp
-	if g.quantStrided != nil && !g.rowMajor {
+	if g.quantStrided != nil {
 		quantizeInterleaved(x, m, k, rows, xa, ds, g.quantStrided)
 	} else {
 		quantizeGroups(x, m, k, rows, ds, g.quant, func(gi, r int, q []uint8) {
-			if g.rowMajor {
-				xg := xa[gi*rows*k : (gi+1)*rows*k]
-				for b := 0; b < nbRow; b++ {
-					copy(xg[(b*rows+r)*i8Block:(b*rows+r+1)*i8Block], q[b*i8Block:])
-				}
-				return
-			}
 			xg := uint32s(xa[gi*rows*k : (gi+1)*rows*k])
 			for p, v := range uint32s(q[:k]) {
 				xg[p*rows+r] = v
@@ -237,7 +226,7 @@ func gemmVNNI(dst, x []float32, m int, w *Matrix, bias []float32, g *vnniTier) {
 	// The per-16 minimums (halfMins): as in gemmU8, written to dst first.
 	preset := false
 	if mins, ok := halfMins[w.Type]; ok {
-		halfMinProduct(dst, m, w, bias, mins, xa, ds, rows, g.rowMajor)
+		halfMinProduct(dst, m, w, bias, mins, xa, ds, rows, false)
 		bias, preset = nil, true
 	}
 
@@ -411,10 +400,9 @@ func vnniTileRows(c []float32, ldc, m0, m1, rows, width, nr int, acc bool, edge 
 }
 
 // vnniKernelGo returns the portable vnniKernel for tiles of rows×span
-// panels (activations laid out row-major when rowMajor): the same integer
-// sums (start plus m-weighted half sums of (q+128)·w) and epilogue as the
-// assembly.
-func vnniKernelGo(rows, span int, rowMajor bool) vnniKernel {
+// panels: the same integer sums (start plus m-weighted half sums of
+// (q+128)·w) and epilogue as the assembly.
+func vnniKernelGo(rows, span int) vnniKernel {
 	width := span * vnniNR
 	return func(ng, nb int, a []uint8, as int, ds []float32, dss int, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int) {
 		for g := 0; g < ng; g++ {
@@ -433,9 +421,6 @@ func vnniKernelGo(rows, span int, rowMajor bool) vnniKernel {
 						var half [2]int32
 						for kk := 0; kk < i8Block; kk++ {
 							xi := (kk/4*rows+r)*4 + kk%4
-							if rowMajor {
-								xi = r*i8Block + kk
-							}
 							half[kk/16] += int32(xb[xi]) * int32(pb[(kk/4*vnniNR+cc)*4+kk%4])
 						}
 						s := ab[cc] + half[0] + half[1]
@@ -467,16 +452,8 @@ func vnniKernelGo(rows, span int, rowMajor bool) vnniKernel {
 // vnniGo is the portable form of the avx512-vnni tier's GEMM (the 6×32
 // geometry), the tests' reference for the assembly.
 var vnniGo = &vnniTier{
-	kern: vnniKernelGo(6, 2, false), kernMul: vnniKernelGo(6, 2, false),
+	kern: vnniKernelGo(6, 2), kernMul: vnniKernelGo(6, 2),
 	rows: 6, span: 2, rowsMul: 6, spanMul: 2,
-	pack8: pack8U8Go, quant: quantizeRowU8,
-}
-
-// amxGo is the portable form of the amx tier's GEMM (16×32 tiles,
-// activations row-major), the tests' check of that layout.
-var amxGo = &vnniTier{
-	kern: vnniKernelGo(16, 2, true), kernMul: vnniKernelGo(16, 2, true),
-	rows: 16, span: 2, rowsMul: 16, spanMul: 2, rowMajor: true,
 	pack8: pack8U8Go, quant: quantizeRowU8,
 }
 

@@ -30,7 +30,7 @@ func kernelAVXVNNI3x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, b
 // kernel writes the (zero) tiles.
 func vnniAsm(rows, span int, kern func(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)) vnniKernel {
 	width := span * vnniNR
-	goKern := vnniKernelGo(rows, span, false)
+	goKern := vnniKernelGo(rows, span)
 	return func(ng, nb int, a []uint8, as int, ds []float32, dss int, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int) {
 		if ng <= 0 {
 			return
@@ -230,8 +230,7 @@ func vnniTiers(i8 *impl) []*impl {
 		out = append(out, &t)
 	}
 	if hasAMX {
-		add(TierAMX, vnniAMX)
-		out[len(out)-1].optIn = true
+		out = append(out, amxTier(i8))
 	}
 	if hasAVX512VNNI {
 		add(TierAVX512VNNI, vnniAVX512)
@@ -250,9 +249,6 @@ func archVNNIKernels() map[string]*vnniTier {
 	}
 	if hasAVXVNNI {
 		out[string(TierAVXVNNI)] = vnniAVX
-	}
-	if hasAMX {
-		out[string(TierAMX)] = vnniAMX
 	}
 	return out
 }

@@ -331,7 +331,11 @@ func (m *packMem) free() {
 // that Data views, it must not run while a product by w does; a model
 // calls it as it closes (gguf.File.OnClose).
 func (w *Matrix) Unpack() {
-	if p, ok := w.packed.(*vnniPacked); ok {
+	switch p := w.packed.(type) {
+	case *vnniPacked:
+		w.packed = nil
+		p.mem.free()
+	case *amxPacked:
 		w.packed = nil
 		p.mem.free()
 	}

@@ -40,7 +40,6 @@ func vnniCases() []vnniCase {
 	cases := []vnniCase{{"go", vnniGo, int8Ref(
 		&i8Tier{kern: kernelI16Go, pack8: pack8I16Go, quant: quantizeRowU8},
 		&u8Tier{kern: kernelU8Go, nib: kernelS8Go, pack8: pack8U8Go, quant: quantizeRowU8}), true}}
-	cases = append(cases, vnniCase{"amx-go", amxGo, cases[0].ref, true})
 	ai8, au8 := archIntKernels()
 	for name, g := range archVNNIKernels() {
 		cases = append(cases, vnniCase{name, g, int8Ref(ai8["avx2"], au8["avx2"]), false})

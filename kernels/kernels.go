@@ -149,10 +149,11 @@ func GELUTanh(x []float32) { active.Load().geluTanh(x) }
 // Prepare lets the active tier repack w for faster products. It is called
 // once when a model is loaded, before w is shared; MatMul works without
 // it. The VNNI tiers (avx512-vnni and avx-vnni, and the avx512-bf16 and
-// amx-bf16 tiers built on the first; not amx) pack Q8_0 weights into the
-// panels their products read (gemm_vnni_pack.go), in parallel, unless
-// SetPacking turned packing off; the products then give the same bits
-// without decoding the weights on every pass. w.Packed tells whether it
+// amx-bf16 tiers built on the first) pack Q8_0 weights into the panels
+// their products read (gemm_vnni_pack.go), and the amx tier every type it
+// multiplies in integers into its tile records (gemm_amxi8.go), in
+// parallel, unless SetPacking turned packing off; the products then give
+// the same bits without decoding the weights on every pass. w.Packed tells whether it
 // did: only the tiers on the GEMM that packed w read the copy, the others
 // decode w.Data. Other tiers decode panels during the product and keep w
 // as stored.

@@ -1,5 +1,15 @@
 package kernels
 
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
 // archAMXI8Cases are the amx GEMMs of this CPU beyond the portable model:
 // the tile machine with the assembly's epilogue where the CPU has AVX-512
 // VNNI (the avx512-vnni decoders pack, the avx2-int8 assembly is the
@@ -16,4 +26,118 @@ func archAMXI8Cases() []amxI8Case {
 		cases = append(cases, amxI8Case{"amx", &amxI8Tier{kern: kernelAMXI8Asm, quant: quantizeRowU8AVX2, dec: vnniAVX512, small: small}, ref, false})
 	}
 	return cases
+}
+
+// TestAMXI8Encoding checks that kernelAMXI8's bytes decode, by binutils'
+// objdump, as the tile instructions the Go model of the kernel
+// (kernelAMXI8Model) runs, in order and with the same tiles, bases and
+// strides: per variant (one plane, one with minimums, two planes, two
+// with minimums) the first block's tiles, a step of each parity (the next
+// block's tiles, then the current sums stored), the last block of each
+// parity; and that the epilogue the tests run (amxI8Epilogue) has no tile
+// instruction. Where the CPU has AMX, TestAMXI8MatchesAVX2Int8 runs the
+// bytes themselves.
+func TestAMXI8Encoding(t *testing.T) {
+	objdump, err := exec.LookPath("objdump")
+	if err != nil {
+		t.Skip("binutils' objdump is not installed: the amx kernel's bytes are not decoded here")
+	}
+	var want []string
+	add := func(f string, a ...any) { want = append(want, fmt.Sprintf(f, a...)) }
+	want = append(want, "ldtilecfg (%r10)")
+	for _, two := range []bool{false, false, true, true} {
+		issue := func(par int) {
+			add("tileloadd (%%rax,%%r9,1),%%tmm%d", 4+par)
+			if !two {
+				add("tileloadd (%%rbx,%%r10,1),%%tmm%d", 6+par)
+				add("tilezero %%tmm%d", par)
+				add("tdpbssd %%tmm%d,%%tmm%d,%%tmm%d", 6+par, 4+par, par)
+				return
+			}
+			add("tileloadd (%%rbx,%%r10,1),%%tmm6")
+			add("tileloadd (%%rdx,%%r10,1),%%tmm7")
+			add("tilezero %%tmm%d", par)
+			add("tilezero %%tmm%d", 2+par)
+			add("tdpbssd %%tmm6,%%tmm%d,%%tmm%d", 4+par, par)
+			add("tdpbssd %%tmm7,%%tmm%d,%%tmm%d", 4+par, 2+par)
+		}
+		store := func(par int) {
+			add("tilestored %%tmm%d,(%%rsi,%%r10,1)", par)
+			if two {
+				add("tilestored %%tmm%d,(%%rdx,%%r10,1)", 2+par)
+			}
+		}
+		issue(0)
+		issue(1)
+		store(0)
+		issue(0)
+		store(1)
+		store(0)
+		store(1)
+	}
+	want = append(want, "tilerelease")
+
+	code := funcBytes(t, "kernelAMXI8", "amxI8Epilogue")
+	insn := regexp.MustCompile(`^\s*[0-9a-f]+:\s+(.*?)\s*$`)
+	for _, fn := range []string{"kernelAMXI8", "amxI8Epilogue"} {
+		raw := filepath.Join(t.TempDir(), fn+".bin")
+		if err := os.WriteFile(raw, code[fn], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(objdump, "-D", "-b", "binary", "-m", "i386:x86-64", "--no-show-raw-insn", raw).Output()
+		if err != nil {
+			t.Skipf("objdump -D: %v", err)
+		}
+		var got []string
+		for _, line := range strings.Split(string(out), "\n") {
+			m := insn.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			f := strings.Fields(m[1])
+			if len(f) == 0 {
+				continue
+			}
+			if f[0] == "(bad)" {
+				t.Errorf("%s: objdump cannot decode %q", fn, line)
+			}
+			if strings.HasPrefix(f[0], "tile") || strings.HasPrefix(f[0], "tdp") || f[0] == "ldtilecfg" {
+				got = append(got, strings.Join(f, " "))
+			}
+		}
+		if fn == "amxI8Epilogue" {
+			if len(got) > 0 {
+				t.Errorf("amxI8Epilogue has tile instructions: %v", got)
+			}
+			continue
+		}
+		if len(got) == 0 {
+			t.Skip("this objdump decodes no AMX instruction (binutils before 2.34?)")
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("kernelAMXI8 decodes as\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}
+
+// TestAMXI8Native requires the amx tier wherever /proc/cpuinfo lists
+// amx_int8 (then TestAMXI8MatchesAVX2Int8 runs the assembly) and skips,
+// saying so, elsewhere.
+func TestAMXI8Native(t *testing.T) {
+	info, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		t.Skipf("no /proc/cpuinfo (%v): whether the CPU has AMX is not known here", err)
+	}
+	listed := regexp.MustCompile(`(?m)^flags\s*:.*\bamx_int8\b`).Match(info)
+	switch {
+	case !listed:
+		t.Skip("/proc/cpuinfo lists no amx_int8: the amx kernel's assembly is checked here only through the tile model (TestAMXI8MatchesAVX2Int8's model cases) and its disassembly (TestAMXI8Encoding)")
+	case !hasAMX:
+		t.Fatalf("/proc/cpuinfo lists amx_int8 but the amx tier is unavailable (AVX-512 VNNI %v, tile state granted %v)", hasAVX512VNNI, amxGranted)
+	case !hasTier(TierAMX):
+		t.Fatal("AMX present but no amx tier")
+	}
+	if cs := archAMXI8Cases(); cs[len(cs)-1].name != "amx" {
+		t.Fatalf("AMX present but the assembly is not among the cases %v", cs)
+	}
 }

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/vembed/vembed/engine"
+	"github.com/vembed/vembed/pdf"
 )
 
 // Embedder embeds requests: *engine.Engine.
@@ -88,8 +89,13 @@ type Options struct {
 	// MaxFileBytes bounds one input file (default 512 MiB).
 	MaxFileBytes int64
 
-	// PDF renders PDF pages; nil reports every PDF as not supported.
-	PDF PDFSource
+	// PDF returns the renderer of PDF pages, called once at the first
+	// PDF met (PDFium's start-up costs seconds; nil: PDFs are reported as
+	// not indexed). Pages render at DPI (default pdf.DefaultDPI);
+	// encrypted documents open with Password.
+	PDF      func() (*pdf.Renderer, error)
+	DPI      float64
+	Password string
 
 	Sinks []NamedSink
 	// Progress, when set, is called about every ProgressEvery (default 1 s)
@@ -97,13 +103,6 @@ type Options struct {
 	Progress      func(Progress)
 	ProgressEvery time.Duration
 	Log           *slog.Logger
-}
-
-// PDFSource turns a PDF file into page items. Pages calls page for each
-// page in order (1-based) with the rendered page's input, size and text
-// layer; an error of the document (corrupt, encrypted) is returned.
-type PDFSource interface {
-	Pages(ctx context.Context, data []byte, page func(n int, in engine.Input, width, height int, text string) error) error
 }
 
 // Problem is an input that was not indexed, and why.
@@ -157,6 +156,11 @@ func Run(ctx context.Context, emb Embedder, opts Options) (*Summary, error) {
 		return nil, err
 	}
 	defer r.store.Close()
+	defer func() {
+		if r.pdf != nil {
+			r.pdf.Close()
+		}
+	}()
 	return r.run(ctx)
 }
 
@@ -173,6 +177,10 @@ type run struct {
 	prog     Progress
 	problems []Problem
 	pending  map[Key]bool // queued or embedded, not yet committed
+
+	pdfOnce sync.Once
+	pdf     *pdf.Renderer
+	pdfErr  error
 	seq      int
 
 	start    time.Time
@@ -197,6 +205,9 @@ func newRun(emb Embedder, o Options) (*run, error) {
 	}
 	if o.MaxFileBytes <= 0 {
 		o.MaxFileBytes = 512 << 20
+	}
+	if o.DPI <= 0 {
+		o.DPI = pdf.DefaultDPI
 	}
 	if o.ProgressEvery <= 0 {
 		o.ProgressEvery = time.Second
@@ -235,7 +246,7 @@ func (r *run) optionsList() []any {
 	sort.Strings(extra)
 	return []any{"task", q.Task, "text-task", r.o.TextTask, "instruction", q.Instruction, "dimensions", q.Dimensions,
 		"multivector", q.Multivector, "min-pixels", q.MinPixels, "max-pixels", q.MaxPixels,
-		"chunk-tokens", r.o.ChunkTokens, "model-name", r.o.ModelName, "extra", extra}
+		"chunk-tokens", r.o.ChunkTokens, "dpi", r.o.DPI, "model-name", r.o.ModelName, "extra", extra}
 }
 
 const pendingDir = ".pending"
@@ -417,7 +428,22 @@ func (r *run) snapshotLocked() Progress {
 func (r *run) worker(ctx context.Context, cancel context.CancelCauseFunc, items <-chan item, results chan<- result) {
 	for it := range items {
 		if ctx.Err() != nil {
+			if it.doc != nil {
+				it.doc.release()
+			}
 			continue // drain
+		}
+		if it.doc != nil {
+			err := r.render(ctx, &it)
+			it.doc.release()
+			it.doc = nil
+			if err != nil {
+				if ctx.Err() == nil {
+					r.problem(it.row.Path, it.row.Page, err)
+				}
+				r.unpend(it.key)
+				continue
+			}
 		}
 		req := r.o.Request
 		req.Inputs = []engine.Input{it.input}

@@ -40,6 +40,10 @@ type item struct {
 	row    Row // without the embedding
 	input  engine.Input
 	pixels bool // has an image
+	// doc, for a PDF page, is its open document: the worker renders the
+	// page (filling input, the size and the text) just before embedding
+	// it, so pages wait as page numbers, not as bitmaps.
+	doc *pdfDoc
 }
 
 // ItemID is the id of a file's item: the file's SHA-256 and the page (or

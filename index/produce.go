@@ -36,6 +36,9 @@ func (r *run) walk(ctx context.Context, out chan<- item) (complete bool, err err
 		}
 		it.key = itemKey(it.row.ID, it.row.SHA256, r.o.ModelID, r.opt)
 		if it.key.shard(r.o.Shards) != r.o.Shard {
+			if it.doc != nil {
+				it.doc.release()
+			}
 			return nil
 		}
 		it.row.Model = r.o.ModelName
@@ -46,6 +49,9 @@ func (r *run) walk(ctx context.Context, out chan<- item) (complete bool, err err
 		r.mu.Lock()
 		r.prog.Found++
 		if done {
+			if it.doc != nil {
+				it.doc.release()
+			}
 			r.prog.Skipped++
 			r.mu.Unlock()
 			seen = append(seen, it.key)
@@ -57,6 +63,9 @@ func (r *run) walk(ctx context.Context, out chan<- item) (complete bool, err err
 		if r.pending[it.key] {
 			r.prog.Duplicates++
 			r.mu.Unlock()
+			if it.doc != nil {
+				it.doc.release()
+			}
 			return nil
 		}
 		r.pending[it.key] = true
@@ -65,6 +74,9 @@ func (r *run) walk(ctx context.Context, out chan<- item) (complete bool, err err
 		case out <- it:
 			return nil
 		case <-ctx.Done():
+			if it.doc != nil {
+				it.doc.release()
+			}
 			return errStop
 		}
 	}
@@ -132,17 +144,7 @@ func (r *run) file(ctx context.Context, path string, k kind, emit func(item) err
 			r.problem(path, 0, errors.New("PDF pages are not rendered by this build"))
 			return nil
 		}
-		sha := sha256Hex(data)
-		err := r.o.PDF.Pages(ctx, data, func(n int, in engine.Input, w, h int, text string) error {
-			return emit(item{row: Row{ID: ItemID(sha, n), Path: path, Page: n, SHA256: sha, Width: w, Height: h, Text: text}, input: in, pixels: true})
-		})
-		if errors.Is(err, errStop) || ctx.Err() != nil {
-			return errStop
-		}
-		if err != nil {
-			r.problem(path, 0, err)
-		}
-		return nil
+		return r.pdfFile(ctx, path, data, emit)
 	}
 	return nil
 }

@@ -27,6 +27,8 @@ type Key [32]byte
 //   - acks/NAME: part name -> "" once sink NAME acknowledged its rows
 //   - dels/NAME: id -> "" for removals sink NAME has not acknowledged
 //   - meta: "gen" -> run counter (uint64)
+//   - pdfpages: a PDF's SHA-256 -> its page count (uint32), so that an
+//     unchanged PDF whose pages are finished need not be opened
 type store struct {
 	db *bolt.DB
 }
@@ -47,6 +49,7 @@ var (
 	bIDs   = []byte("ids")
 	bParts = []byte("parts")
 	bMeta  = []byte("meta")
+	bPages = []byte("pdfpages")
 )
 
 func ackBucket(sink string) []byte { return []byte("acks/" + sink) }
@@ -61,7 +64,7 @@ func openStore(path string) (*store, error) {
 		return nil, fmt.Errorf("index: opening the state store %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bItems, bIDs, bParts, bMeta} {
+		for _, b := range [][]byte{bItems, bIDs, bParts, bMeta, bPages} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -382,4 +385,23 @@ func putJSON(b *bolt.Bucket, k []byte, v any) error {
 		return err
 	}
 	return b.Put(k, data)
+}
+
+// pageCount returns the page count recorded for a PDF's content.
+func (s *store) pageCount(sha string) (int, bool, error) {
+	var n int
+	var ok bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bPages).Get([]byte(sha)); len(v) == 4 {
+			n, ok = int(binary.BigEndian.Uint32(v)), true
+		}
+		return nil
+	})
+	return n, ok, err
+}
+
+func (s *store) setPageCount(sha string, n int) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bPages).Put([]byte(sha), binary.BigEndian.AppendUint32(nil, uint32(n)))
+	})
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/vembed/vembed/index"
 	"github.com/vembed/vembed/index/pgsink"
 	"github.com/vembed/vembed/kernels"
+	"github.com/vembed/vembed/pdf"
 	"github.com/vembed/vembed/tokenizer"
 )
 
@@ -41,8 +42,9 @@ hidden folders skipped) and embeds every image (.png .jpg .jpeg .gif .webp
 .bmp .tif .tiff), text file (.txt .md, as passages of at most
 --chunk-tokens tokens of the model's tokenizer, cut at paragraphs, then
 sentences, then within a sentence) and record of the --from-jsonl and
---from-parquet tables (id, text and/or image). PDFs are reported as not
-indexed by this build. Writes DIR/parts/*.parquet (one row per item: id,
+--from-parquet tables (id, text and/or image), and every page of each PDF,
+rendered with PDFium (WebAssembly, sandboxed) at --dpi with its text
+layer kept beside its vector. Writes DIR/parts/*.parquet (one row per item: id,
 path, page, sha256, model, width, height, text, embedding or multivector)
 and DIR/manifest-IofN.json; DIR/state-IofN.db records finished items, so a
 run stopped at any moment continues where it was, and a later run embeds
@@ -75,6 +77,9 @@ func runIndex(args []string, stdout, stderr io.Writer) error {
 	pgTable := fs.String("pg-table", "", "the PostgreSQL items' table (default vembed_items; multi-vector rows in NAME_vectors)")
 	pgHalf := fs.Bool("pg-halfvec", false, "halfvec(N) columns instead of vector(N)")
 	pgHNSW := fs.Bool("pg-hnsw", false, "create an HNSW index (cosine) on the single-vector column")
+	dpi := fs.Float64("dpi", pdf.DefaultDPI, "resolution PDF pages are rendered at, before the model's own resizing (200: pdf2image's default, which the ColPali-style pipelines feed their models)")
+	password := fs.String("password", "", "password of encrypted PDFs (others are reported as not indexed)")
+	pdfWorkers := fs.Int("pdf-workers", 0, "PDF documents open at once, each in its own PDFium sandbox (0: one per core)")
 	cacheURL := fs.String("cache-url", "", "share the embedding and encoder caches with other workers through Valkey/Redis at `URL`")
 	encoders := fs.String("encoder-url", "", "comma-separated `URLs` of encoder replicas (vembed serve --role encoder, same mmproj) that encode the images")
 	paths, err := parseFlags(fs, args)
@@ -90,6 +95,9 @@ func runIndex(args []string, stdout, stderr io.Writer) error {
 	si, sn, err := parseShard(*shard, *shards)
 	if err != nil {
 		return usageError(fs, stderr, "%v", err)
+	}
+	if !(*dpi > 0) || *dpi > 2400 {
+		return usageError(fs, stderr, "--dpi %g: want 0 < DPI <= 2400", *dpi)
 	}
 	if *chunkTokens < 1 {
 		return usageError(fs, stderr, "--chunk-tokens must be positive")
@@ -152,6 +160,10 @@ func runIndex(args []string, stdout, stderr io.Writer) error {
 		Request:     engine.Request{Task: *task, Instruction: *instruction, Dimensions: *dims, Multivector: *multi, MinPixels: *minPix, MaxPixels: *maxPix},
 		ChunkTokens: *chunkTokens, Count: count,
 		ModelID: modelID, ModelName: info.Name, Arithmetic: kernels.Arithmetic(),
+		DPI: *dpi, Password: *password,
+		PDF: func() (*pdf.Renderer, error) {
+			return pdf.NewRenderer(pdf.Options{Workers: *pdfWorkers, MaxBytes: *maxFile})
+		},
 		InFlight: *inflight, PartRows: *partRows, ProgressEvery: *progressEvery, MaxFileBytes: *maxFile, Log: log,
 	}
 	if opts.InFlight <= 0 {

@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"image"
 	"image/color"
 	"image/png"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -18,6 +20,8 @@ import (
 
 	"github.com/vembed/vembed/index"
 	"github.com/vembed/vembed/internal/npmtest"
+	"github.com/vembed/vembed/pdf"
+	"github.com/vembed/vembed/synth"
 )
 
 // writeTestPNG writes a w x h picture whose pixels depend on seed.
@@ -374,4 +378,111 @@ func embeddedSoFar(path string) int {
 		}
 	}
 	return 0
+}
+
+// TestIndexPDF indexes PDFs: an image-only page rendered at its image's
+// native size (--dpi 72 on a page as large in points as the image in
+// pixels) embeds as the original image does (cosine >= 0.999); a page's
+// vector equals "vembed embed --image" of the same rendered page, bit for
+// bit; the text layer is kept; encrypted (without --password), truncated
+// and zero-page documents are reported and the rest indexed; with
+// --password the encrypted one is indexed.
+func TestIndexPDF(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache")) // PDFium's compilation cache
+	corpus, out := filepath.Join(dir, "corpus"), filepath.Join(dir, "idx")
+	src := image.NewRGBA(image.Rect(0, 0, 96, 64))
+	for y := range 64 {
+		for x := range 96 {
+			src.Set(x, y, color.RGBA{uint8(x * 2), uint8(y * 3), uint8(x ^ y), 255})
+		}
+	}
+	orig := filepath.Join(dir, "orig.png")
+	var pb bytes.Buffer
+	png.Encode(&pb, src)
+	os.WriteFile(orig, pb.Bytes(), 0o644)
+	doc := synth.PDF([]synth.PDFPage{
+		{WidthPt: 96, HeightPt: 64, Image: src},
+		{WidthPt: 200, HeightPt: 120, Text: []string{"Quarterly report", "Revenue grew."}},
+	}, synth.PDFOptions{})
+	writeText(t, filepath.Join(corpus, "doc.pdf"), string(doc))
+	writeText(t, filepath.Join(corpus, "secret.pdf"), string(synth.PDF([]synth.PDFPage{{WidthPt: 100, HeightPt: 100, Text: []string{"hidden"}}}, synth.PDFOptions{UserPassword: "pw"})))
+	writeText(t, filepath.Join(corpus, "cut.pdf"), string(synth.PDFTruncated()))
+	writeText(t, filepath.Join(corpus, "empty.pdf"), string(synth.PDFZeroPages()))
+	stdout, _ := runIndexCmd(t, corpus, "--out", out, "--dpi", "72")
+	for _, want := range []string{"secret.pdf: ", "--password", "cut.pdf: ", "empty.pdf: "} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout)
+		}
+	}
+	rows := datasetByID(t, out)
+	var p1, p2 index.Row
+	for _, r := range rows {
+		if strings.HasSuffix(r.Path, "doc.pdf") && r.Page == 1 {
+			p1 = r
+		}
+		if strings.HasSuffix(r.Path, "doc.pdf") && r.Page == 2 {
+			p2 = r
+		}
+	}
+	if len(rows) != 2 || p1.Width != 96 || p1.Height != 64 || p2.Width != 200 || p2.Height != 120 {
+		t.Fatalf("rows: %d; page 1 %dx%d, page 2 %dx%d", len(rows), p1.Width, p1.Height, p2.Width, p2.Height)
+	}
+	if !strings.Contains(p2.Text, "Quarterly report") {
+		t.Errorf("page 2's text layer %q", p2.Text)
+	}
+	embedOne := func(path string) []float32 {
+		var eo, ee bytes.Buffer
+		if code := run([]string{"embed", "--image", path, "--json"}, &eo, &ee); code != 0 {
+			t.Fatalf("embed: %s", ee.String())
+		}
+		var e struct{ Embeddings [][]float32 }
+		if err := json.Unmarshal(eo.Bytes(), &e); err != nil {
+			t.Fatal(err)
+		}
+		return e.Embeddings[0]
+	}
+	c := cosine(p1.Embedding, embedOne(orig))
+	t.Logf("image-only page at its native size vs the original image: cosine %.9f", c)
+	if c < 0.999 {
+		t.Errorf("image-only page vs its image: cosine %.6f", c)
+	}
+	// The same rendered page, written as PNG, through embed --image.
+	r, err := pdf.NewRenderer(pdf.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	d, err := r.Open(context.Background(), doc, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := d.Render(context.Background(), 1, 72)
+	d.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb.Reset()
+	png.Encode(&pb, page.Image)
+	rendered := filepath.Join(dir, "page2.png")
+	os.WriteFile(rendered, pb.Bytes(), 0o644)
+	if !equalBits(p2.Embedding, embedOne(rendered)) {
+		t.Fatalf("page 2's indexed vector differs from vembed embed --image of the rendered page")
+	}
+	// With the password the encrypted document is indexed too; nothing
+	// else is embedded again (the unchanged PDF is not even reopened).
+	stdout, _ = runIndexCmd(t, corpus, "--out", out, "--dpi", "72", "--password", "pw")
+	if !strings.Contains(stdout, "indexed 1 items") || !strings.Contains(stdout, "2 unchanged") {
+		t.Fatalf("with --password:\n%s", stdout)
+	}
+}
+
+func cosine(a, b []float32) float64 {
+	var ab, aa, bb float64
+	for i := range a {
+		ab += float64(a[i]) * float64(b[i])
+		aa += float64(a[i]) * float64(a[i])
+		bb += float64(b[i]) * float64(b[i])
+	}
+	return ab / math.Sqrt(aa*bb)
 }

@@ -181,7 +181,7 @@ type run struct {
 	pdfOnce sync.Once
 	pdf     *pdf.Renderer
 	pdfErr  error
-	seq      int
+	seq     int
 
 	start    time.Time
 	cpuStart time.Duration

@@ -66,6 +66,10 @@ const (
 // 32-bit WebAssembly can address with room to spare.
 const maxPixelsLimit = 1 << 28
 
+// testMemoryLimit, when set by a test, replaces the instances' computed
+// memory limit (bytes).
+var testMemoryLimit int64
+
 // maxTextChars bounds the text layer read from one page.
 const maxTextChars = 1 << 20
 
@@ -119,6 +123,9 @@ func NewRenderer(opts Options) (*Renderer, error) {
 	// its decoded images: the document's size, twice the bitmap and
 	// 256 MiB of working room, within 32-bit WebAssembly's 4 GiB.
 	memBytes := opts.MaxBytes + 8*opts.MaxPixels + 256<<20
+	if testMemoryLimit > 0 {
+		memBytes = testMemoryLimit
+	}
 	memPages := uint32(min(memBytes>>16, 65536))
 
 	rc := wazero.NewRuntimeConfig().
@@ -375,6 +382,15 @@ func (d *Document) render(i int, dpi float64) (*Page, error) {
 		return nil, fmt.Errorf("pdf: page %d: a %dx%d bitmap: %v: %w", i+1, w, h, err, ErrTooLarge)
 	}
 	defer inst.FPDFBitmap_Destroy(&requests.FPDFBitmap_Destroy{Bitmap: bm.Bitmap})
+	// PDFium answers a failed allocation with a null bitmap, which has no
+	// stride: the instance is out of memory for a bitmap this size.
+	stride, err := inst.FPDFBitmap_GetStride(&requests.FPDFBitmap_GetStride{Bitmap: bm.Bitmap})
+	if err != nil {
+		return nil, fmt.Errorf("pdf: page %d: %w", i+1, err)
+	}
+	if stride.Stride < 4*w {
+		return nil, fmt.Errorf("pdf: page %d: no memory for a %dx%d bitmap: %w", i+1, w, h, ErrTooLarge)
+	}
 	if _, err := inst.FPDFBitmap_FillRect(&requests.FPDFBitmap_FillRect{Bitmap: bm.Bitmap, Width: w, Height: h, Color: 0xFFFFFFFF}); err != nil {
 		return nil, fmt.Errorf("pdf: page %d: %w", i+1, err)
 	}
@@ -385,10 +401,6 @@ func (d *Document) render(i int, dpi float64) (*Page, error) {
 		Bitmap: bm.Bitmap, Page: pageRef, SizeX: w, SizeY: h, Flags: flags,
 	}); err != nil {
 		return nil, fmt.Errorf("pdf: rendering page %d: %w", i+1, err)
-	}
-	stride, err := inst.FPDFBitmap_GetStride(&requests.FPDFBitmap_GetStride{Bitmap: bm.Bitmap})
-	if err != nil {
-		return nil, fmt.Errorf("pdf: page %d: %w", i+1, err)
 	}
 	buf, err := inst.FPDFBitmap_GetBuffer(&requests.FPDFBitmap_GetBuffer{Bitmap: bm.Bitmap})
 	if err != nil {

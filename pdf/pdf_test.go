@@ -244,6 +244,9 @@ func TestPixelSize(t *testing.T) {
 		{612, 792, 200, 1700, 2200},
 		{595, 842, 200, 1653, 2339}, // 1652.8, 2338.9: ceil, not round
 		{612, 792, 72, 612, 792},
+		// 792 * (600/72) is 6600.000000000001 in float64: pdftoppm's own
+		// arithmetic, so it too writes 6601 rows.
+		{612, 792, 600, 5100, 6601},
 		{0.1, 0.1, 72, 1, 1},
 		{100.2, 100.7, 72, 101, 101},
 	} {
@@ -518,5 +521,48 @@ func BenchmarkOpen(b *testing.B) {
 			b.Fatal(err)
 		}
 		d.Close()
+	}
+}
+
+// TestMemoryLimit: an instance whose memory limit a render would pass
+// fails that render with an error (ErrTooLarge for the bitmap, or a
+// discarded instance when PDFium itself runs out), and the renderer's next
+// document works.
+func TestMemoryLimit(t *testing.T) {
+	renderer(t) // warm the cache
+	testMemoryLimit = 96 << 20
+	r, err := NewRenderer(Options{Workers: 1, MaxPixels: 64 << 20, CacheDir: sharedCacheDir})
+	testMemoryLimit = 0
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx := context.Background()
+	d, err := r.Open(ctx, synth.PDF([]synth.PDFPage{{WidthPt: 612, HeightPt: 792, Text: []string{"big"}}}, synth.PDFOptions{}), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 600 DPI: 5100x6600 = 135 MB of bitmap, past the instance's 96 MiB.
+	_, err = d.Render(ctx, 0, 600)
+	if err == nil {
+		t.Fatal("a bitmap past the instance's memory rendered")
+	}
+	t.Logf("600 DPI in 96 MiB: %v", err)
+	d.Close()
+	for _, data := range [][]byte{synth.PDFImageBomb(40000), synth.PDF([]synth.PDFPage{{WidthPt: 320, HeightPt: 240, Image: testImage(320, 240)}}, synth.PDFOptions{})} {
+		d, err := r.Open(ctx, data, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := d.Render(ctx, 0, 72)
+		if err != nil {
+			t.Logf("render: %v", err)
+		} else {
+			t.Logf("rendered %v", p.Image.Bounds())
+		}
+		d.Close()
+		if err != nil && len(data) < 10000 {
+			t.Fatal(err) // the plain page after the failures must render
+		}
 	}
 }

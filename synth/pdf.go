@@ -219,6 +219,21 @@ func PDFDeepNesting(depth int) []byte {
 	return w.finish(1)
 }
 
+// PDFImageBomb is one letter-size page drawing an image XObject that
+// declares side x side RGB pixels (side*side*3 bytes decoded) while its
+// Flate data holds one row: a reader that allocates the declared image up
+// front asks for gigabytes.
+func PDFImageBomb(side int) []byte {
+	w := newPDFWriter()
+	w.object(1, "<< /Type /Catalog /Pages 2 0 R >>")
+	w.object(2, "<< /Type /Pages /Kids [3 0 R] /Count 1 >>")
+	w.object(3, "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << /Im0 5 0 R >> >> /Contents 4 0 R >>")
+	w.stream(4, "", []byte("q 612 0 0 792 0 0 cm /Im0 Do Q\n"))
+	w.stream(5, fmt.Sprintf("/Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceRGB /BitsPerComponent 8 /Filter /FlateDecode", side, side),
+		deflate(make([]byte, 3*side)))
+	return w.finish(1)
+}
+
 // PDFJunk is n bytes of seeded random data; when header is true it starts
 // with a PDF header line so that only the rest is garbage.
 func PDFJunk(n int, seed uint64, header bool) []byte {
@@ -249,6 +264,7 @@ func HostilePDFs() []HostilePDF {
 		{"huge-page", PDFHugePage()},
 		{"many-pages", PDFManyPages(2000)},
 		{"deep-nesting", PDFDeepNesting(5000)},
+		{"image-bomb", PDFImageBomb(40000)},
 		{"encrypted", PDF([]PDFPage{{WidthPt: 300, HeightPt: 200, Text: []string{"encrypted text"}}}, PDFOptions{UserPassword: "secret"})},
 		{"junk", PDFJunk(4096, 1, false)},
 		{"junk-header", PDFJunk(4096, 2, true)},

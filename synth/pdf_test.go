@@ -25,6 +25,7 @@ func TestPDFLayout(t *testing.T) {
 		"zero":      PDFZeroPages(),
 		"deep":      PDFDeepNesting(100),
 		"huge":      PDFHugePage(),
+		"bomb":      PDFImageBomb(1000),
 	}
 	for name, b := range docs {
 		checkXref(t, name, b)

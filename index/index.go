@@ -138,6 +138,8 @@ type Progress struct {
 // Summary is the result of a run.
 type Summary struct {
 	Progress
+	// Problems lists the inputs not indexed (the first maxProblems; Bad
+	// counts them all).
 	Problems []Problem `json:"problems"`
 	// Items is the number of finished items of the shard after the run.
 	Items int `json:"items"`
@@ -308,9 +310,16 @@ type result struct {
 	tokens int
 }
 
+// maxProblems bounds the problems a summary lists (the log has them all,
+// Progress.Bad counts them all), so that memory stays bounded over a
+// corpus of broken files.
+const maxProblems = 10000
+
 func (r *run) problem(path string, page int, err error) {
 	r.mu.Lock()
-	r.problems = append(r.problems, Problem{Path: path, Page: page, Reason: err.Error()})
+	if len(r.problems) < maxProblems {
+		r.problems = append(r.problems, Problem{Path: path, Page: page, Reason: err.Error()})
+	}
 	r.prog.Bad++
 	r.mu.Unlock()
 	if page > 0 {

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/vembed/vembed/index"
 	"github.com/vembed/vembed/internal/npmtest"
 	"github.com/vembed/vembed/pdf"
@@ -485,4 +487,57 @@ func cosine(a, b []float32) float64 {
 		bb += float64(b[i]) * float64(b[i])
 	}
 	return ab / math.Sqrt(aa*bb)
+}
+
+// TestIndexPostgres sends the rows to PostgreSQL with pgvector (PGlite):
+// the table holds the dataset's rows with the same vectors; a deleted file
+// leaves both; a resumed run holds each row once.
+func TestIndexPostgres(t *testing.T) {
+	url := npmtest.StartPGlite(t) + "&pool_max_conns=1" // PGlite serves one connection at a time
+	dir := t.TempDir()
+	corpus, out := filepath.Join(dir, "corpus"), filepath.Join(dir, "idx")
+	testCorpus(t, corpus, 4)
+	runIndexCmd(t, corpus, "--out", out, "--sink", url, "--part-rows", "2")
+	check := func(what string) {
+		t.Helper()
+		rows := datasetByID(t, out)
+		conn, err := pgx.Connect(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		res, err := conn.Query(context.Background(), "select id, embedding::text from vembed_items")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for res.Next() {
+			var id, vec string
+			if err := res.Scan(&id, &vec); err != nil {
+				t.Fatal(err)
+			}
+			n++
+			r, ok := rows[id]
+			if !ok {
+				t.Fatalf("%s: table row %s is not in the dataset", what, id)
+			}
+			var got []float32
+			if err := json.Unmarshal([]byte(vec), &got); err != nil {
+				t.Fatal(err)
+			}
+			if !equalBits(got, r.Embedding) {
+				t.Fatalf("%s: row %s: the table's vector differs from the dataset's", what, id)
+			}
+		}
+		if err := res.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if n != len(rows) {
+			t.Fatalf("%s: %d table rows, %d dataset rows", what, n, len(rows))
+		}
+	}
+	check("first run")
+	os.Remove(filepath.Join(corpus, "img/00.png"))
+	runIndexCmd(t, corpus, "--out", out, "--sink", url)
+	check("after a deletion")
 }

@@ -471,7 +471,9 @@ func (d *Document) guard(ctx context.Context, what string, f func() error) error
 	}
 	if err != nil && trapped(err) {
 		d.discard()
-		return fmt.Errorf("pdf: %s: PDFium failed: %v: %w", what, err, ErrFormat)
+		// The trap's message is followed by a WebAssembly stack trace.
+		msg, _, _ := strings.Cut(err.Error(), "\n")
+		return fmt.Errorf("pdf: %s: PDFium crashed (a corrupt file or out of memory), its instance discarded: %s: %w", what, msg, ErrFormat)
 	}
 	return err
 }

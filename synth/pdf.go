@@ -234,6 +234,25 @@ func PDFImageBomb(side int) []byte {
 	return w.finish(1)
 }
 
+// PDFFlateBomb is one page whose content stream inflates to decoded bytes
+// of spaces (valid, empty content) from about decoded/1000 bytes of Flate
+// data: a decompression bomb.
+func PDFFlateBomb(decoded int) []byte {
+	w := newPDFWriter()
+	w.object(1, "<< /Type /Catalog /Pages 2 0 R >>")
+	w.object(2, "<< /Type /Pages /Kids [3 0 R] /Count 1 >>")
+	w.object(3, "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>")
+	var buf bytes.Buffer
+	zw := zlib.NewWriter(&buf)
+	chunk := bytes.Repeat([]byte{' '}, 1<<16)
+	for n := decoded; n > 0; n -= len(chunk) {
+		zw.Write(chunk[:min(n, len(chunk))])
+	}
+	zw.Close()
+	w.stream(4, "/Filter /FlateDecode", buf.Bytes())
+	return w.finish(1)
+}
+
 // PDFJunk is n bytes of seeded random data; when header is true it starts
 // with a PDF header line so that only the rest is garbage.
 func PDFJunk(n int, seed uint64, header bool) []byte {
@@ -265,6 +284,7 @@ func HostilePDFs() []HostilePDF {
 		{"many-pages", PDFManyPages(2000)},
 		{"deep-nesting", PDFDeepNesting(5000)},
 		{"image-bomb", PDFImageBomb(40000)},
+		{"flate-bomb", PDFFlateBomb(8 << 20)},
 		{"encrypted", PDF([]PDFPage{{WidthPt: 300, HeightPt: 200, Text: []string{"encrypted text"}}}, PDFOptions{UserPassword: "secret"})},
 		{"junk", PDFJunk(4096, 1, false)},
 		{"junk-header", PDFJunk(4096, 2, true)},

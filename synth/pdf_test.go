@@ -26,6 +26,7 @@ func TestPDFLayout(t *testing.T) {
 		"deep":      PDFDeepNesting(100),
 		"huge":      PDFHugePage(),
 		"bomb":      PDFImageBomb(1000),
+		"flate":     PDFFlateBomb(1 << 20),
 	}
 	for name, b := range docs {
 		checkXref(t, name, b)

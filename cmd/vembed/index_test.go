@@ -541,3 +541,49 @@ func TestIndexPostgres(t *testing.T) {
 	runIndexCmd(t, corpus, "--out", out, "--sink", url)
 	check("after a deletion")
 }
+
+// TestReadmeIndex runs the README's two indexing commands as written: the
+// index line (with this binary, the output folder moved to a temporary
+// one) and the DuckDB query on what it wrote.
+func TestReadmeIndex(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := readmeBlocks(t, string(raw), "### Index a folder")
+	if len(blocks) == 0 || len(blocks[0]) != 2 {
+		t.Fatalf("the README's index block: %q", blocks)
+	}
+	const build = "go build -o vembed ./cmd/vembed && ./vembed index "
+	line := stripComment(blocks[0][0])
+	if !strings.HasPrefix(line, build) {
+		t.Fatalf("the README's index line %q does not start with %q", line, build)
+	}
+	args := strings.Fields(strings.TrimPrefix(line, build))
+	out := filepath.Join(t.TempDir(), "idx")
+	for i, a := range args {
+		if a == "--out" && i+1 < len(args) && args[i+1] == "idx" {
+			args[i+1] = out
+		}
+	}
+	t.Chdir(root)
+	stdout, _ := runIndexCmd(t, args...)
+	if !strings.Contains(stdout, "indexed ") {
+		t.Fatalf("index: %s", stdout)
+	}
+	query, ok := strings.CutPrefix(blocks[0][1], `duckdb -c "`)
+	if q, ok2 := strings.CutSuffix(query, `"`); ok && ok2 {
+		query = q
+	} else {
+		t.Fatalf("the README's DuckDB line %q", blocks[0][1])
+	}
+	query = strings.ReplaceAll(query, "'idx/", "'"+out+"/")
+	rows := npmtest.DuckDB(t, query)
+	if len(rows) == 0 || fmt.Sprint(rows[0]["dims"]) != "64" {
+		t.Fatalf("DuckDB on the README's dataset: %v", rows)
+	}
+}

@@ -92,3 +92,39 @@ store:
 	TILESTORED(3, 10, 11)
 	TILERELEASE
 	RET
+
+// func tileOut32(t *float32, c *float32, ldc int, acc int)
+TEXT ·tileOut32(SB), NOSPLIT, $0-32
+	MOVQ t+0(FP), SI
+	MOVQ c+8(FP), DI
+	MOVQ ldc+16(FP), DX
+	SHLQ $2, DX
+	MOVQ $32, CX
+	TESTQ $1, acc+24(FP)
+	JNZ  outadd
+
+outcopy:
+	VMOVUPS (SI), Z0
+	VMOVUPS 64(SI), Z1
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	ADDQ $128, SI
+	ADDQ DX, DI
+	DECQ CX
+	JNZ  outcopy
+	VZEROUPPER
+	RET
+
+outadd:
+	VMOVUPS (SI), Z0
+	VMOVUPS 64(SI), Z1
+	VADDPS (DI), Z0, Z0
+	VADDPS 64(DI), Z1, Z1
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	ADDQ $128, SI
+	ADDQ DX, DI
+	DECQ CX
+	JNZ  outadd
+	VZEROUPPER
+	RET

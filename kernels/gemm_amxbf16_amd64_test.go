@@ -1,9 +1,14 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"unsafe"
+
+	"github.com/vembed/vembed/gguf"
 )
 
 // amxBF16TilesGo is a Go model of kernelAMXBF16: the same reads (whole
@@ -59,4 +64,121 @@ func TestMatMulAMXBF16(t *testing.T) {
 	needTier(t, TierAMXBF16)
 	Use(TierAMXBF16)
 	bf16MatMulCheck(t, MatMul)
+}
+
+// TestTileOut32 checks the microkernel's output step against the Go loop
+// it replaced, bit for bit: the sums copied, or added as t + c.
+func TestTileOut32(t *testing.T) {
+	if !hasAVX512 {
+		t.Skip("tileOut32 needs AVX-512")
+	}
+	rng := rand.New(rand.NewPCG(91, 92))
+	const ldc = 45
+	for _, acc := range []bool{false, true} {
+		s := randVec(1024, rng)
+		s[5] = float32(math.NaN())
+		s[77] = float32(math.Inf(1))
+		c := randVec(32*ldc, rng)
+		want := slices.Clone(c)
+		for r := 0; r < 32; r++ {
+			for j := 0; j < 32; j++ {
+				if acc {
+					want[r*ldc+j] = s[r*32+j] + want[r*ldc+j]
+				} else {
+					want[r*ldc+j] = s[r*32+j]
+				}
+			}
+		}
+		ac := 0
+		if acc {
+			ac = 1
+		}
+		tileOut32(&s[0], &c[0], ldc, ac)
+		sameBits(t, fmt.Sprintf("acc %v", acc), c, want)
+	}
+}
+
+// amxBF16PackedCheck runs, for the float types and odd sizes (several k
+// slices, column blocks, tails of rows and columns), the amx-bf16 GEMM
+// on w packed at load and on w as stored, and requires the same bits;
+// the packed product is also held to the bfloat16 bound.
+func amxBF16PackedCheck(t *testing.T) {
+	rng := rand.New(rand.NewPCG(93, 94))
+	saved := SetPacking(true)
+	defer SetPacking(saved)
+	for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16} {
+		for _, k := range []int{1, 33, 256, 300, 555} {
+			for _, n := range []int{1, 33, 130} {
+				w := randMatrix(t, typ, n, k, rng)
+				packed := *w
+				before := PackedBytes()
+				packAMXBF16(&packed)
+				p, ok := packed.packed.(*amxBF16Packed)
+				if !ok {
+					t.Fatalf("%s k%d n%d: not packed", typ, k, n)
+				}
+				if got := PackedBytes() - before; got != int64(len(p.data)*4) {
+					t.Errorf("%s k%d n%d: PackedBytes grew by %d, the copy has %d", typ, k, n, got, len(p.data)*4)
+				}
+				for _, m := range []int{1, 31, 33, 70} {
+					x, bias := randVec(m*k, rng), randVec(n, rng)
+					want, got := make([]float32, m*n), make([]float32, m*n)
+					gemm(want, x, m, w, bias, amxBF16GEMM)
+					gemmAMXBF16Packed(got, x, m, &packed, bias, p)
+					sameBits(t, fmt.Sprintf("%s k%d n%d m%d packed", typ, k, n, m), got, want)
+				}
+				packed.Unpack()
+				if PackedBytes() != before {
+					t.Errorf("%s k%d n%d: Unpack left %d bytes", typ, k, n, PackedBytes()-before)
+				}
+			}
+		}
+	}
+	// Unmarked and quantized weights, and packing off, are not packed.
+	for _, w := range []*Matrix{randMatrix(t, gguf.TypeF16, 8, 64, rng), randMatrix(t, gguf.TypeQ8_0, 8, 64, rng)} {
+		w.BF16 = w.Type == gguf.TypeQ8_0
+		packAMXBF16(w)
+		if w.Packed() {
+			t.Errorf("%s marked %v: packed", w.Type, w.BF16)
+		}
+	}
+	SetPacking(false)
+	w := randMatrix(t, gguf.TypeF16, 8, 64, rng)
+	if packAMXBF16(w); w.Packed() {
+		t.Error("packed with packing off")
+	}
+}
+
+// TestAMXBF16PackedGo runs amxBF16PackedCheck on the Go model of the tile
+// product (any AVX-512 CPU: the panel packers and the output step are
+// assembly).
+func TestAMXBF16PackedGo(t *testing.T) {
+	if !hasAVX512BF16 {
+		t.Skip("the pair packers need AVX-512 BF16")
+	}
+	saved := amxBF16Tiles
+	amxBF16Tiles = amxBF16TilesGo
+	defer func() { amxBF16Tiles = saved }()
+	amxBF16PackedCheck(t)
+}
+
+// TestAMXBF16PackedNative runs amxBF16PackedCheck on the tiles, and the
+// tier's Prepare and MatMul on a packed weight against the bfloat16
+// bound, where the CPU has AMX bf16.
+func TestAMXBF16PackedNative(t *testing.T) {
+	if !hasAMXBF16 {
+		t.Skip("the CPU has no AMX bf16 tiles (or the OS did not grant them): packed amx-bf16 products are checked here only through the tile model")
+	}
+	amxBF16PackedCheck(t)
+	needTier(t, TierAMXBF16)
+	Use(TierAMXBF16)
+	bf16MatMulCheck(t, func(dst, x []float32, m int, w *Matrix, bias []float32) {
+		if !w.Packed() {
+			Prepare(w)
+			if !w.Packed() {
+				t.Fatalf("%s: Prepare did not pack a marked weight", w.Type)
+			}
+		}
+		MatMul(dst, x, m, w, bias)
+	})
 }

@@ -93,6 +93,8 @@ type amxPacked struct {
 	mem          *packMem
 }
 
+func (p *amxPacked) release() { p.mem.free() }
+
 // amxRecord returns the bytes of a record of planes weight planes, with
 // fm or not.
 func amxRecord(planes int, hasMin bool) int {

@@ -331,15 +331,20 @@ func (m *packMem) free() {
 // that Data views, it must not run while a product by w does; a model
 // calls it as it closes (gguf.File.OnClose).
 func (w *Matrix) Unpack() {
-	switch p := w.packed.(type) {
-	case *vnniPacked:
+	if p, ok := w.packed.(packedCopy); ok {
 		w.packed = nil
-		p.mem.free()
-	case *amxPacked:
-		w.packed = nil
-		p.mem.free()
+		p.release()
 	}
 }
+
+// packedCopy is a packed copy of a matrix (Matrix.packed): vnniPacked,
+// and the amx tiers' copies.
+type packedCopy interface {
+	// release frees the copy's memory.
+	release()
+}
+
+func (p *vnniPacked) release() { p.mem.free() }
 
 // layOut moves p's side data from the heap into mem from off on, in
 // compact form where that is exact: the factors fd as binary16 when

@@ -108,9 +108,11 @@ func (b *Binder) View(name string, out, in int) *kernels.Matrix {
 // past the 1e-4 that embeddings may move on a tier. Attention, mergers and
 // the LM keep float32.
 func (b *Binder) NarrowMatrix(name string, out, in int) *kernels.Matrix {
-	w := b.Matrix(name, out, in)
+	w := b.View(name, out, in)
 	if w != nil {
+		// Marked before Prepare: amx-bf16 packs marked weights at load.
 		w.BF16 = true
+		b.Prepare(w)
 	}
 	return w
 }

@@ -114,21 +114,24 @@ type Problem struct {
 
 // Progress is the state of a run, reported as it goes and at its end.
 type Progress struct {
-	Elapsed     float64 `json:"elapsed_s"`
-	Found       int     `json:"items_found"`     // items of this shard met by the walk
-	Done        int     `json:"items_embedded"`  // embedded by this run
-	Skipped     int     `json:"items_unchanged"` // finished by an earlier run
-	Duplicates  int     `json:"items_duplicate"` // same id as another item
-	Bad         int     `json:"items_bad"`
-	InFlight    int     `json:"in_flight"`
-	Pages       int     `json:"pages"` // embedded items with an image (PDF pages, images)
-	Texts       int     `json:"texts"` // embedded text-only items
-	Tokens      int64   `json:"tokens"`
-	CPUSeconds  float64 `json:"cpu_s"`
-	ItemsPerS   float64 `json:"items_per_s"`
-	PagesPerS   float64 `json:"pages_per_s"`
-	TokensPerS  float64 `json:"tokens_per_s"`
-	CPUPerItem  float64 `json:"cpu_s_per_item"`
+	Elapsed    float64 `json:"elapsed_s"`
+	Found      int     `json:"items_found"`     // items of this shard met by the walk
+	Done       int     `json:"items_embedded"`  // embedded by this run
+	Skipped    int     `json:"items_unchanged"` // finished by an earlier run
+	Duplicates int     `json:"items_duplicate"` // same id as another item
+	Bad        int     `json:"items_bad"`
+	InFlight   int     `json:"in_flight"`
+	Pages      int     `json:"pages"` // embedded items with an image (PDF pages, images)
+	Texts      int     `json:"texts"` // embedded text-only items
+	Tokens     int64   `json:"tokens"`
+	CPUSeconds float64 `json:"cpu_s"`
+	ItemsPerS  float64 `json:"items_per_s"`
+	PagesPerS  float64 `json:"pages_per_s"`
+	TokensPerS float64 `json:"tokens_per_s"`
+	CPUPerItem float64 `json:"cpu_s_per_item"`
+	// CPUPerPage is all the run's CPU time over its pages (texts' share
+	// included): CPU-seconds per page of a corpus of PDFs and images.
+	CPUPerPage  float64 `json:"cpu_s_per_page,omitempty"`
 	Removed     int     `json:"items_removed,omitempty"`
 	WalkDone    bool    `json:"walk_done"`
 	Final       bool    `json:"final,omitempty"`
@@ -179,6 +182,9 @@ type run struct {
 	prog     Progress
 	problems []Problem
 	pending  map[Key]bool // queued or embedded, not yet committed
+	// recordIDs holds a 64-bit hash of every table record's id met by the
+	// walk (about 40 bytes a record), to refuse a repeated id.
+	recordIDs map[uint64]bool
 
 	pdfOnce sync.Once
 	pdf     *pdf.Renderer
@@ -233,7 +239,7 @@ func newRun(emb Embedder, o Options) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &run{emb: emb, o: o, store: st, tag: tag, log: o.Log, pending: map[Key]bool{}}
+	r := &run{emb: emb, o: o, store: st, tag: tag, log: o.Log, pending: map[Key]bool{}, recordIDs: map[uint64]bool{}}
 	r.opt = hashOptions(r.optionsList()...)
 	return r, nil
 }
@@ -427,6 +433,9 @@ func (r *run) snapshotLocked() Progress {
 	}
 	if p.Done > 0 {
 		p.CPUPerItem = p.CPUSeconds / float64(p.Done)
+	}
+	if p.Pages > 0 {
+		p.CPUPerPage = p.CPUSeconds / float64(p.Pages)
 	}
 	return p
 }

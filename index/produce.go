@@ -3,6 +3,7 @@ package index
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -154,6 +155,15 @@ func (r *run) table(path string, isParquet bool, emit func(item) error) error {
 	dir := filepath.Dir(path)
 	bad := func(n int, err error) { r.problem(fmt.Sprintf("%s#%d", path, n), 0, err) }
 	fn := func(rec Record) error {
+		// An id met before in this run's tables would be a second row
+		// with the same id.
+		h := sha256.Sum256([]byte(rec.ID))
+		idHash := binary.LittleEndian.Uint64(h[:8])
+		if r.recordIDs[idHash] {
+			bad(rec.N, fmt.Errorf("id %q is repeated (the first record with it is indexed)", rec.ID))
+			return nil
+		}
+		r.recordIDs[idHash] = true
 		it, err := r.record(path, dir, rec)
 		if err != nil {
 			bad(rec.N, err)

@@ -314,6 +314,9 @@ func printIndexSummary(w io.Writer, s *index.Summary, o index.Options) {
 		p.Done, p.Pages, p.Texts, p.Elapsed, p.PagesPerS, p.ItemsPerS, p.TokensPerS, p.CPUPerItem)
 	fmt.Fprintf(w, "shard %d/%d: %d items in %s; %d unchanged, %d duplicates, %d removed, %d not indexed\n",
 		o.Shard, max(o.Shards, 1), s.Items, o.Out, p.Skipped, p.Duplicates, p.Removed, p.Bad)
+	if p.Pages > 0 {
+		fmt.Fprintf(w, "%.2f CPU-s per page (all of the run's CPU time over its %d pages and images)\n", p.CPUPerPage, p.Pages)
+	}
 	if s.DeletionSkipped != "" {
 		fmt.Fprintf(w, "nothing removed: %s\n", s.DeletionSkipped)
 	}

@@ -351,10 +351,11 @@ func TestIndexRecords(t *testing.T) {
 {"id": "c", "image_path": "p.png"}
 not json
 {"id": "d"}
+{"id": "a", "text": "the same id again"}
 `)
 	out := filepath.Join(dir, "idx")
 	stdout, _ := runIndexCmd(t, "--from-jsonl", filepath.Join(dir, "recs.jsonl"), "--out", out)
-	if !strings.Contains(stdout, "recs.jsonl#4") || !strings.Contains(stdout, "recs.jsonl#5: no text and no image") {
+	if !strings.Contains(stdout, "recs.jsonl#4") || !strings.Contains(stdout, "recs.jsonl#5: no text and no image") || !strings.Contains(stdout, `recs.jsonl#6: id "a" is repeated`) {
 		t.Fatalf("bad records not reported:\n%s", stdout)
 	}
 	rows := datasetByID(t, out)
@@ -585,5 +586,43 @@ func TestReadmeIndex(t *testing.T) {
 	rows := npmtest.DuckDB(t, query)
 	if len(rows) == 0 || fmt.Sprint(rows[0]["dims"]) != "64" {
 		t.Fatalf("DuckDB on the README's dataset: %v", rows)
+	}
+}
+
+// TestIndexHostilePDFs indexes synth's hostile PDFs beside a good image:
+// the run ends, the image is indexed, and every hostile document is
+// either indexed (its pages rendered within the pixel bound) or reported
+// with a reason; 100000 pages are refused, not rendered.
+func TestIndexHostilePDFs(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
+	corpus, out := filepath.Join(dir, "corpus"), filepath.Join(dir, "idx")
+	writeTestPNG(t, filepath.Join(corpus, "good.png"), 40, 40, 1)
+	for _, h := range synth.HostilePDFs() {
+		if h.Name == "many-pages" {
+			continue // 2000 real pages: the 100000-page one below stands for it
+		}
+		writeText(t, filepath.Join(corpus, h.Name+".pdf"), string(h.Data))
+	}
+	writeText(t, filepath.Join(corpus, "pages-100000.pdf"), string(synth.PDFManyPages(100000)))
+	stdout, _ := runIndexCmd(t, corpus, "--out", out, "--dpi", "20")
+	t.Logf("%s", stdout)
+	rows := datasetByID(t, out)
+	indexed := map[string]bool{}
+	for _, r := range rows {
+		indexed[filepath.Base(r.Path)] = true
+	}
+	if !indexed["good.png"] {
+		t.Fatal("the good image was not indexed")
+	}
+	ents, _ := os.ReadDir(corpus)
+	for _, e := range ents {
+		n := e.Name()
+		if !indexed[n] && !strings.Contains(stdout, n+": ") && !strings.Contains(stdout, n+" page ") {
+			t.Errorf("%s is neither indexed nor reported", n)
+		}
+	}
+	if !strings.Contains(stdout, "pages-100000.pdf: ") || !strings.Contains(stdout, "too many pages") {
+		t.Errorf("the 100000-page document is not refused for its pages")
 	}
 }

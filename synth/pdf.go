@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"image"
+	"io"
 	"math/rand/v2"
 	"strings"
 )
@@ -106,6 +107,14 @@ func PDF(pages []PDFPage, opts PDFOptions) []byte {
 	}
 	w.object(root, fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", strings.Join(kids, " "), len(pages)))
 	return w.finish(catalog)
+}
+
+// WritePDF writes PDF(pages, PDFOptions{}) to w.
+func WritePDF(w io.Writer, pages []PDFPage) error {
+	if _, err := w.Write(PDF(pages, PDFOptions{})); err != nil {
+		return fmt.Errorf("synth: writing PDF: %w", err)
+	}
+	return nil
 }
 
 // PDFTruncated is a valid one-page document cut at half its length: its

@@ -626,3 +626,56 @@ func TestIndexHostilePDFs(t *testing.T) {
 		t.Errorf("the 100000-page document is not refused for its pages")
 	}
 }
+
+// TestIndexMultivector: with --multivector the rows hold one vector per
+// token in the multivector column, equal to "vembed embed --multivector"
+// of the same image, and no single vector; the manifest says so.
+func TestIndexMultivector(t *testing.T) {
+	dir := t.TempDir()
+	corpus, out := filepath.Join(dir, "corpus"), filepath.Join(dir, "idx")
+	writeTestPNG(t, filepath.Join(corpus, "a.png"), 56, 40, 4)
+	writeText(t, filepath.Join(corpus, "b.txt"), "a short passage")
+	runIndexCmd(t, corpus, "--out", out, "--multivector")
+	rows := datasetByID(t, out)
+	if len(rows) != 2 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	var eo, ee bytes.Buffer
+	if code := run([]string{"embed", "--image", filepath.Join(corpus, "a.png"), "--multivector", "--json"}, &eo, &ee); code != 0 {
+		t.Fatalf("embed: %s", ee.String())
+	}
+	var e struct{ Embeddings [][][]float32 }
+	if err := json.Unmarshal(eo.Bytes(), &e); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if len(r.Embedding) != 0 || len(r.Vectors) == 0 {
+			t.Fatalf("row %s: %d single values, %d rows", r.Path, len(r.Embedding), len(r.Vectors))
+		}
+		if strings.HasSuffix(r.Path, "a.png") {
+			if len(r.Vectors) != len(e.Embeddings[0]) {
+				t.Fatalf("%d rows indexed, embed gives %d", len(r.Vectors), len(e.Embeddings[0]))
+			}
+			for i := range r.Vectors {
+				if !equalBits(r.Vectors[i], e.Embeddings[0][i]) {
+					t.Fatalf("multi-vector row %d differs from vembed embed --multivector", i)
+				}
+			}
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(out, "manifest-0of1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m index.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Vectors != "multivector" || m.Items != 2 || len(m.Parts) == 0 || m.Dimensions == 0 {
+		t.Fatalf("manifest %+v", m)
+	}
+	res := npmtest.DuckDB(t, fmt.Sprintf("select count(*)::int as n, min(len(multivector))::int as rows, min(len(multivector[1]))::int as dim from read_parquet('%s/parts/*.parquet')", out))
+	if len(res) != 1 || fmt.Sprint(res[0]["n"]) != "2" || fmt.Sprint(res[0]["dim"]) != fmt.Sprint(m.Dimensions) {
+		t.Fatalf("DuckDB: %v", res)
+	}
+}

@@ -7,8 +7,7 @@ import "golang.org/x/sys/cpu"
 // the same float epilogue in AVX-512 (gemm_amxi8.go,
 // gemm_amxi8_amd64.s): the same bits as avx2-int8's. Its weights are
 // packed at load into tile records (every type of int8Types); products of
-// weights not packed (packing off) and of fewer than amxMinRows rows take
-// the avx512-vnni GEMM. Its kernel has run here only through a Go model of
+// weights not packed (packing off) take the avx512-vnni GEMM. Its kernel has run here only through a Go model of
 // the tiles (amxtile_test.go) with the assembly's own epilogue: no machine
 // it was written on has AMX. TestAMXI8MatchesAVX2Int8 runs the assembly
 // wherever AMX exists. It stays opt-in (VEMBED_CPU=amx or Use) until it

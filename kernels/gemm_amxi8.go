@@ -41,8 +41,12 @@ import (
 // tier computes (Σ q·m·w), and the epilogue the same operations in the same
 // order, so the results are bit-identical to that tier's.
 //
-// Below amxMinRows rows the tile (whose 16 rows are computed whatever the
-// count) does not pay, and the products run on the avx512-vnni GEMM.
+// Products of fewer than amxMinRows rows run on the avx512-vnni GEMM.
+// That GEMM cannot read the tile records, so on packed weights it decodes
+// the stored blocks on every product, which is estimated (not measured:
+// no AMX here) to cost more than a tile's zero rows at any row count:
+// amxMinRows is 1 until AMX hardware says otherwise (vembed bench --m on
+// the amx and avx512-vnni tiers).
 
 const (
 	// amxRows is the number of activation rows of a tile.
@@ -52,9 +56,8 @@ const (
 	// amxFlagTwo tells the kernel that the weights have two planes.
 	amxFlagTwo = 4
 	// amxMinRows is the row count from which the amx tier multiplies on
-	// tiles; fewer rows take the avx512-vnni GEMM (the same bits). Not
-	// measured: the tile product computes 16 rows whatever the count.
-	amxMinRows = 16
+	// tiles; fewer rows take the avx512-vnni GEMM (the same bits).
+	amxMinRows = 1
 	// amxI8Scratch is the kernel's scratch in bytes: the tile configuration
 	// (64) and two buffers of a block's sums (two planes of 16×16 int32),
 	// plus 64 to align it.

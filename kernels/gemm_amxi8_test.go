@@ -46,8 +46,8 @@ func amxMatch(t *testing.T, c amxI8Case, w *Matrix, ms []int, rng *rand.Rand) er
 	return vnniCompare(path, c.ref, w, ms, rng)
 }
 
-// amxRowCounts cover the rows below amxMinRows (the VNNI GEMM), whole
-// and partial groups of 16, several groups per call, and row blocks split
+// amxRowCounts cover partial groups of 16 alone (1, 15) and after whole
+// ones, several groups per call, and row blocks split
 // across workers.
 var amxRowCounts = []int{1, 15, 16, 17, 31, 32, 33, 48, 70}
 

@@ -29,10 +29,11 @@ var amxI8 = &amxI8Tier{
 	small: func(dst, x []float32, m int, w *Matrix, bias []float32) { gemmVNNI(dst, x, m, w, bias, vnniAVX512) },
 }
 
-// amxTier returns the amx tier built on the integer tier i8: products by
-// quantized weights of int8Types on the tiles (from i8's row threshold),
-// everything else as i8.
-func amxTier(i8 *impl) *impl {
+// amxTier returns the amx tier built on the integer tier i8 with the GEMM
+// g (amxI8; the tests give a model of it): products by quantized weights
+// of int8Types on the tiles (from i8's row threshold), everything else as
+// i8.
+func amxTier(i8 *impl, g *amxI8Tier) *impl {
 	t := *i8
 	t.tier = TierAMX
 	t.products.Quantized = TierAMX
@@ -42,12 +43,12 @@ func amxTier(i8 *impl) *impl {
 			i8.matMul(dst, x, m, w, bias)
 			return
 		}
-		if p := w.amxPackedFor(amxI8); p != nil {
-			gemmAMXI8(dst, x, m, w, bias, amxI8, p)
+		if p := w.amxPackedFor(g); p != nil {
+			gemmAMXI8(dst, x, m, w, bias, g, p)
 			return
 		}
-		amxI8.small(dst, x, m, w, bias)
+		g.small(dst, x, m, w, bias)
 	}
-	t.prepare = func(w *Matrix) { packAMX(w, amxI8) }
+	t.prepare = func(w *Matrix) { packAMX(w, g) }
 	return &t
 }

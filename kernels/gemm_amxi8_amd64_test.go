@@ -2,12 +2,16 @@ package kernels
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vembed/vembed/gguf"
 )
 
 // archAMXI8Cases are the amx GEMMs of this CPU beyond the portable model:
@@ -140,4 +144,76 @@ func TestAMXI8Native(t *testing.T) {
 	if cs := archAMXI8Cases(); cs[len(cs)-1].name != "amx" {
 		t.Fatalf("AMX present but the assembly is not among the cases %v", cs)
 	}
+}
+
+// TestAMXTierPacking checks the amx tier's wiring, built here on the tile
+// model where the CPU has no AMX (on the assembly where it has): Prepare
+// packs every integer type and nothing else, the tier's products by
+// packed weights equal avx2-int8's bit for bit and read the packed copy
+// (spoiling it changes them, and no other tier's), and with packing off
+// the products (avx512-vnni's GEMM on the stored weights) are still
+// avx2-int8's bits.
+func TestAMXTierPacking(t *testing.T) {
+	cs := archAMXI8Cases()
+	if len(cs) == 0 {
+		t.Skip("no AVX-512 VNNI: the amx tier's epilogue cannot run here")
+	}
+	g := cs[len(cs)-1].g
+	var i8 *impl
+	for _, im := range tiers {
+		if im.tier == TierAVX2Int8 {
+			i8 = im
+		}
+	}
+	amx := amxTier(i8, g)
+	if amx.tier != TierAMX || !amx.optIn || amx.products.Quantized != TierAMX {
+		t.Fatalf("amx tier %+v", amx)
+	}
+	saved := SetPacking(true)
+	defer SetPacking(saved)
+	rng := rand.New(rand.NewPCG(95, 96))
+	for _, typ := range allTypes {
+		k := 256
+		if typ.BlockSize() == 1 {
+			k = 100
+		}
+		w := randMatrix(t, typ, 40, k, rng)
+		amx.prepare(w)
+		if w.Packed() != int8Types[typ] {
+			t.Errorf("%s: packed %v", typ, w.Packed())
+		}
+		if !w.Packed() {
+			continue
+		}
+		for _, m := range []int{1, 19} {
+			x, bias := randVec(m*k, rng), randVec(w.Rows, rng)
+			want, got := make([]float32, m*w.Rows), make([]float32, m*w.Rows)
+			i8.matMul(want, x, m, w, bias)
+			amx.matMul(got, x, m, w, bias)
+			sameBits(t, fmt.Sprintf("%s m%d", typ, m), got, want)
+			if m == 19 {
+				p := w.packed.(*amxPacked)
+				for i := range p.data {
+					p.data[i] ^= 0x11
+				}
+				amx.matMul(got, x, m, w, bias)
+				if slices.Equal(got, want) {
+					t.Errorf("%s: spoiling the packed copy changes nothing: it is not read", typ)
+				}
+				i8.matMul(got, x, m, w, bias)
+				sameBits(t, fmt.Sprintf("%s avx2-int8 beside a spoiled amx copy", typ), got, want)
+			}
+		}
+		w.Unpack()
+	}
+	SetPacking(false)
+	w := randMatrix(t, gguf.TypeQ6_K, 40, 512, rng)
+	if amx.prepare(w); w.Packed() {
+		t.Error("packed with packing off")
+	}
+	x := randVec(19*512, rng)
+	want, got := make([]float32, 19*40), make([]float32, 19*40)
+	i8.matMul(want, x, 19, w, nil)
+	amx.matMul(got, x, 19, w, nil)
+	sameBits(t, "Q6_K unpacked", got, want)
 }

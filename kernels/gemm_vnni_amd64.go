@@ -230,7 +230,7 @@ func vnniTiers(i8 *impl) []*impl {
 		out = append(out, &t)
 	}
 	if hasAMX {
-		out = append(out, amxTier(i8))
+		out = append(out, amxTier(i8, amxI8))
 	}
 	if hasAVX512VNNI {
 		add(TierAVX512VNNI, vnniAVX512)

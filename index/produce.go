@@ -173,7 +173,19 @@ func (r *run) table(path string, isParquet bool, emit func(item) error) error {
 	}
 	var err error
 	if isParquet {
-		err = ReadParquet(path, fn, bad)
+		var files []string
+		if files, err = parquetShards(path); err == nil {
+			for _, f := range files {
+				dir = filepath.Dir(f) // image paths are relative to the shard's folder
+				if err = ReadParquet(f, fn, bad); err != nil {
+					if errors.Is(err, errStop) {
+						return err
+					}
+					r.problem(f, 0, err)
+					err = nil
+				}
+			}
+		}
 	} else {
 		var f *os.File
 		if f, err = os.Open(path); err == nil {
@@ -275,4 +287,28 @@ func (r *run) writeManifest(sum *Summary) error {
 		_, err := w.Write(append(b, '\n'))
 		return err
 	})
+}
+
+// parquetShards is the file itself, or a folder's .parquet files (Hugging
+// Face's shards) in name order.
+func parquetShards(path string) ([]string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return []string{path}, nil
+	}
+	var files []string
+	err = filepath.WalkDir(path, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && filepath.Ext(p) == ".parquet" {
+			files = append(files, p)
+		}
+		return err
+	})
+	if err == nil && len(files) == 0 {
+		err = errors.New("no .parquet file in the folder")
+	}
+	sort.Strings(files)
+	return files, err
 }

@@ -53,7 +53,8 @@ demo model (random weights) embeds.`
 
 func runIndex(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("index", indexUsage, stderr)
-	var mf modelFlags
+	// Many passes over one model: packing pays (the same bits, less CPU).
+	mf := modelFlags{pack: true}
 	mf.register(fs)
 	out := fs.String("out", "", "the index `DIR` (created if absent)")
 	task := fs.String("task", "", "task of every item (default: retrieval: passages for texts and images)")
@@ -64,7 +65,7 @@ func runIndex(args []string, stdout, stderr io.Writer) error {
 	maxPix := fs.Int("max-pixels", 0, "upper bound of the resized image area, within the model's bounds (0: the model's maximum)")
 	var jsonl, pq []string
 	fs.Func("from-jsonl", "a JSON-lines table of records {\"id\", \"text\", \"image\" (path, data URI or base64)} (repeatable)", func(s string) error { jsonl = append(jsonl, s); return nil })
-	fs.Func("from-parquet", "a Parquet table of records: id, text, image (bytes or {bytes, path}) or image_path (repeatable)", func(s string) error { pq = append(pq, s); return nil })
+	fs.Func("from-parquet", "a Parquet table (a file, or a folder of .parquet shards) of records: id, text, image (bytes or {bytes, path}) or image_path (repeatable)", func(s string) error { pq = append(pq, s); return nil })
 	chunkTokens := fs.Int("chunk-tokens", 512, "longest text passage, in tokens of the model's tokenizer")
 	shard := fs.String("shard", "", "this worker's part `I/N` of the corpus (items split by the hash of their key)")
 	shards := fs.Int("shards", 0, "split into `N` shards, this worker's from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
@@ -136,7 +137,6 @@ func runIndex(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	mf.pack = true // many passes: packing pays
 	mf.applyPacking()
 	cfg = oneCaller(cfg)
 	cfg.CacheURL = *cacheURL

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/vembed/vembed/index"
 	"github.com/vembed/vembed/internal/npmtest"
@@ -366,6 +367,34 @@ not json
 	sort.Strings(ids)
 	if strings.Join(ids, ",") != "2,a,c" || rows["2"].Width != 32 || rows["a"].Text != "first record" {
 		t.Fatalf("records: %v %+v", ids, rows["2"])
+	}
+
+	// A folder of Parquet shards, Hugging Face's image struct included.
+	type hfImage struct {
+		Bytes []byte `parquet:"bytes,optional"`
+		Path  string `parquet:"path,optional"`
+	}
+	type rec struct {
+		ID    string   `parquet:"id"`
+		Text  string   `parquet:"text,optional"`
+		Image *hfImage `parquet:"image,optional"`
+	}
+	img, err := os.ReadFile(filepath.Join(dir, "p.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards := filepath.Join(dir, "table")
+	os.MkdirAll(shards, 0o755)
+	for i, part := range [][]rec{{{ID: "x", Text: "from a shard"}}, {{ID: "y", Image: &hfImage{Bytes: img}}, {ID: "z", Text: "pic", Image: &hfImage{Path: "../p.png"}}}} {
+		if err := parquet.WriteFile(filepath.Join(shards, fmt.Sprintf("train-%05d-of-00002.parquet", i)), part); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out2 := filepath.Join(dir, "idx2")
+	runIndexCmd(t, "--from-parquet", shards, "--out", out2)
+	rows = datasetByID(t, out2)
+	if len(rows) != 3 || rows["x"].Text != "from a shard" || rows["y"].Width != 32 || rows["z"].Width != 32 || rows["z"].Text != "pic" {
+		t.Fatalf("Parquet records: %+v", rows)
 	}
 }
 

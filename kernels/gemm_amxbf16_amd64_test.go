@@ -182,3 +182,53 @@ func TestAMXBF16PackedNative(t *testing.T) {
 		MatMul(dst, x, m, w, bias)
 	})
 }
+
+// TestAMXBF16TierPacking checks the amx-bf16 tier's wiring, built here on
+// the Go tile model: Prepare packs marked float weights into its pair
+// panels and leaves the rest to the tier it is built on (Q8_0 into
+// avx512-vnni's panels, where that tier packs), products by packed
+// weights give the unpacked bits, unmarked weights the base tier's.
+func TestAMXBF16TierPacking(t *testing.T) {
+	var bf *impl
+	for _, im := range tiers {
+		if im.tier == TierAVX512BF16 {
+			bf = im
+		}
+	}
+	if bf == nil {
+		t.Skip("no avx512-bf16 tier on this CPU")
+	}
+	saved, packing := amxBF16Tiles, SetPacking(true)
+	amxBF16Tiles = amxBF16TilesGo
+	defer func() { amxBF16Tiles = saved; SetPacking(packing) }()
+	amx := amxBF16Tier(*bf)
+	rng := rand.New(rand.NewPCG(97, 98))
+	const m, n, k = 35, 70, 300
+	x, bias := randVec(m*k, rng), randVec(n, rng)
+	run := func(im *impl, w *Matrix) []float32 {
+		out := make([]float32, m*n)
+		im.matMul(out, x, m, w, bias)
+		return out
+	}
+	w := randMatrix(t, gguf.TypeF16, n, k, rng)
+	want := run(amx, w)
+	amx.prepare(w)
+	if _, ok := w.packed.(*amxBF16Packed); !ok {
+		t.Fatalf("a marked F16 weight packed as %T", w.packed)
+	}
+	sameBits(t, "packed F16", run(amx, w), want)
+	sameBits(t, "avx512-bf16 beside the packed copy", run(bf, w), run(bf, &Matrix{Type: w.Type, Rows: n, Cols: k, Data: w.Data, BF16: true}))
+	w.Unpack()
+	w.BF16 = false
+	amx.prepare(w)
+	if w.Packed() {
+		t.Error("an unmarked F16 weight was packed")
+	}
+	sameBits(t, "unmarked F16", run(amx, w), run(bf, w))
+	q := randMatrix(t, gguf.TypeQ8_0, n, 256, rng)
+	amx.prepare(q)
+	if _, ok := q.packed.(*vnniPacked); ok != hasAVX512VNNI {
+		t.Errorf("Q8_0 packed as %T", q.packed)
+	}
+	q.Unpack()
+}

@@ -341,6 +341,11 @@ func (r *run) run(ctx context.Context) (*Summary, error) {
 	if err := r.recover(); err != nil {
 		return nil, err
 	}
+	// Rows of items a killed run removed from the store but not yet from
+	// their parts.
+	if err := r.compact(); err != nil {
+		return nil, err
+	}
 	if err := r.syncSinks(ctx); err != nil {
 		return nil, err
 	}

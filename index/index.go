@@ -131,11 +131,16 @@ type Progress struct {
 	CPUPerItem float64 `json:"cpu_s_per_item"`
 	// CPUPerPage is all the run's CPU time over its pages (texts' share
 	// included): CPU-seconds per page of a corpus of PDFs and images.
-	CPUPerPage  float64 `json:"cpu_s_per_page,omitempty"`
-	Removed     int     `json:"items_removed,omitempty"`
-	WalkDone    bool    `json:"walk_done"`
-	Final       bool    `json:"final,omitempty"`
-	Interrupted bool    `json:"interrupted,omitempty"`
+	CPUPerPage float64 `json:"cpu_s_per_page,omitempty"`
+	Removed    int     `json:"items_removed,omitempty"`
+	// BytesTotal is the size of the input files (measured before the
+	// walk), BytesWalked that of the files whose items are all queued or
+	// finished: the fraction done, for an ETA.
+	BytesTotal  int64 `json:"bytes_total"`
+	BytesWalked int64 `json:"bytes_walked"`
+	WalkDone    bool  `json:"walk_done"`
+	Final       bool  `json:"final,omitempty"`
+	Interrupted bool  `json:"interrupted,omitempty"`
 }
 
 // Summary is the result of a run.
@@ -349,6 +354,7 @@ func (r *run) run(ctx context.Context) (*Summary, error) {
 	if err := r.syncSinks(ctx); err != nil {
 		return nil, err
 	}
+	r.prog.BytesTotal = inputBytes(r.o)
 	gen, err := r.store.nextGen()
 	if err != nil {
 		return nil, err

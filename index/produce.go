@@ -81,20 +81,35 @@ func (r *run) walk(ctx context.Context, out chan<- item) (complete bool, err err
 			return errStop
 		}
 	}
+	walked := func(path string) {
+		if st, err := os.Stat(path); err == nil {
+			r.mu.Lock()
+			r.prog.BytesWalked += st.Size()
+			r.mu.Unlock()
+		}
+	}
 	complete, err = walkFiles(r.o.Paths, func(path string, k kind) error {
-		return r.file(ctx, path, k, emit)
+		err := r.file(ctx, path, k, emit)
+		walked(path)
+		return err
 	}, func(path string, err error) { r.problem(path, 0, err) })
 	if err == nil {
 		for _, p := range r.o.JSONL {
 			if err = r.table(p, false, emit); err != nil {
 				break
 			}
+			walked(p)
 		}
 	}
 	if err == nil {
 		for _, p := range r.o.Parquet {
 			if err = r.table(p, true, emit); err != nil {
 				break
+			}
+			if files, err := parquetShards(p); err == nil {
+				for _, f := range files {
+					walked(f)
+				}
 			}
 		}
 	}
@@ -311,4 +326,27 @@ func parquetShards(path string) ([]string, error) {
 	}
 	sort.Strings(files)
 	return files, err
+}
+
+// inputBytes is the size of the files a walk would take (stat only), for
+// the progress's fraction done.
+func inputBytes(o Options) int64 {
+	var n int64
+	add := func(p string) {
+		if st, err := os.Stat(p); err == nil {
+			n += st.Size()
+		}
+	}
+	walkFiles(o.Paths, func(p string, _ kind) error { add(p); return nil }, func(string, error) {})
+	for _, p := range o.JSONL {
+		add(p)
+	}
+	for _, p := range o.Parquet {
+		if files, err := parquetShards(p); err == nil {
+			for _, f := range files {
+				add(f)
+			}
+		}
+	}
+	return n
 }

@@ -274,21 +274,21 @@ func indexProgress(stderr io.Writer, jsonPath string) (func(index.Progress), fun
 		}
 		jf, jw = f, f
 	}
+	// The bar runs over the input files' bytes (the walk's position, a few
+	// items ahead of the embedding), which the walk knows from the start,
+	// so its rate and ETA are there before the page count is.
 	var bar *progressbar.ProgressBar
-	if isTerminal(stderr) {
-		bar = newBar(stderr, -1, "indexing", false)
-	}
+	visible := isTerminal(stderr)
 	var mu sync.Mutex
 	fn := func(p index.Progress) {
 		mu.Lock()
 		defer mu.Unlock()
-		if bar != nil {
-			todo := int64(p.Found - p.Skipped - p.Duplicates)
-			if p.WalkDone && todo > 0 {
-				bar.ChangeMax64(todo)
+		if visible {
+			if bar == nil {
+				bar = newBar(stderr, max(p.BytesTotal, 1), "indexing", true)
 			}
-			bar.Describe(fmt.Sprintf("indexing (%.2f pages/s, %.0f tokens/s, %.1f CPU-s/item)", p.PagesPerS, p.TokensPerS, p.CPUPerItem))
-			bar.Set64(int64(p.Done))
+			bar.Describe(fmt.Sprintf("%d items, %.2f pages/s, %.0f tokens/s, %.1f CPU-s/item", p.Done, p.PagesPerS, p.TokensPerS, p.CPUPerItem))
+			bar.Set64(p.BytesWalked)
 		}
 		if jw != nil {
 			b, _ := json.Marshal(p)

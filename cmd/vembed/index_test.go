@@ -708,3 +708,24 @@ func TestIndexMultivector(t *testing.T) {
 		t.Fatalf("DuckDB: %v", res)
 	}
 }
+
+// TestIndexEncoderReplica: with --encoder-url the images go to a vembed
+// serve --role encoder replica of the same model, and the rows are those
+// of a run that encodes them itself, bit for bit.
+func TestIndexEncoderReplica(t *testing.T) {
+	dir := t.TempDir()
+	m := writeTestModel(t, filepath.Join(dir, "model"))
+	enc := startServer(t, serveOptions{models: m, role: "encoder"})
+	corpus := filepath.Join(dir, "corpus")
+	for i := range 4 {
+		writeTestPNG(t, filepath.Join(corpus, fmt.Sprintf("%d.png", i)), 48, 40, i)
+	}
+	model := []string{"--model", m.model, "--mmproj", m.mmproj}
+	local, remote := filepath.Join(dir, "local"), filepath.Join(dir, "remote")
+	runIndexCmd(t, append([]string{corpus, "--out", local}, model...)...)
+	runIndexCmd(t, append([]string{corpus, "--out", remote, "--encoder-url", enc}, model...)...)
+	sameIndexRows(t, "through the encoder replica vs local", datasetByID(t, remote), datasetByID(t, local))
+	if v := metricValue(t, enc, "vembed_engine_images_total"); v != "4" {
+		t.Errorf("the encoder replica encoded %q images, want 4", v)
+	}
+}

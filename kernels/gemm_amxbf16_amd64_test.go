@@ -4,7 +4,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -231,4 +236,63 @@ func TestAMXBF16TierPacking(t *testing.T) {
 		t.Errorf("Q8_0 packed as %T", q.packed)
 	}
 	q.Unpack()
+}
+
+// TestAMXBF16Encoding checks that kernelAMXBF16's bytes decode, by
+// binutils' objdump, as the tile instructions its Go model
+// (amxBF16TilesGo) stands for, in order: the configuration, zeroed
+// quarters, a step of 16 pairs (two A and two B tiles, four products), the
+// zero-padded tail step, the four quarters stored. The model checks the
+// data flow; this, that the bytes are those instructions.
+func TestAMXBF16Encoding(t *testing.T) {
+	objdump, err := exec.LookPath("objdump")
+	if err != nil {
+		t.Skip("binutils' objdump is not installed: the amx-bf16 kernel's bytes are not decoded here")
+	}
+	step := func(stride string) []string {
+		return []string{
+			"tileloadd (%rax," + stride + ",1),%tmm4", "tileloadd (%r10," + stride + ",1),%tmm5",
+			"tileloadd (%rbx,%r11,1),%tmm6", "tileloadd (%r10,%r11,1),%tmm7",
+			"tdpbf16ps %tmm6,%tmm4,%tmm0", "tdpbf16ps %tmm7,%tmm4,%tmm1",
+			"tdpbf16ps %tmm6,%tmm5,%tmm2", "tdpbf16ps %tmm7,%tmm5,%tmm3",
+		}
+	}
+	want := []string{"ldtilecfg (%r10)", "tilezero %tmm0", "tilezero %tmm1", "tilezero %tmm2", "tilezero %tmm3"}
+	want = append(want, step("%r9")...)
+	want = append(want, step("%r8")...)
+	want = append(want, "tilestored %tmm0,(%rdi,%r11,1)", "tilestored %tmm1,(%r10,%r11,1)",
+		"tilestored %tmm2,(%r10,%r11,1)", "tilestored %tmm3,(%r10,%r11,1)", "tilerelease")
+	code := funcBytes(t, "kernelAMXBF16")
+	raw := filepath.Join(t.TempDir(), "kernel.bin")
+	if err := os.WriteFile(raw, code["kernelAMXBF16"], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(objdump, "-D", "-b", "binary", "-m", "i386:x86-64", "--no-show-raw-insn", raw).Output()
+	if err != nil {
+		t.Skipf("objdump -D: %v", err)
+	}
+	insn := regexp.MustCompile(`^\s*[0-9a-f]+:\s+(.*?)\s*$`)
+	var got []string
+	for _, line := range strings.Split(string(out), "\n") {
+		m := insn.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		f := strings.Fields(m[1])
+		if len(f) == 0 {
+			continue
+		}
+		if f[0] == "(bad)" {
+			t.Errorf("objdump cannot decode %q", line)
+		}
+		if strings.HasPrefix(f[0], "tile") || strings.HasPrefix(f[0], "tdp") || f[0] == "ldtilecfg" {
+			got = append(got, strings.Join(f, " "))
+		}
+	}
+	if len(got) == 0 {
+		t.Skip("this objdump decodes no AMX instruction (binutils before 2.34?)")
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("kernelAMXBF16 decodes as\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }

@@ -82,9 +82,11 @@ type Options struct {
 	// 16): enough that the vision tower and the language model batch
 	// across them.
 	InFlight int
-	// PartRows and FlushEvery bound the rows held before a part file is
-	// written (defaults 256 rows, 30 s).
+	// PartRows, PartBytes and FlushEvery bound the rows held before a
+	// part file is written (defaults 256 rows, 64 MiB of vectors and
+	// text: a page of a multi-vector model holds half a megabyte, 30 s).
 	PartRows   int
+	PartBytes  int64
 	FlushEvery time.Duration
 	// MaxFileBytes bounds one input file (default 512 MiB).
 	MaxFileBytes int64
@@ -212,6 +214,9 @@ func newRun(emb Embedder, o Options) (*run, error) {
 	}
 	if o.PartRows <= 0 {
 		o.PartRows = 256
+	}
+	if o.PartBytes <= 0 {
+		o.PartBytes = 64 << 20
 	}
 	if o.FlushEvery <= 0 {
 		o.FlushEvery = 30 * time.Second
@@ -517,6 +522,7 @@ func (r *run) unpend(k Key) {
 func (r *run) writer(ctx context.Context, results <-chan result) error {
 	var rows []Row
 	var keys []Key
+	var held int64
 	tick := time.NewTicker(r.o.ProgressEvery)
 	defer tick.Stop()
 	lastFlush := time.Now()
@@ -527,7 +533,7 @@ func (r *run) writer(ctx context.Context, results <-chan result) error {
 		if err := r.commit(ctx, rows, keys); err != nil {
 			return err
 		}
-		rows, keys = nil, nil
+		rows, keys, held = nil, nil, 0
 		lastFlush = time.Now()
 		return nil
 	}
@@ -556,7 +562,8 @@ func (r *run) writer(ctx context.Context, results <-chan result) error {
 				r.prog.Texts++
 			}
 			r.mu.Unlock()
-			if len(rows) >= r.o.PartRows {
+			held += rowBytes(&res.it.row)
+			if len(rows) >= r.o.PartRows || held >= r.o.PartBytes {
 				if err := flush(); err != nil {
 					return err
 				}
@@ -800,4 +807,13 @@ func (r *run) compact() error {
 		}
 	}
 	return syncDir(filepath.Join(r.o.Out, PartsDir))
+}
+
+// rowBytes estimates a row's memory: its vectors and strings.
+func rowBytes(r *Row) int64 {
+	n := int64(4*len(r.Embedding) + len(r.Text) + len(r.Path) + len(r.ID) + 128)
+	for _, v := range r.Vectors {
+		n += int64(4*len(v) + 24)
+	}
+	return n
 }

@@ -244,6 +244,16 @@ func newRun(emb Embedder, o Options) (*run, error) {
 			return nil, fmt.Errorf("index: %w", err)
 		}
 	}
+	// Shards of another split would leave their rows beside this one's:
+	// the same items twice in parts/*.parquet.
+	states, _ := filepath.Glob(filepath.Join(o.Out, "state-*of*.db"))
+	for _, st := range states {
+		var i, n int
+		if _, err := fmt.Sscanf(filepath.Base(st), "state-%dof%d.db", &i, &n); err == nil && n != o.Shards {
+			return nil, fmt.Errorf("index: %s holds a %d-way split (%s): a %d-way one would write the same items beside it; use another output folder, or remove that split's state-*of%d.db, manifest-*of%d.json and parts/s*of%d-*.parquet",
+				o.Out, n, filepath.Base(st), o.Shards, n, n, n)
+		}
+	}
 	tag := shardName(o.Shard, o.Shards)
 	st, err := openStore(filepath.Join(o.Out, "state-"+strings.TrimPrefix(tag, "s")+".db"))
 	if err != nil {

@@ -294,6 +294,12 @@ func TestShardSplit(t *testing.T) {
 	if a, b := ids(t, one), ids(t, three); fmt.Sprint(a) != fmt.Sprint(b) {
 		t.Fatalf("three shards %v\none run %v", b, a)
 	}
+	// Another split into the same folder is refused.
+	o := testOptions(three, corpus)
+	o.Shard, o.Shards = 0, 2
+	if _, err := Run(context.Background(), &hashEmbedder{}, o); err == nil || !strings.Contains(err.Error(), "3-way split") {
+		t.Fatalf("a 2-way split over a 3-way one: %v", err)
+	}
 }
 
 // TestCancelKeepsWork: a cancelled run keeps what it committed and removes

@@ -213,6 +213,10 @@ func (r *Renderer) Open(ctx context.Context, data []byte, password string) (*Doc
 	}
 	inst, err := r.pool.GetInstanceWithContext(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			// The pool's own timeout error does not wrap the context's.
+			return nil, fmt.Errorf("pdf: waiting for a PDFium instance: %w", context.Cause(ctx))
+		}
 		return nil, fmt.Errorf("pdf: waiting for a PDFium instance: %w", err)
 	}
 	d := &Document{r: r, inst: inst}
@@ -310,25 +314,33 @@ type Page struct {
 }
 
 // PixelSize is the bitmap size of a page of w x h points at dpi, as
-// pdftoppm computes it: ceil(points * (dpi / 72)), at least 1.
+// pdftoppm computes it: ceil(points * (dpi / 72)), at least 1 (and at most
+// 1<<31, so that absurd inputs do not overflow).
 func PixelSize(widthPt, heightPt, dpi float64) (int, int) {
-	return max(1, int(math.Ceil(widthPt*(dpi/72)))), max(1, int(math.Ceil(heightPt*(dpi/72))))
+	side := func(pt float64) int {
+		v := math.Ceil(pt * (dpi / 72))
+		if !(v >= 1) { // NaN, zero or negative
+			return 1
+		}
+		return int(min(v, 1<<31))
+	}
+	return side(widthPt), side(heightPt)
 }
 
 // fitDPI lowers dpi until the page's bitmap has at most maxPixels pixels.
 func fitDPI(widthPt, heightPt, dpi float64, maxPixels int64) float64 {
-	w, h := PixelSize(widthPt, heightPt, dpi)
-	if int64(w)*int64(h) <= maxPixels {
-		return dpi
+	// In float64 first: the pixel counts of an absurd DPI overflow ints.
+	fw, fh := widthPt*(dpi/72), heightPt*(dpi/72)
+	if fw*fh > float64(maxPixels) {
+		dpi = 72 * math.Sqrt(float64(maxPixels)/(widthPt*heightPt))
 	}
-	dpi *= math.Sqrt(float64(maxPixels) / (float64(w) * float64(h)))
 	// ceil can still overshoot by a row or column: step down until it fits.
-	for range 64 {
-		w, h = PixelSize(widthPt, heightPt, dpi)
+	for range 200 {
+		w, h := PixelSize(widthPt, heightPt, dpi)
 		if int64(w)*int64(h) <= maxPixels {
 			break
 		}
-		dpi *= 0.999
+		dpi *= 0.995
 	}
 	return dpi
 }

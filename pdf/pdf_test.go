@@ -18,6 +18,7 @@ import (
 )
 
 // One Renderer for the package's tests: compiling PDFium takes seconds.
+// TestMain closes it.
 var (
 	sharedOnce     sync.Once
 	sharedRenderer *Renderer
@@ -30,9 +31,6 @@ func TestMain(m *testing.M) {
 	if sharedRenderer != nil {
 		sharedRenderer.Close()
 	}
-	if sharedCacheDir != "" {
-		os.RemoveAll(sharedCacheDir)
-	}
 	os.Exit(code)
 }
 
@@ -43,10 +41,9 @@ var testOptions = Options{Workers: 2, MaxPixels: 4 << 20, MaxBytes: 64 << 20, Ti
 func renderer(t testing.TB) *Renderer {
 	t.Helper()
 	sharedOnce.Do(func() {
-		sharedCacheDir, sharedErr = os.MkdirTemp("", "pdfium-cache-")
-		if sharedErr != nil {
-			return
-		}
+		// A cache kept across runs and fuzz worker processes, each of
+		// which would otherwise compile PDFium again.
+		sharedCacheDir = filepath.Join(os.TempDir(), "vembed-pdf-test-cache")
 		opts := testOptions
 		opts.CacheDir = sharedCacheDir
 		sharedRenderer, sharedErr = NewRenderer(opts)
@@ -254,6 +251,13 @@ func TestPixelSize(t *testing.T) {
 			t.Errorf("PixelSize(%g, %g, %g) = %d x %d, want %d x %d", c.w, c.h, c.dpi, pw, ph, c.pw, c.ph)
 		}
 	}
+	for _, dpi := range []float64{1e300, 1e20, 1e12, math.MaxFloat64} {
+		f := fitDPI(612, 792, dpi, 1<<20)
+		pw, ph := PixelSize(612, 792, f)
+		if int64(pw)*int64(ph) > 1<<20 || int64(pw)*int64(ph) < 1<<19 {
+			t.Errorf("fitDPI(letter, %g DPI, 1 Mi pixels) = %g DPI, %dx%d", dpi, f, pw, ph)
+		}
+	}
 	for _, max := range []int64{1000, 1 << 20, 3_000_001} {
 		dpi := fitDPI(14400, 10000, 300, max)
 		pw, ph := PixelSize(14400, 10000, dpi)
@@ -412,13 +416,18 @@ func TestConcurrent(t *testing.T) {
 	}
 }
 
-// TestCompilationCache: the shared renderer wrote its compiled module to
-// its cache directory, and a second renderer starts from it.
+// TestCompilationCache: a renderer writes its compiled module to an empty
+// cache directory, and a second renderer starts from it.
 func TestCompilationCache(t *testing.T) {
-	renderer(t)
+	dir := t.TempDir()
+	r1, err := NewRenderer(Options{Workers: 1, CacheDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1.Close()
 	var files int
 	var size int64
-	filepath.Walk(sharedCacheDir, func(_ string, fi os.FileInfo, err error) error {
+	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
 		if err == nil && !fi.IsDir() {
 			files++
 			size += fi.Size()
@@ -429,7 +438,7 @@ func TestCompilationCache(t *testing.T) {
 		t.Fatalf("cache dir has %d files of %d bytes", files, size)
 	}
 	start := time.Now()
-	r2, err := NewRenderer(Options{Workers: 1, CacheDir: sharedCacheDir})
+	r2, err := NewRenderer(Options{Workers: 1, CacheDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

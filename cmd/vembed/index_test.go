@@ -274,12 +274,19 @@ func TestIndexShards(t *testing.T) {
 // TestIndexKilled kills the indexer (SIGKILL, the test binary re-executed
 // as vembed) at random moments five times, then runs it to the end: one
 // row per item and every vector bit-identical to an uninterrupted run.
+// The corpus has images, text chunks and the pages of a PDF.
 func TestIndexKilled(t *testing.T) {
 	dir := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache")) // PDFium's compilation cache, shared by the runs
 	corpus := filepath.Join(dir, "corpus")
-	testCorpus(t, corpus, 40)
+	testCorpus(t, corpus, 30)
+	var pages []synth.PDFPage
+	for i := range 8 {
+		pages = append(pages, synth.PDFPage{WidthPt: 120, HeightPt: 90, Text: []string{fmt.Sprintf("page %d of the report", i+1)}})
+	}
+	writeText(t, filepath.Join(corpus, "report.pdf"), string(synth.PDF(pages, synth.PDFOptions{})))
 	whole, killed := filepath.Join(dir, "whole"), filepath.Join(dir, "killed")
-	args := []string{corpus, "--part-rows", "2", "--inflight", "2"}
+	args := []string{corpus, "--part-rows", "2", "--inflight", "2", "--dpi", "72"}
 	runIndexCmd(t, append(args, "--out", whole)...)
 	want := datasetByID(t, whole)
 

@@ -284,12 +284,16 @@ const pendingDir = ".pending"
 // file is lost is dropped (its items are embedded again), and files of
 // this shard that the store does not hold are removed.
 func (r *run) recover() error {
-	parts, err := r.store.parts()
+	names, err := r.store.partNames()
 	if err != nil {
 		return err
 	}
+	held := make(map[string]bool, len(names))
+	for _, n := range names {
+		held[n] = true
+	}
 	partsDir, pend := filepath.Join(r.o.Out, PartsDir), filepath.Join(r.o.Out, pendingDir)
-	for name := range parts {
+	for _, name := range names {
 		final := filepath.Join(partsDir, name)
 		if _, err := os.Stat(final); err == nil {
 			continue
@@ -319,7 +323,7 @@ func (r *run) recover() error {
 			if !mine {
 				continue
 			}
-			if _, held := parts[n]; held && d == partsDir && !isTemp(n) {
+			if held[n] && d == partsDir && !isTemp(n) {
 				continue
 			}
 			if err := os.Remove(filepath.Join(d, n)); err != nil {
@@ -646,15 +650,10 @@ func (r *run) syncSinks(ctx context.Context) error {
 	if len(r.o.Sinks) == 0 {
 		return nil
 	}
-	parts, err := r.store.parts()
+	names, err := r.store.partNames()
 	if err != nil {
 		return err
 	}
-	names := make([]string, 0, len(parts))
-	for n := range parts {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	for _, s := range r.o.Sinks {
 		if err := r.sinkDeletes(ctx, s); err != nil {
 			return err
@@ -667,7 +666,11 @@ func (r *run) syncSinks(ctx context.Context) error {
 			if acked[n] {
 				continue
 			}
-			rows, err := r.liveRowsOf(n, parts[n])
+			pr, ok, err := r.store.part(n)
+			if err != nil || !ok {
+				return err
+			}
+			rows, err := r.liveRowsOf(n, pr)
 			if err != nil {
 				return err
 			}
@@ -722,21 +725,37 @@ func (r *run) liveRowsOf(name string, pr partRec) ([]Row, error) {
 	return out, nil
 }
 
+// removeBatch is how many unseen items are removed per store transaction
+// (a variable for tests).
+var removeBatch = 10000
+
 // removeUnseen applies the deletion rule once the walk is complete.
 func (r *run) removeUnseen(ctx context.Context) (int, error) {
-	dead, err := r.store.unseen(r.gen)
-	if err != nil {
-		return 0, err
-	}
-	if len(dead) == 0 {
-		return 0, nil
-	}
 	names := make([]string, 0, len(r.o.Sinks))
 	for _, s := range r.o.Sinks {
 		names = append(names, s.Name)
 	}
-	if err := r.store.removeItems(dead, names); err != nil {
-		return 0, err
+	// In batches, so that removing a whole corpus holds a batch in memory.
+	removed := 0
+	var after []byte
+	for {
+		dead, last, err := r.store.unseen(r.gen, after, removeBatch)
+		if err != nil {
+			return 0, err
+		}
+		if len(dead) > 0 {
+			if err := r.store.removeItems(dead, names); err != nil {
+				return 0, err
+			}
+			removed += len(dead)
+		}
+		if last == nil {
+			break
+		}
+		after = last
+	}
+	if removed == 0 {
+		return 0, nil
 	}
 	if err := r.compact(); err != nil {
 		return 0, err
@@ -746,8 +765,8 @@ func (r *run) removeUnseen(ctx context.Context) (int, error) {
 			return 0, err
 		}
 	}
-	r.log.Info("index: removed items the walk no longer meets", "items", len(dead))
-	return len(dead), nil
+	r.log.Info("index: removed items the walk no longer meets", "items", removed)
+	return removed, nil
 }
 
 // compact rewrites every part holding rows of items that no longer live
@@ -756,17 +775,18 @@ func (r *run) removeUnseen(ctx context.Context) (int, error) {
 // the old file goes, then the new one is renamed in: a reader in between
 // misses those rows for a moment rather than seeing them twice.
 func (r *run) compact() error {
-	parts, err := r.store.parts()
+	names, err := r.store.partNames()
 	if err != nil {
 		return err
 	}
-	names := make([]string, 0, len(parts))
-	for n := range parts {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	for _, name := range names {
-		pr := parts[name]
+		pr, ok, err := r.store.part(name)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
 		live, err := r.store.liveRows(name, pr)
 		if err != nil {
 			return err

@@ -158,7 +158,7 @@ func TestRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead, err := st.unseen(0)
+	dead, _, err := st.unseen(0, nil, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,4 +346,31 @@ func (c *cancelAfter) Embed(ctx context.Context, req engine.Request) (*engine.Re
 		return nil, ctx.Err()
 	}
 	return c.hashEmbedder.Embed(ctx, req)
+}
+
+// TestRemoveInBatches removes most of a corpus in batches smaller than
+// what is removed.
+func TestRemoveInBatches(t *testing.T) {
+	defer func(n int) { removeBatch = n }(removeBatch)
+	removeBatch = 2
+	dir := t.TempDir()
+	corpus, out := filepath.Join(dir, "c"), filepath.Join(dir, "idx")
+	files := map[string]string{}
+	for i := range 9 {
+		files[fmt.Sprintf("f%d.txt", i)] = fmt.Sprintf("text %d", i)
+	}
+	writeFiles(t, corpus, files)
+	if _, err := Run(context.Background(), &hashEmbedder{}, testOptions(out, corpus)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 7 {
+		os.Remove(filepath.Join(corpus, fmt.Sprintf("f%d.txt", i)))
+	}
+	sum, err := Run(context.Background(), &hashEmbedder{}, testOptions(out, corpus))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(t, out); sum.Removed != 7 || sum.Items != 2 || fmt.Sprint(got) != "[f7.txt:1 f8.txt:1]" {
+		t.Fatalf("removed %d, %d items left, rows %v", sum.Removed, sum.Items, got)
+	}
 }

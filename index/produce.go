@@ -273,7 +273,7 @@ type Manifest struct {
 }
 
 func (r *run) writeManifest(sum *Summary) error {
-	parts, err := r.store.parts()
+	parts, err := r.store.partNames()
 	if err != nil {
 		return err
 	}
@@ -289,10 +289,9 @@ func (r *run) writeManifest(sum *Summary) error {
 	} else if m.Dimensions = q.Dimensions; m.Dimensions == 0 {
 		m.Dimensions = r.emb.Info().Hidden
 	}
-	for n := range parts {
+	for _, n := range parts {
 		m.Parts = append(m.Parts, filepath.Join(PartsDir, n))
 	}
-	sort.Strings(m.Parts)
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err

@@ -39,9 +39,29 @@ type itemRec struct {
 	Gen  uint64 `json:"gen"` // the last run whose walk saw the item
 }
 
+// partRec is a part's record: the keys of its rows in row order, stored
+// as their concatenated bytes.
 type partRec struct {
-	Keys    []Key     `json:"keys"`
-	Written time.Time `json:"written"`
+	Keys []Key
+}
+
+func (p partRec) encode() []byte {
+	b := make([]byte, 0, 32*len(p.Keys))
+	for _, k := range p.Keys {
+		b = append(b, k[:]...)
+	}
+	return b
+}
+
+func decodePart(name, v []byte) (partRec, error) {
+	if len(v)%32 != 0 {
+		return partRec{}, fmt.Errorf("index: the store's record of part %s is %d bytes, not whole keys", name, len(v))
+	}
+	keys := make([]Key, len(v)/32)
+	for i := range keys {
+		copy(keys[i][:], v[32*i:])
+	}
+	return partRec{Keys: keys}, nil
 }
 
 var (
@@ -136,7 +156,7 @@ func (s *store) markSeen(keys []Key, gen uint64) error {
 // transaction. Items already finished (a duplicate) keep their part.
 func (s *store) addPart(name string, keys []Key, ids []string, gen uint64) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		if err := putJSON(tx.Bucket(bParts), []byte(name), partRec{Keys: keys, Written: time.Now().UTC()}); err != nil {
+		if err := tx.Bucket(bParts).Put([]byte(name), partRec{Keys: keys}.encode()); err != nil {
 			return err
 		}
 		items, idb := tx.Bucket(bItems), tx.Bucket(bIDs)
@@ -152,20 +172,31 @@ func (s *store) addPart(name string, keys []Key, ids []string, gen uint64) error
 	})
 }
 
-// parts returns every part's record.
-func (s *store) parts() (map[string]partRec, error) {
-	out := map[string]partRec{}
+// partNames returns the names of the recorded parts, in order (a name per
+// part file: the records' keys are read one part at a time).
+func (s *store) partNames() ([]string, error) {
+	var out []string
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bParts).ForEach(func(k, v []byte) error {
-			var r partRec
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("part %s: %w", k, err)
-			}
-			out[string(k)] = r
+		return tx.Bucket(bParts).ForEach(func(k, _ []byte) error {
+			out = append(out, string(k))
 			return nil
 		})
 	})
 	return out, err
+}
+
+// part returns a part's record; ok is false when it is not recorded.
+func (s *store) part(name string) (pr partRec, ok bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bParts).Get([]byte(name))
+		if v == nil {
+			return nil
+		}
+		ok = true
+		pr, err = decodePart([]byte(name), v)
+		return err
+	})
+	return pr, ok, err
 }
 
 // liveRows returns, for a part, which of its rows (by position) are items
@@ -190,12 +221,22 @@ func (s *store) liveRows(name string, pr partRec) ([]bool, error) {
 	return live, err
 }
 
-// unseen returns the finished items whose generation is not gen: items of
-// documents that this run's walk did not meet.
-func (s *store) unseen(gen uint64) (map[Key]itemRec, error) {
+// unseen returns up to max finished items whose generation is not gen
+// (items of documents that this run's walk did not meet), from the first
+// key after after (nil: from the start), and the last key it looked at.
+func (s *store) unseen(gen uint64, after []byte, max int) (map[Key]itemRec, []byte, error) {
 	out := map[Key]itemRec{}
+	var last []byte
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bItems).ForEach(func(k, v []byte) error {
+		c := tx.Bucket(bItems).Cursor()
+		k, v := c.First()
+		if after != nil {
+			k, v = c.Seek(after)
+			if k != nil && string(k) == string(after) {
+				k, v = c.Next()
+			}
+		}
+		for ; k != nil && len(out) < max; k, v = c.Next() {
 			var r itemRec
 			if err := json.Unmarshal(v, &r); err != nil {
 				return err
@@ -203,10 +244,11 @@ func (s *store) unseen(gen uint64) (map[Key]itemRec, error) {
 			if r.Gen != gen {
 				out[Key(k)] = r
 			}
-			return nil
-		})
+			last = append(last[:0], k...)
+		}
+		return nil
 	})
-	return out, err
+	return out, last, err
 }
 
 // removeItems drops items from the store; ids that no other item holds
@@ -243,7 +285,7 @@ func (s *store) replacePart(old, new string, keys []Key) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		parts, items := tx.Bucket(bParts), tx.Bucket(bItems)
 		if new != "" {
-			if err := putJSON(parts, []byte(new), partRec{Keys: keys, Written: time.Now().UTC()}); err != nil {
+			if err := parts.Put([]byte(new), partRec{Keys: keys}.encode()); err != nil {
 				return err
 			}
 			for _, k := range keys {
@@ -282,8 +324,8 @@ func (s *store) dropPart(name string) error {
 		if v == nil {
 			return nil
 		}
-		var pr partRec
-		if err := json.Unmarshal(v, &pr); err != nil {
+		pr, err := decodePart([]byte(name), v)
+		if err != nil {
 			return err
 		}
 		for _, k := range pr.Keys {

@@ -34,22 +34,23 @@ func init() {
 
 const indexUsage = `PATH... --out DIR [--model LM.gguf [--mmproj MMPROJ.gguf] [--mvproj MV.gguf]]
        [--task T | --instruction TEXT] [--dimensions N] [--multivector] [--min-pixels N] [--max-pixels N]
-       [--from-jsonl FILE]... [--from-parquet FILE]... [--chunk-tokens N]
+       [--dpi N] [--password P] [--from-jsonl FILE]... [--from-parquet FILE|DIR]... [--chunk-tokens N]
        [--shard I/N | --shards N] [--sink postgres://...] [--json-progress FILE|-]
 
 Walks the files and folders given (each folder's entries in name order;
-hidden folders skipped) and embeds every image (.png .jpg .jpeg .gif .webp
-.bmp .tif .tiff), text file (.txt .md, as passages of at most
---chunk-tokens tokens of the model's tokenizer, cut at paragraphs, then
-sentences, then within a sentence) and record of the --from-jsonl and
---from-parquet tables (id, text and/or image), and every page of each PDF,
-rendered with PDFium (WebAssembly, sandboxed) at --dpi with its text
-layer kept beside its vector. Writes DIR/parts/*.parquet (one row per item: id,
-path, page, sha256, model, width, height, text, embedding or multivector)
-and DIR/manifest-IofN.json; DIR/state-IofN.db records finished items, so a
+hidden folders skipped) and embeds every page of each PDF (rendered with
+PDFium, WebAssembly-sandboxed, at --dpi; its text layer kept), every image
+(.png .jpg .jpeg .gif .webp .bmp .tif .tiff), every text file (.txt .md,
+as passages of at most --chunk-tokens tokens of the model's tokenizer, cut
+at paragraphs, then sentences, then within a sentence) and every record
+of the --from-jsonl and --from-parquet tables (id, text and/or image).
+Writes DIR/parts/*.parquet (one row per item: id, path, page, sha256,
+model, width, height, text, embedding or multivector) and
+DIR/manifest-IofN.json; DIR/state-IofN.db records the finished items, so a
 run stopped at any moment continues where it was, and a later run embeds
-only what changed and removes what is gone. Without --model the built-in
-demo model (random weights) embeds.`
+only what changed and removes what is gone. Inputs that cannot be indexed
+are listed with the reason at the end. Without --model the built-in demo
+model (random weights) embeds.`
 
 func runIndex(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("index", indexUsage, stderr)

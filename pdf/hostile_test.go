@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -341,5 +342,34 @@ func TestCloseInFlight(t *testing.T) {
 	d.Close()
 	if _, err := r.Open(context.Background(), formBomb(1), ""); err == nil {
 		t.Error("Open after Close: no error")
+	}
+}
+
+// TestExtremeDPI: absurd resolutions give an image within MaxPixels whose
+// size PixelSize of the reported DPI reproduces, or an error; never an
+// overflowed size.
+func TestExtremeDPI(t *testing.T) {
+	d := open(t, synth.PDF([]synth.PDFPage{{WidthPt: 612, HeightPt: 792, Text: []string{"dpi"}}}, synth.PDFOptions{}), "")
+	for _, dpi := range []float64{math.MaxFloat64, 1e300, 1e20, 1e12, 1e6, 1e-3, 1e-300, math.SmallestNonzeroFloat64} {
+		p, err := d.Render(context.Background(), 0, dpi)
+		if err != nil {
+			t.Logf("DPI %g: %v", dpi, err)
+			continue
+		}
+		b := p.Image.Bounds()
+		if n := int64(b.Dx()) * int64(b.Dy()); n < 1 || n > testOptions.MaxPixels || p.DPI > dpi {
+			t.Errorf("DPI %g: %v at %g DPI", dpi, b, p.DPI)
+		}
+		if w, h := PixelSize(612, 792, p.DPI); w != b.Dx() || h != b.Dy() {
+			t.Errorf("DPI %g: image %v, but PixelSize at the reported %g DPI is %dx%d", dpi, b, p.DPI, w, h)
+		}
+		if dpi >= 1e6 && int64(b.Dx())*int64(b.Dy()) < testOptions.MaxPixels/2 {
+			t.Errorf("DPI %g: %v is far below MaxPixels %d", dpi, b, testOptions.MaxPixels)
+		}
+	}
+	for _, dpi := range []float64{-72, math.NaN(), math.Inf(1), math.Inf(-1)} {
+		if _, err := d.Render(context.Background(), 0, dpi); err == nil {
+			t.Errorf("DPI %g: no error", dpi)
+		}
 	}
 }

@@ -374,3 +374,22 @@ func TestRemoveInBatches(t *testing.T) {
 		t.Fatalf("removed %d, %d items left, rows %v", sum.Removed, sum.Items, got)
 	}
 }
+
+func TestDecodeText(t *testing.T) {
+	le := []byte{0xFF, 0xFE, 'h', 0, 'i', 0, 0xAC, 0x20} // "hi€"
+	be := []byte{0xFE, 0xFF, 0, 'h', 0, 'i', 0x20, 0xAC}
+	for _, c := range []struct {
+		in   []byte
+		want string
+		bad  bool
+	}{
+		{le, "hi€", false}, {be, "hi€", false}, {[]byte("\xEF\xBB\xBFplain"), "plain", false},
+		{[]byte("a\x00b"), "", true}, {[]byte{0xFF, 0xFE, 'h'}, "", true}, {[]byte{0xFF, 0xFE, 0, 0}, "", true},
+		{[]byte("\xfd\xfc\xfb\xfa" + "xx"), "", true},
+	} {
+		got, err := decodeText(c.in)
+		if (err != nil) != c.bad || got != c.want {
+			t.Errorf("decodeText(%q) = %q, %v", c.in, got, err)
+		}
+	}
+}

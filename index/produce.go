@@ -138,12 +138,13 @@ func (r *run) file(ctx context.Context, path string, k kind, emit func(item) err
 		}
 		return emit(it)
 	case kindText:
-		if err := checkText(data); err != nil {
+		text, err := decodeText(data)
+		if err != nil {
 			r.problem(path, 0, err)
 			return nil
 		}
 		sha := sha256Hex(data)
-		chunks := Chunk(string(data), r.o.ChunkTokens, r.o.Count)
+		chunks := Chunk(text, r.o.ChunkTokens, r.o.Count)
 		if len(chunks) == 0 {
 			r.problem(path, 0, errors.New("no text"))
 			return nil

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/vembed/vembed/engine"
@@ -127,6 +128,36 @@ func readLimited(path string, max int64) ([]byte, error) {
 func sha256Hex(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
+}
+
+// decodeText returns a text file's content as UTF-8: UTF-16 with a byte
+// order mark decoded, a UTF-8 byte order mark dropped, anything else
+// checked by checkText.
+func decodeText(b []byte) (string, error) {
+	switch {
+	case bytes.HasPrefix(b, []byte{0xFF, 0xFE}), bytes.HasPrefix(b, []byte{0xFE, 0xFF}):
+		if len(b)%2 != 0 {
+			return "", errors.New("UTF-16 text of an odd number of bytes")
+		}
+		u := make([]uint16, 0, len(b)/2-1)
+		for i := 2; i+1 < len(b); i += 2 {
+			if b[0] == 0xFF {
+				u = append(u, uint16(b[i])|uint16(b[i+1])<<8)
+			} else {
+				u = append(u, uint16(b[i])<<8|uint16(b[i+1]))
+			}
+		}
+		s := string(utf16.Decode(u))
+		if strings.ContainsRune(s, 0) {
+			return "", errors.New("binary content (NUL characters) in a UTF-16 text file")
+		}
+		return s, nil
+	}
+	b = bytes.TrimPrefix(b, []byte{0xEF, 0xBB, 0xBF})
+	if err := checkText(b); err != nil {
+		return "", err
+	}
+	return string(b), nil
 }
 
 // checkText refuses bytes that are not text: a NUL byte, or invalid UTF-8

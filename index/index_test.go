@@ -393,3 +393,30 @@ func TestDecodeText(t *testing.T) {
 		}
 	}
 }
+
+// TestWalkOrder: folders in name order, depth first, hidden folders and
+// other extensions skipped, a symbolic link to a folder given as a root
+// walked.
+func TestWalkOrder(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"b/2.txt": "x", "b/1.png": "x", "a.md": "x", "c.pdf": "x", ".git/x.txt": "x", "d/.hidden/y.txt": "x", "e.doc": "x", "b/sub/3.txt": "x"})
+	if err := os.Symlink(filepath.Join(dir, "b"), filepath.Join(dir, "link")); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	var got []string
+	walk := func(root string) {
+		if _, err := walkFiles([]string{root}, func(p string, _ kind) error {
+			rel, _ := filepath.Rel(dir, p)
+			got = append(got, rel)
+			return nil
+		}, func(p string, err error) { t.Errorf("%s: %v", p, err) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	walk(dir)
+	walk(filepath.Join(dir, "link"))
+	want := "[a.md b/1.png b/2.txt b/sub/3.txt c.pdf link/1.png link/2.txt link/sub/3.txt]"
+	if fmt.Sprint(got) != want {
+		t.Fatalf("walk order %v\nwant %s", got, want)
+	}
+}

@@ -66,7 +66,13 @@ func walkFiles(roots []string, fn func(path string, k kind) error, bad func(path
 			}
 			continue
 		}
-		err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		// A root given as a symbolic link to a folder is walked (WalkDir
+		// follows a root with a trailing separator), its paths kept as given.
+		walkRoot := root
+		if lst, err := os.Lstat(root); err == nil && lst.Mode()&fs.ModeSymlink != 0 {
+			walkRoot = root + string(filepath.Separator)
+		}
+		err = filepath.WalkDir(walkRoot, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				bad(p, err)
 				complete = false
@@ -76,7 +82,7 @@ func walkFiles(roots []string, fn func(path string, k kind) error, bad func(path
 				return nil
 			}
 			if d.IsDir() {
-				if p != root && strings.HasPrefix(d.Name(), ".") {
+				if p != walkRoot && strings.HasPrefix(d.Name(), ".") {
 					return fs.SkipDir // .git and the like
 				}
 				return nil

@@ -373,3 +373,61 @@ func TestExtremeDPI(t *testing.T) {
 		}
 	}
 }
+
+// TestKillRaces: renders cut by contexts ending at every moment (already
+// done, mid-call, just after) from several goroutines, each document closed
+// right after: no crash, every failure one of the expected errors, and
+// the pool still hands out working instances (none lost, none doubled).
+func TestKillRaces(t *testing.T) {
+	r := hostileRenderer(t, 2)
+	data := synth.PDF([]synth.PDFPage{{WidthPt: 612, HeightPt: 792, Image: testImage(300, 400), Text: []string{"race"}}}, synth.PDFOptions{})
+	delays := []time.Duration{-1, 0, time.Microsecond, 50 * time.Microsecond, 500 * time.Microsecond, 2 * time.Millisecond, 10 * time.Millisecond, time.Second}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	outcomes := map[string]int{}
+	for g := range 4 {
+		wg.Go(func() {
+			for k := range 12 {
+				delay := delays[(g+k)%len(delays)]
+				ctx, cancel := context.WithTimeout(context.Background(), delay)
+				outcome := "rendered"
+				d, err := r.Open(ctx, data, "")
+				if err == nil {
+					_, err = d.Render(ctx, 0, 100)
+					d.Close()
+				}
+				cancel()
+				switch {
+				case err == nil:
+				case errors.Is(err, context.DeadlineExceeded):
+					outcome = "deadline"
+				default:
+					outcome = "other"
+					t.Errorf("delay %v: %v", delay, err)
+				}
+				mu.Lock()
+				outcomes[outcome]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("outcomes: %v", outcomes)
+	// Both instances are usable at once afterwards.
+	var docs []*Document
+	for range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		d, err := r.Open(ctx, data, "")
+		cancel()
+		if err != nil {
+			t.Fatalf("after the races: %v", err)
+		}
+		docs = append(docs, d)
+	}
+	for _, d := range docs {
+		if p, err := d.Render(context.Background(), 0, 72); err != nil || strings.TrimSpace(p.Text) != "race" {
+			t.Errorf("after the races: %v", err)
+		}
+		d.Close()
+	}
+}

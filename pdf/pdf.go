@@ -144,6 +144,8 @@ func NewRenderer(opts Options) (*Renderer, error) {
 		}
 	}
 	pool, err := webassembly.Init(webassembly.Config{
+		// Instances' memories come from memoryAllocator (memory.go).
+		Context:       experimental.WithMemoryAllocator(context.Background(), memoryAllocator),
 		MinIdle:       0,
 		MaxIdle:       opts.Workers,
 		MaxTotal:      opts.Workers,
@@ -476,7 +478,9 @@ func (d *Document) guard(ctx context.Context, what string, f func() error) error
 	ctx, cancel := context.WithTimeout(ctx, d.r.opts.Timeout)
 	defer cancel()
 	stop := context.AfterFunc(ctx, d.discard)
+	id := calls.begin()
 	err := f()
+	calls.end(id)
 	if !stop() {
 		// The timer fired: the instance is gone, whatever f returned.
 		return fmt.Errorf("pdf: %s: stopped after %v: %w", what, d.r.opts.Timeout, context.Cause(ctx))

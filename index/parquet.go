@@ -31,9 +31,13 @@ type pqRow struct {
 	Multivector [][]float32 `parquet:"multivector,list"`
 }
 
+// toPQ makes a row's strings valid UTF-8 (invalid bytes become U+FFFD):
+// Parquet's strings are UTF-8, and a reader such as DuckDB refuses a file
+// holding one that is not (a file name, a table's text).
 func toPQ(r *Row) pqRow {
-	return pqRow{ID: r.ID, Path: r.Path, Page: int32(r.Page), SHA256: r.SHA256, Model: r.Model,
-		Width: int32(r.Width), Height: int32(r.Height), Text: r.Text, Embedding: r.Embedding, Multivector: r.Vectors}
+	v := func(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
+	return pqRow{ID: v(r.ID), Path: v(r.Path), Page: int32(r.Page), SHA256: r.SHA256, Model: r.Model,
+		Width: int32(r.Width), Height: int32(r.Height), Text: v(r.Text), Embedding: r.Embedding, Multivector: r.Vectors}
 }
 
 func fromPQ(p *pqRow) Row {

@@ -291,9 +291,11 @@ func readParquetFrom(ra io.ReaderAt, size int64, fn func(Record) error, bad func
 				}
 				switch c {
 				case cID:
-					rec.ID = scalarString(v)
+					rec.ID = strings.ToValidUTF8(scalarString(v), "\uFFFD")
 				case cText:
-					rec.Text = string(v.ByteArray())
+					// As JSON decoding does: invalid UTF-8 becomes U+FFFD
+					// (the engine refuses text that is not UTF-8).
+					rec.Text = strings.ToValidUTF8(string(v.ByteArray()), "\uFFFD")
 				case cImg:
 					rec.Image = append([]byte(nil), v.ByteArray()...)
 				case cPath:

@@ -736,3 +736,24 @@ func TestIndexEncoderReplica(t *testing.T) {
 		t.Errorf("the encoder replica encoded %q images, want 4", v)
 	}
 }
+
+// TestIndexInvalidUTF8: a file name and a table's text that are not UTF-8
+// are written as valid UTF-8, so that DuckDB reads the dataset.
+func TestIndexInvalidUTF8(t *testing.T) {
+	dir := t.TempDir()
+	corpus, out := filepath.Join(dir, "corpus"), filepath.Join(dir, "idx")
+	writeTestPNG(t, filepath.Join(corpus, "bad\xff\xfename.png"), 32, 32, 1)
+	type rec struct {
+		ID   string `parquet:"id"`
+		Text string `parquet:"text"`
+	}
+	table := filepath.Join(dir, "t.parquet")
+	if err := parquet.WriteFile(table, []rec{{ID: "r1", Text: "caf\xe9 au lait"}}); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _ := runIndexCmd(t, corpus, "--from-parquet", table, "--out", out)
+	res := npmtest.DuckDB(t, fmt.Sprintf("select count(*)::int as n, max(length(path))::int as l from read_parquet('%s/parts/*.parquet')", out))
+	if len(res) != 1 || fmt.Sprint(res[0]["n"]) != "2" {
+		t.Fatalf("DuckDB: %v\n%s", res, stdout)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/vembed/vembed/engine"
@@ -35,6 +36,10 @@ func (r *run) walk(ctx context.Context, out chan<- item) (complete bool, err err
 		if ctx.Err() != nil {
 			return errStop
 		}
+		// Every output holds text as UTF-8 (Parquet strings, PostgreSQL
+		// text): a file name that is not becomes valid here, once.
+		it.row.ID = strings.ToValidUTF8(it.row.ID, "\uFFFD")
+		it.row.Path = strings.ToValidUTF8(it.row.Path, "\uFFFD")
 		it.key = itemKey(it.row.ID, it.row.SHA256, r.o.ModelID, r.opt)
 		if it.key.shard(r.o.Shards) != r.o.Shard {
 			if it.doc != nil {

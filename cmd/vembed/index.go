@@ -153,6 +153,12 @@ func runIndex(args []string, stdout, stderr io.Writer) error {
 	}
 	defer eng.Close()
 	info := eng.Info()
+	if info.Reranker {
+		return fmt.Errorf("vembed index: %s is a reranker: it scores pairs and makes no embeddings", info.Name)
+	}
+	if *multi && info.MultivectorDim == 0 {
+		return usageError(fs, stderr, "--multivector: %s has no multi-vector projector (give --mvproj)", info.Name)
+	}
 	if *chunkTokens > info.ContextLength {
 		return usageError(fs, stderr, "--chunk-tokens %d is over the model's context of %d tokens", *chunkTokens, info.ContextLength)
 	}

@@ -80,8 +80,15 @@ func formBomb(depth int) []byte {
 // contentBomb: a content stream that inflates to n bytes of one repeated
 // operator (a zip bomb in the page content).
 func contentBomb(n int) []byte {
-	op := []byte("0 0 1 1 re f\n")
-	return onePage("[0 0 612 792]", "<< >>", rawStream("", bytes.Repeat(op, n/len(op)), true))
+	// Compressed a chunk at a time: the test never holds the n bytes.
+	chunk := bytes.Repeat([]byte("0 0 1 1 re f\n"), 1<<16)
+	var buf bytes.Buffer
+	zw, _ := zlib.NewWriterLevel(&buf, zlib.BestCompression)
+	for written := 0; written < n; written += len(chunk) {
+		zw.Write(chunk[:min(len(chunk), n-written)])
+	}
+	zw.Close()
+	return onePage("[0 0 612 792]", "<< >>", fmt.Sprintf("<< /Filter /FlateDecode /Length %d >>\nstream\n%s\nendstream", buf.Len(), buf.Bytes()))
 }
 
 // textBomb: one page with n characters of text.

@@ -757,3 +757,37 @@ func TestIndexInvalidUTF8(t *testing.T) {
 		t.Fatalf("DuckDB: %v\n%s", res, stdout)
 	}
 }
+
+// TestIndexRefusals: command lines that cannot work are refused before
+// anything is written or removed; a path that is gone fails the run
+// instead of emptying the index.
+func TestIndexRefusals(t *testing.T) {
+	dir := t.TempDir()
+	m := writeTestModel(t, filepath.Join(dir, "model"))
+	corpus, out := filepath.Join(dir, "corpus"), filepath.Join(dir, "idx")
+	testCorpus(t, corpus, 2)
+	runIndexCmd(t, corpus, "--out", out)
+	before := datasetByID(t, out)
+	t.Setenv("JOB_COMPLETION_INDEX", "")
+	os.Unsetenv("JOB_COMPLETION_INDEX")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{corpus}, "--out DIR is required"},
+		{[]string{"--out", out}, "nothing to index"},
+		{[]string{corpus, "--out", out, "--shard", "2/2"}, "want I/N"},
+		{[]string{corpus, "--out", out, "--shards", "2"}, "JOB_COMPLETION_INDEX"},
+		{[]string{corpus, "--out", out, "--shard", "0/2", "--shards", "2"}, "not both"},
+		{[]string{corpus, "--out", out, "--dpi", "-3"}, "--dpi"},
+		{[]string{corpus, "--out", out, "--model", m.model, "--mmproj", m.mmproj, "--multivector"}, "no multi-vector projector"},
+		{[]string{filepath.Join(dir, "gone"), "--out", out}, "no such file"},
+		{[]string{corpus, "--out", out, "--shard", "0/3"}, "1-way split"},
+	} {
+		var o, e bytes.Buffer
+		if code := run(append([]string{"index"}, c.args...), &o, &e); code == 0 || !strings.Contains(o.String()+e.String(), c.want) {
+			t.Errorf("vembed index %v: exit %d, want an error with %q:\n%s%s", c.args, code, c.want, o.String(), e.String())
+		}
+	}
+	sameIndexRows(t, "after the refused runs", datasetByID(t, out), before)
+}

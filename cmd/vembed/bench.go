@@ -232,6 +232,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
+			// Packed for the tier as a model's load packs its weights:
+			// the amx tier multiplies on tiles only packed weights, and
+			// the VNNI tiers' Q8_0 and amx-bf16's float products read
+			// their packed copies.
+			kernels.Prepare(w)
 			for _, rows := range ms {
 				x := randFloats(rows**k, rng)
 				dst := make([]float32, rows**n)
@@ -241,6 +246,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 				rep.GEMM = append(rep.GEMM, gemmFigure{string(tier), typ.String(), rows, *k, *n, string(u), toFigures(f)})
 				bar.Add(1)
 			}
+			w.Unpack()
 		}
 		for _, c := range attnCases(*attnTok) {
 			q := randFloats(c.nTok*c.nHead*c.hd, rng)

@@ -317,12 +317,12 @@ func indexProgress(stderr io.Writer, jsonPath string) (func(index.Progress), fun
 
 func printIndexSummary(w io.Writer, s *index.Summary, o index.Options) {
 	p := s.Progress
-	fmt.Fprintf(w, "indexed %d items (%d pages and images, %d texts) in %.1f s: %.3f pages/s, %.3f items/s, %.0f tokens/s, %.2f CPU-s per item\n",
+	fmt.Fprintf(w, "indexed %d items (%d pages and images, %d texts) in %.1f s: %.3f pages/s, %.3f items/s, %.0f tokens/s, %.3g CPU-s per item\n",
 		p.Done, p.Pages, p.Texts, p.Elapsed, p.PagesPerS, p.ItemsPerS, p.TokensPerS, p.CPUPerItem)
 	fmt.Fprintf(w, "shard %d/%d: %d items in %s; %d unchanged, %d duplicates, %d removed, %d not indexed\n",
 		o.Shard, max(o.Shards, 1), s.Items, o.Out, p.Skipped, p.Duplicates, p.Removed, p.Bad)
 	if p.Pages > 0 {
-		fmt.Fprintf(w, "%.2f CPU-s per page (all of the run's CPU time over its %d pages and images)\n", p.CPUPerPage, p.Pages)
+		fmt.Fprintf(w, "%.3g CPU-s per page (all of the run's CPU time over its %d pages and images)\n", p.CPUPerPage, p.Pages)
 	}
 	if s.DeletionSkipped != "" {
 		fmt.Fprintf(w, "nothing removed: %s\n", s.DeletionSkipped)

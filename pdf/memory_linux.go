@@ -4,6 +4,7 @@ package pdf
 
 import (
 	"log/slog"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/tetratelabs/wazero/experimental"
@@ -23,21 +24,27 @@ var memoryAllocator experimental.MemoryAllocator = experimental.MemoryAllocatorF
 	return &mappedMemory{buf: b}
 })
 
-type mappedMemory struct{ buf []byte }
+// mappedMemory's buf never changes: Free may run while the instance's
+// call still grows the memory, and the mapping outlives both.
+type mappedMemory struct {
+	buf   []byte
+	freed atomic.Bool
+}
 
 func (m *mappedMemory) Reallocate(size uint64) []byte {
-	if size > uint64(len(m.buf)) {
+	// wazero can read the memory's allocator while another goroutine's
+	// Close clears it; a torn read may give a nil receiver: refuse then.
+	if m == nil || size > uint64(len(m.buf)) {
 		return nil // past the cap: memory.grow fails inside the instance
 	}
 	return m.buf[:size]
 }
 
 func (m *mappedMemory) Free() {
-	b := m.buf
-	if b == nil {
+	if m.freed.Swap(true) {
 		return
 	}
-	m.buf = nil
+	b := m.buf
 	// The pages go back now; the addresses stay valid until no call
 	// that may still run on them is left.
 	if err := syscall.Madvise(b, syscall.MADV_DONTNEED); err != nil {

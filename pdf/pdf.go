@@ -98,6 +98,16 @@ type Renderer struct {
 	opts  Options
 	pool  pdfium.Pool
 	cache wazero.CompilationCache
+
+	// go-pdfium's pool reads its table of instances in Close without its
+	// lock while Kill, instance Close and GetInstance write it: mu
+	// serializes kills and releases with Close, opening counts the Opens
+	// between taking an instance and registering their document, and
+	// docs lets Close kill the documents still open.
+	mu      sync.Mutex
+	closed  bool
+	opening sync.WaitGroup
+	docs    map[*Document]struct{}
 }
 
 // NewRenderer compiles PDFium (or loads it from the compilation cache) and
@@ -133,7 +143,7 @@ func NewRenderer(opts Options) (*Renderer, error) {
 		WithCoreFeatures(api.CoreFeaturesV2 | experimental.CoreFeaturesExceptionHandling).
 		WithCloseOnContextDone(true).
 		WithMemoryLimitPages(memPages)
-	r := &Renderer{opts: opts}
+	r := &Renderer{opts: opts, docs: map[*Document]struct{}{}}
 	if dir := cacheDir(opts.CacheDir); dir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(dir)
 		if err != nil {
@@ -181,7 +191,26 @@ func cacheDir(opt string) string {
 
 // Close releases the pool and every open document's instance.
 func (r *Renderer) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	docs := make([]*Document, 0, len(r.docs))
+	for d := range r.docs {
+		docs = append(docs, d)
+	}
+	r.mu.Unlock()
+	// Kill what is open (running calls end with an error), then wait for
+	// Opens in progress, which find the renderer closed.
+	for _, d := range docs {
+		d.discard()
+	}
+	r.opening.Wait()
+	r.mu.Lock()
 	err := r.pool.Close()
+	r.mu.Unlock()
 	if r.cache != nil {
 		if cerr := r.cache.Close(context.Background()); err == nil {
 			err = cerr
@@ -201,8 +230,8 @@ type Document struct {
 	inst   pdfium.Pdfium
 	doc    references.FPDF_DOCUMENT
 	pages  int
-	killed atomic.Bool
-	kill   sync.Once
+	killed atomic.Bool // the instance was (or is being) killed
+	gone   bool        // the instance was killed or returned; guarded by r.mu
 	closed bool
 }
 
@@ -213,7 +242,25 @@ func (r *Renderer) Open(ctx context.Context, data []byte, password string) (*Doc
 	if int64(len(data)) > r.opts.MaxBytes {
 		return nil, fmt.Errorf("pdf: document of %d bytes, the limit is %d: %w", len(data), r.opts.MaxBytes, ErrTooLarge)
 	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil, errors.New("pdf: renderer is closed")
+	}
+	r.opening.Add(1)
+	r.mu.Unlock()
 	inst, err := r.pool.GetInstanceWithContext(ctx)
+	r.mu.Lock()
+	if err == nil && r.closed {
+		inst.Close()
+		err = errors.New("pdf: renderer is closed")
+	}
+	d := &Document{r: r, inst: inst}
+	if err == nil {
+		r.docs[d] = struct{}{}
+	}
+	r.mu.Unlock()
+	r.opening.Done()
 	if err != nil {
 		if ctx.Err() != nil {
 			// The pool's own timeout error does not wrap the context's.
@@ -221,7 +268,6 @@ func (r *Renderer) Open(ctx context.Context, data []byte, password string) (*Doc
 		}
 		return nil, fmt.Errorf("pdf: waiting for a PDFium instance: %w", err)
 	}
-	d := &Document{r: r, inst: inst}
 	err = d.guard(ctx, "opening the document", func() error {
 		req := &requests.OpenDocument{File: &data}
 		if password != "" {
@@ -508,12 +554,17 @@ func trapped(err error) bool {
 
 // discard kills the instance; the pool replaces it for the next document.
 func (d *Document) discard() {
-	d.kill.Do(func() {
-		d.killed.Store(true)
-		if err := d.inst.Kill(); err != nil {
-			slog.Debug("pdf: killing a PDFium instance", "err", err)
-		}
-	})
+	d.killed.Store(true)
+	d.r.mu.Lock()
+	defer d.r.mu.Unlock()
+	delete(d.r.docs, d)
+	if d.gone {
+		return
+	}
+	d.gone = true
+	if err := d.inst.Kill(); err != nil {
+		slog.Debug("pdf: killing a PDFium instance", "err", err)
+	}
 }
 
 // Close frees the document and returns its instance to the pool.
@@ -540,9 +591,13 @@ func (d *Document) Close() error {
 
 // release hands the instance back (or drops it if it was killed).
 func (d *Document) release() {
-	if d.killed.Load() {
+	d.r.mu.Lock()
+	defer d.r.mu.Unlock()
+	delete(d.r.docs, d)
+	if d.gone {
 		return
 	}
+	d.gone = true
 	if err := d.inst.Close(); err != nil {
 		slog.Debug("pdf: closing a PDFium instance", "err", err)
 	}

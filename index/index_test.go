@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/vembed/vembed/engine"
 )
@@ -418,5 +419,68 @@ func TestWalkOrder(t *testing.T) {
 	want := "[a.md b/1.png b/2.txt b/sub/3.txt c.pdf link/1.png link/2.txt link/sub/3.txt]"
 	if fmt.Sprint(got) != want {
 		t.Fatalf("walk order %v\nwant %s", got, want)
+	}
+}
+
+// concurrencyEmbedder records how many Embed calls run at once.
+type concurrencyEmbedder struct {
+	hashEmbedder
+	mu2       sync.Mutex
+	now, peak int
+	release   chan struct{}
+}
+
+func (c *concurrencyEmbedder) Embed(ctx context.Context, req engine.Request) (*engine.Response, error) {
+	c.mu2.Lock()
+	c.now++
+	c.peak = max(c.peak, c.now)
+	c.mu2.Unlock()
+	<-c.release
+	c.mu2.Lock()
+	c.now--
+	c.mu2.Unlock()
+	return c.hashEmbedder.Embed(ctx, req)
+}
+
+// TestInFlight: the engine is sent InFlight items at once (so it can
+// batch them), never more.
+func TestInFlight(t *testing.T) {
+	dir := t.TempDir()
+	corpus, out := filepath.Join(dir, "c"), filepath.Join(dir, "idx")
+	files := map[string]string{}
+	for i := range 40 {
+		files[fmt.Sprintf("f%02d.txt", i)] = fmt.Sprintf("text %d", i)
+	}
+	writeFiles(t, corpus, files)
+	emb := &concurrencyEmbedder{release: make(chan struct{})}
+	o := testOptions(out, corpus)
+	o.InFlight = 6
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), emb, o)
+		done <- err
+	}()
+	// Let calls through one at a time once six are waiting: the pipeline
+	// must refill what the engine finishes.
+	deadline := time.Now().Add(time.Minute)
+	for released := 0; released < 40; {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %d items, fewer than 6 in the engine for a minute", released)
+		}
+		emb.mu2.Lock()
+		n := emb.now
+		emb.mu2.Unlock()
+		if n == min(6, 40-released) {
+			emb.release <- struct{}{}
+			released++
+			continue
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if emb.peak != 6 {
+		t.Fatalf("at most %d items in the engine at once, want 6", emb.peak)
 	}
 }

@@ -577,6 +577,26 @@ func TestIndexPostgres(t *testing.T) {
 	os.Remove(filepath.Join(corpus, "img/00.png"))
 	runIndexCmd(t, corpus, "--out", out, "--sink", url)
 	check("after a deletion")
+
+	// Multi-vector rows go to the child table, one row per token.
+	mvOut := filepath.Join(dir, "mv")
+	runIndexCmd(t, corpus, "--out", mvOut, "--multivector", "--sink", url, "--pg-table", "mv_items")
+	want := 0
+	for _, r := range datasetByID(t, mvOut) {
+		want += len(r.Vectors)
+	}
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var got int
+	if err := conn.QueryRow(context.Background(), "select count(*) from mv_items_vectors").Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != want || want == 0 {
+		t.Fatalf("mv_items_vectors holds %d rows, the dataset %d", got, want)
+	}
 }
 
 // TestReadmeIndex runs the README's two indexing commands as written: the

@@ -144,7 +144,35 @@ func NewRenderer(opts Options) (*Renderer, error) {
 		WithCloseOnContextDone(true).
 		WithMemoryLimitPages(memPages)
 	r := &Renderer{opts: opts, docs: map[*Document]struct{}{}}
-	if dir := cacheDir(opts.CacheDir); dir != "" {
+	dir := cacheDir(opts.CacheDir)
+	pool, err := r.start(rc, dir)
+	if err != nil && dir != "" {
+		// wazero keeps a damaged cache entry (truncated, corrupted) and
+		// fails on it at every start: drop what it wrote and compile anew,
+		// then, failing that too, run without a cache.
+		slog.Warn("pdf: starting PDFium from the compilation cache failed, clearing it", "dir", dir, "err", err)
+		if entries, gerr := filepath.Glob(filepath.Join(dir, "wazero-*")); gerr == nil {
+			for _, e := range entries {
+				os.RemoveAll(e)
+			}
+		}
+		pool, err = r.start(rc, dir)
+		if err != nil {
+			pool, err = r.start(rc, "")
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pdf: starting PDFium: %w", err)
+	}
+	r.pool = pool
+	return r, nil
+}
+
+// start compiles PDFium (through the cache in dir, when set) and makes the
+// pool.
+func (r *Renderer) start(rc wazero.RuntimeConfig, dir string) (pdfium.Pool, error) {
+	r.cache = nil
+	if dir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(dir)
 		if err != nil {
 			slog.Warn("pdf: compilation cache unavailable, compiling PDFium on every start", "dir", dir, "err", err)
@@ -157,21 +185,18 @@ func NewRenderer(opts Options) (*Renderer, error) {
 		// Instances' memories come from memoryAllocator (memory.go).
 		Context:       experimental.WithMemoryAllocator(context.Background(), memoryAllocator),
 		MinIdle:       0,
-		MaxIdle:       opts.Workers,
-		MaxTotal:      opts.Workers,
+		MaxIdle:       r.opts.Workers,
+		MaxTotal:      r.opts.Workers,
 		FSConfig:      wazero.NewFSConfig(), // no file system: documents come as bytes
 		RuntimeConfig: rc,
 		Stdout:        io.Discard,
 		Stderr:        io.Discard,
 	})
-	if err != nil {
-		if r.cache != nil {
-			r.cache.Close(context.Background())
-		}
-		return nil, fmt.Errorf("pdf: starting PDFium: %w", err)
+	if err != nil && r.cache != nil {
+		r.cache.Close(context.Background())
+		r.cache = nil
 	}
-	r.pool = pool
-	return r, nil
+	return pool, err
 }
 
 func cacheDir(opt string) string {
@@ -523,12 +548,19 @@ func (d *Document) text(page requests.Page, i int) (string, error) {
 func (d *Document) guard(ctx context.Context, what string, f func() error) error {
 	ctx, cancel := context.WithTimeout(ctx, d.r.opts.Timeout)
 	defer cancel()
-	stop := context.AfterFunc(ctx, d.discard)
+	// Registered before the timer can fire: a memory freed by a kill from
+	// now on stays mapped until f has returned.
 	id := calls.begin()
-	err := f()
-	calls.end(id)
+	stop := context.AfterFunc(ctx, d.discard)
+	err := func() error {
+		defer calls.end(id)
+		return f()
+	}()
 	if !stop() {
-		// The timer fired: the instance is gone, whatever f returned.
+		// The timer fired: the instance is gone, whatever f returned. The
+		// kill may still be running in the timer's goroutine; discard
+		// returns once it is done.
+		d.discard()
 		return fmt.Errorf("pdf: %s: stopped after %v: %w", what, d.r.opts.Timeout, context.Cause(ctx))
 	}
 	if err != nil && trapped(err) {

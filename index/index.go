@@ -428,6 +428,9 @@ func (r *run) run(ctx context.Context) (*Summary, error) {
 			r.mu.Lock()
 			r.prog.Removed = n
 			r.mu.Unlock()
+			if err := r.mergeSmall(); err != nil {
+				return nil, err
+			}
 		} else {
 			sum.DeletionSkipped = "the walk did not reach every folder: finished items it did not meet are kept"
 		}
@@ -802,7 +805,7 @@ func (r *run) compact() error {
 		}
 		oldPath := filepath.Join(r.o.Out, PartsDir, name)
 		if nLive == 0 {
-			if err := r.store.replacePart(name, "", nil); err != nil {
+			if err := r.store.replaceParts([]string{name}, "", nil); err != nil {
 				return err
 			}
 			if err := os.Remove(oldPath); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -826,7 +829,7 @@ func (r *run) compact() error {
 		if err := writePart(pend, rows); err != nil {
 			return err
 		}
-		if err := r.store.replacePart(name, newName, keys); err != nil {
+		if err := r.store.replaceParts([]string{name}, newName, keys); err != nil {
 			return err
 		}
 		if err := os.Remove(oldPath); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -846,4 +849,93 @@ func rowBytes(r *Row) int64 {
 		n += int64(4*len(v) + 24)
 	}
 	return n
+}
+
+// mergeSmallParts is how many small parts (under a quarter of PartRows)
+// a shard may hold before they are merged: each incremental run adds a
+// small part, and a dataset of thousands of tiny files reads slowly.
+const mergeSmallParts = 8
+
+// mergeSmall merges the shard's small parts, once there are
+// mergeSmallParts of them, into parts of up to PartRows rows, each merge
+// recorded in one transaction as compaction's are.
+func (r *run) mergeSmall() error {
+	names, err := r.store.partNames()
+	if err != nil {
+		return err
+	}
+	var small []string
+	for _, n := range names {
+		pr, ok, err := r.store.part(n)
+		if err != nil {
+			return err
+		}
+		if ok && len(pr.Keys) < max(1, r.o.PartRows/4) {
+			small = append(small, n)
+		}
+	}
+	if len(small) < mergeSmallParts {
+		return nil
+	}
+	var group []string
+	var rows []Row
+	var keys []Key
+	var held int64
+	flush := func() error {
+		defer func() { group, rows, keys, held = nil, nil, nil, 0 }()
+		if len(group) < 2 {
+			return nil
+		}
+		r.seq++
+		name := fmt.Sprintf("%s-g%06d-%06d.parquet", r.tag, r.gen, r.seq)
+		pend := filepath.Join(r.o.Out, pendingDir, name)
+		if err := writePart(pend, rows); err != nil {
+			return err
+		}
+		if err := r.store.replaceParts(group, name, keys); err != nil {
+			return err
+		}
+		for _, old := range group {
+			if err := os.Remove(filepath.Join(r.o.Out, PartsDir, old)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("index: %w", err)
+			}
+		}
+		if err := os.Rename(pend, filepath.Join(r.o.Out, PartsDir, name)); err != nil {
+			return fmt.Errorf("index: %w", err)
+		}
+		return syncDir(filepath.Join(r.o.Out, PartsDir))
+	}
+	for _, n := range small {
+		pr, ok, err := r.store.part(n)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		live, err := r.store.liveRows(n, pr)
+		if err != nil {
+			return err
+		}
+		prow, err := r.liveRowsOf(n, pr)
+		if err != nil {
+			return err
+		}
+		if len(group) > 0 && (len(rows)+len(prow) > r.o.PartRows || held >= r.o.PartBytes) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		group = append(group, n)
+		rows = append(rows, prow...)
+		for i, k := range pr.Keys {
+			if live[i] {
+				keys = append(keys, k)
+			}
+		}
+		for i := range prow {
+			held += rowBytes(&prow[i])
+		}
+	}
+	return flush()
 }

@@ -484,3 +484,35 @@ func TestInFlight(t *testing.T) {
 		t.Fatalf("at most %d items in the engine at once, want 6", emb.peak)
 	}
 }
+
+// TestMergeSmallParts: runs that each add a few items leave small parts,
+// which are merged once there are enough of them; the rows stay those of
+// one run, and a sink is not sent them again.
+func TestMergeSmallParts(t *testing.T) {
+	dir := t.TempDir()
+	corpus, out := filepath.Join(dir, "c"), filepath.Join(dir, "idx")
+	sink := &memSink{rows: map[string]Row{}}
+	for i := range 12 {
+		writeFiles(t, corpus, map[string]string{fmt.Sprintf("f%02d.txt", i): fmt.Sprintf("text %d", i)})
+		o := testOptions(out, corpus)
+		o.PartRows = 100
+		o.Sinks = []NamedSink{{Name: "mem", Sink: sink}}
+		if _, err := Run(context.Background(), &hashEmbedder{}, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parts, _ := filepath.Glob(filepath.Join(out, PartsDir, "*.parquet"))
+	if len(parts) >= mergeSmallParts {
+		t.Fatalf("%d parts after 12 runs of one item each", len(parts))
+	}
+	fresh := filepath.Join(dir, "fresh")
+	if _, err := Run(context.Background(), &hashEmbedder{}, testOptions(fresh, corpus)); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := ids(t, out), ids(t, fresh); fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Fatalf("merged %v\nfresh %v", a, b)
+	}
+	if sink.upserts != 12 || len(sink.rows) != 12 {
+		t.Fatalf("the sink got %d upserts, holds %d rows; want 12 and 12", sink.upserts, len(sink.rows))
+	}
+}

@@ -279,9 +279,11 @@ func (s *store) removeItems(dead map[Key]itemRec, sinks []string) error {
 	})
 }
 
-// replacePart records that part old's live rows now live in part new
-// (keys in row order) and forgets old, in one transaction.
-func (s *store) replacePart(old, new string, keys []Key) error {
+// replaceParts records that the live rows of the parts olds now live in
+// part new (keys in row order; "" when none is left) and forgets olds, in
+// one transaction. A sink that acknowledged every old part has the new
+// one's rows already, so the new part counts as acknowledged by it.
+func (s *store) replaceParts(olds []string, new string, keys []Key) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		parts, items := tx.Bucket(bParts), tx.Bucket(bItems)
 		if new != "" {
@@ -303,12 +305,26 @@ func (s *store) replacePart(old, new string, keys []Key) error {
 				}
 			}
 		}
-		if err := parts.Delete([]byte(old)); err != nil {
-			return err
+		for _, old := range olds {
+			if err := parts.Delete([]byte(old)); err != nil {
+				return err
+			}
 		}
 		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-			if len(name) > 5 && string(name[:5]) == "acks/" {
-				return b.Delete([]byte(old))
+			if len(name) <= 5 || string(name[:5]) != "acks/" {
+				return nil
+			}
+			all := true
+			for _, old := range olds {
+				if b.Get([]byte(old)) == nil {
+					all = false
+				}
+				if err := b.Delete([]byte(old)); err != nil {
+					return err
+				}
+			}
+			if all && new != "" {
+				return b.Put([]byte(new), nil)
 			}
 			return nil
 		})

@@ -438,3 +438,37 @@ func TestKillRaces(t *testing.T) {
 		d.Close()
 	}
 }
+
+// TestTextBounded: a page with more characters in its text layer than the
+// package keeps (invisible text, as OCR layers are, so the page renders
+// quickly) gives exactly the first maxTextChars of them.
+func TestTextBounded(t *testing.T) {
+	renderer(t)
+	r, err := NewRenderer(Options{Workers: 1, CacheDir: sharedCacheDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	const n = maxTextChars + maxTextChars/8
+	line := "(" + strings.Repeat("A", 99) + "B) Tj\n"
+	content := "BT 3 Tr /F1 1 Tf 0 0 Td\n" + strings.Repeat(line, n/100) + "ET\n"
+	data := onePage("[0 0 612 792]", "<< /Font << /F1 5 0 R >> >>", rawStream("", []byte(content), true),
+		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+	d, err := r.Open(context.Background(), data, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	p, err := d.Render(context.Background(), 0, 72)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Text) != maxTextChars || !strings.HasPrefix(p.Text, strings.Repeat("A", 99)+"B") {
+		t.Errorf("%d characters in the layer: kept %d bytes starting %q, want the first %d", n, len(p.Text), p.Text[:min(len(p.Text), 20)], maxTextChars)
+	}
+	for i := 0; i < len(p.Image.Pix); i += 4 {
+		if p.Image.Pix[i] != 255 {
+			t.Fatal("invisible text was drawn")
+		}
+	}
+}

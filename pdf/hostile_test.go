@@ -128,7 +128,7 @@ func pageTreeCycle() []byte {
 func hostileRenderer(t *testing.T, workers int) *Renderer {
 	t.Helper()
 	renderer(t) // fills the compilation cache
-	r, err := NewRenderer(Options{Workers: workers, CacheDir: sharedCacheDir, Timeout: 3 * time.Second,
+	r, err := NewRenderer(Options{Workers: workers, CacheDir: sharedCacheDir, Timeout: 1500 * time.Millisecond,
 		MaxBytes: 64 << 20, MaxPixels: 4 << 20, MaxPages: 1000})
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@
 // disk (Options.CacheDir) so later processes start in a fraction of that.
 //
 // Page pixel sizes follow pdftoppm (and so pdf2image, which runs it):
-// ceil(points * (dpi / 72)) for each side, on the page as displayed (its
+// ceil(points * dpi / 72) for each side, on the page as displayed (its
 // /Rotate applied). pdftoppm measures the MediaBox; PDFium displays the
 // CropBox, which is the same box unless the document sets a smaller one.
 package pdf
@@ -299,6 +299,15 @@ func (r *Renderer) Open(ctx context.Context, data []byte, password string) (*Doc
 			req.Password = &password
 		}
 		resp, err := inst.OpenDocument(req)
+		if err != nil && password != "" && errors.Is(err, pdfiumerrors.ErrPassword) {
+			// PDFium tries a given password as the owner's and the user's
+			// but not the empty user password that documents encrypted for
+			// their owner only have: a password meant for other files of
+			// a folder must not lock those out.
+			if r2, err2 := inst.OpenDocument(&requests.OpenDocument{File: &data}); err2 == nil {
+				resp, err = r2, nil
+			}
+		}
 		if err != nil {
 			return openError(err, password)
 		}
@@ -387,11 +396,12 @@ type Page struct {
 }
 
 // PixelSize is the bitmap size of a page of w x h points at dpi, as
-// pdftoppm computes it: ceil(points * (dpi / 72)), at least 1 (and at most
-// 1<<31, so that absurd inputs do not overflow).
+// pdftoppm computes it: ceil(points * dpi / 72), the product first (poppler
+// 22.12 agrees on 180 size and DPI pairs; ceil(points * (dpi/72)) gives
+// letter at 300 DPI a 3301st row), at least 1 and at most 1<<31.
 func PixelSize(widthPt, heightPt, dpi float64) (int, int) {
 	side := func(pt float64) int {
-		v := math.Ceil(pt * (dpi / 72))
+		v := math.Ceil(pt * dpi / 72)
 		if !(v >= 1) { // NaN, zero or negative
 			return 1
 		}
@@ -403,7 +413,7 @@ func PixelSize(widthPt, heightPt, dpi float64) (int, int) {
 // fitDPI lowers dpi until the page's bitmap has at most maxPixels pixels.
 func fitDPI(widthPt, heightPt, dpi float64, maxPixels int64) float64 {
 	// In float64 first: the pixel counts of an absurd DPI overflow ints.
-	fw, fh := widthPt*(dpi/72), heightPt*(dpi/72)
+	fw, fh := widthPt*dpi/72, heightPt*dpi/72
 	if fw*fh > float64(maxPixels) {
 		dpi = 72 * math.Sqrt(float64(maxPixels)/(widthPt*heightPt))
 	}

@@ -100,7 +100,7 @@ func TestPagesAndSizes(t *testing.T) {
 			t.Errorf("page %d size %gx%g, want %gx%g", i, w, h, wt[0], wt[1])
 		}
 	}
-	// Sizes as pdftoppm computes them: ceil(points * dpi/72).
+	// Sizes as pdftoppm computes them: ceil(points * dpi / 72).
 	for i, px := range [][2]int{{1700, 2200}, {556, 834}, {1654, 2339}} {
 		p, err := d.Render(context.Background(), i, 200)
 		if err != nil {
@@ -241,9 +241,10 @@ func TestPixelSize(t *testing.T) {
 		{612, 792, 200, 1700, 2200},
 		{595, 842, 200, 1653, 2339}, // 1652.8, 2338.9: ceil, not round
 		{612, 792, 72, 612, 792},
-		// 792 * (600/72) is 6600.000000000001 in float64: pdftoppm's own
-		// arithmetic, so it too writes 6601 rows.
-		{612, 792, 600, 5100, 6601},
+		// 792 * (600/72) is 6600.000000000001 in float64; pdftoppm
+		// multiplies first and writes 6600 rows.
+		{612, 792, 600, 5100, 6600},
+		{612, 792, 300, 2550, 3300},
 		{0.1, 0.1, 72, 1, 1},
 		{100.2, 100.7, 72, 101, 101},
 	} {

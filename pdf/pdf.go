@@ -9,7 +9,11 @@
 // Options.Timeout or its context is interrupted and its instance discarded;
 // an instance that traps (a PDFium crash or memory exhaustion) is discarded
 // too. The pool makes a fresh instance for the next document, so a hostile
-// file costs an error, never the process.
+// file costs an error, never the process. On Linux an instance's memory is
+// a reserved mapping of its cap: the process holds only the pages PDFium
+// touches, and they go back to the OS when the instance is discarded.
+//
+// A well-formed document without pages opens with NumPages 0.
 //
 // Compiling PDFium's module takes seconds; the compiled code is cached on
 // disk (Options.CacheDir) so later processes start in a fraction of that.

@@ -1,5 +1,6 @@
 #include "textflag.h"
 #include "amx_amd64.h"
+#include "tile8x32_amd64.h" // ZERO16: the accumulator rows Z0..Z15 zeroed
 
 // The amx tier's int8 kernel (gemm_amxi8.go): per 32-value block one
 // TDPBSSD per weight plane into a 16×16 int32 tile, the sums stored and
@@ -76,23 +77,6 @@
 	E(Z14, 14, Z18, Z19) \
 	E(Z15, 15, Z20, Z21)
 
-#define ZEROACC \
-	VPXORD Z0, Z0, Z0 \
-	VPXORD Z1, Z1, Z1 \
-	VPXORD Z2, Z2, Z2 \
-	VPXORD Z3, Z3, Z3 \
-	VPXORD Z4, Z4, Z4 \
-	VPXORD Z5, Z5, Z5 \
-	VPXORD Z6, Z6, Z6 \
-	VPXORD Z7, Z7, Z7 \
-	VPXORD Z8, Z8, Z8 \
-	VPXORD Z9, Z9, Z9 \
-	VPXORD Z10, Z10, Z10 \
-	VPXORD Z11, Z11, Z11 \
-	VPXORD Z12, Z12, Z12 \
-	VPXORD Z13, Z13, Z13 \
-	VPXORD Z14, Z14, Z14 \
-	VPXORD Z15, Z15, Z15
 
 // The rows out to c at SI, DX bytes apart: written, or (ADD) added to
 // (c + the tile, the avx2-int8 tier's c += t).
@@ -123,6 +107,92 @@
 	P(Z14) \
 	P(Z15)
 
+
+// The steps of the block loops. Each block's record at BX holds the
+// weight tile (with two planes H, then L at +512), fd and, with minimums,
+// fm after them.
+//
+// ONEMUL(s, a, w) loads the block's activations at AX into tmm(a) and its
+// weights at BX into tmm(w), and puts their product into tmm(s).
+#define ONEMUL(s, a, w) \
+	TILELOADD(a, 0, 9) \
+	TILELOADD(w, 3, 10) \
+	TILEZERO(s) \
+	TDPBSSD(s, a, w)
+
+// TWOMUL(h, l, a) loads the activations into tmm(a) and the planes into
+// tmm6 (H) and tmm7 (L), and puts their products into tmm(h) and tmm(l).
+#define TWOMUL(h, l, a) \
+	TILELOADD(a, 0, 9) \
+	TILELOADD(6, 3, 10) \
+	LEAQ 512(BX), DX \
+	TILELOADD(7, 2, 10) \
+	TILEZERO(h) \
+	TILEZERO(l) \
+	TDPBSSD(h, a, 6) \
+	TDPBSSD(l, a, 7)
+
+// ONESUMS(t, off) stores the sums of tmm(t) at off(DI) and points SI at
+// them; TWOSUMS(h, l, off) those of tmm(h) there and of tmm(l) 1024 bytes
+// on.
+#define ONESUMS(t, off) \
+	LEAQ off(DI), SI \
+	TILESTORED(t, 6, 10)
+
+#define TWOSUMS(h, l, off) \
+	ONESUMS(h, off) \
+	LEAQ (off+1024)(DI), DX \
+	TILESTORED(l, 2, 10)
+
+// The epilogue of the block at R13 with its sums at SI, per variant: fd
+// (and fm) from the record, then the sixteen rows.
+#define EPIONE \
+	VMOVUPS 512(R13), Z16 \
+	EPIROWS(EPI1)
+
+#define EPIONEMIN \
+	VMOVUPS 512(R13), Z16 \
+	VMOVUPS 576(R13), Z17 \
+	EPIROWS(EPI1M)
+
+#define EPITWO \
+	VMOVUPS 1024(R13), Z16 \
+	EPIROWS(EPI2)
+
+#define EPITWOMIN \
+	VMOVUPS 1024(R13), Z16 \
+	VMOVUPS 1088(R13), Z17 \
+	EPIROWS(EPI2M)
+
+// NEXTBLOCK moves the (dx, dx·Σq) pairs (R11) on to the next block and
+// counts the block done (the callers move R13); it ends with the DECQ,
+// so a JNZ may follow.
+#define NEXTBLOCK \
+	ADDQ $128, R11 \
+	DECQ CX
+
+// ONESTEP(s, a, w, t, off, E): one step of the one-plane loop: the next
+// block's tiles loaded and multiplied into tmm(s) (ONEMUL(s, a, w)), then
+// the current block's sums (tmm(t)) stored at off(DI) and its epilogue E.
+// TWOSTEP(h, l, a, sh, sl, off, E) is that of the two-plane loop.
+#define ONESTEP(s, a, w, t, off, E) \
+	ADDQ $512, AX \
+	ADDQ R12, BX \
+	ONEMUL(s, a, w) \
+	ONESUMS(t, off) \
+	E \
+	MOVQ BX, R13 \
+	NEXTBLOCK
+
+#define TWOSTEP(h, l, a, sh, sl, off, E) \
+	ADDQ $512, AX \
+	ADDQ R12, BX \
+	TWOMUL(h, l, a) \
+	TWOSUMS(sh, sl, off) \
+	E \
+	MOVQ BX, R13 \
+	NEXTBLOCK
+
 // func kernelAMXI8(np, ng, nb int, a *int8, as int, ds *float32, dss int, b *byte, rec, pstride, flags int, t *byte, c *float32, ldc int)
 //
 // amxI8Kernel's arguments as pointers (as and pstride in bytes, dss in
@@ -146,7 +216,7 @@ panel:
 	MOVQ ng+8(FP), R8
 
 group:
-	ZEROACC
+	ZERO16
 	MOVQ R14, AX
 	MOVQ dsg-8(SP), R11
 	MOVQ b+56(FP), BX
@@ -164,252 +234,82 @@ two:
 	JNZ  twomin
 	JMP  twoplain
 
+// Each loop runs two blocks a turn, their sums in alternate tiles and
+// scratch halves (even blocks at 64(DI), odd ones at 2112(DI)).
 one:
-	TILELOADD(4, 0, 9)
-	TILELOADD(6, 3, 10)
-	TILEZERO(0)
-	TDPBSSD(0, 4, 6)
+	ONEMUL(0, 4, 6)
 oneloop:
 	CMPQ CX, $1
 	JEQ onelast0
-	ADDQ $512, AX
-	ADDQ R12, BX
-	TILELOADD(5, 0, 9)
-	TILELOADD(7, 3, 10)
-	TILEZERO(1)
-	TDPBSSD(1, 5, 7)
-	LEAQ 64(DI), SI
-	TILESTORED(0, 6, 10)
-	VMOVUPS 512(R13), Z16
-	EPIROWS(EPI1)
-	MOVQ BX, R13
-	ADDQ $128, R11
-	DECQ CX
+	ONESTEP(1, 5, 7, 0, 64, EPIONE)
 	CMPQ CX, $1
 	JEQ onelast1
-	ADDQ $512, AX
-	ADDQ R12, BX
-	TILELOADD(4, 0, 9)
-	TILELOADD(6, 3, 10)
-	TILEZERO(0)
-	TDPBSSD(0, 4, 6)
-	LEAQ 2112(DI), SI
-	TILESTORED(1, 6, 10)
-	VMOVUPS 512(R13), Z16
-	EPIROWS(EPI1)
-	MOVQ BX, R13
-	ADDQ $128, R11
-	DECQ CX
+	ONESTEP(0, 4, 6, 1, 2112, EPIONE)
 	JMP oneloop
 onelast0:
-	LEAQ 64(DI), SI
-	TILESTORED(0, 6, 10)
-	VMOVUPS 512(R13), Z16
-	EPIROWS(EPI1)
+	ONESUMS(0, 64)
+	EPIONE
 	JMP flush
 onelast1:
-	LEAQ 2112(DI), SI
-	TILESTORED(1, 6, 10)
-	VMOVUPS 512(R13), Z16
-	EPIROWS(EPI1)
+	ONESUMS(1, 2112)
+	EPIONE
 	JMP flush
 
 onemin:
-	TILELOADD(4, 0, 9)
-	TILELOADD(6, 3, 10)
-	TILEZERO(0)
-	TDPBSSD(0, 4, 6)
+	ONEMUL(0, 4, 6)
 oneminloop:
 	CMPQ CX, $1
 	JEQ oneminlast0
-	ADDQ $512, AX
-	ADDQ R12, BX
-	TILELOADD(5, 0, 9)
-	TILELOADD(7, 3, 10)
-	TILEZERO(1)
-	TDPBSSD(1, 5, 7)
-	LEAQ 64(DI), SI
-	TILESTORED(0, 6, 10)
-	VMOVUPS 512(R13), Z16
-	VMOVUPS 576(R13), Z17
-	EPIROWS(EPI1M)
-	MOVQ BX, R13
-	ADDQ $128, R11
-	DECQ CX
+	ONESTEP(1, 5, 7, 0, 64, EPIONEMIN)
 	CMPQ CX, $1
 	JEQ oneminlast1
-	ADDQ $512, AX
-	ADDQ R12, BX
-	TILELOADD(4, 0, 9)
-	TILELOADD(6, 3, 10)
-	TILEZERO(0)
-	TDPBSSD(0, 4, 6)
-	LEAQ 2112(DI), SI
-	TILESTORED(1, 6, 10)
-	VMOVUPS 512(R13), Z16
-	VMOVUPS 576(R13), Z17
-	EPIROWS(EPI1M)
-	MOVQ BX, R13
-	ADDQ $128, R11
-	DECQ CX
+	ONESTEP(0, 4, 6, 1, 2112, EPIONEMIN)
 	JMP oneminloop
 oneminlast0:
-	LEAQ 64(DI), SI
-	TILESTORED(0, 6, 10)
-	VMOVUPS 512(R13), Z16
-	VMOVUPS 576(R13), Z17
-	EPIROWS(EPI1M)
+	ONESUMS(0, 64)
+	EPIONEMIN
 	JMP flush
 oneminlast1:
-	LEAQ 2112(DI), SI
-	TILESTORED(1, 6, 10)
-	VMOVUPS 512(R13), Z16
-	VMOVUPS 576(R13), Z17
-	EPIROWS(EPI1M)
+	ONESUMS(1, 2112)
+	EPIONEMIN
 	JMP flush
 
 twoplain:
-	TILELOADD(4, 0, 9)
-	TILELOADD(6, 3, 10)
-	LEAQ 512(BX), DX
-	TILELOADD(7, 2, 10)
-	TILEZERO(0)
-	TILEZERO(2)
-	TDPBSSD(0, 4, 6)
-	TDPBSSD(2, 4, 7)
+	TWOMUL(0, 2, 4)
 twoplainloop:
 	CMPQ CX, $1
 	JEQ twoplainlast0
-	ADDQ $512, AX
-	ADDQ R12, BX
-	TILELOADD(5, 0, 9)
-	TILELOADD(6, 3, 10)
-	LEAQ 512(BX), DX
-	TILELOADD(7, 2, 10)
-	TILEZERO(1)
-	TILEZERO(3)
-	TDPBSSD(1, 5, 6)
-	TDPBSSD(3, 5, 7)
-	LEAQ 64(DI), SI
-	TILESTORED(0, 6, 10)
-	LEAQ 1088(DI), DX
-	TILESTORED(2, 2, 10)
-	VMOVUPS 1024(R13), Z16
-	EPIROWS(EPI2)
-	MOVQ BX, R13
-	ADDQ $128, R11
-	DECQ CX
+	TWOSTEP(1, 3, 5, 0, 2, 64, EPITWO)
 	CMPQ CX, $1
 	JEQ twoplainlast1
-	ADDQ $512, AX
-	ADDQ R12, BX
-	TILELOADD(4, 0, 9)
-	TILELOADD(6, 3, 10)
-	LEAQ 512(BX), DX
-	TILELOADD(7, 2, 10)
-	TILEZERO(0)
-	TILEZERO(2)
-	TDPBSSD(0, 4, 6)
-	TDPBSSD(2, 4, 7)
-	LEAQ 2112(DI), SI
-	TILESTORED(1, 6, 10)
-	LEAQ 3136(DI), DX
-	TILESTORED(3, 2, 10)
-	VMOVUPS 1024(R13), Z16
-	EPIROWS(EPI2)
-	MOVQ BX, R13
-	ADDQ $128, R11
-	DECQ CX
+	TWOSTEP(0, 2, 4, 1, 3, 2112, EPITWO)
 	JMP twoplainloop
 twoplainlast0:
-	LEAQ 64(DI), SI
-	TILESTORED(0, 6, 10)
-	LEAQ 1088(DI), DX
-	TILESTORED(2, 2, 10)
-	VMOVUPS 1024(R13), Z16
-	EPIROWS(EPI2)
+	TWOSUMS(0, 2, 64)
+	EPITWO
 	JMP flush
 twoplainlast1:
-	LEAQ 2112(DI), SI
-	TILESTORED(1, 6, 10)
-	LEAQ 3136(DI), DX
-	TILESTORED(3, 2, 10)
-	VMOVUPS 1024(R13), Z16
-	EPIROWS(EPI2)
+	TWOSUMS(1, 3, 2112)
+	EPITWO
 	JMP flush
 
 twomin:
-	TILELOADD(4, 0, 9)
-	TILELOADD(6, 3, 10)
-	LEAQ 512(BX), DX
-	TILELOADD(7, 2, 10)
-	TILEZERO(0)
-	TILEZERO(2)
-	TDPBSSD(0, 4, 6)
-	TDPBSSD(2, 4, 7)
+	TWOMUL(0, 2, 4)
 twominloop:
 	CMPQ CX, $1
 	JEQ twominlast0
-	ADDQ $512, AX
-	ADDQ R12, BX
-	TILELOADD(5, 0, 9)
-	TILELOADD(6, 3, 10)
-	LEAQ 512(BX), DX
-	TILELOADD(7, 2, 10)
-	TILEZERO(1)
-	TILEZERO(3)
-	TDPBSSD(1, 5, 6)
-	TDPBSSD(3, 5, 7)
-	LEAQ 64(DI), SI
-	TILESTORED(0, 6, 10)
-	LEAQ 1088(DI), DX
-	TILESTORED(2, 2, 10)
-	VMOVUPS 1024(R13), Z16
-	VMOVUPS 1088(R13), Z17
-	EPIROWS(EPI2M)
-	MOVQ BX, R13
-	ADDQ $128, R11
-	DECQ CX
+	TWOSTEP(1, 3, 5, 0, 2, 64, EPITWOMIN)
 	CMPQ CX, $1
 	JEQ twominlast1
-	ADDQ $512, AX
-	ADDQ R12, BX
-	TILELOADD(4, 0, 9)
-	TILELOADD(6, 3, 10)
-	LEAQ 512(BX), DX
-	TILELOADD(7, 2, 10)
-	TILEZERO(0)
-	TILEZERO(2)
-	TDPBSSD(0, 4, 6)
-	TDPBSSD(2, 4, 7)
-	LEAQ 2112(DI), SI
-	TILESTORED(1, 6, 10)
-	LEAQ 3136(DI), DX
-	TILESTORED(3, 2, 10)
-	VMOVUPS 1024(R13), Z16
-	VMOVUPS 1088(R13), Z17
-	EPIROWS(EPI2M)
-	MOVQ BX, R13
-	ADDQ $128, R11
-	DECQ CX
+	TWOSTEP(0, 2, 4, 1, 3, 2112, EPITWOMIN)
 	JMP twominloop
 twominlast0:
-	LEAQ 64(DI), SI
-	TILESTORED(0, 6, 10)
-	LEAQ 1088(DI), DX
-	TILESTORED(2, 2, 10)
-	VMOVUPS 1024(R13), Z16
-	VMOVUPS 1088(R13), Z17
-	EPIROWS(EPI2M)
+	TWOSUMS(0, 2, 64)
+	EPITWOMIN
 	JMP flush
 twominlast1:
-	LEAQ 2112(DI), SI
-	TILESTORED(1, 6, 10)
-	LEAQ 3136(DI), DX
-	TILESTORED(3, 2, 10)
-	VMOVUPS 1024(R13), Z16
-	VMOVUPS 1088(R13), Z17
-	EPIROWS(EPI2M)
+	TWOSUMS(1, 3, 2112)
+	EPITWOMIN
 	JMP flush
 
 flush:
@@ -456,7 +356,7 @@ TEXT ·amxI8Epilogue(SB), NOSPLIT, $0-64
 	MOVQ b+24(FP), R13
 	MOVQ rec+32(FP), R12
 	MOVQ nb+0(FP), CX
-	ZEROACC
+	ZERO16
 	MOVQ flags+40(FP), DX
 	TESTQ $4, DX
 	JNZ  etwo
@@ -470,44 +370,34 @@ etwo:
 	JMP  etwoplain
 
 eone:
-	VMOVUPS 512(R13), Z16
-	EPIROWS(EPI1)
+	EPIONE
 	ADDQ $1024, SI
 	ADDQ R12, R13
-	ADDQ $128, R11
-	DECQ CX
+	NEXTBLOCK
 	JNZ eone
 	JMP eflush
 
 eonemin:
-	VMOVUPS 512(R13), Z16
-	VMOVUPS 576(R13), Z17
-	EPIROWS(EPI1M)
+	EPIONEMIN
 	ADDQ $1024, SI
 	ADDQ R12, R13
-	ADDQ $128, R11
-	DECQ CX
+	NEXTBLOCK
 	JNZ eonemin
 	JMP eflush
 
 etwoplain:
-	VMOVUPS 1024(R13), Z16
-	EPIROWS(EPI2)
+	EPITWO
 	ADDQ $2048, SI
 	ADDQ R12, R13
-	ADDQ $128, R11
-	DECQ CX
+	NEXTBLOCK
 	JNZ etwoplain
 	JMP eflush
 
 etwomin:
-	VMOVUPS 1024(R13), Z16
-	VMOVUPS 1088(R13), Z17
-	EPIROWS(EPI2M)
+	EPITWOMIN
 	ADDQ $2048, SI
 	ADDQ R12, R13
-	ADDQ $128, R11
-	DECQ CX
+	NEXTBLOCK
 	JNZ etwomin
 	JMP eflush
 

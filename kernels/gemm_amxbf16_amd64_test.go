@@ -4,10 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -263,32 +260,7 @@ func TestAMXBF16Encoding(t *testing.T) {
 	want = append(want, "tilestored %tmm0,(%rdi,%r11,1)", "tilestored %tmm1,(%r10,%r11,1)",
 		"tilestored %tmm2,(%r10,%r11,1)", "tilestored %tmm3,(%r10,%r11,1)", "tilerelease")
 	code := funcBytes(t, "kernelAMXBF16")
-	raw := filepath.Join(t.TempDir(), "kernel.bin")
-	if err := os.WriteFile(raw, code["kernelAMXBF16"], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(objdump, "-D", "-b", "binary", "-m", "i386:x86-64", "--no-show-raw-insn", raw).Output()
-	if err != nil {
-		t.Skipf("objdump -D: %v", err)
-	}
-	insn := regexp.MustCompile(`^\s*[0-9a-f]+:\s+(.*?)\s*$`)
-	var got []string
-	for _, line := range strings.Split(string(out), "\n") {
-		m := insn.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		f := strings.Fields(m[1])
-		if len(f) == 0 {
-			continue
-		}
-		if f[0] == "(bad)" {
-			t.Errorf("objdump cannot decode %q", line)
-		}
-		if strings.HasPrefix(f[0], "tile") || strings.HasPrefix(f[0], "tdp") || f[0] == "ldtilecfg" {
-			got = append(got, strings.Join(f, " "))
-		}
-	}
+	got := tileInsns(t, objdump, "kernelAMXBF16", code["kernelAMXBF16"])
 	if len(got) == 0 {
 		t.Skip("this objdump decodes no AMX instruction (binutils before 2.34?)")
 	}

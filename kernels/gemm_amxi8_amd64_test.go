@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -82,33 +81,8 @@ func TestAMXI8Encoding(t *testing.T) {
 	want = append(want, "tilerelease")
 
 	code := funcBytes(t, "kernelAMXI8", "amxI8Epilogue")
-	insn := regexp.MustCompile(`^\s*[0-9a-f]+:\s+(.*?)\s*$`)
 	for _, fn := range []string{"kernelAMXI8", "amxI8Epilogue"} {
-		raw := filepath.Join(t.TempDir(), fn+".bin")
-		if err := os.WriteFile(raw, code[fn], 0o644); err != nil {
-			t.Fatal(err)
-		}
-		out, err := exec.Command(objdump, "-D", "-b", "binary", "-m", "i386:x86-64", "--no-show-raw-insn", raw).Output()
-		if err != nil {
-			t.Skipf("objdump -D: %v", err)
-		}
-		var got []string
-		for _, line := range strings.Split(string(out), "\n") {
-			m := insn.FindStringSubmatch(line)
-			if m == nil {
-				continue
-			}
-			f := strings.Fields(m[1])
-			if len(f) == 0 {
-				continue
-			}
-			if f[0] == "(bad)" {
-				t.Errorf("%s: objdump cannot decode %q", fn, line)
-			}
-			if strings.HasPrefix(f[0], "tile") || strings.HasPrefix(f[0], "tdp") || f[0] == "ldtilecfg" {
-				got = append(got, strings.Join(f, " "))
-			}
-		}
+		got := tileInsns(t, objdump, fn, code[fn])
 		if fn == "amxI8Epilogue" {
 			if len(got) > 0 {
 				t.Errorf("amxI8Epilogue has tile instructions: %v", got)

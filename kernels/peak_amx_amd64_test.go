@@ -79,36 +79,11 @@ func TestAMXProbeEncoding(t *testing.T) {
 			"tilestored %tmm0,(%rdi,%r11,1)", "tilerelease",
 		}
 	}
-	insn := regexp.MustCompile(`^\s*[0-9a-f]+:\s+(.*?)\s*$`)
 	for fn, want := range map[string][]string{
 		"peakAMXInt8": start("tdpbusd"),
 		"peakAMXBF16": start("tdpbf16ps"),
 	} {
-		raw := filepath.Join(t.TempDir(), fn+".bin")
-		if err := os.WriteFile(raw, code[fn], 0o644); err != nil {
-			t.Fatal(err)
-		}
-		out, err := exec.Command(objdump, "-D", "-b", "binary", "-m", "i386:x86-64", "--no-show-raw-insn", raw).Output()
-		if err != nil {
-			t.Skipf("objdump -D: %v", err)
-		}
-		var got []string
-		for _, line := range strings.Split(string(out), "\n") {
-			m := insn.FindStringSubmatch(line)
-			if m == nil {
-				continue
-			}
-			f := strings.Fields(m[1])
-			if len(f) == 0 {
-				continue
-			}
-			if f[0] == "(bad)" {
-				t.Errorf("%s: objdump cannot decode %q", fn, line)
-			}
-			if strings.HasPrefix(f[0], "tile") || strings.HasPrefix(f[0], "tdp") || f[0] == "ldtilecfg" {
-				got = append(got, strings.Join(f, " "))
-			}
-		}
+		got := tileInsns(t, objdump, fn, code[fn])
 		if len(got) == 0 {
 			t.Skipf("this objdump decodes no AMX instruction in %s (binutils before 2.34?)", fn)
 		}
@@ -117,6 +92,44 @@ func TestAMXProbeEncoding(t *testing.T) {
 		}
 	}
 }
+
+// tileInsns decodes code, the machine code of function name, with binutils'
+// objdump and returns its tile instructions (ldtilecfg, tile*, tdp*) in
+// order as objdump prints them; bytes objdump cannot decode are an error.
+// It skips the test where objdump fails.
+func tileInsns(t *testing.T, objdump, name string, code []byte) []string {
+	t.Helper()
+	raw := filepath.Join(t.TempDir(), name+".bin")
+	if err := os.WriteFile(raw, code, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(objdump, "-D", "-b", "binary", "-m", "i386:x86-64", "--no-show-raw-insn", raw).Output()
+	if err != nil {
+		t.Skipf("objdump -D: %v", err)
+	}
+	var got []string
+	for _, line := range strings.Split(string(out), "\n") {
+		m := objdumpInsn.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		f := strings.Fields(m[1])
+		if len(f) == 0 {
+			continue
+		}
+		if f[0] == "(bad)" {
+			t.Errorf("%s: objdump cannot decode %q", name, line)
+		}
+		if strings.HasPrefix(f[0], "tile") || strings.HasPrefix(f[0], "tdp") || f[0] == "ldtilecfg" {
+			got = append(got, strings.Join(f, " "))
+		}
+	}
+	return got
+}
+
+// objdumpInsn matches a line of objdump -D --no-show-raw-insn: the
+// instruction after the offset.
+var objdumpInsn = regexp.MustCompile(`^\s*[0-9a-f]+:\s+(.*?)\s*$`)
 
 // funcBytes returns the machine code of the package's functions names
 // (their ABI0 bodies: assembly) in the running test binary.

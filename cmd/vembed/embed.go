@@ -50,6 +50,32 @@ func (m *modelFlags) config() engine.Config {
 	return engine.Config{Model: m.model, MMProj: m.mmproj, MVProj: m.mvproj}
 }
 
+// resolve gives the engine configuration of the model flags for command
+// cmd: the files named (hf:// references pulled and converted), or without
+// --model the demonstration model, written to a temporary folder that
+// cleanup removes and announced loudly on stderr. cleanup is never nil.
+// The caller has checked that --mmproj and --mvproj come with --model.
+func (m *modelFlags) resolve(ctx context.Context, cmd string, stderr io.Writer) (cfg engine.Config, cleanup func(), err error) {
+	cleanup = func() {}
+	if m.model != "" {
+		if err := m.resolveRefs(ctx, stderr, nil); err != nil {
+			return cfg, cleanup, err
+		}
+		return m.config(), cleanup, nil
+	}
+	dir, err := os.MkdirTemp("", "vembed-demo-")
+	if err != nil {
+		return cfg, cleanup, err
+	}
+	cleanup = func() { os.RemoveAll(dir) }
+	if err := writeDemoModel(dir, &cfg); err != nil {
+		cleanup()
+		return cfg, func() {}, fmt.Errorf("building the demo model: %w", err)
+	}
+	fmt.Fprintf(stderr, "vembed %s: no --model given: using the DEMO model with RANDOM WEIGHTS; its embeddings carry no meaning\n", cmd)
+	return cfg, cleanup, nil
+}
+
 // oneCaller sizes the scheduler's steps for the commands whose only caller
 // is the command itself (embed, rerank, eval, bench --model): no query
 // can arrive behind a step, so steps are as large as the batch limits
@@ -137,25 +163,13 @@ func runEmbed(args []string, stdout, stderr io.Writer) error {
 		}
 		req.Trace = d
 	}
-	cfg := mf.config()
-	if mf.model == "" {
-		if mf.mmproj != "" || mf.mvproj != "" {
-			return usageError(fs, stderr, "--mmproj and --mvproj need --model")
-		}
-		// As serve does: the demonstration model, said loudly.
-		dir, err := os.MkdirTemp("", "vembed-demo-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		if err := writeDemoModel(dir, &cfg); err != nil {
-			return fmt.Errorf("building the demo model: %w", err)
-		}
-		fmt.Fprintln(stderr, "vembed embed: no --model given: using the DEMO model with RANDOM WEIGHTS; its embeddings carry no meaning")
-	} else if err := mf.resolveRefs(context.Background(), stderr, nil); err != nil {
+	if mf.model == "" && (mf.mmproj != "" || mf.mvproj != "") {
+		return usageError(fs, stderr, "--mmproj and --mvproj need --model")
+	}
+	cfg, cleanup, err := mf.resolve(context.Background(), "embed", stderr)
+	defer cleanup()
+	if err != nil {
 		return err
-	} else {
-		cfg = mf.config()
 	}
 	mf.applyPacking()
 	eng, err := loadEngine(stderr, oneCaller(cfg))

@@ -109,24 +109,13 @@ func runIndex(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
-	cfg := mf.config()
-	if mf.model == "" {
-		if mf.mmproj != "" || mf.mvproj != "" {
-			return usageError(fs, stderr, "--mmproj and --mvproj need --model")
-		}
-		dir, err := os.MkdirTemp("", "vembed-demo-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		if err := writeDemoModel(dir, &cfg); err != nil {
-			return fmt.Errorf("building the demo model: %w", err)
-		}
-		fmt.Fprintln(stderr, "vembed index: no --model given: using the DEMO model with RANDOM WEIGHTS; its embeddings carry no meaning")
-	} else if err := mf.resolveRefs(ctx, stderr, nil); err != nil {
+	if mf.model == "" && (mf.mmproj != "" || mf.mvproj != "") {
+		return usageError(fs, stderr, "--mmproj and --mvproj need --model")
+	}
+	cfg, cleanup, err := mf.resolve(ctx, "index", stderr)
+	defer cleanup()
+	if err != nil {
 		return err
-	} else {
-		cfg = mf.config()
 	}
 	// The model's identity is part of every item's key: hash the files (a
 	// few seconds for a large model, once per run).

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/vembed/vembed/engine"
+	"github.com/vembed/vembed/internal/atomicfile"
 	"github.com/vembed/vembed/pdf"
 )
 
@@ -309,7 +310,7 @@ func (r *run) recover() error {
 			return err
 		}
 	}
-	if err := syncDir(partsDir); err != nil {
+	if err := atomicfile.SyncDir(partsDir); err != nil {
 		return err
 	}
 	for _, d := range []string{partsDir, pend} {
@@ -628,7 +629,7 @@ func (r *run) commit(ctx context.Context, rows []Row, keys []Key) error {
 	if err := os.Rename(pend, filepath.Join(r.o.Out, PartsDir, name)); err != nil {
 		return fmt.Errorf("index: %w", err)
 	}
-	if err := syncDir(filepath.Join(r.o.Out, PartsDir)); err != nil {
+	if err := atomicfile.SyncDir(filepath.Join(r.o.Out, PartsDir)); err != nil {
 		return err
 	}
 	r.mu.Lock()
@@ -839,7 +840,7 @@ func (r *run) compact() error {
 			return fmt.Errorf("index: %w", err)
 		}
 	}
-	return syncDir(filepath.Join(r.o.Out, PartsDir))
+	return atomicfile.SyncDir(filepath.Join(r.o.Out, PartsDir))
 }
 
 // rowBytes estimates a row's memory: its vectors and strings.
@@ -903,7 +904,7 @@ func (r *run) mergeSmall() error {
 		if err := os.Rename(pend, filepath.Join(r.o.Out, PartsDir, name)); err != nil {
 			return fmt.Errorf("index: %w", err)
 		}
-		return syncDir(filepath.Join(r.o.Out, PartsDir))
+		return atomicfile.SyncDir(filepath.Join(r.o.Out, PartsDir))
 	}
 	for _, n := range small {
 		pr, ok, err := r.store.part(n)

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/vembed/vembed/internal/atomicfile"
 )
 
 // PartsDir is the folder of an index directory that holds the dataset's
@@ -52,9 +54,9 @@ func fromPQ(p *pqRow) Row {
 	return r
 }
 
-// writePart writes rows to path durably (writeDurable).
+// writePart writes rows to path durably (atomicfile.WriteDurable).
 func writePart(path string, rows []Row) error {
-	err := writeDurable(path, func(w io.Writer) error {
+	err := atomicfile.WriteDurable(path, func(w io.Writer) error {
 		pw := parquet.NewGenericWriter[pqRow](w, parquet.Compression(&parquet.Zstd), parquet.MaxRowsPerRowGroup(256))
 		batch := make([]pqRow, 0, 64)
 		for i := range rows {
@@ -130,50 +132,5 @@ func ReadDataset(dir string) ([]Row, error) {
 	return all, nil
 }
 
-// writeDurable writes path through a fsynced temporary file renamed over
-// it, then fsyncs the directory so the rename survives a power cut: path
-// is absent or whole whenever the process dies.
-func writeDurable(path string, write func(w io.Writer) error) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err = write(tmp); err != nil {
-		return err
-	}
-	if err = tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return err
-	}
-	return nil
-}
-
-// isTemp reports a temporary file of writeDurable.
+// isTemp reports a temporary file of atomicfile.WriteDurable.
 func isTemp(name string) bool { return strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp") }

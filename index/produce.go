@@ -17,6 +17,7 @@ import (
 
 	"github.com/vembed/vembed/engine"
 	"github.com/vembed/vembed/imageproc"
+	"github.com/vembed/vembed/internal/atomicfile"
 )
 
 // errStop ends a walk whose run was cancelled.
@@ -303,7 +304,7 @@ func (r *run) writeManifest(sum *Summary) error {
 		return err
 	}
 	path := filepath.Join(r.o.Out, fmt.Sprintf("manifest-%dof%d.json", r.o.Shard, r.o.Shards))
-	return writeDurable(path, func(w io.Writer) error {
+	return atomicfile.WriteDurable(path, func(w io.Writer) error {
 		_, err := w.Write(append(b, '\n'))
 		return err
 	})

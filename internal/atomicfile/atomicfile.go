@@ -6,6 +6,7 @@ package atomicfile
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +14,18 @@ import (
 )
 
 // Write writes path with write's output.
-func Write(path string, write func(w io.Writer) error) (err error) {
+func Write(path string, write func(w io.Writer) error) error {
+	return writeFile(path, write, false)
+}
+
+// WriteDurable is Write that also survives a power cut: the temporary
+// file is fsynced before the rename and the directory after it, so path
+// is absent, old or whole whenever the machine stops.
+func WriteDurable(path string, write func(w io.Writer) error) error {
+	return writeFile(path, write, true)
+}
+
+func writeFile(path string, write func(w io.Writer) error, durable bool) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
@@ -35,11 +47,33 @@ func Write(path string, write func(w io.Writer) error) (err error) {
 	if err = tmp.Chmod(0o644); err != nil {
 		return err
 	}
+	if durable {
+		if err = tmp.Sync(); err != nil {
+			return err
+		}
+	}
 	if err = tmp.Close(); err != nil {
 		return err
 	}
 	if err = os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if durable {
+		return SyncDir(filepath.Dir(path))
+	}
+	return nil
+}
+
+// SyncDir fsyncs a directory, so the renames and removals in it survive a
+// power cut (a no-op where the system cannot sync directories).
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return err
 	}
 	return nil
 }

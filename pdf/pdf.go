@@ -601,16 +601,7 @@ func trapped(err error) bool {
 // discard kills the instance; the pool replaces it for the next document.
 func (d *Document) discard() {
 	d.killed.Store(true)
-	d.r.mu.Lock()
-	defer d.r.mu.Unlock()
-	delete(d.r.docs, d)
-	if d.gone {
-		return
-	}
-	d.gone = true
-	if err := d.inst.Kill(); err != nil {
-		slog.Debug("pdf: killing a PDFium instance", "err", err)
-	}
+	d.drop("killing", d.inst.Kill)
 }
 
 // Close frees the document and returns its instance to the pool.
@@ -629,14 +620,15 @@ func (d *Document) Close() error {
 		return err
 	})
 	d.release()
-	if err != nil {
-		return err
-	}
-	return nil
+	return err
 }
 
 // release hands the instance back (or drops it if it was killed).
-func (d *Document) release() {
+func (d *Document) release() { d.drop("closing", d.inst.Close) }
+
+// drop forgets the document and ends its instance with end, once: a
+// document both discarded and closed ends it only the first time.
+func (d *Document) drop(what string, end func() error) {
 	d.r.mu.Lock()
 	defer d.r.mu.Unlock()
 	delete(d.r.docs, d)
@@ -644,7 +636,7 @@ func (d *Document) release() {
 		return
 	}
 	d.gone = true
-	if err := d.inst.Close(); err != nil {
-		slog.Debug("pdf: closing a PDFium instance", "err", err)
+	if err := end(); err != nil {
+		slog.Debug("pdf: "+what+" a PDFium instance", "err", err)
 	}
 }

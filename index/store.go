@@ -132,15 +132,11 @@ func (s *store) markSeen(keys []Key, gen uint64) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bItems)
 		for _, k := range keys {
-			v := b.Get(k[:])
-			if v == nil {
-				continue
-			}
-			var r itemRec
-			if err := json.Unmarshal(v, &r); err != nil {
+			r, ok, err := getItem(b, k)
+			if err != nil {
 				return err
 			}
-			if r.Gen == gen {
+			if !ok || r.Gen == gen {
 				continue
 			}
 			r.Gen = gen
@@ -206,15 +202,11 @@ func (s *store) liveRows(name string, pr partRec) ([]bool, error) {
 	err := s.db.View(func(tx *bolt.Tx) error {
 		items := tx.Bucket(bItems)
 		for i, k := range pr.Keys {
-			v := items.Get(k[:])
-			if v == nil {
-				continue
-			}
-			var r itemRec
-			if err := json.Unmarshal(v, &r); err != nil {
+			r, ok, err := getItem(items, k)
+			if err != nil {
 				return err
 			}
-			live[i] = r.Part == name
+			live[i] = ok && r.Part == name
 		}
 		return nil
 	})
@@ -291,13 +283,12 @@ func (s *store) replaceParts(olds []string, new string, keys []Key) error {
 				return err
 			}
 			for _, k := range keys {
-				v := items.Get(k[:])
-				if v == nil {
-					continue
-				}
-				var r itemRec
-				if err := json.Unmarshal(v, &r); err != nil {
+				r, ok, err := getItem(items, k)
+				if err != nil {
 					return err
+				}
+				if !ok {
+					continue
 				}
 				r.Part = new
 				if err := putJSON(items, k[:], r); err != nil {
@@ -435,6 +426,19 @@ func (s *store) count() (int, error) {
 		return nil
 	})
 	return n, err
+}
+
+// getItem reads item k's record from the items bucket b; ok is false
+// when the store has no such item.
+func getItem(b *bolt.Bucket, k Key) (r itemRec, ok bool, err error) {
+	v := b.Get(k[:])
+	if v == nil {
+		return r, false, nil
+	}
+	if err := json.Unmarshal(v, &r); err != nil {
+		return r, false, err
+	}
+	return r, true, nil
 }
 
 func putJSON(b *bolt.Bucket, k []byte, v any) error {

@@ -71,7 +71,10 @@ func startServeProcess(t *testing.T, args ...string) *serveProcess {
 	t.Helper()
 	raw, _ := json.Marshal(append([]string{"--addr", "127.0.0.1:0"}, args...))
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServeChild$")
-	cmd.Env = append(os.Environ(), childArgsEnv+"="+string(raw))
+	// The child is killed, so its deferred clean-up (the demo model's
+	// temporary folder) never runs: its temporary files go where the test's
+	// own clean-up removes them.
+	cmd.Env = append(os.Environ(), childArgsEnv+"="+string(raw), "TMPDIR="+t.TempDir())
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

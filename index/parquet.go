@@ -57,7 +57,8 @@ func fromPQ(p *pqRow) Row {
 // writePart writes rows to path durably (atomicfile.WriteDurable).
 func writePart(path string, rows []Row) error {
 	err := atomicfile.WriteDurable(path, func(w io.Writer) error {
-		pw := parquet.NewGenericWriter[pqRow](w, parquet.Compression(&parquet.Zstd), parquet.MaxRowsPerRowGroup(256))
+		pw := parquet.NewGenericWriter[pqRow](w, parquet.Compression(&parquet.Zstd), parquet.MaxRowsPerRowGroup(256),
+			parquet.KeyValueMetadata(arrowSchemaKey, arrowSchemaValue(vectorWidths(rows))))
 		batch := make([]pqRow, 0, 64)
 		for i := range rows {
 			batch = append(batch, toPQ(&rows[i]))

@@ -178,16 +178,16 @@ func TestIndexCorpus(t *testing.T) {
 	if err := json.Unmarshal(eo.Bytes(), &emb); err != nil {
 		t.Fatal(err)
 	}
-	found := false
+	var imgID string
 	for _, r := range rows {
 		if r.Path == img {
-			found = true
+			imgID = r.ID
 			if !equalBits(r.Embedding, emb.Embeddings[0]) {
 				t.Fatalf("indexed vector of %s differs from vembed embed --image", img)
 			}
 		}
 	}
-	if !found {
+	if imgID == "" {
 		t.Fatalf("no row for %s", img)
 	}
 	// Progress lines carry the rates.
@@ -214,6 +214,15 @@ func TestIndexCorpus(t *testing.T) {
 	res := npmtest.DuckDB(t, q)
 	if len(res) != 1 || fmt.Sprint(res[0]["n"]) != fmt.Sprint(len(rows)) || fmt.Sprint(res[0]["ids"]) != fmt.Sprint(len(rows)) {
 		t.Fatalf("DuckDB: %v, want %d rows", res, len(rows))
+	}
+	// LanceDB loads it as it is (the vectors as fixed-size lists) and finds
+	// the image by its own vector.
+	lr := npmtest.Lance(t, filepath.Join(out, "parts"), "embedding", emb.Embeddings[0], 1)
+	if want := fmt.Sprintf("FixedSizeList[%d]<Float32>", len(emb.Embeddings[0])); lr.Schema["embedding"] != want || lr.Rows != len(rows) {
+		t.Fatalf("LanceDB: embedding %s and %d rows, want %s and %d", lr.Schema["embedding"], lr.Rows, want, len(rows))
+	}
+	if len(lr.Hits) != 1 || lr.Hits[0].ID != imgID || math.Abs(lr.Hits[0].Distance) > 1e-5 {
+		t.Fatalf("LanceDB's nearest row to %s's vector: %+v, want %s at distance 0", img, lr.Hits, imgID)
 	}
 }
 
@@ -299,7 +308,9 @@ func TestIndexKilled(t *testing.T) {
 		progress := filepath.Join(dir, fmt.Sprintf("progress%d.jsonl", k))
 		cmd := exec.Command(os.Args[0], "-test.run=^TestEmbedChild$", "--")
 		cmd.Args = append(cmd.Args, append([]string{"index"}, append(args, "--out", killed, "--json-progress", progress, "--progress-every", "5ms")...)...)
-		cmd.Env = append(os.Environ(), embedChildEnv+"=1")
+		// SIGKILL skips the demo model's clean-up: its folder goes where
+		// the test's clean-up removes it.
+		cmd.Env = append(os.Environ(), embedChildEnv+"=1", "TMPDIR="+t.TempDir())
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

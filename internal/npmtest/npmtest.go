@@ -1,7 +1,8 @@
 // Package npmtest runs, for Go tests, outside components that come from npm
 // pinned by this directory's package-lock.json: PGlite (PostgreSQL with
-// pgvector compiled to WebAssembly, served over the wire protocol) and
-// DuckDB (which reads the Parquet datasets vembed writes).
+// pgvector compiled to WebAssembly, served over the wire protocol), DuckDB
+// and LanceDB (which read the Parquet datasets vembed writes, LanceDB
+// through arrow-rs's Parquet reader).
 //
 // The packages are installed by `npm ci` in this directory (.ci/run does
 // it). A test that needs them is skipped, with the reason, when node or the
@@ -33,13 +34,15 @@ const MinNodeMajor = 18
 var (
 	pglitePackages = []string{"@electric-sql/pglite", "@electric-sql/pglite-pgvector", "@electric-sql/pglite-socket"}
 	duckdbPackages = []string{"@duckdb/node-api"}
+	lancePackages  = []string{"@lancedb/lancedb", "apache-arrow", "parquet-wasm"}
 )
 
 // startTimeout bounds PGlite's start (WebAssembly compilation and initdb
 // take a few seconds; a loaded CI machine gets a wide margin).
 const startTimeout = 2 * time.Minute
 
-// queryTimeout bounds one DuckDB run.
+// queryTimeout bounds one run of a script (a DuckDB query, a LanceDB
+// search).
 const queryTimeout = 2 * time.Minute
 
 // Dir is the directory holding package.json, the lockfile, the scripts and
@@ -195,26 +198,37 @@ func DuckDB(t testing.TB, sql string) []map[string]any {
 func QueryDuckDB(t testing.TB, sql string) ([]map[string]any, error) {
 	t.Helper()
 	node, dir := requireNode(t, duckdbPackages)
-	ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "duckdb.mjs")
-	cmd.Dir = dir
-	cmd.Stdin = strings.NewReader(sql)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("npmtest: DuckDB: %v\n%s", err, duckdbError(stderr.String()))
+	out, err := runScript(node, dir, "duckdb.mjs", strings.NewReader(sql))
+	if err != nil {
+		return nil, fmt.Errorf("npmtest: DuckDB: %w", err)
 	}
 	var rows []map[string]any
-	if err := json.Unmarshal(stdout.Bytes(), &rows); err != nil {
+	if err := json.Unmarshal(out, &rows); err != nil {
 		return nil, fmt.Errorf("npmtest: DuckDB's output: %w", err)
 	}
 	return rows, nil
 }
 
-// duckdbError keeps the message of node's report of an uncaught DuckDB
-// error, dropping the stack trace of the script's frames.
-func duckdbError(stderr string) string {
+// runScript runs one of the package's scripts with stdin, within
+// queryTimeout, and returns what it wrote to stdout, or an error with the
+// message of what it wrote to stderr.
+func runScript(node, dir, script string, stdin io.Reader) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script)
+	cmd.Dir = dir
+	cmd.Stdin = stdin
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%v\n%s", err, nodeError(stderr.String()))
+	}
+	return stdout.Bytes(), nil
+}
+
+// nodeError keeps the message of node's report of an uncaught error (of
+// DuckDB, LanceDB), dropping the stack trace of the script's frames.
+func nodeError(stderr string) string {
 	var keep []string
 	for _, l := range strings.Split(stderr, "\n") {
 		if strings.HasPrefix(strings.TrimSpace(l), "at ") {
@@ -223,4 +237,44 @@ func duckdbError(stderr string) string {
 		keep = append(keep, l)
 	}
 	return strings.TrimSpace(strings.Join(keep, "\n"))
+}
+
+// LanceResult is what Lance found: each column's Arrow type as arrow-rs's
+// Parquet reader gives it (apache-arrow's names, such as
+// "FixedSizeList[8]<Float32>"), the number of rows LanceDB loaded and the
+// nearest rows, nearest first.
+type LanceResult struct {
+	Schema map[string]string `json:"schema"`
+	Rows   int               `json:"rows"`
+	Hits   []LanceHit        `json:"hits"`
+}
+
+// LanceHit is one row LanceDB's search returned: its id column and its
+// cosine distance (for a multi-vector column, LanceDB's MaxSim distance).
+type LanceHit struct {
+	ID       string  `json:"id"`
+	Distance float64 `json:"distance"`
+}
+
+// Lance reads the Parquet files of dir with arrow-rs (parquet-wasm), loads
+// them into a LanceDB table and returns the k rows nearest to query in
+// column by cosine distance; query is a vector, or a list of vectors for a
+// multi-vector column. A failure fails the test; the test is skipped when
+// node or the packages are absent.
+func Lance(t testing.TB, dir, column string, query any, k int) LanceResult {
+	t.Helper()
+	node, pkgDir := requireNode(t, lancePackages)
+	req, err := json.Marshal(map[string]any{"dir": dir, "column": column, "query": query, "k": k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := runScript(node, pkgDir, "lance.mjs", bytes.NewReader(req))
+	if err != nil {
+		t.Fatalf("npmtest: LanceDB: %v", err)
+	}
+	var res LanceResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("npmtest: LanceDB's output: %v", err)
+	}
+	return res
 }

@@ -206,22 +206,48 @@ func (c *sharedCache) writer() {
 	for {
 		select {
 		case <-c.done:
+			c.drain()
 			return
 		case w := <-c.writes:
-			packed := c.pack(w.kind, w.val())
-			if len(packed) > c.maxValue || !c.allowed() {
-				continue
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*c.timeout)
-			err := c.rdb.Set(ctx, w.key, packed, c.ttl).Err()
-			cancel()
-			if err != nil {
-				c.failed(err)
-			} else {
-				c.written.Add(1)
-				c.ok()
-			}
+			c.write(w)
 		}
+	}
+}
+
+// closeFlush bounds the time close spends sending the writes still queued.
+const closeFlush = 5 * time.Second
+
+// drain sends the writes still queued when the engine closes, for at most
+// closeFlush: a batch job's last results (vembed index, vembed eval) are
+// what the other workers would otherwise compute again. A dead server
+// costs nothing here, its breaker being open.
+func (c *sharedCache) drain() {
+	deadline := time.Now().Add(closeFlush)
+	for time.Now().Before(deadline) {
+		select {
+		case w := <-c.writes:
+			c.write(w)
+		default:
+			return
+		}
+	}
+}
+
+// write stores one queued value, unless it is too large or the breaker is
+// open.
+func (c *sharedCache) write(w sharedWrite) {
+	packed := c.pack(w.kind, w.val())
+	if len(packed) > c.maxValue || !c.allowed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*c.timeout)
+	err := c.rdb.Set(ctx, w.key, packed, c.ttl).Err()
+	cancel()
+	if err != nil {
+		c.failed(err)
+	} else {
+		c.written.Add(1)
+		c.ok()
 	}
 }
 

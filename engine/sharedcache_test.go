@@ -101,3 +101,33 @@ func FuzzSharedEntry(f *testing.F) {
 		}
 	})
 }
+
+// TestSharedCacheFlushedAtClose: the writes still queued when an engine
+// closes reach the server, so the last results of a batch job (vembed
+// index) are hits for the next worker instead of being computed again.
+func TestSharedCacheFlushedAtClose(t *testing.T) {
+	url, _ := redistest.Start(t)
+	lm, mmproj, mv := modelFiles(t)
+	a, err := New(Config{Model: lm, MMProj: mmproj, MVProj: mv, CacheURL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inputs []Input
+	for i := range 200 {
+		inputs = append(inputs, TextInput(fmt.Sprint("queued when the engine closes ", i)))
+	}
+	want := embed(t, a, Request{Inputs: inputs})
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := newEngine(t, func(c *Config) { c.CacheURL = url })
+	got := embed(t, b, Request{Inputs: inputs})
+	if s := sharedStats(b); s.Hits != int64(len(inputs)) {
+		t.Errorf("the next engine's shared cache: %+v, want %d hits", s, len(inputs))
+	}
+	for i := range want.Embeddings {
+		if !slices.Equal(got.Embeddings[i].Vector, want.Embeddings[i].Vector) {
+			t.Fatalf("input %d differs through the shared cache", i)
+		}
+	}
+}

@@ -402,6 +402,24 @@ func cos64(a []float32, b []float64) float64 {
 	return ab / math.Sqrt(aa*bb)
 }
 
+// convertJinaTowerLoRA writes a synthetic jina-v4 checkpoint with adapters
+// under transformers 4.52+ names and tower LoRA pairs into dir/hf, converts
+// every task to F32 GGUFs in dir/gguf and returns the checkpoint's folder
+// and the files convert printed (per task: LM, mvproj, mmproj).
+func convertJinaTowerLoRA(t *testing.T, dir string) (hf string, files []string) {
+	t.Helper()
+	hf, out := filepath.Join(dir, "hf"), filepath.Join(dir, "gguf")
+	var o, e bytes.Buffer
+	if code := run([]string{"synth", "--format", "hf", "--layout", "jina-v4", "--adapter-new-names", "--adapter-vision", "--out", hf}, &o, &e); code != 0 {
+		t.Fatalf("synth: exit %d: %s", code, e.String())
+	}
+	o.Reset()
+	if code := run([]string{"convert", hf, "--out", out, "--task", "all", "--type", "F32", "--mmproj-type", "F32"}, &o, &e); code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, e.String())
+	}
+	return hf, strings.Fields(o.String())
+}
+
 // TestJinaTowerLoRA: vembed synth writes a jina-embeddings-v4 checkpoint
 // whose task adapter is saved under transformers 4.52+ module names with
 // LoRA pairs on the vision tower (the fused qkv, the output projection,
@@ -414,16 +432,7 @@ func cos64(a []float32, b []float64) float64 {
 // bound (they matter), and a task's LM refuses another task's mmproj.
 func TestJinaTowerLoRA(t *testing.T) {
 	dir := t.TempDir()
-	hf, out := filepath.Join(dir, "hf"), filepath.Join(dir, "gguf")
-	var o, e bytes.Buffer
-	if code := run([]string{"synth", "--format", "hf", "--layout", "jina-v4", "--adapter-new-names", "--adapter-vision", "--out", hf}, &o, &e); code != 0 {
-		t.Fatalf("synth: exit %d: %s", code, e.String())
-	}
-	o.Reset()
-	if code := run([]string{"convert", hf, "--out", out, "--task", "all", "--type", "F32", "--mmproj-type", "F32"}, &o, &e); code != 0 {
-		t.Fatalf("convert: exit %d: %s", code, e.String())
-	}
-	files := strings.Fields(o.String())
+	hf, files := convertJinaTowerLoRA(t, dir)
 	tasks := []string{"code", "retrieval", "text-matching"}
 	if len(files) != 3*len(tasks) {
 		t.Fatalf("convert printed %v, want an LM, mvproj and mmproj per task", files)
@@ -544,16 +553,8 @@ func TestJinaTowerLoRA(t *testing.T) {
 // multi-vector rows as the local files named by hand.
 func TestJinaTaskFilesFromHub(t *testing.T) {
 	dir := t.TempDir()
-	hf, out := filepath.Join(dir, "hf"), filepath.Join(dir, "gguf")
-	var o, e bytes.Buffer
-	if code := run([]string{"synth", "--format", "hf", "--layout", "jina-v4", "--adapter-new-names", "--adapter-vision", "--out", hf}, &o, &e); code != 0 {
-		t.Fatalf("synth: exit %d: %s", code, e.String())
-	}
-	o.Reset()
-	if code := run([]string{"convert", hf, "--out", out, "--task", "all", "--type", "F32", "--mmproj-type", "F32"}, &o, &e); code != 0 {
-		t.Fatalf("convert: exit %d: %s", code, e.String())
-	}
-	paths := strings.Fields(o.String())
+	_, paths := convertJinaTowerLoRA(t, dir)
+	var e bytes.Buffer
 	files := map[string][]byte{}
 	for _, p := range paths {
 		b, err := os.ReadFile(p)

@@ -4,7 +4,8 @@
 // plans (llama.cpp's keys, tensor names, shapes, storage types and order),
 // filled with seeded random weights, plus an optional multi-vector
 // projector side-car; synthetic Hugging Face checkpoints in the layouts
-// package convert reads; and small retrieval datasets. Tests, benchmarks
+// package convert reads; small retrieval datasets; and images with the
+// traits of a photograph (Photo). Tests, benchmarks
 // and the demo server use them where a real model is too large or absent.
 //
 // Files are written through qwenlayout.WriteFile, a chunk of rows at a

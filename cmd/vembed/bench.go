@@ -2,18 +2,18 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"math/rand/v2"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/vembed/vembed/bench"
+	"github.com/vembed/vembed/engine"
 	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/kernels"
 )
@@ -25,111 +25,6 @@ func init() {
 		run:     runBench,
 	})
 }
-
-// benchReport is the JSON line vembed bench prints last. Model holds the
-// end-to-end figures when a model benchmark ran.
-type benchReport struct {
-	Threads int `json:"threads"`
-	// Tier is the tier this CPU runs by default (or VEMBED_CPU's): the
-	// one the model benchmarks use.
-	Tier string `json:"tier"`
-	// Default is the tier this CPU gets by default, the row of the table
-	// that picked it and which tier computes each kind of product.
-	Default benchDefault `json:"default"`
-	// Peak is the AVX2 FMA peak by thread count (wall clock), CorePeak its
-	// rate per CPU-second of one thread; Peaks and CorePeaks the same for
-	// every unit a measured tier multiplies with (kernels.PeakUnit).
-	Peak      map[string]float64            `json:"peak_gflops"`
-	CorePeak  float64                       `json:"core_peak_gflops_per_cpu_second"`
-	Peaks     map[string]map[string]float64 `json:"peaks,omitempty"`
-	CorePeaks map[string]float64            `json:"core_peaks_per_cpu_second,omitempty"`
-	GEMM      []gemmFigure                  `json:"gemm"`
-	Attention []attnFigure                  `json:"attention,omitempty"`
-	Model     []modelFigure                 `json:"model,omitempty"`
-}
-
-// benchDefault reports kernels.DefaultChoice for this CPU.
-type benchDefault struct {
-	CPU   string   `json:"cpu"`
-	Flags []string `json:"flags"`
-	Tier  string   `json:"tier"`
-	Rule  string   `json:"rule"`
-	Why   string   `json:"why"`
-	// Quantized, Marked and Float name the tier of each kind of product
-	// on the default tier (kernels.Products).
-	Quantized string `json:"quantized"`
-	Marked    string `json:"marked_float"`
-	Float     string `json:"float"`
-}
-
-// defaultInfo describes the default tier of this CPU.
-func defaultInfo() benchDefault {
-	c := kernels.HostCPU()
-	t, row := kernels.DefaultChoice()
-	d := benchDefault{CPU: c.String(), Flags: c.Flags, Tier: string(t), Rule: row.Name, Why: row.Why}
-	if p, ok := kernels.TierProducts(t); ok {
-		d.Quantized, d.Marked, d.Float = string(p.Quantized), string(p.Marked), string(p.Float)
-	}
-	return d
-}
-
-// printDefault writes which tier each kind of product uses by default on
-// this CPU and the table row that chose it.
-func printDefault(w io.Writer, d benchDefault) {
-	fmt.Fprintf(w, "default tier on this CPU (%s): %s, by the row %q: %s\n", d.CPU, d.Tier, d.Rule, d.Why)
-	fmt.Fprintf(w, "  by default: quantized weights on %s; marked float weights (vision MLPs) on %s; other float weights and attention on %s\n",
-		d.Quantized, d.Marked, d.Float)
-}
-
-// figures are the measured values of one benchmark: wall-clock GFLOPS over
-// all threads, and the percentages of peak explained at measurer.
-type figures struct {
-	GFLOPS      float64 `json:"gflops"`
-	PctPeakCPU  float64 `json:"pct_peak_cpu"`
-	PctPeakWall float64 `json:"pct_peak_wall"`
-}
-
-// toFigures keeps four significant digits (round4): a product slowed by a
-// busy machine still reports its small share of the peak, not 0.
-func toFigures(f benchFigure) figures {
-	return figures{round4(f.gflops), round4(f.pctPeakCPU), round4(f.pctPeakWall)}
-}
-
-type gemmFigure struct {
-	Tier string `json:"tier"`
-	Type string `json:"type"`
-	M    int    `json:"m"`
-	K    int    `json:"k"`
-	N    int    `json:"n"`
-	// Unit is the instruction whose peak the percentages divide by.
-	Unit string `json:"peak_unit,omitempty"`
-	figures
-}
-
-type attnFigure struct {
-	Tier string `json:"tier"`
-	Case string `json:"case"`
-	Unit string `json:"peak_unit,omitempty"`
-	figures
-}
-
-// modelFigure is one end-to-end measurement: a throughput or a latency of
-// a model on this machine.
-type modelFigure struct {
-	Model string  `json:"model,omitempty"` // which model file(s) it ran
-	Name  string  `json:"name"`
-	Value float64 `json:"value"`
-	Unit  string  `json:"unit"`
-}
-
-// modelBenches are end-to-end benchmarks run by "vembed bench --model";
-// each appends its figures. Model packages register theirs from init, so
-// this command needs no change when one is added.
-var modelBenches []func(dur time.Duration, w io.Writer) ([]modelFigure, error)
-
-// benchFlagHooks let the model benchmarks add their own flags to
-// "vembed bench"; each is called on every new flag set.
-var benchFlagHooks []func(fs *flag.FlagSet)
 
 func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "serve" {
@@ -147,10 +42,17 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	dur := fs.Duration("time", 300*time.Millisecond, "time per measurement round")
 	rounds := fs.Int("rounds", 5, "measurement rounds; the median is reported")
 	attnTok := fs.Int("attn-tokens", 1024, "tokens of the attention cases (0 skips them)")
-	withModel := fs.Bool("model", false, "also run the registered end-to-end model benchmarks")
-	for _, hook := range benchFlagHooks {
-		hook(fs)
-	}
+	withModel := fs.Bool("model", false, "also run the end-to-end model benchmark")
+	lm := fs.String("lm", "", "LM `GGUF` of the --model benchmark (default: a tiny synthetic model written to a temporary directory)")
+	mmproj := fs.String("mmproj", "", "mmproj `GGUF` of the --model benchmark (required with --lm)")
+	texts := fs.Int("texts", 32, "texts in the --model text batch")
+	textTokens := fs.Int("text-tokens", 128, "prompt `tokens` of each text, the task prefix included")
+	images := fs.String("images", "448,896", "square image `sizes` of the --model benchmark, one request each (empty: none)")
+	repeat := fs.Int("repeat", 1, "runs of each --model measurement; the median is reported")
+	imageFormat := fs.String("image-format", "jpeg", "encoding of the synthetic images: jpeg or png")
+	pack := fs.Bool("pack", true, "pack Q8_0 weights at load for the VNNI tiers, as vembed serve does (false: as vembed embed does)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measured --model runs to `file` (go tool pprof)")
+	memProfile := fs.String("memprofile", "", "write an allocation profile to `file` after the --model runs (go tool pprof -sample_index=alloc_space)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -165,287 +67,61 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	ms, err := parseInts(*msFlag)
-	if err != nil || *k <= 0 || *n <= 0 || *rounds <= 0 || *dur <= 0 || *attnTok < 0 {
-		fs.Usage()
-		return errUsage
+	if err != nil {
+		return usageError(fs, stderr, "--m: %v", err)
 	}
-	if err := checkProfileFlags(*withModel); err != nil {
-		return err
+	if !*withModel && (*cpuProfile != "" || *memProfile != "") {
+		return errors.New("--cpuprofile and --memprofile profile the --model benchmark; add --model")
 	}
-	tiers, err := benchTiers(*tiersFlag)
+	var tiers []kernels.Tier
+	if *tiersFlag != "" {
+		for _, name := range strings.Split(*tiersFlag, ",") {
+			tiers = append(tiers, kernels.Tier(strings.TrimSpace(name)))
+		}
+	}
+	cfg := bench.KernelConfig{Types: types, Tiers: tiers, Ms: ms, K: *k, N: *n, Time: *dur, Rounds: *rounds,
+		AttnTokens: *attnTok, Log: stderr,
+		NewBar: func(total int64, desc string) bench.Bar { return newBar(stderr, total, desc, false) }}
+	if err := cfg.Check(); err != nil {
+		return usageError(fs, stderr, "%v", err)
+	}
+	var mcfg bench.ModelConfig
+	if *withModel {
+		var sizes []int
+		if *images != "" { // empty: text only
+			if sizes, err = parseInts(*images); err != nil {
+				return fmt.Errorf("--images: %w", err)
+			}
+		}
+		mcfg = bench.ModelConfig{LM: *lm, MMProj: *mmproj, Texts: *texts, TextTokens: *textTokens,
+			ImageSizes: sizes, ImageFormat: *imageFormat, Repeat: *repeat, Unpacked: !*pack,
+			CPUProfile: *cpuProfile, MemProfile: *memProfile, Log: stderr,
+			Load: func(cfg engine.Config) (*engine.Engine, error) { return loadEngine(stderr, oneCaller(cfg)) }}
+		// Checked before the kernels' minutes, not after them.
+		if err := mcfg.Check(); err != nil {
+			return usageError(fs, stderr, "%v", err)
+		}
+	}
+	rep, err := bench.Kernels(cfg)
 	if err != nil {
 		return err
 	}
-	saved := kernels.Active()
-	defer kernels.Use(saved)
-
-	threads := runtime.GOMAXPROCS(0)
-	rep := benchReport{Threads: threads, Tier: string(saved), Default: defaultInfo(), Peak: map[string]float64{},
-		Peaks: map[string]map[string]float64{}, CorePeaks: map[string]float64{}}
-	fmt.Fprintf(stderr, "vembed bench: kernel tier in use: %s (of %v)\n", saved, kernels.Available())
-	printDefault(stderr, rep.Default)
-	m := measurer{threads: threads, dur: *dur, rounds: *rounds, corePeak: map[kernels.PeakUnit]float64{}}
-	// The peaks of every unit the measured tiers multiply with, at 1 and
-	// all threads.
-	units := []kernels.PeakUnit{kernels.PeakFMA256}
-	for _, tier := range tiers {
-		for _, typ := range append(slices.Clone(types), gguf.TypeF32) { // F32: attention
-			if u, ok := kernels.TierPeak(tier, typ); ok && !slices.Contains(units, u) {
-				units = append(units, u)
-			}
-		}
-	}
-	for _, u := range units {
-		for _, th := range slices.Compact([]int{1, threads}) {
-			p, ok := kernels.Peak(u, th, *dur)
-			if !ok {
-				if u == kernels.PeakFMA256 {
-					fmt.Fprintln(stderr, "vembed bench: no FMA peak probe for this CPU; percentages are omitted")
-				}
-				break
-			}
-			if rep.Peaks[string(u)] == nil {
-				rep.Peaks[string(u)] = map[string]float64{}
-			}
-			rep.Peaks[string(u)][strconv.Itoa(th)] = round1(p)
-			if u == kernels.PeakFMA256 {
-				rep.Peak[strconv.Itoa(th)] = round1(p)
-			}
-		}
-		m.measureCorePeak(u)
-		if c := m.corePeak[u]; c > 0 {
-			rep.CorePeaks[string(u)] = round1(c)
-		}
-	}
-	rep.CorePeak = rep.CorePeaks[string(kernels.PeakFMA256)]
-
-	rng := rand.New(rand.NewPCG(1, 2))
-	// Every measurement takes rounds × (time + two peak probes); a full
-	// run is minutes, so say how far it is.
-	bar := newBar(stderr, int64(len(tiers)*(len(types)*len(ms)+len(attnCases(*attnTok)))), "kernels", false)
-	for _, tier := range tiers {
-		if err := kernels.Use(tier); err != nil {
-			return err
-		}
-		for _, typ := range types {
-			w, err := benchMatrix(typ, *n, *k, rng)
-			if err != nil {
-				return err
-			}
-			// Packed for the tier as a model's load packs its weights:
-			// the amx tier multiplies on tiles only packed weights, and
-			// the VNNI tiers' Q8_0 and amx-bf16's float products read
-			// their packed copies.
-			kernels.Prepare(w)
-			for _, rows := range ms {
-				x := randFloats(rows**k, rng)
-				dst := make([]float32, rows**n)
-				flops := 2 * float64(rows) * float64(*k) * float64(*n)
-				u, _ := kernels.TierPeak(tier, typ)
-				f := m.measure(flops, u, func() { kernels.MatMul(dst, x, rows, w, nil) })
-				rep.GEMM = append(rep.GEMM, gemmFigure{string(tier), typ.String(), rows, *k, *n, string(u), toFigures(f)})
-				bar.Add(1)
-			}
-			w.Unpack()
-		}
-		for _, c := range attnCases(*attnTok) {
-			q := randFloats(c.nTok*c.nHead*c.hd, rng)
-			kk := randFloats(c.nTok*c.nKV*c.hd, rng)
-			v := randFloats(c.nTok*c.nKV*c.hd, rng)
-			out := make([]float32, len(q))
-			flops := 4 * float64(c.hd*c.nHead) * c.pairs()
-			u, _ := kernels.AttentionPeak(tier)
-			f := m.measure(flops, u, func() {
-				kernels.Attention(out, q, kk, v, c.nTok, c.nHead, c.nKV, c.hd, 0.1, c.mask)
-			})
-			rep.Attention = append(rep.Attention, attnFigure{string(tier), c.name, string(u), toFigures(f)})
-			bar.Add(1)
-		}
-	}
-	bar.Finish()
 	if *withModel {
-		// The kernel measurements leave the last tier they measured (the
-		// portable one) active; the model runs on the tier a user gets.
-		if err := kernels.Use(saved); err != nil {
-			return err
+		// bench.Kernels has put back the tier a user gets, which the
+		// model runs on.
+		figs, err := bench.Model(mcfg)
+		if err != nil {
+			return fmt.Errorf("model benchmark: %w", err)
 		}
-		if len(modelBenches) == 0 {
-			fmt.Fprintln(stderr, "vembed bench: no end-to-end model benchmark is built in")
-		}
-		for _, mb := range modelBenches {
-			figs, err := mb(*dur, stderr)
-			if err != nil {
-				return fmt.Errorf("model benchmark: %w", err)
-			}
-			rep.Model = append(rep.Model, figs...)
-		}
+		rep.Model = figs
 	}
-	printBenchTables(stdout, &rep)
-	line, err := json.Marshal(&rep)
+	printBenchTables(stdout, rep)
+	line, err := json.Marshal(rep)
 	if err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(stdout, "%s\n", line)
 	return err
-}
-
-// measurer times a workload in rounds and reports medians. The machine may
-// be shared, so two percentages of peak are kept, both against the peak
-// of the instruction the workload multiplies with (kernels.TierPeak). The
-// wall-clock one divides a round's GFLOPS by the mean of peak probes run
-// on the same threads just before and after it. The CPU-time one divides
-// flops by the CPU time the process got during the round and compares
-// that with the per-core peak measured the same way: it is the efficiency
-// of the code while it runs, unaffected by other processes taking turns
-// on the cores (but blind to time a worker spends waiting for the others).
-type measurer struct {
-	threads, rounds int
-	dur             time.Duration
-	// corePeak is by unit the GFLOPS per CPU-second of one probe thread;
-	// absent if unknown.
-	corePeak map[kernels.PeakUnit]float64
-}
-
-// measureCorePeak sets corePeak[u] from a few single-thread probes.
-func (m *measurer) measureCorePeak(u kernels.PeakUnit) {
-	for r := 0; r < 3; r++ {
-		c0, ok := processCPU()
-		t0 := time.Now()
-		g, probed := kernels.Peak(u, 1, m.dur/2)
-		wall := time.Since(t0).Seconds()
-		c1, _ := processCPU()
-		if !ok || !probed || c1 <= c0 {
-			return
-		}
-		m.corePeak[u] = max(m.corePeak[u], g*wall/(c1-c0).Seconds())
-	}
-}
-
-// benchFigure is what measure returns: medians over the rounds.
-type benchFigure struct {
-	gflops      float64 // wall clock, all threads
-	pctPeakCPU  float64 // per CPU-second against corePeak
-	pctPeakWall float64 // against the bracketing probes
-}
-
-// measure times fn, which performs flops operations a call, against the
-// peak of unit u ("": none).
-func (m measurer) measure(flops float64, u kernels.PeakUnit, fn func()) benchFigure {
-	fn() // warm caches and scratch buffers
-	var gs, pc, pw []float64
-	corePeak := m.corePeak[u]
-	for r := 0; r < m.rounds; r++ {
-		before, ok := kernels.Peak(u, m.threads, m.dur/4)
-		c0, cpuOK := processCPU()
-		start := time.Now()
-		calls := 0
-		for calls == 0 || time.Since(start) < m.dur {
-			fn()
-			calls++
-		}
-		wall := time.Since(start).Seconds()
-		c1, _ := processCPU()
-		after, _ := kernels.Peak(u, m.threads, m.dur/4)
-		g := flops * float64(calls) / wall / 1e9
-		gs = append(gs, g)
-		if ok {
-			pw = append(pw, 100*g/((before+after)/2))
-		}
-		if cpuOK && corePeak > 0 && c1 > c0 {
-			pc = append(pc, 100*flops*float64(calls)/(c1-c0).Seconds()/1e9/corePeak)
-		}
-	}
-	return benchFigure{median(gs), median(pc), median(pw)}
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	slices.Sort(v)
-	return v[len(v)/2]
-}
-
-func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
-
-// attnCase is one attention shape of the benchmark.
-type attnCase struct {
-	name                 string
-	nTok, nHead, nKV, hd int
-	mask                 kernels.Mask
-}
-
-// pairs counts the (query, key) pairs the mask lets attend.
-func (c attnCase) pairs() float64 {
-	var n float64
-	for t := 0; t < c.nTok; t++ {
-		lo, hi := 0, c.nTok
-		if s := c.mask.Segments; len(s) > 0 {
-			i, _ := slices.BinarySearch(s, t+1)
-			lo, hi = s[i-1], s[i]
-		}
-		if c.mask.Causal {
-			hi = t + 1
-		}
-		n += float64(hi - lo)
-	}
-	return n
-}
-
-// attnCases returns the attention shapes of jina-embeddings-v4 at n
-// tokens: the vision tower's full and 8×8-patch windowed layers (16 heads
-// of 80) and the language model's causal layers (16 query heads over 2
-// key/value heads of 128).
-func attnCases(n int) []attnCase {
-	if n == 0 {
-		return nil
-	}
-	return []attnCase{
-		{fmt.Sprintf("vit_full_%d", n), n, 16, 16, 80, kernels.Mask{}},
-		{fmt.Sprintf("vit_window64_%d", n), n, 16, 16, 80, kernels.Mask{Segments: equalSegments(n, 64)}},
-		{fmt.Sprintf("lm_causal_%d", n), n, 16, 2, 128, kernels.Mask{Causal: true}},
-	}
-}
-
-func equalSegments(n, size int) []int {
-	var s []int
-	for i := 0; i < n; i += size {
-		s = append(s, i)
-	}
-	return append(s, n)
-}
-
-// benchMatrix returns an n×k weight matrix of type typ. Only the first
-// stripe of rows is quantized from random values and the rest repeats it:
-// the kernels' speed does not depend on the values, and quantizing millions
-// of values to the K types would take longer than the measurement. It is
-// marked bfloat16-eligible, as the vision towers' MLP weights are, so that
-// the bfloat16 tiers are measured on what they multiply.
-func benchMatrix(typ gguf.Type, n, k int, rng *rand.Rand) (*kernels.Matrix, error) {
-	const stripe = 16
-	rows := min(stripe, n)
-	enc, err := gguf.Quantize(typ, randFloats(rows*k, rng))
-	if err != nil {
-		return nil, fmt.Errorf("bench: %s weights: %w", typ, err)
-	}
-	data := make([]byte, 0, len(enc)/rows*n)
-	for len(data) < cap(data) {
-		data = append(data, enc[:min(len(enc), cap(data)-len(data))]...)
-	}
-	w, err := kernels.NewMatrix(typ, n, k, data)
-	if err != nil {
-		return nil, err
-	}
-	w.BF16 = true
-	return w, nil
-}
-
-func randFloats(n int, rng *rand.Rand) []float32 {
-	v := make([]float32, n)
-	for i := range v {
-		v[i] = float32(rng.NormFloat64())
-	}
-	return v
 }
 
 func parseTypes(s string) ([]gguf.Type, error) {
@@ -472,30 +148,9 @@ func parseInts(s string) ([]int, error) {
 	return out, nil
 }
 
-// benchTiers resolves the --tiers flag against the available tiers.
-func benchTiers(s string) ([]kernels.Tier, error) {
-	var out []kernels.Tier
-	if s == "" {
-		for _, t := range kernels.Available() {
-			if t != kernels.TierReference { // single-threaded float64: too slow to time
-				out = append(out, t)
-			}
-		}
-		return out, nil
-	}
-	for _, name := range strings.Split(s, ",") {
-		t := kernels.Tier(strings.TrimSpace(name))
-		if !slices.Contains(kernels.Available(), t) {
-			return nil, fmt.Errorf("tier %q is not available here (have %v)", t, kernels.Available())
-		}
-		out = append(out, t)
-	}
-	return out, nil
-}
-
-func printBenchTables(w io.Writer, rep *benchReport) {
+func printBenchTables(w io.Writer, rep *bench.Report) {
 	fmt.Fprintf(w, "kernel tier in use: %s; kernels use %d thread(s)\n", rep.Tier, rep.Threads)
-	printDefault(w, rep.Default)
+	bench.PrintDefault(w, rep.Default)
 	fmt.Fprintln(w, "peaks (billions of operations a second, a multiply-add counting two):")
 	for _, u := range slices.Sorted(maps.Keys(rep.Peaks)) {
 		fmt.Fprintf(w, "  %-13s", u)

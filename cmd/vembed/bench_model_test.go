@@ -6,8 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vembed/vembed/synth"
-	"github.com/vembed/vembed/tokenizer"
+	"github.com/vembed/vembed/bench"
 )
 
 // TestBenchModelOutput runs the end-to-end benchmark on the tiny synthetic
@@ -18,11 +17,11 @@ func TestBenchModelOutput(t *testing.T) {
 		"--time", "1ms", "--rounds", "1", "--tiers", "generic", "--attn-tokens", "0",
 		"--model", "--texts", "3", "--text-tokens", "20", "--images", "56,112", "--repeat", "2")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	var rep benchReport
+	var rep bench.Report
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &rep); err != nil {
 		t.Fatalf("last line is not the JSON report: %v\n%s", err, out)
 	}
-	got := map[string]modelFigure{}
+	got := map[string]bench.ModelFigure{}
 	for _, f := range rep.Model {
 		if f.Model != "tiny-synthetic" {
 			t.Errorf("figure %q is labelled %q, want tiny-synthetic", f.Name, f.Model)
@@ -60,49 +59,6 @@ func TestBenchModelOutput(t *testing.T) {
 	for _, want := range []string{"text_3x20_tokens_per_s", "image_112_vision", "peak_rss_over_files", "tiny-synthetic"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
-		}
-	}
-}
-
-// TestTextOfTokens checks that the generated texts have exactly the asked
-// prompt length under the engine's tokenizer and the model's prompt (jina-v4
-// "Query: ", Qwen3-VL-Embedding's instruction chat), over lengths that need
-// the fillers (a word overshooting by one or more tokens).
-func TestTextOfTokens(t *testing.T) {
-	for _, tc := range []struct {
-		preset   string
-		min      int
-		tokenize func(tok *tokenizer.Tokenizer, s string) int
-	}{
-		{"tiny", 5, func(tok *tokenizer.Tokenizer, s string) int { return len(tok.Encode("Query: "+s, true)) }},
-		{"tiny-qwen3vl", 40, func(tok *tokenizer.Tokenizer, s string) int {
-			const pre = "<|im_start|>system\nRepresent the user's input.<|im_end|>\n<|im_start|>user\n"
-			return len(tok.Encode(pre+s+"<|im_end|>\n<|im_start|>assistant\n", true))
-		}},
-	} {
-		cfg, err := synth.Preset(tc.preset)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lm, _, err := synth.WritePair(t.TempDir(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pr, err := lmPrompter(lm)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for n := tc.min; n <= tc.min+65; n++ {
-			s, err := textOfTokens(pr, n, uint64(n))
-			if err != nil {
-				t.Fatalf("%s, %d tokens: %v", tc.preset, n, err)
-			}
-			if k := tc.tokenize(pr.tok, s); k != n {
-				t.Errorf("%s, %d tokens: the text %q tokenizes to %d", tc.preset, n, s, k)
-			}
-		}
-		if _, err := textOfTokens(pr, 1, 0); err == nil {
-			t.Errorf("%s: a 1-token text (shorter than the prompt around it) gave no error", tc.preset)
 		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vembed/vembed/bench"
 )
 
 // embedChildEnv carries the arguments of "vembed embed" to the test binary
@@ -53,7 +55,7 @@ func TestBenchRegress(t *testing.T) {
 		t.Fatalf("bench regress: %v\n%s", err, errb.String())
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	var rep regressReport
+	var rep bench.RegressReport
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &rep); err != nil {
 		t.Fatalf("last line: %v\n%s", err, out.String())
 	}
@@ -73,7 +75,7 @@ func TestBenchRegress(t *testing.T) {
 	// The previous release's figures, as if it had been 100 times faster:
 	// a regression, which the command reports as its error.
 	fast := rep
-	fast.Cases = append([]regressFigure(nil), rep.Cases...)
+	fast.Cases = append([]bench.RegressFigure(nil), rep.Cases...)
 	for i := range fast.Cases {
 		fast.Cases[i].WallS /= 100
 		fast.Cases[i].CPUS /= 100

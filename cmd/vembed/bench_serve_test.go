@@ -10,13 +10,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
+	"github.com/vembed/vembed/bench"
 	"github.com/vembed/vembed/engine"
 	"github.com/vembed/vembed/internal/redistest"
 	"github.com/vembed/vembed/server"
+	"github.com/vembed/vembed/synth"
 )
 
 // TestBenchServe runs the load benchmark's scenarios on the tiny model and
@@ -27,13 +28,13 @@ func TestBenchServe(t *testing.T) {
 		t.Fatalf("%v\n%s", err, errw.String())
 	}
 	var rep struct {
-		Rows []serveFigure `json:"bench_serve"`
+		Rows []bench.ServeFigure `json:"bench_serve"`
 	}
 	line := out.String()[strings.LastIndex(strings.TrimSpace(out.String()), "\n")+1:]
 	if err := json.Unmarshal([]byte(line), &rep); err != nil {
 		t.Fatalf("%v: %q", err, line)
 	}
-	by := map[string]serveFigure{}
+	by := map[string]bench.ServeFigure{}
 	for _, r := range rep.Rows {
 		by[r.Scenario] = r
 		if r.Errors != 0 || r.Requests == 0 || r.ReqPerSec <= 0 {
@@ -53,7 +54,7 @@ func TestBenchServe(t *testing.T) {
 		t.Errorf("Q took %d steps one at a time and %d at once, want 16 and about 1", q1, q16)
 	}
 	// Q compares equal work: its two phases send queries of one length.
-	perReq := func(r serveFigure) float64 { return r.TokPerSec / r.ReqPerSec }
+	perReq := func(r bench.ServeFigure) float64 { return r.TokPerSec / r.ReqPerSec }
 	if a, b := perReq(by["Q sequential"]), perReq(by["Q 16 clients"]); math.Abs(a-b) > 2e-3*a {
 		t.Errorf("Q phases differ in tokens per query: %.4g vs %.4g", a, b)
 	}
@@ -95,7 +96,7 @@ func TestBenchServeReplicas(t *testing.T) {
 		t.Fatalf("%v\n%s", err, errw.String())
 	}
 	var rep struct {
-		Rows []serveFigure `json:"bench_serve"`
+		Rows []bench.ServeFigure `json:"bench_serve"`
 	}
 	line := out.String()[strings.LastIndex(strings.TrimSpace(out.String()), "\n")+1:]
 	if err := json.Unmarshal([]byte(line), &rep); err != nil {
@@ -108,72 +109,11 @@ func TestBenchServeReplicas(t *testing.T) {
 	}
 }
 
-// TestImagePlan checks that I-50's distinct images have I-0's mix of
-// sizes, that every second request repeats an image sent at least
-// clients-1 requests before it, and that the plan is the same every run.
-func TestImagePlan(t *testing.T) {
-	sizes := []int{448, 640}
-	for _, clients := range []int{1, 4} {
-		base := imagePlan(false, 24, sizes, clients, 1)
-		plan := imagePlan(true, 24, sizes, clients, 2)
-		count := func(p []planned, distinctOnly bool) map[int]int {
-			seen := map[int]bool{}
-			n := map[int]int{}
-			for _, im := range p {
-				if distinctOnly && seen[im.seed] {
-					continue
-				}
-				seen[im.seed] = true
-				n[im.size]++
-			}
-			return n
-		}
-		if b, d := count(base, false), count(plan, true); b[448] != 12 || b[640] != 12 || d[448] != 6 || d[640] != 6 {
-			t.Errorf("clients %d: sizes of I-0 %v, of I-50's distinct images %v; want even mixes", clients, b, d)
-		}
-		for i, im := range plan {
-			if i%2 == 0 {
-				continue
-			}
-			j := slices.IndexFunc(plan, func(p planned) bool { return p.seed == im.seed })
-			if j >= i || (i >= clients && j > i-clients) {
-				t.Errorf("clients %d: request %d repeats request %d's image", clients, i, j)
-			}
-		}
-		if again := imagePlan(true, 24, sizes, clients, 2); !slices.Equal(again, plan) {
-			t.Errorf("clients %d: the plan differs between runs", clients)
-		}
-	}
-}
-
-// TestReplicaSpread: each replica gets as many of the even requests (I-50's
-// distinct images) as of the odd ones (its repeats), and as many requests
-// as the others.
-func TestReplicaSpread(t *testing.T) {
-	for _, n := range []int{1, 2, 3, 4} {
-		even, odd := make([]int, n), make([]int, n)
-		for i := range 8 * n * n {
-			r := replica(i, n)
-			if i%2 == 0 {
-				even[r]++
-			} else {
-				odd[r]++
-			}
-		}
-		for r := range n {
-			if even[r] != even[0] || odd[r] != odd[0] || (n > 1 && even[r] != odd[r]) {
-				t.Errorf("%d replicas: even requests %v, odd %v", n, even, odd)
-				break
-			}
-		}
-	}
-}
-
 // TestBenchServeImages sends given image files as I-0's requests, each once.
 func TestBenchServeImages(t *testing.T) {
 	dir := t.TempDir()
 	for i, size := range []int{56, 84, 70} {
-		data, err := photoImage(size, i, "png")
+		data, err := synth.Photo(size, i, "png")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,15 +126,12 @@ func TestBenchServeImages(t *testing.T) {
 		t.Fatalf("%v\n%s", err, errw.String())
 	}
 	var rep struct {
-		Rows []serveFigure `json:"bench_serve"`
+		Rows []bench.ServeFigure `json:"bench_serve"`
 	}
 	if err := json.Unmarshal([]byte(strings.TrimSpace(out.String())), &rep); err != nil {
 		t.Fatalf("%v: %q", err, out.String())
 	}
 	if len(rep.Rows) != 1 || rep.Rows[0].Requests != 3 || rep.Rows[0].Errors != 0 {
 		t.Fatalf("I-0 of 3 files: %+v", rep.Rows)
-	}
-	if _, err := imageFiles([]string{t.TempDir()}); err == nil {
-		t.Error("an empty folder of --images gave no error")
 	}
 }

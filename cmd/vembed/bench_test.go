@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vembed/vembed/bench"
 	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/kernels"
 )
@@ -16,7 +17,7 @@ func TestBenchOutput(t *testing.T) {
 	out := runOK(t, "bench", "--types", "F32,Q4_K", "--m", "7", "--k", "256", "--n", "32",
 		"--time", "2ms", "--rounds", "1", "--tiers", "generic", "--attn-tokens", "70")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	var rep benchReport
+	var rep bench.Report
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &rep); err != nil {
 		t.Fatalf("last line is not the JSON report: %v\n%s", err, out)
 	}
@@ -54,7 +55,7 @@ func TestBenchPeaks(t *testing.T) {
 	out := runOK(t, "bench", "--types", "F16,Q8_0", "--m", "7", "--k", "256", "--n", "32",
 		"--time", "2ms", "--rounds", "1", "--attn-tokens", "0")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	var rep benchReport
+	var rep bench.Report
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &rep); err != nil {
 		t.Fatalf("last line is not the JSON report: %v\n%s", err, out)
 	}

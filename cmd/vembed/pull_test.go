@@ -72,7 +72,7 @@ func TestPullAndModelRef(t *testing.T) {
 	out.Reset()
 	errOut.Reset()
 	img := filepath.Join(dir, "img.png")
-	png, err := photoImage(56, 1, "png")
+	png, err := synth.Photo(56, 1, "png")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,7 @@
-package main
+package bench
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,42 +17,22 @@ import (
 // request's time goes; the allocation profile is written at the end and, as
 // Go keeps it, counts every allocation since the process started.
 
-type profileFlags struct {
-	cpu, mem *string
-}
-
-var benchProfile profileFlags
-
-func init() {
-	benchFlagHooks = append(benchFlagHooks, func(fs *flag.FlagSet) {
-		benchProfile.cpu = fs.String("cpuprofile", "", "write a CPU profile of the measured --model runs to `file` (go tool pprof)")
-		benchProfile.mem = fs.String("memprofile", "", "write an allocation profile to `file` after the --model runs (go tool pprof -sample_index=alloc_space)")
-	})
-}
-
 // profiling is the state of the profiles of one run. The CPU profile is
 // written to a temporary file beside its destination and renamed once
 // complete, so an interrupted run leaves no partial profile.
 type profiling struct {
-	cpuFile *os.File
+	cpuPath, memPath string
+	cpuFile          *os.File
 }
 
-// checkProfileFlags rejects profile flags that would profile nothing.
-func checkProfileFlags(withModel bool) error {
-	if !withModel && (*benchProfile.cpu != "" || *benchProfile.mem != "") {
-		return errors.New("--cpuprofile and --memprofile profile the --model benchmark; add --model")
-	}
-	return nil
-}
-
-// startProfiles starts the CPU profile if one was asked for.
-func startProfiles() (*profiling, error) {
-	p := &profiling{}
-	if *benchProfile.cpu == "" {
+// startProfiles starts the CPU profile if cpuPath is set; memPath, if set,
+// receives the allocation profile when the profiling stops.
+func startProfiles(cpuPath, memPath string) (*profiling, error) {
+	p := &profiling{cpuPath: cpuPath, memPath: memPath}
+	if cpuPath == "" {
 		return p, nil
 	}
-	path := *benchProfile.cpu
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	f, err := os.CreateTemp(filepath.Dir(cpuPath), "."+filepath.Base(cpuPath)+".tmp*")
 	if err != nil {
 		return nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
@@ -77,7 +56,7 @@ func (p *profiling) stop() error {
 			err = os.Chmod(tmp, 0o644)
 		}
 		if err == nil {
-			err = os.Rename(tmp, *benchProfile.cpu)
+			err = os.Rename(tmp, p.cpuPath)
 		}
 		if err != nil {
 			os.Remove(tmp)
@@ -85,8 +64,8 @@ func (p *profiling) stop() error {
 		}
 		p.cpuFile = nil
 	}
-	if *benchProfile.mem != "" {
-		if err := writeAllocProfile(*benchProfile.mem); err != nil {
+	if p.memPath != "" {
+		if err := writeAllocProfile(p.memPath); err != nil {
 			errs = append(errs, fmt.Errorf("--memprofile: %w", err))
 		}
 	}

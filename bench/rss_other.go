@@ -1,6 +1,6 @@
 //go:build !linux
 
-package main
+package bench
 
 // peakRSS is unknown here: ru_maxrss has a different unit on each system,
 // so the figure is left out rather than guessed.

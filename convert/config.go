@@ -36,9 +36,22 @@ type textConfig struct {
 	} `json:"rope_scaling"`
 	// RopeParameters is newer transformers' home of both.
 	RopeParameters struct {
-		RopeTheta    float64 `json:"rope_theta"`
-		MRopeSection []int   `json:"mrope_section"`
+		RopeTheta     float64 `json:"rope_theta"`
+		MRopeSection  []int   `json:"mrope_section"`
+		PartialRotary float64 `json:"partial_rotary_factor"`
 	} `json:"rope_parameters"`
+	// Qwen3.5's hybrid decoder: the layer pattern and the DeltaNet's
+	// sizes, the rotary share of each head, and the retrievers' mask.
+	FullAttnInterval int      `json:"full_attention_interval"`
+	LayerTypes       []string `json:"layer_types"`
+	LinKeyHeads      int      `json:"linear_num_key_heads"`
+	LinValueHeads    int      `json:"linear_num_value_heads"`
+	LinKeyDim        int      `json:"linear_key_head_dim"`
+	LinValueDim      int      `json:"linear_value_head_dim"`
+	LinConv          int      `json:"linear_conv_kernel_dim"`
+	PartialRotary    float64  `json:"partial_rotary_factor"`
+	MRopeSection     []int    `json:"mrope_section"` // a flat config's (the others nest it)
+	IsCausal         *bool    `json:"is_causal"`
 }
 
 // visionConfig is config.json's vision_config: Qwen2.5-VL's fields and
@@ -74,6 +87,13 @@ type hfConfig struct {
 	EmbedDim int    `json:"embed_dim"`
 	Dims     int    `json:"dims"`
 	Pooling  string `json:"pooling"`
+	// colpali-engine's ColQwen3.5 head: dim alone, or head_dims with
+	// mrl_prefix (one Linear, Matryoshka prefixes) or without (one Linear
+	// per width); its processor's image budget in merged tokens.
+	Dim             int   `json:"dim"`
+	HeadDims        []int `json:"head_dims"`
+	MRLPrefix       bool  `json:"mrl_prefix"`
+	MaxVisualTokens int   `json:"max_num_visual_tokens"`
 	// outerModelType is the top-level model_type (text_config's replaces
 	// ModelType).
 	outerModelType string
@@ -106,7 +126,7 @@ func parseConfig(b []byte) (*hfConfig, error) {
 	}
 	c.outerModelType = c.ModelType
 	if c.Text != nil && c.Text.Hidden > 0 {
-		mt, tie := c.ModelType, c.Tie
+		mt, tie, causal := c.ModelType, c.Tie, c.IsCausal
 		c.textConfig = *c.Text
 		if c.ModelType == "" {
 			c.ModelType = mt
@@ -114,12 +134,21 @@ func parseConfig(b []byte) (*hfConfig, error) {
 		if c.Tie == nil { // Qwen3-VL states it at the top level
 			c.Tie = tie
 		}
+		if c.IsCausal == nil {
+			c.IsCausal = causal
+		}
+	}
+	if c.PartialRotary == 0 {
+		c.PartialRotary = c.RopeParameters.PartialRotary
 	}
 	if c.RopeTheta == 0 {
 		c.RopeTheta = c.RopeParameters.RopeTheta
 	}
 	if len(c.RopeScaling.MRopeSection) == 0 {
 		c.RopeScaling.MRopeSection = c.RopeParameters.MRopeSection
+	}
+	if len(c.RopeScaling.MRopeSection) == 0 {
+		c.RopeScaling.MRopeSection = c.MRopeSection
 	}
 	return &c, nil
 }
@@ -128,7 +157,7 @@ func parseConfig(b []byte) (*hfConfig, error) {
 func (c *hfConfig) projector() (string, error) {
 	mt := strings.ToLower(c.ModelType)
 	switch {
-	case strings.Contains(mt, "qwen3_vl") || len(c.Vision.DeepStack) > 0 || c.Vision.Positions > 0:
+	case c.isQwen35() || strings.Contains(mt, "qwen3_vl") || len(c.Vision.DeepStack) > 0 || c.Vision.Positions > 0:
 		return qwenlayout.ProjectorQwen3VL, nil
 	case strings.Contains(mt, "qwen2_5") || strings.Contains(mt, "qwen2.5") || c.Vision.OutHidden > 0 || len(c.Vision.FullAttn) > 0:
 		return qwenlayout.ProjectorQwen25VL, nil
@@ -165,6 +194,9 @@ func (c *hfConfig) layoutConfig(dir string, vocab int) (qwenlayout.Config, error
 		t.Context = 32768
 	}
 	sec := t.RopeScaling.MRopeSection
+	if len(sec) == 0 && c.isQwen35() {
+		sec = qwen35Sections // llama.cpp's converter writes these when the config has none
+	}
 	if len(sec) == 0 {
 		q := t.Hidden / t.Heads / 2
 		sec = []int{q / 4, q * 3 / 8, q * 3 / 8}
@@ -221,6 +253,11 @@ func (c *hfConfig) layoutConfig(dir string, vocab int) (qwenlayout.Config, error
 	case qwenlayout.ProjectorQwen3VL:
 		if err := qwen3Vision(&cfg, t, v); err != nil {
 			return qwenlayout.Config{}, err
+		}
+		if c.isQwen35() {
+			if cfg.LM.DeltaNet, err = c.deltaNet(); err != nil {
+				return qwenlayout.Config{}, err
+			}
 		}
 	case qwenlayout.ProjectorQwen25VL:
 		full := v.FullAttn

@@ -53,6 +53,16 @@ type Options struct {
 	// QueryPrefix, when set, is ColQwen's query prefix stored in the LM
 	// (default recipe.DefaultQueryPrefix, "Query: ").
 	QueryPrefix *string
+	// QueryTemplate, when set, is a Qwen3.5 retriever's query prompt
+	// stored in the LM, the query's text standing for {query} (default
+	// recipe.DefaultQueryTemplate).
+	QueryTemplate *string
+	// HeadDim picks ColQwen3.5's head width among its head_dims (default
+	// the widest); a width of a single head must be its own.
+	HeadDim int
+	// MaxVisualTokens overrides a Qwen3.5 retriever's image budget, in
+	// merged tokens of 32x32 pixels.
+	MaxVisualTokens int
 	// Log receives progress and warnings; nil discards them.
 	Log *slog.Logger
 	// Progress, when set, hears of the values written to each file.
@@ -100,6 +110,12 @@ const (
 )
 
 func detectLayout(dir string, cfg *hfConfig, src *source, o Options) (string, error) {
+	if cfg.isQwen35() {
+		return detectQwen35(dir, cfg, src, o)
+	}
+	if o.Layout == qwenlayout.LayoutColQwen35 || o.Layout == qwenlayout.LayoutColVec {
+		return "", fmt.Errorf("convert: --layout %s: %s is not a Qwen3.5 checkpoint (model_type %q)", o.Layout, dir, cfg.outerModelType)
+	}
 	// A checkpoint naming a multi-vector retriever is that model, never a
 	// plain Qwen3-VL: its head and decoder mode would be lost.
 	named := cfg.retriever()
@@ -201,6 +217,10 @@ func infoOf(dir, layout string) layoutInfo {
 		return layoutInfo{recipe: recipe.ColQwen3Name, pooling: -1, head: "embedding_proj_layer", retriever: true}
 	case qwenlayout.LayoutOpsColQwen3:
 		return layoutInfo{recipe: recipe.OpsColQwen3Name, pooling: -1, head: "custom_text_proj", retriever: true}
+	case qwenlayout.LayoutColQwen35:
+		return layoutInfo{recipe: recipe.ColQwen35Name, pooling: -1}
+	case qwenlayout.LayoutColVec:
+		return layoutInfo{recipe: recipe.ColVecName, pooling: -1}
 	case qwenlayout.LayoutNemotronColEmbed:
 		return layoutInfo{recipe: recipe.NemotronName, pooling: -1, retriever: true, keys: []qwenlayout.KV{
 			{Key: model.KeyCausal, Value: false},
@@ -320,7 +340,20 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 			info.head = "custom_text_proj"
 		}
 	}
-	if info.retriever {
+	qwen35 := layout == qwenlayout.LayoutColQwen35 || layout == qwenlayout.LayoutColVec
+	switch {
+	case qwen35 && o.Recipe != "":
+		return nil, fmt.Errorf("convert: --recipe: the %s layout has its own recipe, %s", layout, info.recipe)
+	case !qwen35 && (o.QueryTemplate != nil || o.HeadDim != 0 || o.MaxVisualTokens != 0):
+		return nil, fmt.Errorf("convert: --query-template, --head-dim and --max-visual-tokens are for the Qwen3.5 retrievers (%s, %s)", qwenlayout.LayoutColQwen35, qwenlayout.LayoutColVec)
+	}
+	if qwen35 {
+		plan, err := qwen35Retriever(dir, src, cfg, &base, layout, o, log)
+		if err != nil {
+			return nil, err
+		}
+		info.head, mvRows, info.keys = plan.head, plan.rows, plan.keys
+	} else if info.retriever {
 		if mvRows, err = retrieverChecks(dir, src, cfg, &base, layout, info, log); err != nil {
 			return nil, err
 		}
@@ -348,7 +381,7 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 	if err := base.Validate(); err != nil {
 		return nil, fmt.Errorf("convert: %w", err)
 	}
-	naming := qwenlayout.HFNaming{Projector: base.Projector, DeepStack: base.Vision.DeepStack, Tied: !base.LM.Untied}
+	naming := qwenlayout.HFNaming{Projector: base.Projector, DeepStack: base.Vision.DeepStack, Tied: !base.LM.Untied, DeltaNet: base.LM.DeltaNet}
 	if layout == qwenlayout.LayoutQwen3VLReranker {
 		base.LM.Pooling = "rank"
 		naming.Yes, naming.No = slices.Index(vocab.Tokens, "yes"), slices.Index(vocab.Tokens, "no")
@@ -506,8 +539,13 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 	var unused []string
 	for _, n := range src.unused() {
 		// A tied head duplicates the embeddings; a reranker keeps two rows
-		// of the head.
-		if !(canonical(n) == "lm_head.weight" && (!base.LM.Untied || base.LM.Pooling == "rank")) {
+		// of the head; a retriever's LM head, next-token predictor (mtp)
+		// and other head widths go unused by design.
+		cn := canonical(n)
+		if qwen35 && (cn == "lm_head.weight" || strings.HasPrefix(cn, "mtp.") || strings.HasPrefix(cn, "custom_text_proj.")) {
+			continue
+		}
+		if !(cn == "lm_head.weight" && (!base.LM.Untied || base.LM.Pooling == "rank")) {
 			unused = append(unused, n)
 		}
 	}
@@ -642,6 +680,9 @@ func (c *converter) planned(t qwenlayout.TensorLayout, dst io.Writer) error {
 	}
 	if !slices.Equal(hf.Shape, want[0].Shape) {
 		return fmt.Errorf("checkpoint tensor %s is %v, config.json implies %v", src.Name, hf.Shape, want[0].Shape)
+	}
+	if src.Transform != qwenlayout.TransformNone || src.Heads != nil {
+		return c.transformed(dst, t, src)
 	}
 	if src.Rows != nil {
 		// Whole rows of the head, in order, merged with the adapter's

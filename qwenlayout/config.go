@@ -33,6 +33,10 @@ type LMConfig struct {
 	// Qwen3 decouples from Hidden/Heads; 0 means Hidden/Heads. qwen2vl
 	// files have no such key, so it must be 0 or Hidden/Heads there.
 	HeadDim int
+	// DeltaNet, when its Interval is set, makes the LM a Qwen3.5 one
+	// (architecture qwen35, beside a ProjectorQwen3VL tower without
+	// DeepStack): see qwen35.go.
+	DeltaNet DeltaNetConfig
 	// Pooling is qwen3vl.pooling_type as llama.cpp's converter writes it:
 	// "" (none, what it writes for Qwen3-VL-Embedding), "last", or "rank"
 	// (the Qwen3-VL-Reranker form, which also gets the yes/no classifier
@@ -171,8 +175,17 @@ func (c *Config) Validate() error {
 		}
 		sec += s
 	}
-	if hd := lm.HeadWidth(); int(sec)*2 != hd {
-		return fmt.Errorf("qwenlayout: M-RoPE sections %v cover %d rotary pairs, head_dim %d needs %d", lm.MRoPE, sec, hd, hd/2)
+	rot, what := lm.HeadWidth(), "head_dim"
+	if lm.IsQwen35() { // only the first rope.dimension_count dimensions rotate
+		rot, what = lm.DeltaNet.RopeDims, "rope.dimension_count"
+	}
+	if int(sec)*2 != rot {
+		return fmt.Errorf("qwenlayout: M-RoPE sections %v cover %d rotary pairs, %s %d needs %d", lm.MRoPE, sec, what, rot, rot/2)
+	}
+	if lm.IsQwen35() {
+		if err := c.validateQwen35(); err != nil {
+			return err
+		}
 	}
 	if c.Projector != ProjectorQwen3VL {
 		// qwen2vl files store neither a head width nor DeepStack or pooling.

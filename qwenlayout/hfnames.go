@@ -50,12 +50,22 @@ const (
 	// Qwen3-VL names, no head; a bidirectional decoder read before its
 	// final norm.
 	LayoutNemotronColEmbed = "nemotron-colembed-vl"
+	// LayoutColQwen35 is colpali-engine's ColQwen3.5 (a Qwen3_5Model:
+	// language_model., visual.) with custom_text_proj (with a bias) in one
+	// of three forms its config.json chooses: dim alone, one Linear;
+	// head_dims with mrl_prefix, one Linear to the widest whose prefixes
+	// are the Matryoshka widths; head_dims alone, one Linear per width
+	// (custom_text_proj.d64 ... .d2048).
+	LayoutColQwen35 = "colqwen3.5"
+	// LayoutColVec is webAI's ColVec1.1: the Qwen3.5 backbone and the head
+	// embedding_proj_layer (640 rows, with a bias), bidirectional.
+	LayoutColVec = "colvec1.1"
 )
 
 // Layouts lists the checkpoint layouts.
 func Layouts() []string {
 	return []string{LayoutJinaV4, LayoutColQwen25, LayoutColQwen2, LayoutGME, LayoutQwen3VL, LayoutQwen3VLReranker,
-		LayoutColQwen3, LayoutOpsColQwen3, LayoutNemotronColEmbed}
+		LayoutColQwen3, LayoutOpsColQwen3, LayoutNemotronColEmbed, LayoutColQwen35, LayoutColVec}
 }
 
 // JinaTasks are jina-embeddings-v4's task adapters.
@@ -75,6 +85,13 @@ type HFSource struct {
 	// order: the reranker's cls.output.weight is the LM head's rows of
 	// "yes" and "no".
 	Rows []int
+	// Transform changes the values on the way (Qwen3.5's norms and
+	// A_log), and Heads, when set, permutes Qwen3.5's value heads.
+	Transform Transform
+	Heads     *HeadOrder
+	// Shape, when set, is the checkpoint tensor's shape where it is not
+	// the GGUF one reversed (Qwen3.5's conv1d kernel, [C, 1, K]).
+	Shape []int64
 }
 
 // HFNaming is what names a pair's checkpoint tensors beyond the GGUF name:
@@ -87,6 +104,9 @@ type HFNaming struct {
 	DeepStack []int
 	Tied      bool
 	Yes, No   int
+	// DeltaNet is a Qwen3.5 LM's (zero for the others), whose naming and
+	// value changes it decides.
+	DeltaNet DeltaNetConfig
 }
 
 type hfRule struct {
@@ -173,12 +193,67 @@ func HFSourceOf(name string, n HFNaming) (HFSource, bool) {
 			return HFSource{Name: head, Parts: 1, Rows: []int{n.Yes, n.No}}, true
 		}
 	}
+	if n.DeltaNet.Interval > 0 {
+		if src, ok := qwen35Source(name, n.DeltaNet); ok {
+			return src, true
+		}
+	}
 	for _, r := range hfRules {
 		if (r.only == "" || r.only == n.Projector) && r.re.MatchString(name) {
-			return HFSource{Name: r.re.ReplaceAllString(name, r.hf), Parts: 1}, true
+			src := HFSource{Name: r.re.ReplaceAllString(name, r.hf), Parts: 1}
+			if n.DeltaNet.Interval > 0 && onePlusNorm.MatchString(name) {
+				src.Transform = TransformPlusOne
+			}
+			return src, true
 		}
 	}
 	return HFSource{}, false
+}
+
+var (
+	qwen35Rule  = regexp.MustCompile(`^blk\.(\d+)\.(post_attention_norm\.weight|attn_qkv\.weight|attn_gate\.weight|ssm_beta\.weight|ssm_alpha\.weight|ssm_conv1d\.weight|ssm_dt\.bias|ssm_a|ssm_norm\.weight|ssm_out\.weight)$`)
+	onePlusNorm = regexp.MustCompile(`^(output_norm|blk\.\d+\.(attn_norm|post_attention_norm|attn_q_norm|attn_k_norm))\.weight$`)
+)
+
+// qwen35Source names the sources of the tensors only a Qwen3.5 LM has.
+func qwen35Source(name string, d DeltaNetConfig) (HFSource, bool) {
+	m := qwen35Rule.FindStringSubmatch(name)
+	if m == nil {
+		return HFSource{}, false
+	}
+	p := "model.layers." + m[1] + "."
+	qk := 2 * d.KeyHeads * d.KeyDim
+	heads := func(skip, width int, cols bool) *HeadOrder {
+		if d.ValueHeads == d.KeyHeads { // one value head a key head: no change
+			return nil
+		}
+		return &HeadOrder{Skip: skip, KeyHeads: d.KeyHeads, PerKey: d.ValueHeads / d.KeyHeads, Width: width, Columns: cols}
+	}
+	src := HFSource{Parts: 1}
+	switch m[2] {
+	case "post_attention_norm.weight":
+		src.Name, src.Transform = p+"post_attention_layernorm.weight", TransformPlusOne
+	case "attn_qkv.weight":
+		src.Name, src.Heads = p+"linear_attn.in_proj_qkv.weight", heads(qk, d.ValueDim, false)
+	case "attn_gate.weight":
+		src.Name, src.Heads = p+"linear_attn.in_proj_z.weight", heads(0, d.ValueDim, false)
+	case "ssm_beta.weight":
+		src.Name, src.Heads = p+"linear_attn.in_proj_b.weight", heads(0, 1, false)
+	case "ssm_alpha.weight":
+		src.Name, src.Heads = p+"linear_attn.in_proj_a.weight", heads(0, 1, false)
+	case "ssm_conv1d.weight":
+		src.Name, src.Heads = p+"linear_attn.conv1d.weight", heads(qk, d.ValueDim, false)
+		src.Shape = []int64{d.qkvWidth(), 1, int64(d.ConvKernel)}
+	case "ssm_dt.bias":
+		src.Name, src.Heads = p+"linear_attn.dt_bias", heads(0, 1, false)
+	case "ssm_a":
+		src.Name, src.Heads, src.Transform = p+"linear_attn.A_log", heads(0, 1, false), TransformNegExp
+	case "ssm_norm.weight":
+		src.Name = p + "linear_attn.norm.weight" // a plain weight: no 1 added
+	case "ssm_out.weight":
+		src.Name, src.Heads = p+"linear_attn.out_proj.weight", heads(0, d.ValueDim, true)
+	}
+	return src, true
 }
 
 // HFTensor is a checkpoint tensor with its PyTorch shape (outermost first).
@@ -206,6 +281,8 @@ func HFTensors(l *Layout, n HFNaming, vocab int) ([]HFTensor, error) {
 		shape := slices.Clone(t.NE)
 		slices.Reverse(shape)
 		switch {
+		case src.Shape != nil:
+			shape = slices.Clone(src.Shape)
 		case src.Temporal: // ne [p, p, 3, W] → [W, 3, T, p, p]
 			if len(t.NE) != 4 {
 				return nil, fmt.Errorf("qwenlayout: %s: patch embedding ne %v", t.Name, t.NE)
@@ -216,7 +293,8 @@ func HFTensors(l *Layout, n HFNaming, vocab int) ([]HFTensor, error) {
 		case src.Rows != nil:
 			shape[0] = int64(vocab)
 		}
-		out = append(out, HFTensor{Name: src.Name, Shape: shape, Norm: t.Norm})
+		// A (1+w) norm's checkpoint weight is w, around 0.
+		out = append(out, HFTensor{Name: src.Name, Shape: shape, Norm: t.Norm && src.Transform != TransformPlusOne})
 	}
 	return out, nil
 }

@@ -66,6 +66,9 @@ func (c *Config) LMLayout(tok []KV) (*Layout, error) {
 		return nil, err
 	}
 	lm := c.LM
+	if lm.IsQwen35() {
+		return c.qwen35LMLayout(spec, tok), nil
+	}
 	qwen3 := c.Projector == ProjectorQwen3VL
 	arch := "qwen2vl"
 	if qwen3 {
@@ -120,13 +123,7 @@ func (c *Config) LMLayout(tok []KV) (*Layout, error) {
 	vec("output_norm.weight", true, H)
 
 	a := arch + "."
-	f.KVs = append(generalKVs(arch, "model", c.Name, c.BaseName, f.Tensors),
-		KV{a + "block_count", uint32(lm.Layers)},
-		KV{a + "context_length", uint32(lm.ContextLength)},
-		KV{a + "embedding_length", uint32(lm.Hidden)},
-		KV{a + "feed_forward_length", uint32(lm.FFN)},
-		KV{a + "attention.head_count", uint32(lm.Heads)},
-		KV{a + "attention.head_count_kv", uint32(lm.KVHeads)},
+	f.KVs = append(c.lmSizeKVs(arch, f.Tensors),
 		KV{a + "rope.dimension_sections", lm.MRoPE[:]},
 		KV{a + "rope.freq_base", lm.RopeTheta},
 		KV{a + "attention.layer_norm_rms_epsilon", lm.RMSEps},
@@ -143,6 +140,20 @@ func (c *Config) LMLayout(tok []KV) (*Layout, error) {
 		quantizeLayout(f)
 	}
 	return f, nil
+}
+
+// lmSizeKVs returns the general keys and the sizes every LM file starts
+// with, in the converter's order.
+func (c *Config) lmSizeKVs(arch string, ts []TensorLayout) []KV {
+	a, lm := arch+".", c.LM
+	return append(generalKVs(arch, "model", c.Name, c.BaseName, ts),
+		KV{a + "block_count", uint32(lm.Layers)},
+		KV{a + "context_length", uint32(lm.ContextLength)},
+		KV{a + "embedding_length", uint32(lm.Hidden)},
+		KV{a + "feed_forward_length", uint32(lm.FFN)},
+		KV{a + "attention.head_count", uint32(lm.Heads)},
+		KV{a + "attention.head_count_kv", uint32(lm.KVHeads)},
+	)
 }
 
 // visionKVs returns the clip keys every Qwen-VL mmproj starts with (after

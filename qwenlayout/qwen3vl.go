@@ -141,7 +141,7 @@ func (c *Config) qwen3MMProjLayout() (*Layout, error) {
 		// equals the tower's LayerNorm eps in the released models.
 		KV{v + "attention.layer_norm_epsilon", vi.Eps},
 	)
-	if len(vi.DeepStack) > 0 {
+	if len(vi.DeepStack) > 0 || c.LM.IsQwen35() { // Qwen3.5's converter writes the flags, all false
 		f.KVs = append(f.KVs, KV{v + "is_deepstack_layers", flags})
 	}
 	f.KVs = append(f.KVs, KV{"general.quantization_version", uint32(quantizationVersion)})

@@ -58,6 +58,7 @@ import (
 type Qwen3MultiVector struct {
 	family mvFamily
 	trunc  NemotronTruncation // nemotron's; zero: no cut of the recipe's own
+	query  string             // the Qwen3.5 retrievers' query template (qwen35.go)
 }
 
 // NemotronTruncation is nemotron-colembed-vl-v2's processor's prompt
@@ -98,6 +99,8 @@ const (
 	familyColQwen3 mvFamily = iota
 	familyOpsColQwen3
 	familyNemotron
+	familyColQwen35
+	familyColVec
 )
 
 // Recipe names of the three families (vembed.recipe).
@@ -157,11 +160,16 @@ func nemotronFrom(f *gguf.File) (Recipe, error) {
 
 // Name implements Recipe.
 func (r Qwen3MultiVector) Name() string {
-	return [...]string{ColQwen3Name, OpsColQwen3Name, NemotronName}[r.family]
+	return [...]string{ColQwen3Name, OpsColQwen3Name, NemotronName, ColQwen35Name, ColVecName}[r.family]
 }
 
 // Version implements Recipe.
-func (r Qwen3MultiVector) Version() string { return r.Name() + "/1" }
+func (r Qwen3MultiVector) Version() string {
+	if r.query != "" && r.query != DefaultQueryTemplate {
+		return fmt.Sprintf("%s/1 query %q", r.Name(), r.query)
+	}
+	return r.Name() + "/1"
+}
 
 // Tasks implements Recipe.
 func (Qwen3MultiVector) Tasks() []string {
@@ -203,6 +211,8 @@ func (r Qwen3MultiVector) Prompt(tok *tokenizer.Tokenizer, task Task, parts []to
 			return tok.RawPrompt(strings.TrimSpace(q)+colqwenAugmentation, nil)
 		case familyOpsColQwen3:
 			return tok.RawPrompt(q, nil)
+		case familyColQwen35, familyColVec:
+			return tok.RawPrompt(strings.Replace(r.query, "{query}", q, 1), nil)
 		default:
 			p, err := tok.RawPrompt("<|im_start|>user\nQuery: query: "+q+"<|im_end|>\n<|im_start|>assistant\n", nil)
 			if err == nil && r.trunc.QueryMax > 0 && len(p.IDs) > r.trunc.QueryMax {
@@ -279,9 +289,12 @@ func (Qwen3MultiVector) Pooling(p *tokenizer.Prompt) Pooling {
 func (Qwen3MultiVector) Dimensions(hidden int) []int { return nil }
 
 // Image implements Recipe.
-func (Qwen3MultiVector) Image(mi model.Info) imageproc.Config {
+func (r Qwen3MultiVector) Image(mi model.Info) imageproc.Config {
 	c := imageproc.JinaV4Config()
 	c.PatchSize, c.MinPixels, c.MaxPixels = 16, mvMinPixels, mvMaxPixels
+	if r.family == familyColVec {
+		c.MaxPixels = colvecMaxPixels
+	}
 	c.Mean, c.Std = [3]float32{0.5, 0.5, 0.5}, [3]float32{0.5, 0.5, 0.5}
 	return withInfo(c, mi)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/vembed/vembed/engine"
 	"github.com/vembed/vembed/imageproc"
 	"github.com/vembed/vembed/internal/atomicfile"
+	"github.com/vembed/vembed/internal/clip"
 )
 
 // errStop ends a walk whose run was cancelled.
@@ -182,7 +183,7 @@ func (r *run) table(path string, isParquet bool, emit func(item) error) error {
 		h := sha256.Sum256([]byte(rec.ID))
 		idHash := binary.LittleEndian.Uint64(h[:8])
 		if r.recordIDs[idHash] {
-			bad(rec.N, fmt.Errorf("id %q is repeated (the first record with it is indexed)", rec.ID))
+			bad(rec.N, fmt.Errorf("id %s is repeated (the first record with it is indexed)", clip.Quote(rec.ID, 80)))
 			return nil
 		}
 		r.recordIDs[idHash] = true

@@ -164,7 +164,7 @@ func (h *Handler) parseCohereEmbed(w http.ResponseWriter, r *http.Request) (engi
 		for _, t := range cr.EmbeddingTypes {
 			if !slices.Contains(encodings, t) {
 				return req, nil, "", &badRequest{http.StatusBadRequest, "embedding_types", engine.CodeInvalid,
-					fmt.Sprintf("unknown embedding type %q (want %s)", t, joinEncodings())}
+					fmt.Sprintf("unknown embedding type %s (want %s)", echo(t), joinEncodings())}
 			}
 			if !slices.Contains(types, t) {
 				types = append(types, t)
@@ -179,7 +179,7 @@ func (h *Handler) parseCohereEmbed(w http.ResponseWriter, r *http.Request) (engi
 	case "START":
 		req.TruncateStart = true
 	default:
-		return req, nil, "", &badRequest{http.StatusBadRequest, "truncate", engine.CodeInvalid, fmt.Sprintf("truncate %q: want NONE, START or END", cr.Truncate)}
+		return req, nil, "", &badRequest{http.StatusBadRequest, "truncate", engine.CodeInvalid, fmt.Sprintf("truncate %s: want NONE, START or END", echo(cr.Truncate))}
 	}
 	if d := cr.OutputDimension; d != nil {
 		if *d <= 0 {

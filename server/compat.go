@@ -209,7 +209,7 @@ func (h *Handler) model(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if id != h.emb.Info().Name {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "model", "model_not_found",
-			fmt.Sprintf("model %q is not served here (this server serves %q)", id, h.emb.Info().Name))
+			fmt.Sprintf("model %s is not served here (this server serves %q)", echo(id), h.emb.Info().Name))
 		return
 	}
 	writeJSON(w, http.StatusOK, h.card())

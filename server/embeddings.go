@@ -227,7 +227,7 @@ func embeddingTypes(format string, typ json.RawMessage) (string, *badRequest) {
 	for _, t := range list {
 		if _, bad := outputEncoding("", t); bad != nil || t == "" {
 			return "", &badRequest{http.StatusBadRequest, "embedding_type", engine.CodeInvalid,
-				fmt.Sprintf("unknown embedding_type %q (want %s)", t, strings.Join(encodings, ", "))}
+				fmt.Sprintf("unknown embedding_type %s (want %s)", echo(t), strings.Join(encodings, ", "))}
 		}
 	}
 	return listPrefix + strings.Join(list, ","), nil
@@ -251,7 +251,7 @@ func encodeOut(v []float32, enc string) any {
 func outputEncoding(format, typ string) (string, *badRequest) {
 	if format != "" && typ != "" && format != typ {
 		return "", &badRequest{http.StatusBadRequest, "encoding_format", engine.CodeInvalid,
-			fmt.Sprintf("encoding_format %q and embedding_type %q disagree", format, typ)}
+			fmt.Sprintf("encoding_format %s and embedding_type %s disagree", echo(format), echo(typ))}
 	}
 	enc := format
 	param := "encoding_format"
@@ -266,7 +266,7 @@ func outputEncoding(format, typ string) (string, *badRequest) {
 		return enc, nil
 	}
 	return "", &badRequest{http.StatusBadRequest, param, engine.CodeInvalid,
-		fmt.Sprintf("unknown %s %q (want %s)", param, enc, strings.Join(encodings, ", "))}
+		fmt.Sprintf("unknown %s %s (want %s)", param, echo(enc), strings.Join(encodings, ", "))}
 }
 
 func jsonError(err error) *badRequest {
@@ -483,7 +483,7 @@ func (h *Handler) decodeBodyOf(w http.ResponseWriter, r *http.Request, v any, tr
 	}
 	if key, dup := duplicateKey(body); dup {
 		return &badRequest{http.StatusBadRequest, key, "invalid_json",
-			fmt.Sprintf("invalid JSON: key %q appears twice in one object (field names match regardless of case); send it once", key)}
+			fmt.Sprintf("invalid JSON: key %s appears twice in one object (field names match regardless of case); send it once", echo(key))}
 	}
 	return nil
 }
@@ -502,7 +502,7 @@ func inputField(er embeddingsRequest) (json.RawMessage, *badRequest) {
 		}
 		if err := decodeStrict(er.Messages, &msgs); err != nil || len(msgs) == 0 {
 			if f, ok := unknownField(errOrNil(err)); ok {
-				return nil, &badRequest{http.StatusBadRequest, "messages", "unknown_field", fmt.Sprintf("unknown field %q in a message (its fields: role, content)", f)}
+				return nil, &badRequest{http.StatusBadRequest, "messages", "unknown_field", fmt.Sprintf("unknown field %s in a message (its fields: role, content)", echo(f))}
 			}
 			return nil, &badRequest{http.StatusBadRequest, "messages", engine.CodeInvalid, "messages must be a non-empty list of {role, content}"}
 		}
@@ -510,7 +510,7 @@ func inputField(er embeddingsRequest) (json.RawMessage, *badRequest) {
 		for i, m := range msgs {
 			if m.Role != "user" {
 				return nil, &badRequest{http.StatusBadRequest, fmt.Sprintf("messages[%d].role", i), engine.CodeUnsupported,
-					fmt.Sprintf("role %q: an embedding input is made of user messages only", m.Role)}
+					fmt.Sprintf("role %s: an embedding input is made of user messages only", echo(m.Role))}
 			}
 			var one []json.RawMessage
 			if len(m.Content) > 0 && m.Content[0] == '"' {
@@ -543,7 +543,7 @@ func inputField(er embeddingsRequest) (json.RawMessage, *badRequest) {
 		return raw, nil
 	}
 	return nil, &badRequest{http.StatusBadRequest, "modality", engine.CodeUnsupported,
-		fmt.Sprintf("modality %q is not supported (text or image)", er.Modality)}
+		fmt.Sprintf("modality %s is not supported (text or image)", echo(er.Modality))}
 }
 
 // loneSurrogate returns the offset of the first \uXXXX escape in a JSON

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/vembed/vembed/engine"
+	"github.com/vembed/vembed/internal/clip"
 )
 
 // ImageSource turns the string of an "image" field into encoded image bytes.
@@ -210,7 +211,7 @@ func (it *item) part(param string, img ImageSource) (engine.Part, error) {
 	case n != 1:
 		return engine.Part{}, inputErr(param, engine.CodeInvalid, `an item needs exactly one of "text", "image" or "content"`)
 	case it.Type != "" && it.Type != "text" && it.Type != "image" && it.Type != "image_url":
-		return engine.Part{}, inputErr(param, engine.CodeInvalid, "unknown part type %q (want text, image or image_url)", it.Type)
+		return engine.Part{}, inputErr(param, engine.CodeInvalid, "unknown part type %s (want text, image or image_url)", echo(it.Type))
 	case it.Text != nil:
 		if *it.Text == "" {
 			return engine.Part{}, inputErr(param, engine.CodeEmpty, "empty text")
@@ -247,7 +248,7 @@ func DecodeImageString(s string) ([]byte, error) {
 			return nil, errors.New("data URI must be base64-encoded (data:image/png;base64,…)")
 		}
 		if mt := strings.TrimSuffix(meta, ";base64"); mt != "" && !strings.HasPrefix(mt, "image/") && mt != "application/octet-stream" {
-			return nil, fmt.Errorf("data URI media type %q is not an image", mt)
+			return nil, fmt.Errorf("data URI media type %s is not an image", echo(mt))
 		}
 		s = payload
 	}
@@ -278,7 +279,7 @@ func isNumber(raw json.RawMessage) bool {
 // described after what.
 func itemError(param, what string, err error) *engine.InputError {
 	if f, ok := unknownField(err); ok {
-		return inputErr(param, "unknown_field", "unknown field %q (an item or part takes %s)", f, strings.Join(jsonFields(item{}), ", "))
+		return inputErr(param, "unknown_field", "unknown field %s (an item or part takes %s)", echo(f), strings.Join(jsonFields(item{}), ", "))
 	}
 	return inputErr(param, engine.CodeInvalid, "%s: %v", what, typeMessage(err))
 }
@@ -293,9 +294,9 @@ func typeMessage(err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		if te.Field != "" {
-			return fmt.Errorf("field %q must be %s, got %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
+			return fmt.Errorf("field %s must be %s, got %s", echo(te.Field), jsonKind(te.Type.Kind().String()), clip.String(te.Value, maxEchoBytes))
 		}
-		return fmt.Errorf("expected %s, got %s", jsonKind(te.Type.Kind().String()), te.Value)
+		return fmt.Errorf("expected %s, got %s", jsonKind(te.Type.Kind().String()), clip.String(te.Value, maxEchoBytes))
 	}
 	return err
 }

@@ -340,7 +340,7 @@ func rerankDocuments(raw json.RawMessage) ([]json.RawMessage, *badRequest) {
 		if err := decodeStrict(raw, &mm); err != nil || mm.Content == nil {
 			if f, ok := unknownField(errOrNil(err)); ok {
 				return nil, &badRequest{http.StatusBadRequest, "documents", "unknown_field",
-					fmt.Sprintf(`unknown field %q in documents (vLLM's form is {"content": [part, …]})`, f)}
+					fmt.Sprintf(`unknown field %s in documents (vLLM's form is {"content": [part, …]})`, echo(f))}
 			}
 			return nil, &badRequest{http.StatusBadRequest, "documents", engine.CodeInvalid,
 				`documents is a list, or {"content": [part, …]} with one document per part`}

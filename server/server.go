@@ -217,6 +217,7 @@ import (
 
 	"github.com/vembed/vembed/engine"
 	"github.com/vembed/vembed/imagefetch"
+	"github.com/vembed/vembed/internal/clip"
 )
 
 // Embedder computes embeddings; *engine.Engine implements it.
@@ -547,7 +548,20 @@ type apiError struct {
 	RequestID string `json:"request_id,omitempty"`
 }
 
+// maxEchoBytes bounds a request's value quoted back in an error message:
+// the message names what was refused, it does not return the request.
+const maxEchoBytes = 64
+
+// echo quotes a value from a request for an error message, cut to
+// maxEchoBytes.
+func echo(s string) string { return clip.Quote(s, maxEchoBytes) }
+
+// maxErrorBytes bounds an error's message, logged and sent, whatever its
+// causes quote.
+const maxErrorBytes = 2048
+
 func writeError(w http.ResponseWriter, status int, typ, param, code, msg string) {
+	msg = clip.String(msg, maxErrorBytes)
 	logAttrs(w, "error", msg)
 	if (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable) && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", "1")

@@ -59,7 +59,7 @@ func unknownField(err error) (string, bool) {
 // unknownFieldError is the refusal of an unknown field of a body of type v.
 func unknownFieldError(field string, v any) *badRequest {
 	return &badRequest{http.StatusBadRequest, field, "unknown_field",
-		fmt.Sprintf("unknown field %q: this route takes %s", field, strings.Join(jsonFields(v), ", "))}
+		fmt.Sprintf("unknown field %s: this route takes %s", echo(field), strings.Join(jsonFields(v), ", "))}
 }
 
 // jsonFields lists the JSON names of a struct's fields (v a struct or a

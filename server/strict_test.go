@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -98,5 +99,39 @@ func TestQuantizeInt8(t *testing.T) {
 	}
 	if cos := dot / math.Sqrt(nv*nq); cos < 0.9999 {
 		t.Errorf("cosine of int8 to float %v", cos)
+	}
+}
+
+// TestErrorsQuoteNoPayload: a request whose refused value is large (a
+// field name, a model, a role, an encoding, a number) gets an error that
+// names it in a few hundred bytes, never the value whole.
+func TestErrorsQuoteNoPayload(t *testing.T) {
+	h := newTestHandler(&fakeEmbedder{}, Options{})
+	big := strings.Repeat("x", 100000)
+	digits := strings.Repeat("9", 100000)
+	for _, c := range []struct{ path, body string }{
+		{"/v1/embeddings", `{"input":"a","` + big + `":1}`},
+		{"/v1/embeddings", `{"input":[{"text":"a","` + big + `":1}]}`},
+		{"/v1/embeddings", `{"input":"a","encoding_format":"` + big + `"}`},
+		{"/v1/embeddings", `{"input":"a","dimensions":` + digits + `}`},
+		{"/v1/embeddings", `{"input":[{"type":"` + big + `","text":"a"}]}`},
+		{"/v1/embeddings", `{"messages":[{"role":"` + big + `","content":"a"}]}`},
+		{"/v1/embeddings", `{"input":[{"image":"data:` + big + `;base64,AAAA"}]}`},
+		{"/v2/embed", `{"texts":["a"],"input_type":"search_query","embedding_types":["` + big + `"]}`},
+		{"/v2/embed", `{"texts":["a"],"input_type":"search_query","truncate":"` + big + `"}`},
+	} {
+		status, out := do(t, h, "POST", c.path, c.body)
+		e, _ := out["error"].(map[string]any)
+		msg, _ := e["message"].(string)
+		if status != 400 || msg == "" {
+			t.Errorf("%s %.60s: status %d %.200v", c.path, c.body, status, out)
+			continue
+		}
+		if len(msg) > 400 {
+			t.Errorf("%s %.60s: a message of %d bytes: %.200s", c.path, c.body, len(msg), msg)
+		}
+	}
+	if status, out := do(t, h, "GET", "/v1/models/"+big, ""); status != 404 || len(fmt.Sprint(out)) > 600 {
+		t.Errorf("GET /v1/models/LONG: status %d, %d bytes", status, len(fmt.Sprint(out)))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"image/png"
 	"math"
 	"math/rand/v2"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -537,6 +538,39 @@ func cosine(a, b []float32) float64 {
 	return ab / math.Sqrt(aa*bb)
 }
 
+// pgTableRows reads an items' table: each row's columns and vector.
+func pgTableRows(t *testing.T, url, table string) map[string]index.Row {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	res, err := conn.Query(ctx, "select id, path, page, sha256, model, width, height, text, embedding::text from "+pgx.Identifier{table}.Sanitize())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]index.Row{}
+	for res.Next() {
+		var r index.Row
+		var page, w, h int32
+		var vec string
+		if err := res.Scan(&r.ID, &r.Path, &page, &r.SHA256, &r.Model, &w, &h, &r.Text, &vec); err != nil {
+			t.Fatal(err)
+		}
+		r.Page, r.Width, r.Height = int(page), int(w), int(h)
+		if err := json.Unmarshal([]byte(vec), &r.Embedding); err != nil {
+			t.Fatal(err)
+		}
+		got[r.ID] = r
+	}
+	if err := res.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 // TestIndexPostgres sends the rows to PostgreSQL with pgvector (PGlite):
 // the table holds the dataset's rows with the same vectors; a deleted file
 // leaves both; a resumed run holds each row once.
@@ -548,41 +582,7 @@ func TestIndexPostgres(t *testing.T) {
 	runIndexCmd(t, corpus, "--out", out, "--sink", url, "--part-rows", "2")
 	check := func(what string) {
 		t.Helper()
-		rows := datasetByID(t, out)
-		conn, err := pgx.Connect(context.Background(), url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(context.Background())
-		res, err := conn.Query(context.Background(), "select id, embedding::text from vembed_items")
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for res.Next() {
-			var id, vec string
-			if err := res.Scan(&id, &vec); err != nil {
-				t.Fatal(err)
-			}
-			n++
-			r, ok := rows[id]
-			if !ok {
-				t.Fatalf("%s: table row %s is not in the dataset", what, id)
-			}
-			var got []float32
-			if err := json.Unmarshal([]byte(vec), &got); err != nil {
-				t.Fatal(err)
-			}
-			if !equalBits(got, r.Embedding) {
-				t.Fatalf("%s: row %s: the table's vector differs from the dataset's", what, id)
-			}
-		}
-		if err := res.Err(); err != nil {
-			t.Fatal(err)
-		}
-		if n != len(rows) {
-			t.Fatalf("%s: %d table rows, %d dataset rows", what, n, len(rows))
-		}
+		sameIndexRows(t, what, pgTableRows(t, url, "vembed_items"), datasetByID(t, out))
 	}
 	check("first run")
 	os.Remove(filepath.Join(corpus, "img/00.png"))
@@ -607,6 +607,80 @@ func TestIndexPostgres(t *testing.T) {
 	}
 	if got != want || want == 0 {
 		t.Fatalf("mv_items_vectors holds %d rows, the dataset %d", got, want)
+	}
+}
+
+// TestIndexPostgresRuns runs "vembed index" as separate processes, one
+// after the other, against one PGlite server, whose one session keeps
+// what each connection left in it (as a transaction pooler's server
+// does): two runs over a corpus, a third after it changed, each leaving
+// the table equal to one fresh run's dataset; then a run in each of
+// pgx's statement modes, and cache_statement named in the URL refused.
+func TestIndexPostgresRuns(t *testing.T) {
+	base := npmtest.StartPGlite(t)
+	u, err := neturl.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withMode := func(mode string) string {
+		q := u.Query()
+		q.Del("default_query_exec_mode")
+		q.Set("pool_max_conns", "1") // PGlite serves one connection at a time
+		if mode != "" {
+			q.Set("default_query_exec_mode", mode)
+		}
+		v := *u
+		v.RawQuery = q.Encode()
+		return v.String()
+	}
+	dir := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
+	corpus, out := filepath.Join(dir, "corpus"), filepath.Join(dir, "idx")
+	testCorpus(t, corpus, 4)
+	child := func(args ...string) (string, error) {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestEmbedChild$", "--")
+		cmd.Args = append(cmd.Args, append([]string{"index"}, args...)...)
+		cmd.Env = append(os.Environ(), embedChildEnv+"=1", "TMPDIR="+t.TempDir())
+		b, err := cmd.CombinedOutput()
+		return string(b), err
+	}
+	runChild := func(args ...string) {
+		t.Helper()
+		if b, err := child(args...); err != nil {
+			t.Fatalf("vembed index %v: %v\n%s", args, err, b)
+		}
+	}
+	// fresh is what one run over the corpus as it is now writes.
+	fresh := func(name string) map[string]index.Row {
+		t.Helper()
+		o := filepath.Join(dir, name)
+		runIndexCmd(t, corpus, "--out", o)
+		return datasetByID(t, o)
+	}
+	// The test reads with unnamed statements too.
+	url, read := withMode(""), withMode("cache_describe")
+	one := fresh("one")
+	for k := range 2 {
+		runChild(corpus, "--out", out, "--sink", url, "--part-rows", "2")
+		what := fmt.Sprintf("run %d over an unchanged corpus", k+1)
+		sameIndexRows(t, what, pgTableRows(t, read, "vembed_items"), one)
+		sameIndexRows(t, what+" (dataset)", datasetByID(t, out), one)
+	}
+	os.Remove(filepath.Join(corpus, "img/01.png"))
+	writeText(t, filepath.Join(corpus, "notes/readme.md"), "# Title\n\nThe note, rewritten.\n")
+	writeTestPNG(t, filepath.Join(corpus, "img/new.png"), 50, 44, 99)
+	changed := fresh("changed")
+	runChild(corpus, "--out", out, "--sink", url, "--part-rows", "2")
+	sameIndexRows(t, "run 3 over a changed corpus", pgTableRows(t, read, "vembed_items"), changed)
+
+	for _, mode := range []string{"cache_describe", "describe_exec", "exec", "simple_protocol"} {
+		table := "items_" + mode
+		runChild(corpus, "--out", filepath.Join(dir, mode), "--sink", withMode(mode), "--pg-table", table, "--part-rows", "2")
+		sameIndexRows(t, mode, pgTableRows(t, read, table), changed)
+	}
+	b, err := child(corpus, "--out", filepath.Join(dir, "cs"), "--sink", withMode("cache_statement"))
+	if err == nil || !strings.Contains(b, "cache_statement") || !strings.Contains(b, "simple_protocol") {
+		t.Fatalf("default_query_exec_mode=cache_statement: %v\n%s\nwant a refusal naming the modes that work", err, b)
 	}
 }
 

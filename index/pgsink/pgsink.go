@@ -38,6 +38,7 @@ import (
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
 	"github.com/vembed/vembed/index"
+	"github.com/vembed/vembed/internal/clip"
 )
 
 // DefaultTable is the table Open uses when Options.Table is empty.
@@ -144,9 +145,9 @@ func Open(ctx context.Context, url string, opts Options) (*Sink, error) {
 	if opts.MaxConns < 0 {
 		return nil, fmt.Errorf("pgsink: negative pool size %d", opts.MaxConns)
 	}
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := poolConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("pgsink: %w", err)
+		return nil, err
 	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
@@ -164,9 +165,7 @@ func Open(ctx context.Context, url string, opts Options) (*Sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-		return pgxvec.RegisterTypes(ctx, c)
-	}
+	cfg.AfterConnect = registerVectors
 	s.pool, err = pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgsink: %w", err)
@@ -179,6 +178,59 @@ func Open(ctx context.Context, url string, opts Options) (*Sink, error) {
 	}
 	s.upsert = s.upsertSQL()
 	return s, nil
+}
+
+// execModes are the values of default_query_exec_mode the sink runs
+// with, for the message refusing another.
+const execModes = "cache_describe (the sink's default), describe_exec, exec and simple_protocol"
+
+// poolConfig parses url and sets the statement mode. pgx's default,
+// cache_statement, gives every statement a name in the server's session;
+// behind a transaction-mode pooler (PgBouncer, Supavisor, RDS Proxy) or
+// PGlite the session outlives the connection, so the next connection's
+// statements of the same text collide with those names ("prepared
+// statement ... already exists") and the next run fails. The sink runs with
+// cache_describe instead, which prepares only the unnamed statement: the
+// same single round trip once a statement is described, and nothing left
+// in the session. A URL asking for cache_statement by name is refused
+// rather than silently changed; the other modes are taken as asked.
+func poolConfig(url string) (*pgxpool.Config, error) {
+	// pgx drops default_query_exec_mode from the settings it keeps, so
+	// whether the URL names it is read from pgconn's parse.
+	raw, err := pgconn.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("pgsink: %w", err)
+	}
+	asked, named := raw.RuntimeParams["default_query_exec_mode"]
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("pgsink: %w", err)
+	}
+	switch {
+	case !named:
+		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	case asked == "cache_statement":
+		return nil, fmt.Errorf("pgsink: default_query_exec_mode=cache_statement names prepared statements that outlive the connection behind transaction poolers and in PGlite, failing the next run: use %s", execModes)
+	}
+	return cfg, nil
+}
+
+// registerVectors teaches a connection pgvector's types: their OIDs for
+// the modes that describe statements, and which column type each Go type
+// is for exec and simple_protocol, which send parameters as text without
+// asking the server their types.
+func registerVectors(ctx context.Context, c *pgx.Conn) error {
+	if err := pgxvec.RegisterTypes(ctx, c); err != nil {
+		return err
+	}
+	m := c.TypeMap()
+	m.RegisterDefaultPgType(pgvector.Vector{}, "vector")
+	m.RegisterDefaultPgType([]pgvector.Vector{}, "_vector")
+	if _, ok := m.TypeForName("halfvec"); ok {
+		m.RegisterDefaultPgType(pgvector.HalfVector{}, "halfvec")
+		m.RegisterDefaultPgType([]pgvector.HalfVector{}, "_halfvec")
+	}
+	return nil
 }
 
 // tableNames parses and checks the user's table name, returning the items'
@@ -340,7 +392,7 @@ func (s *Sink) Upsert(ctx context.Context, rows []index.Row) error {
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("pgsink: upsert: %w", err)
+		return batchError(err, "pgsink: upsert %d rows into %s (first id %s): begin", len(rows), s.table.Sanitize(), shortID(rows[0].ID))
 	}
 	defer tx.Rollback(ctx)
 	for start := 0; start < len(rows); {
@@ -355,7 +407,7 @@ func (s *Sink) Upsert(ctx context.Context, rows []index.Row) error {
 		start = end
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("pgsink: upsert: commit: %w", err)
+		return batchError(err, "pgsink: upsert %d rows into %s (first id %s): commit", len(rows), s.table.Sanitize(), shortID(rows[0].ID))
 	}
 	return nil
 }
@@ -368,29 +420,29 @@ func (s *Sink) check(rows []index.Row) ([]index.Row, error) {
 	for i := range rows {
 		r := &rows[i]
 		if r.ID == "" || !utf8.ValidString(r.ID) || strings.ContainsRune(r.ID, 0) {
-			return nil, fmt.Errorf("pgsink: row %d: ID %q is not a non-empty UTF-8 string without NUL", i, r.ID)
+			return nil, fmt.Errorf("pgsink: row %d: ID %s is not a non-empty UTF-8 string without NUL", i, shortID(r.ID))
 		}
 		for _, v := range []int{r.Page, r.Width, r.Height} {
 			if v < math.MinInt32 || v > math.MaxInt32 {
-				return nil, fmt.Errorf("pgsink: row %s: page, width or height %d out of range", r.ID, v)
+				return nil, fmt.Errorf("pgsink: row %s: page, width or height %d out of range", shortID(r.ID), v)
 			}
 		}
 		switch {
 		case s.opts.Dimensions > 0 && len(r.Embedding) != s.opts.Dimensions:
-			return nil, fmt.Errorf("pgsink: row %s: a vector of %d values, the table's are %d", r.ID, len(r.Embedding), s.opts.Dimensions)
+			return nil, fmt.Errorf("pgsink: row %s: a vector of %d values, the table's are %d", shortID(r.ID), len(r.Embedding), s.opts.Dimensions)
 		case s.opts.Dimensions == 0 && len(r.Embedding) > 0:
-			return nil, fmt.Errorf("pgsink: row %s has a single vector, and the sink was opened for multi-vectors only", r.ID)
+			return nil, fmt.Errorf("pgsink: row %s has a single vector, and the sink was opened for multi-vectors only", shortID(r.ID))
 		case s.opts.MultiDimensions == 0 && len(r.Vectors) > 0:
-			return nil, fmt.Errorf("pgsink: row %s has multi-vectors, and the sink was opened for single vectors only", r.ID)
+			return nil, fmt.Errorf("pgsink: row %s has multi-vectors, and the sink was opened for single vectors only", shortID(r.ID))
 		case s.opts.MultiDimensions > 0 && len(r.Vectors) == 0:
-			return nil, fmt.Errorf("pgsink: row %s has no multi-vector rows", r.ID)
+			return nil, fmt.Errorf("pgsink: row %s has no multi-vector rows", shortID(r.ID))
 		}
 		if err := s.checkValues(r.ID, -1, r.Embedding); err != nil {
 			return nil, err
 		}
 		for k, v := range r.Vectors {
 			if len(v) != s.opts.MultiDimensions {
-				return nil, fmt.Errorf("pgsink: row %s: multi-vector row %d has %d values, the table's %d", r.ID, k, len(v), s.opts.MultiDimensions)
+				return nil, fmt.Errorf("pgsink: row %s: multi-vector row %d has %d values, the table's %d", shortID(r.ID), k, len(v), s.opts.MultiDimensions)
 			}
 			if err := s.checkValues(r.ID, k, v); err != nil {
 				return nil, err
@@ -423,9 +475,9 @@ func (s *Sink) checkValues(id string, row int, v []float32) error {
 			where = fmt.Sprintf("multi-vector row %d value %d", row, i)
 		}
 		if s.opts.HalfVec {
-			return fmt.Errorf("pgsink: row %s: %s is %v, which halfvec cannot hold", id, where, x)
+			return fmt.Errorf("pgsink: row %s: %s is %v, which halfvec cannot hold", shortID(id), where, x)
 		}
-		return fmt.Errorf("pgsink: row %s: %s is %v, which vector cannot hold", id, where, x)
+		return fmt.Errorf("pgsink: row %s: %s is %v, which vector cannot hold", shortID(id), where, x)
 	}
 	return nil
 }
@@ -458,13 +510,13 @@ func (s *Sink) upsertBatch(ctx context.Context, tx pgx.Tx, rows []index.Row) err
 		args = append(args, s.vectors(len(rows), func(i int) []float32 { return rows[i].Embedding }))
 	}
 	if _, err := tx.Exec(ctx, s.upsert, args...); err != nil {
-		return fmt.Errorf("pgsink: upsert %d rows into %s: %w", n, s.table.Sanitize(), err)
+		return batchError(err, "pgsink: upsert %d rows into %s (first id %s)", n, s.table.Sanitize(), shortID(ids[0]))
 	}
 	if s.opts.MultiDimensions == 0 {
 		return nil
 	}
 	if _, err := tx.Exec(ctx, "delete from "+s.child.Sanitize()+" where id = any($1::text[])", ids); err != nil {
-		return fmt.Errorf("pgsink: replace the multi-vector rows of %d items in %s: %w", n, s.child.Sanitize(), err)
+		return batchError(err, "pgsink: replace the multi-vector rows of %d items in %s (first id %s)", n, s.child.Sanitize(), shortID(ids[0]))
 	}
 	insert := fmt.Sprintf("insert into %s (id, row_index, embedding)\nselect * from unnest($1::text[], $2::integer[], $3::%s[])", s.child.Sanitize(), s.vecTyp)
 	// The child rows of the batch, flattened, in statements bounded like
@@ -478,7 +530,7 @@ func (s *Sink) upsertBatch(ctx context.Context, tx pgx.Tx, rows []index.Row) err
 		}
 		vecs := s.vectors(len(cvecs), func(i int) []float32 { return cvecs[i] })
 		if _, err := tx.Exec(ctx, insert, cids, crows, vecs); err != nil {
-			return fmt.Errorf("pgsink: insert %d multi-vector rows into %s: %w", len(cids), s.child.Sanitize(), err)
+			return batchError(err, "pgsink: insert %d multi-vector rows into %s (first id %s)", len(cids), s.child.Sanitize(), shortID(cids[0]))
 		}
 		cids, crows, cvecs = cids[:0], crows[:0], cvecs[:0]
 		return nil
@@ -514,6 +566,38 @@ func (s *Sink) vectors(n int, at func(i int) []float32) any {
 	return out
 }
 
+// maxCauseBytes bounds the driver's or the server's words kept in a batch
+// error: pgx's encoding errors print every parameter (a batch's vectors,
+// hundreds of kilobytes), and a server message may quote a value.
+const maxCauseBytes = 160
+
+// causeError is a statement's error: the sink's own words (operation,
+// table, row count, first id) and the cause cut to maxCauseBytes, the
+// cause kept whole for errors.Is and errors.As.
+type causeError struct {
+	msg   string
+	cause error
+}
+
+func (e *causeError) Error() string { return e.msg }
+func (e *causeError) Unwrap() error { return e.cause }
+
+// batchError words a failed statement over a batch: format and args name
+// it, and of the cause a server error gives its code and message (never
+// its detail, which quotes rows), anything else its first words.
+func batchError(cause error, format string, args ...any) error {
+	why := cause.Error()
+	var pe *pgconn.PgError
+	if errors.As(cause, &pe) {
+		why = pe.Severity + " " + pe.Code + ": " + pe.Message
+	}
+	return &causeError{msg: fmt.Sprintf(format, args...) + ": " + clip.String(why, maxCauseBytes), cause: cause}
+}
+
+// shortID quotes an item's ID for a message, cut to a hash's length:
+// record IDs come from the input and may be long.
+func shortID(id string) string { return clip.Quote(id, 80) }
+
 // cleanText makes s storable as PostgreSQL text.
 func cleanText(s string) string {
 	if utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
@@ -530,7 +614,7 @@ func (s *Sink) Delete(ctx context.Context, ids []string) error {
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("pgsink: delete: %w", err)
+		return batchError(err, "pgsink: delete %d rows from %s: begin", len(ids), s.table.Sanitize())
 	}
 	defer tx.Rollback(ctx)
 	stmt := "delete from " + s.table.Sanitize() + " where id = any($1::text[])"
@@ -543,11 +627,11 @@ func (s *Sink) Delete(ctx context.Context, ids []string) error {
 			}
 		}
 		if _, err := tx.Exec(ctx, stmt, batch); err != nil {
-			return fmt.Errorf("pgsink: delete %d rows from %s: %w", len(batch), s.table.Sanitize(), err)
+			return batchError(err, "pgsink: delete %d rows from %s", len(batch), s.table.Sanitize())
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("pgsink: delete: commit: %w", err)
+		return batchError(err, "pgsink: delete %d rows from %s: commit", len(ids), s.table.Sanitize())
 	}
 	return nil
 }

@@ -2,9 +2,11 @@ package pgsink
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/vembed/vembed/eval"
@@ -35,6 +38,8 @@ func TestPostgres(t *testing.T) {
 	t.Run("HNSW", func(t *testing.T) { testHNSW(t, url) })
 	t.Run("QueriesMatchEval", func(t *testing.T) { testQueriesMatchEval(t, url, false) })
 	t.Run("QueriesMatchEvalHalfvec", func(t *testing.T) { testQueriesMatchEval(t, url, true) })
+	t.Run("ExecModes", func(t *testing.T) { testExecModes(t, url) })
+	t.Run("FailingBatchMessage", func(t *testing.T) { testFailingBatchMessage(t, url) })
 }
 
 func testContext(t *testing.T) context.Context {
@@ -389,14 +394,15 @@ func testBadRows(t *testing.T, url string) {
 		row  index.Row
 		want string
 	}{
-		{s, index.Row{ID: "w", Embedding: []float32{1, 2, 3}, Vectors: [][]float32{{1, 2}}}, "row w: a vector of 3 values, the table's are 4"},
-		{s, index.Row{ID: "m", Embedding: []float32{1, 2, 3, 4}, Vectors: [][]float32{{1, 2}, {1}}}, "row m: multi-vector row 1 has 1 values"},
-		{s, index.Row{ID: "e", Embedding: []float32{1, 2, 3, 4}}, "row e has no multi-vector rows"},
-		{s, index.Row{ID: "n", Embedding: []float32{1, nan, 3, 4}, Vectors: [][]float32{{1, 2}}}, "row n: value 1 is NaN"},
-		{s, index.Row{ID: "i", Embedding: []float32{1, 2, 3, 4}, Vectors: [][]float32{{float32(math.Inf(-1)), 2}}}, "row i: multi-vector row 0 value 0 is -Inf"},
+		{s, index.Row{ID: "w", Embedding: []float32{1, 2, 3}, Vectors: [][]float32{{1, 2}}}, "row \"w\": a vector of 3 values, the table's are 4"},
+		{s, index.Row{ID: "m", Embedding: []float32{1, 2, 3, 4}, Vectors: [][]float32{{1, 2}, {1}}}, "row \"m\": multi-vector row 1 has 1 values"},
+		{s, index.Row{ID: "e", Embedding: []float32{1, 2, 3, 4}}, "row \"e\" has no multi-vector rows"},
+		{s, index.Row{ID: "n", Embedding: []float32{1, nan, 3, 4}, Vectors: [][]float32{{1, 2}}}, "row \"n\": value 1 is NaN"},
+		{s, index.Row{ID: "i", Embedding: []float32{1, 2, 3, 4}, Vectors: [][]float32{{float32(math.Inf(-1)), 2}}}, "row \"i\": multi-vector row 0 value 0 is -Inf"},
 		{s, index.Row{ID: "", Embedding: []float32{1, 2, 3, 4}, Vectors: [][]float32{{1, 2}}}, "ID \"\""},
+		{s, index.Row{ID: strings.Repeat("long", 1000)}, "row \"" + strings.Repeat("long", 20) + "... (3920 bytes more)\": a vector of 0 values"},
 		{s, index.Row{ID: "p", Page: math.MaxInt32 + 1, Embedding: []float32{1, 2, 3, 4}, Vectors: [][]float32{{1, 2}}}, "out of range"},
-		{h, index.Row{ID: "h", Embedding: []float32{1, 65520, 3, 4}}, "row h: value 1 is 65520, which halfvec cannot hold"},
+		{h, index.Row{ID: "h", Embedding: []float32{1, 65520, 3, 4}}, "row \"h\": value 1 is 65520, which halfvec cannot hold"},
 	} {
 		g := good
 		if c.sink == h {
@@ -697,5 +703,100 @@ func TestDocsShowQueries(t *testing.T) {
 		if !strings.Contains(string(doc), "```sql\n"+q+"```") {
 			t.Errorf("docs/indexing.md does not show the %s query of index/pgsink/queries.sql as it is:\n%s", name, q)
 		}
+	}
+}
+
+// withExecMode returns url with default_query_exec_mode set to mode, or
+// removed when mode is empty.
+func withExecMode(t *testing.T, url, mode string) string {
+	t.Helper()
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Del("default_query_exec_mode")
+	if mode != "" {
+		q.Set("default_query_exec_mode", mode)
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// testExecModes runs two sinks one after the other on one table in every
+// statement mode pgx takes (as successive runs do, on PGlite's one
+// session, where statements named by a connection outlive it): each
+// stores and replaces rows exactly, and cache_statement, asked by name, is
+// refused at Open with the modes that work named.
+func testExecModes(t *testing.T, url string) {
+	smallStatements(t, 5, 4096, 3)
+	for i, mode := range []string{"", "cache_describe", "describe_exec", "exec", "simple_protocol"} {
+		half := i%2 == 1
+		name := mode
+		if name == "" {
+			name = "default"
+		}
+		t.Run(name, func(t *testing.T) {
+			u := withExecMode(t, url, mode)
+			opts := Options{Table: "mode_" + name, Dimensions: 9, MultiDimensions: 8, HalfVec: half}
+			rng := rand.New(rand.NewPCG(uint64(i), 11))
+			first := makeRows(rng, 12, 9, 6, half, "m")
+			s := open(t, u, opts)
+			if err := s.Upsert(testContext(t), first); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			// A second run: new connections in the same session.
+			s = open(t, u, opts)
+			second := makeRows(rng, 12, 9, 6, half, "m")
+			if err := s.Upsert(testContext(t), second); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Delete(testContext(t), []string{second[0].ID}); err != nil {
+				t.Fatal(err)
+			}
+			checkRows(t, s, second[1:])
+		})
+	}
+	_, err := Open(testContext(t), withExecMode(t, url, "cache_statement"), Options{Table: "mode_cs", Dimensions: 4, MaxConns: 1})
+	if err == nil || !strings.Contains(err.Error(), "cache_statement") || !strings.Contains(err.Error(), "simple_protocol") {
+		t.Fatalf("cache_statement by name: %v, want a refusal naming the modes that work", err)
+	}
+}
+
+// testFailingBatchMessage makes the server refuse a batch with a message
+// quoting a whole vector (a trigger, as a check or a constraint could): the
+// sink's error names the operation, the table, the row count and the first
+// id in a few hundred bytes, and keeps the server's error for errors.As.
+func testFailingBatchMessage(t *testing.T, url string) {
+	ctx := testContext(t)
+	s := open(t, url, Options{Table: "failing", Dimensions: 1000})
+	for _, q := range []string{
+		`create function failing_refuse() returns trigger language plpgsql as $$
+		begin raise exception 'refused %', new.embedding::text using detail = new.embedding::text; end $$`,
+		`create trigger failing_refuse before insert on failing for each row execute function failing_refuse()`,
+	} {
+		if _, err := s.pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows := makeRows(rand.New(rand.NewPCG(8, 9)), 30, 1000, 0, false, "f")
+	err := s.Upsert(ctx, rows)
+	if err == nil {
+		t.Fatal("the refused batch was accepted")
+	}
+	msg := err.Error()
+	t.Logf("%d bytes: %s", len(msg), msg)
+	for _, want := range []string{"upsert 30 rows", `"failing"`, rows[0].ID, "P0001"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message lacks %q", want)
+		}
+	}
+	if len(msg) > 400 {
+		t.Errorf("message of %d bytes, want at most 400", len(msg))
+	}
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || len(pe.Message) < 1000 {
+		t.Errorf("the server's error is not kept whole: %v", pe)
 	}
 }

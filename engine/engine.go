@@ -42,6 +42,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -421,32 +422,33 @@ func identities(cfg Config) (modelID, visionID Key, err error) {
 		return local("model", paths...), local("vision", cfg.MMProj), nil
 	}
 	// Each distinct file is read once, the files at the same time: the
-	// mmproj is part of both identities.
-	digests := map[string][]byte{}
+	// mmproj is part of both identities. Each reader writes only its own
+	// slot, and the map is filled after every reader is done: ranging over
+	// a map while the readers store into it was a concurrent map
+	// iteration and write, which the runtime may stop the process for.
+	var files []string
 	for _, p := range paths {
-		if p != "" {
-			digests[p] = nil
+		if p != "" && !slices.Contains(files, p) {
+			files = append(files, p)
 		}
 	}
+	sums := make([][]byte, len(files))
+	errs := make([]error, len(files))
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []error
-	for p := range digests {
+	for i, p := range files {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d, err := fileDigest(p)
-			mu.Lock()
-			defer mu.Unlock()
-			digests[p] = d
-			if err != nil {
-				errs = append(errs, err)
-			}
+			sums[i], errs[i] = fileDigest(p)
 		}()
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return Key{}, Key{}, err
+	}
+	digests := make(map[string][]byte, len(files))
+	for i, p := range files {
+		digests[p] = sums[i]
 	}
 	return fileIdentity("model", digests, paths...), fileIdentity("vision", digests, cfg.MMProj), nil
 }

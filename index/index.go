@@ -75,6 +75,10 @@ type Options struct {
 	// ModelName is the model column; Arithmetic is recorded in the
 	// manifest.
 	ModelID, ModelName, Arithmetic string
+	// ModelFiles are the model's files (LM, mmproj, mvproj; absolute), for
+	// the manifest: a search of the index loads the same files. Empty for
+	// the demo model, which is rebuilt the same.
+	ModelFiles []string
 	// ExtraOptions are recorded in the manifest and hashed into every key
 	// (e.g. the PDF DPI).
 	ExtraOptions map[string]string
@@ -309,8 +313,12 @@ func (r *run) recover() error {
 		if err := r.store.dropPart(name); err != nil {
 			return err
 		}
+		delete(held, name)
 	}
 	if err := atomicfile.SyncDir(partsDir); err != nil {
+		return err
+	}
+	if err := r.removeStaleSidecars(held); err != nil {
 		return err
 	}
 	for _, d := range []string{partsDir, pend} {
@@ -616,6 +624,9 @@ func (r *run) commit(ctx context.Context, rows []Row, keys []Key) error {
 	r.seq++
 	name := fmt.Sprintf("%s-g%06d-%06d.parquet", r.tag, r.gen, r.seq)
 	pend := filepath.Join(r.o.Out, pendingDir, name)
+	if err := r.writeSidecarFor(name, rows); err != nil {
+		return err
+	}
 	if err := writePart(pend, rows); err != nil {
 		return err
 	}
@@ -812,6 +823,9 @@ func (r *run) compact() error {
 			if err := os.Remove(oldPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("index: %w", err)
 			}
+			if err := r.removeSidecar(name); err != nil {
+				return err
+			}
 			continue
 		}
 		rows, err := r.liveRowsOf(name, pr)
@@ -827,6 +841,9 @@ func (r *run) compact() error {
 		r.seq++
 		newName := fmt.Sprintf("%s-g%06d-%06d.parquet", r.tag, r.gen, r.seq)
 		pend := filepath.Join(r.o.Out, pendingDir, newName)
+		if err := r.writeSidecarFor(newName, rows); err != nil {
+			return err
+		}
 		if err := writePart(pend, rows); err != nil {
 			return err
 		}
@@ -835,6 +852,9 @@ func (r *run) compact() error {
 		}
 		if err := os.Remove(oldPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("index: %w", err)
+		}
+		if err := r.removeSidecar(name); err != nil {
+			return err
 		}
 		if err := os.Rename(pend, filepath.Join(r.o.Out, PartsDir, newName)); err != nil {
 			return fmt.Errorf("index: %w", err)
@@ -890,6 +910,9 @@ func (r *run) mergeSmall() error {
 		r.seq++
 		name := fmt.Sprintf("%s-g%06d-%06d.parquet", r.tag, r.gen, r.seq)
 		pend := filepath.Join(r.o.Out, pendingDir, name)
+		if err := r.writeSidecarFor(name, rows); err != nil {
+			return err
+		}
 		if err := writePart(pend, rows); err != nil {
 			return err
 		}
@@ -899,6 +922,9 @@ func (r *run) mergeSmall() error {
 		for _, old := range group {
 			if err := os.Remove(filepath.Join(r.o.Out, PartsDir, old)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("index: %w", err)
+			}
+			if err := r.removeSidecar(old); err != nil {
+				return err
 			}
 		}
 		if err := os.Rename(pend, filepath.Join(r.o.Out, PartsDir, name)); err != nil {

@@ -275,9 +275,17 @@ type Manifest struct {
 	Vectors    string            `json:"vectors"` // "embedding" or "multivector"
 	Dimensions int               `json:"dimensions,omitempty"`
 	Parts      []string          `json:"parts"`
-	LastRun    Progress          `json:"last_run"`
-	Problems   int               `json:"last_run_problems"`
-	Written    time.Time         `json:"written"`
+	// ModelFiles are the model's files (absolute paths), empty for the
+	// demo model (RandomWeights).
+	ModelFiles    []string `json:"model_files,omitempty"`
+	RandomWeights bool     `json:"random_weights,omitempty"`
+	// DPI is the resolution PDF pages were rendered at; Root is the
+	// folder the run's relative paths start from.
+	DPI      float64   `json:"dpi,omitempty"`
+	Root     string    `json:"root,omitempty"`
+	LastRun  Progress  `json:"last_run"`
+	Problems int       `json:"last_run_problems"`
+	Written  time.Time `json:"written"`
 }
 
 func (r *run) writeManifest(sum *Summary) error {
@@ -287,7 +295,10 @@ func (r *run) writeManifest(sum *Summary) error {
 	}
 	m := Manifest{Model: r.o.ModelName, ModelID: r.o.ModelID, Arithmetic: r.o.Arithmetic, Extra: r.o.ExtraOptions,
 		Shard: r.o.Shard, Shards: r.o.Shards, Items: sum.Items, LastRun: sum.Progress, Problems: len(sum.Problems),
-		Written: time.Now().UTC(), Vectors: "embedding"}
+		Written: time.Now().UTC(), Vectors: "embedding", ModelFiles: r.o.ModelFiles, RandomWeights: r.emb.Info().RandomWeights, DPI: r.o.DPI}
+	if wd, err := os.Getwd(); err == nil {
+		m.Root = wd
+	}
 	q := r.o.Request
 	m.Options = map[string]any{"task": q.Task, "text_task": r.o.TextTask, "instruction": q.Instruction, "dimensions": q.Dimensions,
 		"multivector": q.Multivector, "min_pixels": q.MinPixels, "max_pixels": q.MaxPixels, "chunk_tokens": r.o.ChunkTokens}

@@ -411,6 +411,12 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, req engine.Request
 // runNamed is run for a route whose inputs field has another name than
 // "input" (Cohere's "texts"): the engine's errors name that field.
 func (h *Handler) runNamed(w http.ResponseWriter, r *http.Request, req engine.Request, param string) (*engine.Response, bool) {
+	return h.runWith(w, r, req, param, h.emb.Embed)
+}
+
+// runWith is runNamed with the embedding call given (a search's query,
+// which falls back from the model's input type to its query task).
+func (h *Handler) runWith(w http.ResponseWriter, r *http.Request, req engine.Request, param string, embed func(context.Context, engine.Request) (*engine.Response, error)) (*engine.Response, bool) {
 	release, ok := h.admit(w)
 	if !ok {
 		return nil, false
@@ -418,7 +424,7 @@ func (h *Handler) runNamed(w http.ResponseWriter, r *http.Request, req engine.Re
 	defer release()
 	ctx, cancel := h.deadline(r.Context())
 	defer cancel()
-	resp, err := h.emb.Embed(ctx, req)
+	resp, err := embed(ctx, req)
 	if ie, ok := engine.AsInputError(err); ok && param != "input" {
 		if rest, ok := strings.CutPrefix(ie.Param, "input"); ok && (rest == "" || rest[0] == '[') {
 			err = &engine.InputError{Param: param + rest, Code: ie.Code, Err: ie.Err}

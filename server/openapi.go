@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"net/http"
 	"reflect"
 	"strings"
@@ -178,7 +179,7 @@ func (h *Handler) openapiDoc() map[string]any {
 			d = optionalRouteDocs[route]
 		}
 		ok200 := map[string]any{"description": "OK"}
-		if name := responseDocs[route]; name != "" {
+		if name := cmp.Or(responseDocs[route], searchResponseDocs[route]); name != "" {
 			ok200["content"] = map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/" + name}}}
 		}
 		op := map[string]any{
@@ -210,7 +211,7 @@ func (h *Handler) openapiDoc() map[string]any {
 		"paths":   paths,
 		"components": map[string]any{
 			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}},
-			"schemas": mergeSchemas(responseSchemas(), map[string]any{
+			"schemas": mergeSchemas(mergeSchemas(responseSchemas(), searchSchemas()), map[string]any{
 				"Item": obj(map[string]any{
 					"text": str, "image": map[string]any{"type": "string", "description": "base64, data URI, or http(s) URL when the server fetches URLs"},
 					"type": str, "image_url": obj(map[string]any{"url": str}), "content": map[string]any{"type": "array", "items": map[string]any{"$ref": "#/components/schemas/Item"}},

@@ -265,6 +265,10 @@ type Options struct {
 	// Vision, when set, serves POST /v1/vision/encode to other replicas
 	// (vembed serve --role encoder).
 	Vision VisionEncoder
+	// Search, when set, serves POST /v1/search, GET /v1/index and GET
+	// /v1/pages/{id} over an index (vembed serve --index), and GET / when
+	// it has a page.
+	Search *SearchOptions
 }
 
 const (
@@ -326,6 +330,7 @@ func New(emb Embedder, opts Options) *Handler {
 	h.handle("GET /health", h.health)
 	h.registerCompat()
 	h.registerVision()
+	h.registerSearch()
 	h.handle("GET /openapi.json", h.openapi)
 	seen := map[string]bool{}
 	for _, r := range h.routes {

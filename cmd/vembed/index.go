@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -164,6 +165,17 @@ func runIndex(args []string, stdout, stderr io.Writer) error {
 	}
 	if opts.InFlight <= 0 {
 		opts.InFlight = max(8, 4*runtime.GOMAXPROCS(0))
+	}
+	if mf.model != "" {
+		// The manifest names the files, so that a search loads them.
+		for _, f := range []string{cfg.Model, cfg.MMProj, cfg.MVProj} {
+			if f != "" {
+				if abs, err := filepath.Abs(f); err == nil {
+					f = abs
+				}
+			}
+			opts.ModelFiles = append(opts.ModelFiles, f)
+		}
 	}
 	if *task == "" && *instruction == "" && !info.Instruction && hasTask(info, "retrieval.passage") {
 		opts.TextTask = "retrieval.passage" // a corpus's texts are passages, not queries

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -19,6 +20,7 @@ import (
 	"github.com/vembed/vembed/engine"
 	"github.com/vembed/vembed/imagefetch"
 	"github.com/vembed/vembed/kernels"
+	"github.com/vembed/vembed/search"
 	"github.com/vembed/vembed/server"
 	"github.com/vembed/vembed/synth"
 	"github.com/vembed/vembed/visionsvc"
@@ -29,13 +31,14 @@ import (
 // target).
 const serveSummary = "HTTP server: /v1/embeddings (OpenAI, Jina, vLLM, Infinity), /v2/embed /v2/rerank (Cohere), " +
 	"/v1/rerank /v1/score /pooling (Jina, vLLM), /api/embed /api/embeddings (Ollama), /embed /embed_all /info (TEI), " +
-	"/v1/models /v1/models/{id} /health /metrics /openapi.json; /v1/vision/encode with --role encoder"
+	"/v1/models /v1/models/{id} /health /metrics /openapi.json; /v1/vision/encode with --role encoder; " +
+	"/v1/search /v1/index /v1/pages/{id} and the search page / with --index"
 
 func init() {
 	register(&command{name: "serve", summary: serveSummary, run: runServe})
 }
 
-const serveUsage = `[--addr HOST:PORT] [--model LM.gguf [--mmproj MMPROJ.gguf] [--mvproj MV.gguf]]
+const serveUsage = `[--addr HOST:PORT] [--model LM.gguf [--mmproj MMPROJ.gguf] [--mvproj MV.gguf]] [--index DIR [--reranker RERANKER.gguf]]
 
 Serves POST /v1/embeddings (OpenAI and Jina request forms), GET /v1/models
 and GET /health. Without --model it serves a demonstration model with random
@@ -47,7 +50,13 @@ serves its vision encoder to the others; replicas started with
 --encoder-url URL[,URL...] send it their images (keys first, pixels on a
 miss) and encode locally whenever it fails or is slower than
 --encoder-timeout. Set VEMBED_ENCODER_API_KEY when the encoders require a
-key.`
+key.
+
+With --index DIR (a folder vembed index writes) it also serves POST
+/v1/search, GET /v1/index, GET /v1/pages/{id} and the search page at /,
+following the folder while a vembed index run writes into it. Without
+--model it serves the index's own model (the files its manifest names, or
+the demo model); a model of another identity is refused.`
 
 // serveOptions is everything serve needs; tests fill it directly.
 type serveOptions struct {
@@ -72,6 +81,10 @@ type serveOptions struct {
 	// role is "lm" or "encoder"; encoders lists encoder replicas.
 	role     string
 	encoders string
+	// index is the folder searched (--index); reranker and rerankMMProj
+	// the reranker model of searches asking for "rerank".
+	index, reranker, rerankMMProj string
+	rerankDepth                   int
 }
 
 func runServe(args []string, stdout, stderr io.Writer) error {
@@ -114,6 +127,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.nets, "image-url-nets", "", "comma-separated `CIDRs` image URLs may reach although private or local")
 	fs.Int64Var(&o.urls.MaxBytes, "image-url-max-bytes", 0, "largest image fetched from a URL (0: 32 MiB)")
 	fs.DurationVar(&o.urls.Timeout, "image-url-timeout", 0, "time limit of one image download (0: 15s)")
+	fs.StringVar(&o.index, "index", "", "also search this index `DIR` (vembed index --out): POST /v1/search, GET /v1/index, GET /v1/pages/{id} and the search page at /")
+	fs.StringVar(&o.reranker, "reranker", "", "with --index: a reranker GGUF (Qwen3-VL-Reranker) for searches asking \"rerank\": it rescores the best hits on their text, or their page image where they have none")
+	fs.StringVar(&o.rerankMMProj, "reranker-mmproj", "", "the reranker's vision tower (for pages without text)")
+	fs.IntVar(&o.rerankDepth, "rerank-depth", 0, fmt.Sprintf("hits a reranked search rescores (0: %d, or top_k when larger)", server.DefaultRerankDepth))
 	fs.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "how long running requests may finish on SIGINT/SIGTERM")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -146,10 +163,26 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if o.models.model == "" {
-		if o.models.mmproj != "" || o.models.mvproj != "" {
-			return errors.New("--mmproj and --mvproj need --model")
+	if o.models.model == "" && (o.models.mmproj != "" || o.models.mvproj != "") {
+		return errors.New("--mmproj and --mvproj need --model")
+	}
+	if o.reranker != "" && o.index == "" {
+		return errors.New("--reranker reranks searches: it needs --index")
+	}
+	var x *search.Index
+	if o.index != "" {
+		if x, err = search.Open(o.index, log); err != nil {
+			return err
 		}
+		defer x.Close()
+		m, cleanup, err := indexModel(ctx, &o.models, x, "serve", os.Stderr)
+		defer cleanup()
+		if err != nil {
+			return err
+		}
+		cfg.Model, cfg.MMProj, cfg.MVProj, cfg.RandomWeights = m.Model, m.MMProj, m.MVProj, m.RandomWeights
+		cfg.Name = cmpOr(cfg.Name, m.Name)
+	} else if o.models.model == "" {
 		dir, err := os.MkdirTemp("", "vembed-demo-")
 		if err != nil {
 			return err
@@ -181,6 +214,11 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger) error {
 		return errors.New("--role encoder needs a model with a vision tower (--mmproj)")
 	}
 	info := eng.Info()
+	if x != nil {
+		if err := checkIndexModel(info, x); err != nil {
+			return err
+		}
+	}
 	log.Info("model loaded", "name", info.Name, "arch", info.Arch, "dimensions", info.Hidden,
 		"context", info.ContextLength, "modalities", info.Modalities, "multivector", info.MultivectorDim, "random_weights", info.RandomWeights,
 		"kernel_tier", kernels.Active(), "packed_weight_bytes", kernels.PackedBytes())
@@ -200,6 +238,16 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger) error {
 	hopts.MaxImageURLs = cfg.MaxImages // a request with more images fails anyway
 	if o.role == "encoder" {
 		hopts.Vision = eng
+	}
+	if x != nil {
+		so, closeSearch, err := o.searchOptions(x, log)
+		if err != nil {
+			return err
+		}
+		defer closeSearch()
+		hopts.Search = so
+		in := x.Info()
+		log.Info("searching the index", "dir", o.index, "items", in.Items, "multivector", in.Multivector, "dims", in.Dims, "parts", in.Parts)
 	}
 	grace := o.grace
 	if grace <= 0 {
@@ -337,4 +385,38 @@ func writeDemoModel(dir string, cfg *engine.Config) error {
 		cfg.Name = "vembed-demo-tiny-random-weights"
 	}
 	return nil
+}
+
+// searchPage serves the search page at GET / with --index; the page's
+// file sets it (nil: no page).
+var searchPage http.Handler
+
+// searchOptions are the search routes' options: the index followed every
+// second, its pages, the reranker when given.
+func (o *serveOptions) searchOptions(x *search.Index, log *slog.Logger) (*server.SearchOptions, func(), error) {
+	stop := make(chan struct{})
+	go x.Follow(stop, time.Second)
+	pages := search.NewPages(x, nil)
+	so := &server.SearchOptions{Index: x, Pages: pages, Request: indexRequest(x), RerankDepth: o.rerankDepth, Page: searchPage}
+	closeFn := func() {
+		close(stop)
+		pages.Close()
+	}
+	if o.reranker != "" {
+		rr, err := loadEngine(os.Stderr, engine.Config{Model: o.reranker, MMProj: o.rerankMMProj})
+		if err != nil {
+			closeFn()
+			return nil, nil, fmt.Errorf("--reranker: %w", err)
+		}
+		if !rr.Info().Reranker {
+			rr.Close()
+			closeFn()
+			return nil, nil, fmt.Errorf("--reranker: %s is not a reranker model", rr.Info().Name)
+		}
+		log.Info("reranker loaded", "name", rr.Info().Name)
+		so.Reranker = rr
+		inner := closeFn
+		closeFn = func() { inner(); rr.Close() }
+	}
+	return so, closeFn, nil
 }

@@ -1,0 +1,294 @@
+package search
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/index"
+	"github.com/vembed/vembed/kernels"
+)
+
+// Meta is what a hit says of its row.
+type Meta struct {
+	ID     string `parquet:"id"`
+	Path   string `parquet:"path"`
+	Page   int32  `parquet:"page"`
+	SHA256 string `parquet:"sha256"`
+	Model  string `parquet:"model"`
+	Width  int32  `parquet:"width"`
+	Height int32  `parquet:"height"`
+	Text   string `parquet:"text"`
+}
+
+// singleRow reads a part's single vectors with the row's fields.
+type singleRow struct {
+	Meta
+	Embedding []float32 `parquet:"embedding,list"`
+}
+
+// multiRow reads a part's multi-vectors (parts without a sidecar).
+type multiRow struct {
+	Meta
+	Multivector [][]float32 `parquet:"multivector,list"`
+}
+
+// part is one Parquet part of the dataset, loaded for search.
+type part struct {
+	name  string
+	stamp fileStamp
+	meta  []Meta
+	multi bool
+	dims  int
+
+	// Single vectors: one L2-normalized F32 row per item (zeros where
+	// an item has none, empty[i] set).
+	single *kernels.Matrix
+	empty  []bool
+
+	// Multi-vectors: row i's tokens are off[i]..off[i+1]; codes holds
+	// words uint64 a token (sign bits); vecs the float32 token vectors,
+	// little-endian, from the mapped sidecar or read into memory.
+	off   []uint64
+	codes []uint64
+	words int
+	vecs  []byte
+	// drop lets the kernel reclaim the pages of a mapped range once
+	// read (nil for vectors in memory); unmap ends the mapping.
+	drop  func(b []byte)
+	unmap func() error
+}
+
+func (p *part) release() {
+	if p.unmap != nil {
+		p.unmap()
+		p.unmap = nil
+	}
+}
+
+// tokens returns row i's token vectors as an F32 matrix.
+func (p *part) tokens(i int) *kernels.Matrix {
+	a, b := int(p.off[i]), int(p.off[i+1])
+	w, _ := kernels.NewMatrix(gguf.TypeF32, b-a, p.dims, p.vecs[a*p.dims*4:b*p.dims*4])
+	return w
+}
+
+// loadPart reads parts/name (and its sidecar, for multi-vectors).
+func loadPart(dir, name string, stamp fileStamp) (p *part, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("corrupt part file: %v", r)
+		}
+	}()
+	f, err := os.Open(filepath.Join(dir, index.PartsDir, name))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	pf, err := parquet.OpenFile(f, stamp.size)
+	if err != nil {
+		return nil, err
+	}
+	p = &part{name: name, stamp: stamp}
+	if _, ok := pf.Schema().Lookup("multivector", "list", "element", "list", "element"); !ok {
+		return nil, errors.New("no multivector column: not a part of a vembed index")
+	}
+	p.multi = multiVectorPart(pf)
+	if !p.multi {
+		return p, p.readSingle(pf)
+	}
+	sc, unmap, drop, err := openSidecar(filepath.Join(dir, index.SidecarDir, index.SidecarName(name)))
+	if err == nil {
+		p.unmap, p.drop = unmap, drop
+		if err := p.readMeta(pf); err != nil {
+			unmap()
+			return nil, err
+		}
+		if err := p.useSidecar(sc); err != nil {
+			unmap()
+			return nil, fmt.Errorf("sidecar %s: %w", index.SidecarName(name), err)
+		}
+		return p, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("sidecar %s: %w", index.SidecarName(name), err)
+	}
+	// An index written before sidecars existed: its vectors are read
+	// into memory.
+	return p, p.readMulti(pf)
+}
+
+// multiVectorPart reports a part whose rows hold multi-vectors: its
+// embedding column is empty in every row group.
+func multiVectorPart(pf *parquet.File) bool {
+	leaf, ok := pf.Schema().Lookup("embedding", "list", "element")
+	if !ok {
+		return false
+	}
+	mleaf, ok := pf.Schema().Lookup("multivector", "list", "element", "list", "element")
+	if !ok {
+		return false
+	}
+	var single, multi int64
+	for _, rg := range pf.RowGroups() {
+		cc := rg.ColumnChunks()
+		single += cc[leaf.ColumnIndex].NumValues() - rg.NumRows()
+		multi += cc[mleaf.ColumnIndex].NumValues() - rg.NumRows()
+	}
+	return multi > single
+}
+
+func readAll[T any](pf *parquet.File, each func(*T) error) error {
+	r := parquet.NewGenericReader[T](pf)
+	defer r.Close()
+	buf := make([]T, 64)
+	for {
+		n, err := r.Read(buf)
+		for i := range buf[:n] {
+			if e := each(&buf[i]); e != nil {
+				return e
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		clear(buf)
+	}
+}
+
+func (p *part) readMeta(pf *parquet.File) error {
+	return readAll(pf, func(m *Meta) error {
+		p.meta = append(p.meta, *m)
+		return nil
+	})
+}
+
+func (p *part) readSingle(pf *parquet.File) error {
+	var raw []byte
+	var rows [][]float32
+	err := readAll(pf, func(r *singleRow) error {
+		p.meta = append(p.meta, r.Meta)
+		rows = append(rows, r.Embedding)
+		if p.dims == 0 {
+			p.dims = len(r.Embedding)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	p.empty = make([]bool, len(rows))
+	raw = make([]byte, 4*p.dims*len(rows))
+	for i, v := range rows {
+		if len(v) == 0 {
+			p.empty[i] = true
+			continue
+		}
+		if len(v) != p.dims {
+			return fmt.Errorf("row %d: a vector of %d values, the part's others %d", i, len(v), p.dims)
+		}
+		putNormalized(raw[4*i*p.dims:], v)
+	}
+	if len(rows) == 0 || p.dims == 0 {
+		return nil
+	}
+	p.single, err = kernels.NewMatrix(gguf.TypeF32, len(rows), p.dims, raw)
+	return err
+}
+
+// putNormalized writes v scaled to unit length (as eval.Score scores) as
+// little-endian float32.
+func putNormalized(dst []byte, v []float32) {
+	var ss float64
+	for _, x := range v {
+		ss += float64(x) * float64(x)
+	}
+	inv := 1.0
+	if ss > 0 {
+		inv = 1 / math.Sqrt(ss)
+	}
+	for k, x := range v {
+		binary.LittleEndian.PutUint32(dst[4*k:], math.Float32bits(float32(float64(x)*inv)))
+	}
+}
+
+func (p *part) readMulti(pf *parquet.File) error {
+	var vecs [][]float32
+	p.off = []uint64{0}
+	err := readAll(pf, func(r *multiRow) error {
+		p.meta = append(p.meta, r.Meta)
+		for _, v := range r.Multivector {
+			if p.dims == 0 {
+				p.dims = len(v)
+			}
+			if len(v) != p.dims {
+				return fmt.Errorf("row %d: a token vector of %d values, the part's others %d", len(p.meta)-1, len(v), p.dims)
+			}
+			vecs = append(vecs, v)
+		}
+		p.off = append(p.off, uint64(len(vecs)))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	p.words = (p.dims + 63) / 64
+	p.codes = make([]uint64, p.words*len(vecs))
+	p.vecs = make([]byte, 4*p.dims*len(vecs))
+	for t, v := range vecs {
+		signCode(p.codes[t*p.words:(t+1)*p.words], v)
+		for k, x := range v {
+			binary.LittleEndian.PutUint32(p.vecs[4*(t*p.dims+k):], math.Float32bits(x))
+		}
+	}
+	return nil
+}
+
+// signCode sets bit j of code when v[j] > 0 (the sidecar's rule).
+func signCode(code []uint64, v []float32) {
+	clear(code)
+	for j, x := range v {
+		if x > 0 {
+			code[j/64] |= 1 << (j % 64)
+		}
+	}
+}
+
+// useSidecar takes the vectors from a sidecar that matches the part's
+// rows.
+func (p *part) useSidecar(sc *index.Sidecar) error {
+	if sc.Rows != len(p.meta) {
+		return fmt.Errorf("holds %d rows, the part %d", sc.Rows, len(p.meta))
+	}
+	h := index.IDsHash(func(yield func(string) bool) {
+		for i := range p.meta {
+			if !yield(p.meta[i].ID) {
+				return
+			}
+		}
+	})
+	if h != sc.IDsHash {
+		return errors.New("its ids are not the part's")
+	}
+	p.dims, p.words, p.off, p.vecs = sc.Dims, sc.Words(), sc.Offsets, sc.Vectors
+	// The codes are read once into memory (1/32 of the float32 vectors),
+	// since every search reads all of them.
+	p.codes = make([]uint64, len(sc.Codes)/8)
+	for i := range p.codes {
+		p.codes[i] = binary.LittleEndian.Uint64(sc.Codes[8*i:])
+	}
+	if p.drop != nil {
+		p.drop(sc.Codes)
+	}
+	return nil
+}

@@ -1,0 +1,475 @@
+package search
+
+import (
+	"cmp"
+	"container/heap"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"path"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/vembed/vembed/kernels"
+)
+
+// MaxTopK bounds Options.TopK.
+const MaxTopK = 1000
+
+// DefaultCandidates is how many pages the first stage of a multi-vector
+// search passes to exact MaxSim at least (more when TopK asks for more:
+// 4 × TopK).
+const DefaultCandidates = 100
+
+// Query is a query's vectors: Single for a single-vector index, Multi
+// (one vector per token) for a multi-vector one.
+type Query struct {
+	Single []float32
+	Multi  [][]float32
+}
+
+// Options configure a search.
+type Options struct {
+	// TopK is the number of hits (default 10, at most MaxTopK).
+	TopK int
+	// Filter keeps the rows whose path matches this glob (path.Match;
+	// a pattern without a slash also matches the file's base name).
+	Filter string
+	// Exact scores every page by exact MaxSim (multi-vectors), instead of
+	// the two stages.
+	Exact bool
+	// Candidates is the first stage's count (0: DefaultCandidates, or
+	// 4 × TopK when more).
+	Candidates int
+	// Maps adds each multi-vector hit's token similarities (Hit.Sims).
+	Maps bool
+}
+
+// Hit is a ranked row.
+type Hit struct {
+	Meta
+	Score float64
+	// Sims (with Options.Maps, multi-vectors) holds, for each query
+	// vector, its dot product with each of the row's token vectors:
+	// Sims[q][t].
+	Sims [][]float32
+}
+
+// Result is a search's answer.
+type Result struct {
+	Hits []Hit
+	// Scored is the number of rows ranked (after the filter);
+	// Candidates the number the first stage passed on (multi-vectors).
+	Scored, Candidates int
+	Multi              bool
+	Elapsed            time.Duration
+}
+
+// ErrBadQuery wraps errors of the query or options (a client's to fix).
+var ErrBadQuery = errors.New("bad query")
+
+// Search ranks the index's rows against q.
+func (x *Index) Search(q Query, o Options) (*Result, error) {
+	start := time.Now()
+	s := x.snap.Load()
+	if o.TopK == 0 {
+		o.TopK = 10
+	}
+	if o.TopK < 1 || o.TopK > MaxTopK {
+		return nil, fmt.Errorf("%w: top_k %d: want 1 to %d", ErrBadQuery, o.TopK, MaxTopK)
+	}
+	if o.Filter != "" {
+		if _, err := path.Match(o.Filter, ""); err != nil {
+			return nil, fmt.Errorf("%w: filter %q: %v", ErrBadQuery, o.Filter, err)
+		}
+	}
+	res := &Result{Multi: s.multi}
+	rows := s.candidates(o.Filter)
+	res.Scored = len(rows)
+	var err error
+	if s.multi {
+		res.Hits, res.Candidates, err = s.searchMulti(q.Multi, rows, o)
+	} else {
+		res.Hits, err = s.searchSingle(q.Single, rows, o.TopK)
+	}
+	res.Elapsed = time.Since(start)
+	return res, err
+}
+
+// candidates lists the rows a search ranks: every row the snapshot shows,
+// or those whose path matches the filter.
+func (s *snapshot) candidates(filter string) []rowRef {
+	var out []rowRef
+	for _, p := range s.parts {
+		hid := s.hidden[p]
+		for i := range p.meta {
+			if hid != nil && hid[i] {
+				continue
+			}
+			if filter != "" && !matchPath(filter, p.meta[i].Path) {
+				continue
+			}
+			out = append(out, rowRef{p, i})
+		}
+	}
+	return out
+}
+
+// matchPath matches a glob against a path, and against its base name when
+// the pattern has no slash.
+func matchPath(glob, p string) bool {
+	if ok, _ := path.Match(glob, p); ok {
+		return true
+	}
+	if !slices.Contains([]byte(glob), '/') {
+		ok, _ := path.Match(glob, path.Base(p))
+		return ok
+	}
+	return false
+}
+
+// scored is a row and its score.
+type scored struct {
+	r     rowRef
+	score float64
+}
+
+// better is the ranking order: score descending, ties by id descending
+// (as eval ranks, after trec_eval).
+func better(a, b scored) bool {
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	return a.r.p.meta[a.r.i].ID > b.r.p.meta[b.r.i].ID
+}
+
+// topK keeps the k best of what it is offered: a min-heap on the order.
+type topK struct {
+	k int
+	h []scored
+}
+
+func (t *topK) Len() int           { return len(t.h) }
+func (t *topK) Less(i, j int) bool { return better(t.h[j], t.h[i]) }
+func (t *topK) Swap(i, j int)      { t.h[i], t.h[j] = t.h[j], t.h[i] }
+func (t *topK) Push(x any)         { t.h = append(t.h, x.(scored)) }
+func (t *topK) Pop() any           { x := t.h[len(t.h)-1]; t.h = t.h[:len(t.h)-1]; return x }
+
+func (t *topK) offer(s scored) {
+	if len(t.h) < t.k {
+		heap.Push(t, s)
+		return
+	}
+	if better(s, t.h[0]) {
+		t.h[0] = s
+		heap.Fix(t, 0)
+	}
+}
+
+// sorted returns the kept rows best first.
+func (t *topK) sorted() []scored {
+	out := slices.Clone(t.h)
+	slices.SortFunc(out, func(a, b scored) int {
+		if better(a, b) {
+			return -1
+		}
+		if better(b, a) {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// parallel splits n rows into one contiguous range per core and runs fn
+// on each, returning their topKs.
+func parallel(n, k int, fn func(lo, hi int, t *topK)) []*topK {
+	w := max(1, min(runtime.GOMAXPROCS(0), n/64))
+	ts := make([]*topK, w)
+	var wg sync.WaitGroup
+	for i := range w {
+		ts[i] = &topK{k: k}
+		lo, hi := i*n/w, (i+1)*n/w
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(lo, hi, ts[i])
+		}()
+	}
+	wg.Wait()
+	return ts
+}
+
+func merge(ts []*topK, k int) []scored {
+	all := &topK{k: k}
+	for _, t := range ts {
+		for _, s := range t.h {
+			all.offer(s)
+		}
+	}
+	return all.sorted()
+}
+
+func (s *snapshot) hits(best []scored) []Hit {
+	out := make([]Hit, len(best))
+	for i, b := range best {
+		out[i] = Hit{Meta: b.r.p.meta[b.r.i], Score: b.score}
+	}
+	return out
+}
+
+// searchSingle ranks by cosine: the query normalized, times each part's
+// normalized rows through kernels.MatMul in float32 (eval.Score's
+// arithmetic); rows without a vector rank last (−Inf).
+func (s *snapshot) searchSingle(q []float32, rows []rowRef, k int) ([]Hit, error) {
+	if len(q) != s.dims && len(rows) > 0 {
+		return nil, fmt.Errorf("%w: a query vector of %d values, the index's %d", ErrBadQuery, len(q), s.dims)
+	}
+	qn := normalized(q)
+	// Scores of a whole part at once (one product), then the filter's
+	// rows are offered.
+	byPart := map[*part][]float32{}
+	var mu sync.Mutex
+	parts := uniqueParts(rows)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for _, p := range parts {
+		if p.single == nil {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			dst := make([]float32, p.single.Rows)
+			kernels.MatMul(dst, qn, 1, p.single, nil)
+			mu.Lock()
+			byPart[p] = dst
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	t := &topK{k: k}
+	for _, r := range rows {
+		v := math.Inf(-1)
+		if d := byPart[r.p]; d != nil && !r.p.empty[r.i] {
+			v = float64(d[r.i])
+		}
+		t.offer(scored{r, v})
+	}
+	return s.hits(t.sorted()), nil
+}
+
+func uniqueParts(rows []rowRef) []*part {
+	var out []*part
+	for i, r := range rows {
+		if i == 0 || rows[i-1].p != r.p {
+			out = append(out, r.p)
+		}
+	}
+	return out
+}
+
+// normalized returns v scaled to unit length, in float64 as eval does.
+func normalized(v []float32) []float32 {
+	var ss float64
+	for _, x := range v {
+		ss += float64(x) * float64(x)
+	}
+	out := make([]float32, len(v))
+	if ss == 0 {
+		copy(out, v)
+		return out
+	}
+	inv := 1 / math.Sqrt(ss)
+	for i, x := range v {
+		out[i] = float32(float64(x) * inv)
+	}
+	return out
+}
+
+// searchMulti ranks by MaxSim: with o.Exact every row exactly, else the
+// rows' sign codes first (Hamming MaxSim), then the best candidates
+// exactly.
+func (s *snapshot) searchMulti(q [][]float32, rows []rowRef, o Options) ([]Hit, int, error) {
+	for _, v := range q {
+		if len(v) != s.dims {
+			return nil, 0, fmt.Errorf("%w: query token vectors of %d values, the index's %d", ErrBadQuery, len(v), s.dims)
+		}
+	}
+	flat := make([]float32, 0, len(q)*s.dims)
+	for _, v := range q {
+		flat = append(flat, v...)
+	}
+	cands := rows
+	if !o.Exact {
+		c := cmp.Or(o.Candidates, max(DefaultCandidates, 4*o.TopK))
+		if c < len(rows) {
+			cands = hammingStage(q, rows, s.dims, c)
+		}
+	}
+	ts := parallel(len(cands), o.TopK, func(lo, hi int, t *topK) {
+		var dst []float32
+		for _, r := range cands[lo:hi] {
+			var v float64
+			v, dst = maxSim(flat, len(q), r, dst)
+			t.offer(scored{r, v})
+		}
+	})
+	best := merge(ts, o.TopK)
+	hits := s.hits(best)
+	if o.Maps {
+		for i, b := range best {
+			hits[i].Sims = tokenSims(flat, len(q), b.r)
+		}
+	}
+	return hits, len(cands), nil
+}
+
+// maxSim is the exact MaxSim of m query vectors (flat) with row r: for
+// each query vector its largest dot product with a token of the row,
+// summed in float64, as eval.Score sums. A row without tokens scores
+// −Inf.
+func maxSim(flat []float32, m int, r rowRef, dst []float32) (float64, []float32) {
+	p := r.p
+	w := p.tokens(r.i)
+	if w.Rows == 0 {
+		return math.Inf(-1), dst
+	}
+	if m == 0 {
+		return 0, dst
+	}
+	if cap(dst) < m*w.Rows {
+		dst = make([]float32, m*w.Rows)
+	}
+	dst = dst[:m*w.Rows]
+	kernels.MatMul(dst, flat, m, w, nil)
+	if p.drop != nil {
+		p.drop(w.Data)
+	}
+	var total float64
+	for i := range m {
+		best := float32(math.Inf(-1))
+		for _, v := range dst[i*w.Rows : (i+1)*w.Rows] {
+			best = max(best, v)
+		}
+		total += float64(best)
+	}
+	return total, dst
+}
+
+// tokenSims returns the dot product of every query vector with every
+// token of row r.
+func tokenSims(flat []float32, m int, r rowRef) [][]float32 {
+	w := r.p.tokens(r.i)
+	dst := make([]float32, m*w.Rows)
+	if w.Rows > 0 && m > 0 {
+		kernels.MatMul(dst, flat, m, w, nil)
+	}
+	if r.p.drop != nil {
+		r.p.drop(w.Data)
+	}
+	out := make([][]float32, m)
+	for i := range out {
+		out[i] = dst[i*w.Rows : (i+1)*w.Rows]
+	}
+	return out
+}
+
+// hammingStage keeps the c rows of the best Hamming MaxSim: query and
+// row tokens as sign bits, a pair's similarity the number of agreeing
+// bits minus the disagreeing ones (the dot product of the ±1 vectors),
+// each query token's best over the row's tokens, summed.
+func hammingStage(q [][]float32, rows []rowRef, dims, c int) []rowRef {
+	words := (dims + 63) / 64
+	qc := make([]uint64, len(q)*words)
+	for i, v := range q {
+		signCode(qc[i*words:(i+1)*words], v)
+	}
+	ts := parallel(len(rows), c, func(lo, hi int, t *topK) {
+		best := make([]int, len(q))
+		for _, r := range rows[lo:hi] {
+			p := r.p
+			a, b := int(p.off[r.i]), int(p.off[r.i+1])
+			if a == b {
+				t.offer(scored{r, math.Inf(-1)})
+				continue
+			}
+			codes := p.codes[a*words : b*words]
+			var sum int
+			switch words {
+			case 2:
+				sum = hamming2(qc, codes, best)
+			default:
+				sum = hammingN(qc, codes, words, best)
+			}
+			t.offer(scored{r, float64(len(q)*dims - 2*sum)})
+		}
+	})
+	best := merge(ts, c)
+	out := make([]rowRef, len(best))
+	for i, b := range best {
+		out[i] = b.r
+	}
+	return out
+}
+
+// hamming2 returns the sum over query codes of the smallest Hamming
+// distance to a row token, for 128-bit codes (ColPali's and ColQwen's
+// width). minDist is scratch of one int a query token.
+func hamming2(qc, codes []uint64, minDist []int) int {
+	for i := range minDist {
+		minDist[i] = 129
+	}
+	for t := 0; t+1 < len(codes); t += 2 {
+		d0, d1 := codes[t], codes[t+1]
+		for i := range minDist {
+			h := bits.OnesCount64(qc[2*i]^d0) + bits.OnesCount64(qc[2*i+1]^d1)
+			if h < minDist[i] {
+				minDist[i] = h
+			}
+		}
+	}
+	sum := 0
+	for _, h := range minDist {
+		sum += h
+	}
+	return sum
+}
+
+// hammingN is hamming2 for any width.
+func hammingN(qc, codes []uint64, words int, minDist []int) int {
+	for i := range minDist {
+		minDist[i] = math.MaxInt
+	}
+	for t := 0; t+words <= len(codes); t += words {
+		d := codes[t : t+words]
+		for i := range minDist {
+			h := 0
+			for w, x := range d {
+				h += bits.OnesCount64(qc[i*words+w] ^ x)
+			}
+			if h < minDist[i] {
+				minDist[i] = h
+			}
+		}
+	}
+	sum := 0
+	for _, h := range minDist {
+		sum += h
+	}
+	return sum
+}
+
+// Row returns the row of an id, if the index holds it.
+func (x *Index) Row(id string) (Meta, bool) {
+	s := x.snap.Load()
+	r, ok := s.byID[id]
+	if !ok {
+		return Meta{}, false
+	}
+	return r.p.meta[r.i], true
+}

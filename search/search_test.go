@@ -1,0 +1,233 @@
+package search
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vembed/vembed/engine"
+	"github.com/vembed/vembed/eval"
+	"github.com/vembed/vembed/index"
+)
+
+// clustered makes vectors with structure: each text belongs to one of a
+// few clusters (a hash of it), its vectors a cluster centre plus noise, as
+// real embeddings group by topic.
+type clustered struct {
+	single, multi int // widths
+	clusters      int
+}
+
+func (c clustered) rng(s string) *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return rand.New(rand.NewPCG(h.Sum64(), 7))
+}
+
+func (c clustered) centre(k, dims, j int) []float32 {
+	r := rand.New(rand.NewPCG(uint64(k), uint64(j+1)))
+	v := make([]float32, dims)
+	for i := range v {
+		v[i] = float32(r.NormFloat64())
+	}
+	return v
+}
+
+// vectors returns text s's single vector, or its multi-vector rows (5 to
+// 40 tokens, each near one of its cluster's 8 token centres).
+func (c clustered) vectors(s string, multi bool) ([]float32, [][]float32) {
+	r := c.rng(s)
+	k := r.IntN(c.clusters)
+	if !multi {
+		v := c.centre(k, c.single, 0)
+		for i := range v {
+			v[i] += float32(r.NormFloat64() * 0.8)
+		}
+		return v, nil
+	}
+	n := 5 + r.IntN(36)
+	rows := make([][]float32, n)
+	for t := range rows {
+		v := c.centre(k, c.multi, r.IntN(8))
+		for i := range v {
+			v[i] += float32(r.NormFloat64() * 0.8)
+		}
+		rows[t] = normalized(v)
+	}
+	return nil, rows
+}
+
+func (c clustered) Info() engine.Info {
+	return engine.Info{Name: "clustered-test", Hidden: c.single, MultivectorDim: c.multi, ContextLength: 1 << 16}
+}
+
+func (c clustered) Embed(ctx context.Context, req engine.Request) (*engine.Response, error) {
+	resp := &engine.Response{}
+	for _, in := range req.Inputs {
+		var text strings.Builder
+		for _, p := range in.Parts {
+			text.WriteString(p.Text)
+		}
+		v, m := c.vectors(text.String(), req.Multivector)
+		resp.Embeddings = append(resp.Embeddings, engine.Embedding{Vector: v, Multi: m, Tokens: 1})
+		resp.PromptTokens++
+	}
+	return resp, nil
+}
+
+var testModel = clustered{single: 96, multi: 128, clusters: 12}
+
+// writeCorpus writes n text files and indexes them into out.
+func writeCorpus(t testing.TB, n int, multi bool) (src, out string) {
+	t.Helper()
+	dir := t.TempDir()
+	src, out = filepath.Join(dir, "src"), filepath.Join(dir, "idx")
+	for i := range n {
+		sub := filepath.Join(src, fmt.Sprintf("d%d", i%3))
+		os.MkdirAll(sub, 0o755)
+		if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("doc%04d.txt", i)), []byte(fmt.Sprintf("document %d about topic %d", i, i*7%13)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	indexInto(t, testModel, src, out, multi)
+	return src, out
+}
+
+func indexInto(t testing.TB, emb index.Embedder, src, out string, multi bool) *index.Summary {
+	t.Helper()
+	sum, err := index.Run(context.Background(), emb, index.Options{
+		Out: out, Paths: []string{src}, Request: engine.Request{Multivector: multi},
+		ChunkTokens: 1000, Count: func(s string) int { return len(strings.Fields(s)) },
+		ModelID: "test-model", ModelName: "clustered-test", Arithmetic: "test", PartRows: 64,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
+}
+
+func queries(n int, multi bool) []eval.Vectors {
+	out := make([]eval.Vectors, n)
+	for i := range out {
+		v, m := testModel.vectors(fmt.Sprintf("query %d", i), multi)
+		out[i] = eval.Vectors{Single: v, Multi: m}
+	}
+	return out
+}
+
+// exactTop is eval.Score's ranking of the dataset's rows for each query:
+// ids, best first, ties by id descending.
+func exactTop(t *testing.T, out string, qs []eval.Vectors, multi bool, k int) [][]string {
+	rows, err := index.ReadDataset(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := make([]eval.Vectors, len(rows))
+	for i, r := range rows {
+		docs[i] = eval.Vectors{Single: r.Embedding, Multi: r.Vectors}
+	}
+	scores, err := eval.Score(qs, docs, multi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tops := make([][]string, len(qs))
+	for q, sc := range scores {
+		order := make([]int, len(rows))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(a, b int) int {
+			if sc[a] != sc[b] {
+				if sc[a] > sc[b] {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(rows[b].ID, rows[a].ID)
+		})
+		for _, i := range order[:k] {
+			tops[q] = append(tops[q], rows[i].ID)
+		}
+	}
+	return tops
+}
+
+func ids(hits []Hit) []string {
+	var out []string
+	for _, h := range hits {
+		out = append(out, h.ID)
+	}
+	return out
+}
+
+// TestSingleAsEval: on 300 items and 100 queries, the single-vector top-10
+// is eval.Score's, in order.
+func TestSingleAsEval(t *testing.T) {
+	_, out := writeCorpus(t, 300, false)
+	x, err := Open(out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if in := x.Info(); in.Items != 300 || in.Multivector || in.Dims != 96 {
+		t.Fatalf("info %+v", in)
+	}
+	qs := queries(100, false)
+	want := exactTop(t, out, qs, false, 10)
+	for i, q := range qs {
+		res, err := x.Search(Query{Single: q.Single}, Options{TopK: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(res.Hits); !slices.Equal(got, want[i]) {
+			t.Fatalf("query %d: top-10\n%v\nwant\n%v", i, got, want[i])
+		}
+	}
+}
+
+// TestMultiAsEval: on 300 items and 100 queries, the two-stage top-10
+// recalls at least 0.99 of exact MaxSim's, and --exact's is eval.Score's.
+func TestMultiAsEval(t *testing.T) {
+	_, out := writeCorpus(t, 300, true)
+	if m, _ := filepath.Glob(filepath.Join(out, index.SidecarDir, "*.mv")); len(m) == 0 {
+		t.Fatal("no sidecar written")
+	}
+	x, err := Open(out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	qs := queries(100, true)
+	want := exactTop(t, out, qs, true, 10)
+	found, total := 0, 0
+	for i, q := range qs {
+		res, err := x.Search(Query{Multi: q.Multi}, Options{TopK: 10, Exact: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(res.Hits); !slices.Equal(got, want[i]) {
+			t.Fatalf("query %d: exact top-10\n%v\nwant\n%v", i, got, want[i])
+		}
+		res, err = x.Search(Query{Multi: q.Multi}, Options{TopK: 10, Candidates: 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids(res.Hits) {
+			if slices.Contains(want[i], id) {
+				found++
+			}
+		}
+		total += 10
+	}
+	recall := float64(found) / float64(total)
+	t.Logf("two-stage recall@10 with 30 candidates of 300: %.4f", recall)
+	if recall < 0.99 {
+		t.Errorf("recall@10 %.4f < 0.99", recall)
+	}
+}

@@ -17,6 +17,10 @@
 // files, another model or options) leave the store, their rows leave the
 // part files (a part with removed rows is rewritten with the rest) and
 // every sink is sent their removal.
+//
+// Path rule: a row's path is the first path in walk order at which the
+// last completed run met its content; a row whose path the walk no longer
+// meets first (deleted or renamed, a copy left) is rewritten.
 package index
 
 import (
@@ -124,8 +128,8 @@ type Progress struct {
 	Elapsed    float64 `json:"elapsed_s"`
 	Found      int     `json:"items_found"`     // items of this shard met by the walk
 	Done       int     `json:"items_embedded"`  // embedded by this run
-	Skipped    int     `json:"items_unchanged"` // finished by an earlier run
-	Duplicates int     `json:"items_duplicate"` // same id as another item
+	Skipped    int     `json:"items_unchanged"` // finished by an earlier run, met first in this one
+	Duplicates int     `json:"items_duplicate"` // content met before in this run (a copy of a file)
 	Bad        int     `json:"items_bad"`
 	InFlight   int     `json:"in_flight"`
 	Pages      int     `json:"pages"` // embedded items with an image (PDF pages, images)
@@ -429,6 +433,9 @@ func (r *run) run(ctx context.Context) (*Summary, error) {
 		writeErr = err
 	}
 	if writeErr == nil {
+		writeErr = r.movePaths(ctx)
+	}
+	if writeErr == nil {
 		if walkComplete {
 			n, err := r.removeUnseen(ctx)
 			if err != nil {
@@ -630,11 +637,11 @@ func (r *run) commit(ctx context.Context, rows []Row, keys []Key) error {
 	if err := writePart(pend, rows); err != nil {
 		return err
 	}
-	ids := make([]string, len(rows))
+	ids, paths := make([]string, len(rows)), make([]string, len(rows))
 	for i := range rows {
-		ids[i] = rows[i].ID
+		ids[i], paths[i] = rows[i].ID, rows[i].Path
 	}
-	if err := r.store.addPart(name, keys, ids, r.gen); err != nil {
+	if err := r.store.addPart(name, keys, ids, paths, r.gen); err != nil {
 		return fmt.Errorf("index: recording %s: %w", name, err)
 	}
 	if err := os.Rename(pend, filepath.Join(r.o.Out, PartsDir, name)); err != nil {
@@ -738,6 +745,90 @@ func (r *run) liveRowsOf(name string, pr partRec) ([]Row, error) {
 		}
 	}
 	return out, nil
+}
+
+// movePaths rewrites the rows of finished items that this run's walk met
+// first at another path than their row's (the path deleted or renamed, a
+// copy kept): each part holding such rows is written again with the new
+// paths, recorded in place of the old one in one transaction, and sent to
+// the sinks. A crash in between leaves the new part unacknowledged, and
+// the next run sends it.
+func (r *run) movePaths(ctx context.Context) error {
+	for {
+		name, ok, err := r.store.firstMoved()
+		if err != nil || !ok {
+			return err
+		}
+		pr, ok, err := r.store.part(name)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("index: part %s left the store while its rows were moved", name)
+		}
+		paths, err := r.store.movedPaths(name, pr)
+		if err != nil {
+			return err
+		}
+		live, err := r.store.liveRows(name, pr)
+		if err != nil {
+			return err
+		}
+		rows, err := ReadPart(filepath.Join(r.o.Out, PartsDir, name))
+		if err != nil {
+			return err
+		}
+		if len(rows) != len(pr.Keys) {
+			return fmt.Errorf("index: %s holds %d rows, the store %d", name, len(rows), len(pr.Keys))
+		}
+		var keys, queued []Key
+		var kept []Row
+		changed := false
+		for i := range rows {
+			if paths[i] != "" {
+				queued = append(queued, pr.Keys[i])
+				if rows[i].Path != paths[i] {
+					rows[i].Path, changed = paths[i], true
+				}
+			}
+			if live[i] {
+				keys, kept = append(keys, pr.Keys[i]), append(kept, rows[i])
+			}
+		}
+		if !changed {
+			// Rows of a store that did not keep paths, already right.
+			if err := r.store.unqueueMoved(queued); err != nil {
+				return err
+			}
+			continue
+		}
+		r.seq++
+		newName := fmt.Sprintf("%s-g%06d-%06d.parquet", r.tag, r.gen, r.seq)
+		pend := filepath.Join(r.o.Out, pendingDir, newName)
+		if err := writePart(pend, kept); err != nil {
+			return err
+		}
+		if err := r.store.rewritePart(name, newName, keys); err != nil {
+			return err
+		}
+		if err := os.Remove(filepath.Join(r.o.Out, PartsDir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("index: %w", err)
+		}
+		if err := os.Rename(pend, filepath.Join(r.o.Out, PartsDir, newName)); err != nil {
+			return fmt.Errorf("index: %w", err)
+		}
+		if err := atomicfile.SyncDir(filepath.Join(r.o.Out, PartsDir)); err != nil {
+			return err
+		}
+		for _, s := range r.o.Sinks {
+			if err := s.Sink.Upsert(ctx, kept); err != nil {
+				return fmt.Errorf("index: sink %s: %w", s.Name, err)
+			}
+			if err := r.store.ack(s.Name, newName); err != nil {
+				return err
+			}
+		}
+	}
 }
 
 // removeBatch is how many unseen items are removed per store transaction

@@ -516,3 +516,94 @@ func TestMergeSmallParts(t *testing.T) {
 		t.Fatalf("the sink got %d upserts, holds %d rows; want 12 and 12", sink.upserts, len(sink.rows))
 	}
 }
+
+// TestDuplicatesAndPaths: in a first run, a content met again after its
+// first copy was committed counts as a duplicate, never as unchanged, and
+// so in every later run; the row names the first copy in walk order, and
+// once that file is deleted the next run moves the row (in the dataset and
+// in the sink) to the first copy left, as a fresh run would name it.
+func TestDuplicatesAndPaths(t *testing.T) {
+	dir := t.TempDir()
+	corpus, out := filepath.Join(dir, "c"), filepath.Join(dir, "idx")
+	files := map[string]string{"a/x.txt": "the copied words", "z/x-copy.txt": "the copied words", "z/x-copy2.txt": "the copied words"}
+	// Enough files between the copies that the first is committed (one
+	// row per part, one item in flight) before the walk meets the next.
+	for i := range 30 {
+		files[fmt.Sprintf("m/%02d.txt", i)] = fmt.Sprintf("filler %d", i)
+	}
+	writeFiles(t, corpus, files)
+	sink := &memSink{rows: map[string]Row{}}
+	opts := testOptions(out, corpus)
+	opts.PartRows, opts.InFlight = 1, 1
+	opts.Sinks = []NamedSink{{Name: "mem", Sink: sink}}
+	pathOf := func(what string) string {
+		t.Helper()
+		rows, err := ReadDataset(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			if r.Text == "the copied words" {
+				if s := sink.rows[r.ID]; s.Path != r.Path {
+					t.Fatalf("%s: the sink's row names %s, the dataset's %s", what, s.Path, r.Path)
+				}
+				return r.Path
+			}
+		}
+		t.Fatalf("%s: no row of the copied file", what)
+		return ""
+	}
+	for k, c := range []struct {
+		remove                 string
+		skipped, dups, removed int
+		path                   string
+	}{
+		{"", 0, 2, 0, "a/x.txt"},
+		{"", 31, 2, 0, "a/x.txt"},
+		{"a/x.txt", 31, 1, 0, "z/x-copy.txt"},
+		{"z/x-copy.txt", 31, 0, 0, "z/x-copy2.txt"},
+	} {
+		if c.remove != "" {
+			if err := os.Remove(filepath.Join(corpus, c.remove)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sum, err := Run(context.Background(), &hashEmbedder{}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		what := fmt.Sprintf("run %d", k+1)
+		if sum.Skipped != c.skipped || sum.Duplicates != c.dups || sum.Removed != c.removed || sum.Items != 31 {
+			t.Errorf("%s: %d unchanged, %d duplicates, %d removed, %d items; want %d, %d, %d, 31",
+				what, sum.Skipped, sum.Duplicates, sum.Removed, sum.Items, c.skipped, c.dups, c.removed)
+		}
+		if got, want := pathOf(what), filepath.Join(corpus, c.path); got != want {
+			t.Errorf("%s: the row names %s, want %s", what, got, want)
+		}
+		if len(sink.rows) != 31 {
+			t.Errorf("%s: the sink holds %d rows", what, len(sink.rows))
+		}
+	}
+	// And the dataset is what one fresh run writes.
+	fresh := filepath.Join(dir, "fresh")
+	if _, err := Run(context.Background(), &hashEmbedder{}, testOptions(fresh, corpus)); err != nil {
+		t.Fatal(err)
+	}
+	a, b := pathsByID(t, out), pathsByID(t, fresh)
+	if fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Errorf("paths %v, a fresh run's %v", a, b)
+	}
+}
+
+func pathsByID(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	rows, err := ReadDataset(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	for _, r := range rows {
+		m[r.ID] = r.Path
+	}
+	return m
+}

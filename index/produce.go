@@ -28,10 +28,15 @@ var errStop = errors.New("index: stopped")
 // finished ones as seen, and reports bad inputs. It reports whether the
 // walk met every file (the condition for removing unseen items).
 func (r *run) walk(ctx context.Context, out chan<- item) (complete bool, err error) {
-	var seen []Key
+	// seen holds finished items met first by this walk, until markSeen
+	// records them (their generation then tells a repeat); queued is
+	// the set of their keys.
+	var seen []seenItem
+	queued := map[Key]bool{}
 	flushSeen := func() error {
 		err := r.store.markSeen(seen, r.gen)
 		seen = seen[:0]
+		clear(queued)
 		return err
 	}
 	emit := func(it item) error {
@@ -50,7 +55,7 @@ func (r *run) walk(ctx context.Context, out chan<- item) (complete bool, err err
 			return nil
 		}
 		it.row.Model = r.o.ModelName
-		done, err := r.store.has(it.key)
+		rec, done, err := r.store.item(it.key)
 		if err != nil {
 			return err
 		}
@@ -60,9 +65,17 @@ func (r *run) walk(ctx context.Context, out chan<- item) (complete bool, err err
 			if it.doc != nil {
 				it.doc.release()
 			}
+			// An item this run committed or met already is a repeat of
+			// content, however it was finished.
+			if rec.Gen == r.gen || queued[it.key] {
+				r.prog.Duplicates++
+				r.mu.Unlock()
+				return nil
+			}
 			r.prog.Skipped++
 			r.mu.Unlock()
-			seen = append(seen, it.key)
+			seen = append(seen, seenItem{key: it.key, path: it.row.Path})
+			queued[it.key] = true
 			if len(seen) >= 1024 {
 				return flushSeen()
 			}

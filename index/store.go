@@ -29,6 +29,8 @@ type Key [32]byte
 //   - meta: "gen" -> run counter (uint64)
 //   - pdfpages: a PDF's SHA-256 -> its page count (uint32), so that an
 //     unchanged PDF whose pages are finished need not be opened
+//   - moved: Key -> "" for finished items whose first path in this run's
+//     walk is not their row's (the row is rewritten with it)
 type store struct {
 	db *bolt.DB
 }
@@ -37,6 +39,9 @@ type itemRec struct {
 	ID   string `json:"id"`
 	Part string `json:"part"`
 	Gen  uint64 `json:"gen"` // the last run whose walk saw the item
+	// Path is the row's path (empty in stores written before it was
+	// kept: such rows are read to compare).
+	Path string `json:"path,omitempty"`
 }
 
 // partRec is a part's record: the keys of its rows in row order, stored
@@ -70,6 +75,7 @@ var (
 	bParts = []byte("parts")
 	bMeta  = []byte("meta")
 	bPages = []byte("pdfpages")
+	bMoved = []byte("moved")
 )
 
 func ackBucket(sink string) []byte { return []byte("acks/" + sink) }
@@ -84,7 +90,7 @@ func openStore(path string) (*store, error) {
 		return nil, fmt.Errorf("index: opening the state store %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bItems, bIDs, bParts, bMeta, bPages} {
+		for _, b := range [][]byte{bItems, bIDs, bParts, bMeta, bPages, bMoved} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -124,14 +130,32 @@ func (s *store) has(k Key) (bool, error) {
 	return ok, err
 }
 
-// markSeen sets the generation of finished items the walk met.
-func (s *store) markSeen(keys []Key, gen uint64) error {
-	if len(keys) == 0 {
+// item returns a finished item's record; ok is false when it is not
+// finished.
+func (s *store) item(k Key) (r itemRec, ok bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		r, ok, err = getItem(tx.Bucket(bItems), k)
+		return err
+	})
+	return r, ok, err
+}
+
+// seenItem is a finished item the walk met first at path.
+type seenItem struct {
+	key  Key
+	path string
+}
+
+// markSeen sets the generation of finished items the walk met, and queues
+// in the moved bucket those met first at another path than their row's.
+func (s *store) markSeen(seen []seenItem, gen uint64) error {
+	if len(seen) == 0 {
 		return nil
 	}
 	return s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bItems)
-		for _, k := range keys {
+		b, moved := tx.Bucket(bItems), tx.Bucket(bMoved)
+		for _, it := range seen {
+			k := it.key
 			r, ok, err := getItem(b, k)
 			if err != nil {
 				return err
@@ -140,6 +164,12 @@ func (s *store) markSeen(keys []Key, gen uint64) error {
 				continue
 			}
 			r.Gen = gen
+			if r.Path != it.path {
+				r.Path = it.path
+				if err := moved.Put(k[:], nil); err != nil {
+					return err
+				}
+			}
 			if err := putJSON(b, k[:], r); err != nil {
 				return err
 			}
@@ -148,16 +178,80 @@ func (s *store) markSeen(keys []Key, gen uint64) error {
 	})
 }
 
+// firstMoved returns the part of a queued moved item, clearing the queued
+// items whose part is gone; ok is false when none is queued.
+func (s *store) firstMoved() (part string, ok bool, err error) {
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		items, c := tx.Bucket(bItems), tx.Bucket(bMoved).Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.First() {
+			r, found, err := getItem(items, Key(k))
+			if err != nil {
+				return err
+			}
+			if found && tx.Bucket(bParts).Get([]byte(r.Part)) != nil {
+				part, ok = r.Part, true
+				return nil
+			}
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return part, ok, err
+}
+
+// movedPaths returns, for each row of a part, the path its item's record
+// holds when the item is queued as moved and lives in the part ("" for
+// the others).
+func (s *store) movedPaths(name string, pr partRec) ([]string, error) {
+	paths := make([]string, len(pr.Keys))
+	err := s.db.View(func(tx *bolt.Tx) error {
+		items, moved := tx.Bucket(bItems), tx.Bucket(bMoved)
+		for i, k := range pr.Keys {
+			if moved.Get(k[:]) == nil {
+				continue
+			}
+			r, ok, err := getItem(items, k)
+			if err != nil {
+				return err
+			}
+			if ok && r.Part == name {
+				paths[i] = r.Path
+			}
+		}
+		return nil
+	})
+	return paths, err
+}
+
+// unqueueMoved clears keys from the moved queue.
+func (s *store) unqueueMoved(keys []Key) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return clearMoved(tx, keys)
+	})
+}
+
+func clearMoved(tx *bolt.Tx, keys []Key) error {
+	b := tx.Bucket(bMoved)
+	for _, k := range keys {
+		if err := b.Delete(k[:]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // addPart records a part file and its items (rows in order) in one
 // transaction. Items already finished (a duplicate) keep their part.
-func (s *store) addPart(name string, keys []Key, ids []string, gen uint64) error {
+func (s *store) addPart(name string, keys []Key, ids, paths []string, gen uint64) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		if err := tx.Bucket(bParts).Put([]byte(name), partRec{Keys: keys}.encode()); err != nil {
 			return err
 		}
 		items, idb := tx.Bucket(bItems), tx.Bucket(bIDs)
 		for i, k := range keys {
-			if err := putJSON(items, k[:], itemRec{ID: ids[i], Part: name, Gen: gen}); err != nil {
+			if err := putJSON(items, k[:], itemRec{ID: ids[i], Part: name, Gen: gen, Path: paths[i]}); err != nil {
 				return err
 			}
 			if err := idb.Put([]byte(ids[i]), k[:]); err != nil {
@@ -276,7 +370,24 @@ func (s *store) removeItems(dead map[Key]itemRec, sinks []string) error {
 // one transaction. A sink that acknowledged every old part has the new
 // one's rows already, so the new part counts as acknowledged by it.
 func (s *store) replaceParts(olds []string, new string, keys []Key) error {
+	return s.replace(olds, new, keys, true)
+}
+
+// rewritePart records that part old's rows, some with another path, now
+// live in part new (keys in row order), and clears those keys from the
+// moved queue, in one transaction. No sink has the new paths: the new
+// part is not acknowledged by any.
+func (s *store) rewritePart(old, new string, keys []Key) error {
+	return s.replace([]string{old}, new, keys, false)
+}
+
+func (s *store) replace(olds []string, new string, keys []Key, keepAcks bool) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
+		if !keepAcks {
+			if err := clearMoved(tx, keys); err != nil {
+				return err
+			}
+		}
 		parts, items := tx.Bucket(bParts), tx.Bucket(bItems)
 		if new != "" {
 			if err := parts.Put([]byte(new), partRec{Keys: keys}.encode()); err != nil {
@@ -314,7 +425,7 @@ func (s *store) replaceParts(olds []string, new string, keys []Key) error {
 					return err
 				}
 			}
-			if all && new != "" {
+			if all && new != "" && keepAcks {
 				return b.Put([]byte(new), nil)
 			}
 			return nil

@@ -5,6 +5,7 @@ import (
 
 	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/model"
+	"github.com/vembed/vembed/model/qwen35"
 	"github.com/vembed/vembed/model/qwen3vl"
 	"github.com/vembed/vembed/model/qwenvl"
 	"github.com/vembed/vembed/recipe"
@@ -15,6 +16,7 @@ import (
 var modelLoaders = map[string]func(lm, mmproj string) (model.Model, error){
 	"qwen2vl": func(lm, mm string) (model.Model, error) { return qwenvl.Load(lm, mm) },
 	"qwen3vl": func(lm, mm string) (model.Model, error) { return qwen3vl.Load(lm, mm) },
+	"qwen35":  func(lm, mm string) (model.Model, error) { return qwen35.Load(lm, mm) },
 }
 
 // openModel loads the model pair with the loader of the LM's architecture.
@@ -43,7 +45,7 @@ func openModel(lm, mmproj string) (model.Model, error) {
 	}
 	load, ok := modelLoaders[arch]
 	if !ok {
-		return nil, fmt.Errorf("%s: architecture %q is not supported (qwen2vl, qwen3vl)", lm, arch)
+		return nil, fmt.Errorf("%s: architecture %q is not supported (qwen2vl, qwen3vl, qwen35)", lm, arch)
 	}
 	return load(lm, mmproj)
 }

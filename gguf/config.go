@@ -16,6 +16,9 @@ type LMConfig struct {
 
 	RopeFreqBase, RMSEpsilon float32
 	RopeSections             [4]int // M-RoPE sections (t, h, w, unused); zero when absent
+	// RopeDimensions is how many leading dimensions of a head rotary
+	// positions turn (rope.dimension_count; the head dimension when absent).
+	RopeDimensions int
 }
 
 // VisionConfig holds the hyper-parameters of a Qwen2-VL / Qwen2.5-VL vision
@@ -188,8 +191,15 @@ func (f *File) LMConfig() (*LMConfig, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	if err := positive("key_length", c.KeyLength, "value_length", c.ValueLength); err != nil {
+	c.RopeDimensions = r.optInt(a+"rope.dimension_count", c.KeyLength)
+	if r.err != nil {
+		return nil, r.err
+	}
+	if err := positive("key_length", c.KeyLength, "value_length", c.ValueLength, "rope.dimension_count", c.RopeDimensions); err != nil {
 		return nil, fmt.Errorf("gguf: %s: %w", c.Arch, err)
+	}
+	if c.RopeDimensions > c.KeyLength || c.RopeDimensions%2 != 0 {
+		return nil, fmt.Errorf("gguf: %s: rope.dimension_count %d in heads of %d (even, at most the head)", c.Arch, c.RopeDimensions, c.KeyLength)
 	}
 	if c.HeadCount%c.HeadCountKV != 0 {
 		return nil, fmt.Errorf("gguf: %s: head_count %d is not a multiple of head_count_kv %d", c.Arch, c.HeadCount, c.HeadCountKV)
@@ -222,8 +232,8 @@ func (c *LMConfig) readSections(f *File, key string) error {
 		c.RopeSections[i] = int(s)
 		sum += int(s)
 	}
-	if sum != c.KeyLength/2 {
-		return fmt.Errorf("gguf: metadata %q = %v sums to %d, want head dimension / 2 = %d", key, secs, sum, c.KeyLength/2)
+	if sum != c.RopeDimensions/2 {
+		return fmt.Errorf("gguf: metadata %q = %v sums to %d, want rotary dimensions / 2 = %d", key, secs, sum, c.RopeDimensions/2)
 	}
 	return nil
 }

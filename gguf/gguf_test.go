@@ -303,7 +303,7 @@ func TestLMConfig(t *testing.T) {
 	}
 	want := &LMConfig{Arch: "qwen2vl", Name: "tiny", BlockCount: 2, ContextLength: 128000, EmbeddingLength: 64,
 		FeedForwardLength: 128, HeadCount: 4, HeadCountKV: 2, KeyLength: 16, ValueLength: 16,
-		RopeFreqBase: 1e6, RMSEpsilon: 1e-6, RopeSections: [4]int{2, 3, 3, 0}}
+		RopeFreqBase: 1e6, RMSEpsilon: 1e-6, RopeSections: [4]int{2, 3, 3, 0}, RopeDimensions: 16}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got %+v\nwant %+v", c, want)
 	}

@@ -98,11 +98,7 @@ func Load(lmPath, mmprojPath string) (*Model, error) {
 		return nil, fmt.Errorf("qwen3vl: %w", err)
 	}
 	m.lm.MergeSize = v.mergeSize
-	vlm.TowerInfo{
-		Projector: projectorType, Width: v.width, Layers: len(v.blocks), PatchValues: v.patchVals,
-		PatchSize: v.patchSize, MergeSize: v.mergeSize, Flops: v.flops(),
-		Mean: v.mean, Std: v.std, MinPixels: v.minPixels, MaxPixels: v.maxPixels,
-	}.Describe(&m.info)
+	(&Tower{vm: v}).Describe(&m.info)
 	return m, nil
 }
 

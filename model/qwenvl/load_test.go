@@ -13,52 +13,6 @@ import (
 	"github.com/vembed/vembed/synth"
 )
 
-// rewriteGGUF copies the GGUF at src into a new file: metadata as stored
-// with meta applied on top (a nil value drops the key), every tensor passed
-// through edit (nil drops it), then extra tensors.
-func rewriteGGUF(t *testing.T, src string, meta map[string]any, edit func(*gguf.Tensor) *gguf.Tensor, extra ...*gguf.Tensor) string {
-	t.Helper()
-	f, err := gguf.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w := gguf.NewWriter()
-	for _, kv := range f.KVs {
-		if v, ok := meta[kv.Key]; ok {
-			if v != nil {
-				w.Add(kv.Key, v)
-			}
-			continue
-		}
-		w.Add(kv.Key, kv.Value)
-	}
-	for k, v := range meta {
-		if _, ok := f.Lookup(k); !ok && v != nil {
-			w.Add(k, v)
-		}
-	}
-	for _, tt := range f.Tensors {
-		if edit != nil {
-			if tt = edit(tt); tt == nil {
-				continue
-			}
-		}
-		extra = append([]*gguf.Tensor{tt}, extra...)
-	}
-	for i := len(extra) - 1; i >= 0; i-- { // the file's tensors first, in order
-		tt := extra[i]
-		if err := w.AddTensor(tt.Name, tt.Type, tt.Dims, tt.Data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	out := filepath.Join(t.TempDir(), filepath.Base(src))
-	if err := w.WriteFile(out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func synthFiles(t *testing.T, preset string, edit func(*synth.Config)) (lm, mm string) {
 	t.Helper()
 	return modeltest.SynthPair(t, preset, "", "", edit)
@@ -124,7 +78,7 @@ func TestPatchEmbeddingFlat(t *testing.T) {
 			}
 			return tt
 		}
-		path := rewriteGGUF(t, mm, nil, drop, &gguf.Tensor{Name: "v.patch_embd.weight_flat", Type: typ, Dims: []int64{1176, int64(W)}, Data: data})
+		path := modeltest.RewriteGGUF(t, mm, nil, drop, &gguf.Tensor{Name: "v.patch_embd.weight_flat", Type: typ, Dims: []int64{1176, int64(W)}, Data: data})
 		m, err := Load(lm, path)
 		if err != nil {
 			t.Fatal(err)
@@ -179,12 +133,12 @@ func TestLoadErrors(t *testing.T) {
 		{"mmproj as LM", mm, "", "architecture"},
 		{"LM as mmproj", lm, lm, "mmproj"},
 		{"pair mismatch", lm, wideMM, "matching pair"},
-		{"LM shape", rewriteGGUF(t, lm, nil, reshape("blk.1.attn_k.weight", 64, 16)), "", `"blk.1.attn_k.weight" has shape`},
-		{"LM missing tensor", rewriteGGUF(t, lm, nil, drop("blk.1.ffn_up.weight")), "", `"blk.1.ffn_up.weight" is missing`},
-		{"vision shape", lm, rewriteGGUF(t, mm, nil, reshape("v.blk.2.ffn_down.weight", 64, 16)), `"v.blk.2.ffn_down.weight" has shape`},
-		{"vision missing", lm, rewriteGGUF(t, mm, nil, drop("v.patch_embd.weight.1")), `"v.patch_embd.weight.1" is missing`},
-		{"zero window pattern", lm, rewriteGGUF(t, mm, map[string]any{"clip.vision.n_wa_pattern": uint32(0)}, nil), "n_wa_pattern"},
-		{"projector", lm, rewriteGGUF(t, mm, map[string]any{"clip.projector_type": "mlp"}, nil), "projector"},
+		{"LM shape", modeltest.RewriteGGUF(t, lm, nil, reshape("blk.1.attn_k.weight", 64, 16)), "", `"blk.1.attn_k.weight" has shape`},
+		{"LM missing tensor", modeltest.RewriteGGUF(t, lm, nil, drop("blk.1.ffn_up.weight")), "", `"blk.1.ffn_up.weight" is missing`},
+		{"vision shape", lm, modeltest.RewriteGGUF(t, mm, nil, reshape("v.blk.2.ffn_down.weight", 64, 16)), `"v.blk.2.ffn_down.weight" has shape`},
+		{"vision missing", lm, modeltest.RewriteGGUF(t, mm, nil, drop("v.patch_embd.weight.1")), `"v.patch_embd.weight.1" is missing`},
+		{"zero window pattern", lm, modeltest.RewriteGGUF(t, mm, map[string]any{"clip.vision.n_wa_pattern": uint32(0)}, nil), "n_wa_pattern"},
+		{"projector", lm, modeltest.RewriteGGUF(t, mm, map[string]any{"clip.projector_type": "mlp"}, nil), "projector"},
 	}
 	for _, c := range cases {
 		m, err := Load(c.lm, c.mm)
@@ -203,7 +157,7 @@ func TestLoadErrors(t *testing.T) {
 // existed: Qwen2.5-VL's period of 8 applies.
 func TestDefaultWindowPattern(t *testing.T) {
 	lm, mm := synthFiles(t, "tiny", nil)
-	m, err := Load(lm, rewriteGGUF(t, mm, map[string]any{"clip.vision.n_wa_pattern": nil}, nil))
+	m, err := Load(lm, modeltest.RewriteGGUF(t, mm, map[string]any{"clip.vision.n_wa_pattern": nil}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

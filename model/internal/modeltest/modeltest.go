@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/kernels"
 	"github.com/vembed/vembed/model"
 	"github.com/vembed/vembed/synth"
@@ -281,4 +283,50 @@ func UsePackingTier(t testing.TB) kernels.Tier {
 	}
 	t.Skip("no VNNI tier on this CPU: nothing packs")
 	return ""
+}
+
+// RewriteGGUF copies the GGUF at src into a new file: metadata as stored
+// with meta applied on top (a nil value drops the key), every tensor passed
+// through edit (nil drops it), then extra tensors.
+func RewriteGGUF(t testing.TB, src string, meta map[string]any, edit func(*gguf.Tensor) *gguf.Tensor, extra ...*gguf.Tensor) string {
+	t.Helper()
+	f, err := gguf.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := gguf.NewWriter()
+	for _, kv := range f.KVs {
+		if v, ok := meta[kv.Key]; ok {
+			if v != nil {
+				w.Add(kv.Key, v)
+			}
+			continue
+		}
+		w.Add(kv.Key, kv.Value)
+	}
+	for k, v := range meta {
+		if _, ok := f.Lookup(k); !ok && v != nil {
+			w.Add(k, v)
+		}
+	}
+	for _, tt := range f.Tensors {
+		if edit != nil {
+			if tt = edit(tt); tt == nil {
+				continue
+			}
+		}
+		extra = append([]*gguf.Tensor{tt}, extra...)
+	}
+	for i := len(extra) - 1; i >= 0; i-- { // the file's tensors first, in order
+		tt := extra[i]
+		if err := w.AddTensor(tt.Name, tt.Type, tt.Dims, tt.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), filepath.Base(src))
+	if err := w.WriteFile(out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -75,7 +75,7 @@ func LoadDecoder(f *gguf.File) (*Decoder, error) {
 		Arch: c.Arch, Hidden: c.EmbeddingLength, NHead: c.HeadCount, NKV: c.HeadCountKV,
 		HeadDim: c.KeyLength, FFN: c.FeedForwardLength, Ctx: c.ContextLength,
 		eps: c.RMSEpsilon, ropeBase: c.RopeFreqBase, sections: c.RopeSections,
-		interleaved: qwen3, MergeSize: 2, TemporalStride: 1, ImagePad: findToken(f, "<|image_pad|>"),
+		interleaved: qwen3, MergeSize: 2, TemporalStride: 1, ImagePad: FindToken(f, "<|image_pad|>"),
 		Causal: true, OutputNorm: true,
 	}
 	for key, dst := range map[string]*bool{model.KeyCausal: &lm.Causal, model.KeyOutputNorm: &lm.OutputNorm} {
@@ -101,6 +101,8 @@ func LoadDecoder(f *gguf.File) (*Decoder, error) {
 		return nil, fmt.Errorf("metadata: head dim %d is odd", lm.HeadDim)
 	case c.ValueLength != lm.HeadDim:
 		return nil, fmt.Errorf("metadata: value length %d differs from key length %d", c.ValueLength, lm.HeadDim)
+	case c.RopeDimensions != lm.HeadDim:
+		return nil, fmt.Errorf("metadata: rotary positions on %d of %d head dimensions; this decoder turns whole heads", c.RopeDimensions, lm.HeadDim)
 	case lm.Ctx <= 0:
 		return nil, fmt.Errorf("metadata: context length %d", lm.Ctx)
 	case lm.ropeBase <= 0:
@@ -183,8 +185,8 @@ func (lm *Decoder) Flops() int64 {
 	return n
 }
 
-// findToken returns the id of a token in the LM's vocabulary, or -1.
-func findToken(f *gguf.File, tok string) int32 {
+// FindToken returns the id of a token in the LM's vocabulary, or -1.
+func FindToken(f *gguf.File, tok string) int32 {
 	toks, err := f.Strings("tokenizer.ggml.tokens")
 	if err != nil {
 		return -1
@@ -253,26 +255,13 @@ type part struct {
 // reads the sequence's own keys in blocks anchored at its first token), so
 // results equal one pass over each whole sequence alone, bit for bit.
 func (lm *Decoder) ForwardChunks(chunks []model.Chunk) ([][]float32, error) {
-	parts := make([]part, len(chunks))
-	seen := make(map[*seqState]bool, len(chunks))
-	n := 0
-	for i, c := range chunks {
-		st, ok := c.State.(*seqState)
-		if !ok || st == nil {
-			return nil, fmt.Errorf("chunk %d: state of another model", i)
-		}
-		if seen[st] {
-			return nil, fmt.Errorf("chunk %d: a sequence may advance once per pass", i)
-		}
-		seen[st] = true
-		if c.N <= 0 || st.done+c.N > len(st.ids) {
-			return nil, fmt.Errorf("chunk %d: %d tokens from %d of a %d-token sequence", i, c.N, st.done, len(st.ids))
-		}
-		if !lm.Causal && (st.done != 0 || c.N != len(st.ids)) {
-			return nil, fmt.Errorf("chunk %d: %d tokens from %d of a %d-token sequence: a bidirectional decoder runs each sequence in one chunk", i, c.N, st.done, len(st.ids))
-		}
-		parts[i] = part{st: st, a: st.done, b: st.done + c.N, row: n}
-		n += c.N
+	placed, n, err := PlaceChunks[*seqState](chunks, lm.Causal)
+	if err != nil {
+		return nil, err
+	}
+	parts := make([]part, len(placed))
+	for i, sp := range placed {
+		parts[i] = part{st: sp.St, a: sp.A, b: sp.B, row: sp.Row}
 	}
 	if n == 0 {
 		return nil, nil
@@ -362,7 +351,13 @@ func (p PlacedImage) Tokens() int { return p.lt * p.lh * p.lw }
 // PlaceImages validates the images against ids and returns them sorted by
 // position.
 func (lm *Decoder) PlaceImages(ids []int32, images []model.ImageEmbedding) ([]PlacedImage, error) {
-	ms := lm.MergeSize
+	return PlaceImages(ids, images, lm.MergeSize, lm.Hidden, lm.ImagePad)
+}
+
+// PlaceImages validates images of rows hidden wide, grid sides multiples
+// of ms, against ids whose placeholder id is imagePad (-1: not checked),
+// and returns them sorted by position.
+func PlaceImages(ids []int32, images []model.ImageEmbedding, ms, hidden int, imagePad int32) ([]PlacedImage, error) {
 	out := make([]PlacedImage, len(images))
 	for i, im := range images {
 		if im.GridT < 1 || im.GridH < ms || im.GridW < ms || im.GridH%ms != 0 || im.GridW%ms != 0 ||
@@ -371,8 +366,8 @@ func (lm *Decoder) PlaceImages(ids []int32, images []model.ImageEmbedding) ([]Pl
 		}
 		p := PlacedImage{ImageEmbedding: im, index: i, lt: im.GridT, lh: im.GridH / ms, lw: im.GridW / ms}
 		nt := p.Tokens()
-		if len(im.Rows) != nt*lm.Hidden {
-			return nil, fmt.Errorf("image %d: %d values, want %d rows of %d", i, len(im.Rows), nt, lm.Hidden)
+		if len(im.Rows) != nt*hidden {
+			return nil, fmt.Errorf("image %d: %d values, want %d rows of %d", i, len(im.Rows), nt, hidden)
 		}
 		if im.First < 0 || im.First+nt > len(ids) {
 			return nil, fmt.Errorf("image %d: tokens [%d, %d) outside the %d-token sequence", i, im.First, im.First+nt, len(ids))
@@ -387,7 +382,7 @@ func (lm *Decoder) PlaceImages(ids []int32, images []model.ImageEmbedding) ([]Pl
 		}
 		next = p.First + p.Tokens()
 	}
-	if lm.ImagePad < 0 {
+	if imagePad < 0 {
 		return out, nil
 	}
 	// Placeholders and image rows must coincide exactly, as the reference's
@@ -399,9 +394,9 @@ func (lm *Decoder) PlaceImages(ids []int32, images []model.ImageEmbedding) ([]Pl
 		}
 		inImage := k < len(out) && j >= out[k].First
 		switch {
-		case inImage && id != lm.ImagePad:
+		case inImage && id != imagePad:
 			return nil, fmt.Errorf("image %d covers token %d (id %d), which is not <|image_pad|>", out[k].index, j, id)
-		case !inImage && id == lm.ImagePad:
+		case !inImage && id == imagePad:
 			return nil, fmt.Errorf("token %d is <|image_pad|> but no image covers it", j)
 		}
 	}
@@ -411,15 +406,22 @@ func (lm *Decoder) PlaceImages(ids []int32, images []model.ImageEmbedding) ([]Pl
 // embed writes to x the input rows of tokens [a, b) of ids: token
 // embeddings, with the rows of images where their placeholders are.
 func (lm *Decoder) embed(x []float32, ids []int32, imgs []PlacedImage, a, b int) error {
-	h := lm.Hidden
-	rb := lm.embd.RowBytes()
+	return Embed(x, lm.embd, ids, imgs, a, b)
+}
+
+// Embed writes to x the input rows of tokens [a, b) of ids: rows of the
+// embedding table embd (one per id), with the rows of images where their
+// placeholders are.
+func Embed(x []float32, embd *kernels.Matrix, ids []int32, imgs []PlacedImage, a, b int) error {
+	h, vocab := embd.Cols, embd.Rows
+	rb := embd.RowBytes()
 	lookup := func(lo, hi int) error {
 		for i := max(lo, a); i < min(hi, b); i++ {
 			id := ids[i]
-			if id < 0 || int(id) >= lm.Vocab {
-				return fmt.Errorf("token %d: id %d outside the vocabulary of %d", i, id, lm.Vocab)
+			if id < 0 || int(id) >= vocab {
+				return fmt.Errorf("token %d: id %d outside the vocabulary of %d", i, id, vocab)
 			}
-			if err := gguf.Dequantize(lm.embd.Type, lm.embd.Data[int(id)*rb:(int(id)+1)*rb], x[(i-a)*h:(i-a+1)*h]); err != nil {
+			if err := gguf.Dequantize(embd.Type, embd.Data[int(id)*rb:(int(id)+1)*rb], x[(i-a)*h:(i-a+1)*h]); err != nil {
 				return fmt.Errorf("token embedding: %w", err)
 			}
 		}
@@ -479,16 +481,21 @@ func MRoPEPositions(n int, imgs []PlacedImage, tStride int) [][3]int {
 // pair k takes h when k mod 3 = 1 and k < 3·s_h, w when k mod 3 = 2 and
 // k < 3·s_w, and t otherwise.
 func (lm *Decoder) RopeTables(pos [][3]int) (cos, sin []float32) {
-	half := lm.HeadDim / 2
-	s := lm.sections
+	return RopeTables(pos, lm.HeadDim, lm.ropeBase, lm.sections, lm.interleaved)
+}
+
+// RopeTables returns the n×rotDim/2 cos and sin tables of M-RoPE over the
+// first rotDim dimensions of a head (Decoder.RopeTables tells the layouts).
+func RopeTables(pos [][3]int, rotDim int, base float32, s [4]int, interleaved bool) (cos, sin []float32) {
+	half := rotDim / 2
 	total := s[0] + s[1] + s[2] + s[3]
 	inv := make([]float64, half)
 	for k := range inv {
-		inv[k] = math.Pow(float64(lm.ropeBase), -2*float64(k)/float64(lm.HeadDim))
+		inv[k] = math.Pow(float64(base), -2*float64(k)/float64(rotDim))
 	}
 	comp := make([]int, half) // which position component pair k uses; 3 = none
 	for k := range comp {
-		if lm.interleaved {
+		if interleaved {
 			switch {
 			case k%3 == 1 && k < 3*s[1]:
 				comp[k] = 1
@@ -573,4 +580,44 @@ func (d *decoderLayer) attendCausal(lm *Decoder, l int, att, q, k, v []float32, 
 		spans[i] = kernels.KVSpan{Q0: r0, Q1: r1, K: kk, V: vv, Pos: p.a}
 	}
 	kernels.AttentionKV(att, q, lm.NHead, lm.NKV, lm.HeadDim, scale, spans)
+}
+
+// Span is a chunk placed in a pass: tokens [A, B) of its sequence St at
+// rows [Row, Row+B−A) of the pass.
+type Span[S any] struct {
+	St        S
+	A, B, Row int
+}
+
+// PlaceChunks checks the chunks of one decoder pass (states of the
+// decoder's own type S, each sequence advancing once, within its length,
+// and for a decoder that is not causal each sequence whole) and lays them
+// out one after the other; n is the pass's row count.
+func PlaceChunks[S interface {
+	comparable
+	model.State
+}](chunks []model.Chunk, causal bool) (spans []Span[S], n int, err error) {
+	var none S
+	spans = make([]Span[S], len(chunks))
+	seen := make(map[S]bool, len(chunks))
+	for i, c := range chunks {
+		st, ok := c.State.(S)
+		if !ok || st == none {
+			return nil, 0, fmt.Errorf("chunk %d: state of another model", i)
+		}
+		if seen[st] {
+			return nil, 0, fmt.Errorf("chunk %d: a sequence may advance once per pass", i)
+		}
+		seen[st] = true
+		done, length := st.Done(), st.Len()
+		if c.N <= 0 || done+c.N > length {
+			return nil, 0, fmt.Errorf("chunk %d: %d tokens from %d of a %d-token sequence", i, c.N, done, length)
+		}
+		if !causal && (done != 0 || c.N != length) {
+			return nil, 0, fmt.Errorf("chunk %d: %d tokens from %d of a %d-token sequence: a bidirectional decoder runs each sequence in one chunk", i, c.N, done, length)
+		}
+		spans[i] = Span[S]{St: st, A: done, B: done + c.N, Row: n}
+		n += c.N
+	}
+	return spans, n, nil
 }

@@ -1,0 +1,197 @@
+package qwen35
+
+import (
+	"math"
+
+	"github.com/vembed/vembed/kernels"
+	"github.com/vembed/vembed/model/internal/vlm"
+)
+
+// deltaNet is a Gated DeltaNet mixer in llama.cpp's layout, where value
+// head h reads key head h mod nK.
+type deltaNet struct {
+	qkv   *kernels.Matrix // [q (nK·dK) | k (nK·dK) | v (nV·dV)] ← hidden
+	z     *kernels.Matrix // output gate, nV·dV ← hidden
+	beta  *kernels.Matrix // nV ← hidden
+	alpha *kernels.Matrix // nV ← hidden
+	out   *kernels.Matrix // hidden ← nV·dV
+	conv  []float32       // per qkv channel its convK taps, oldest first
+	dtB   []float32       // nV
+	a     []float32       // nV: −exp(A_log)
+	norm  []float32       // dV: the per-head RMSNorm weight (plain, no +1)
+}
+
+// netState is what a sequence cut into chunks carries from one chunk of a
+// DeltaNet layer to the next: the last convK−1 projected rows (the causal
+// convolution's history), the state at the last token whose index is a
+// multiple of chunkLen, and the rows after it (the convolved, normalized
+// q|k|v, then log-decay and β per value head), which the next chunk solves
+// again together with its own, so that blocks fall where one pass over the
+// whole sequence puts them.
+type netState struct {
+	hist []float32 // (convK−1)·conv values
+	st   []float32 // nV·dV·dK
+	pend []float32 // rows of conv + 2·nV values
+	np   int       // rows in pend
+}
+
+// forward adds the mixer of xn (the normed rows of the pass) to x.
+func (d *deltaNet) forward(lm *Decoder, l int, x, xn []float32, n int, parts []part, s *scratch) {
+	C, nK, nV, dK, dV := lm.convDim(), lm.nK, lm.nV, lm.dK, lm.dV
+	K := lm.convK
+	qkv, z, b, a := s.qkv[:n*C], s.z[:n*nV*dV], s.b[:n*nV], s.a[:n*nV]
+	vlm.MatMul(qkv, xn, n, d.qkv, nil)
+	vlm.MatMul(z, xn, n, d.z, nil)
+	vlm.MatMul(b, xn, n, d.beta, nil)
+	vlm.MatMul(a, xn, n, d.alpha, nil)
+
+	// Per token and value head: β = σ(W_β x), g = −exp(A_log)·softplus(W_α x + dt_bias).
+	for r := range n {
+		for h := range nV {
+			i := r*nV + h
+			b[i] = sigmoid(b[i])
+			a[i] = d.a[h] * softplus(a[i]+d.dtB[h])
+		}
+	}
+
+	o := s.o[:n*nV*dV]
+	for _, p := range parts {
+		m := p.b - p.a
+		ns := p.st.net(lm, l)
+		rows := qkv[p.row*C : (p.row+m)*C]
+		// The causal depthwise convolution over the sequence's projected
+		// rows, then SiLU; rows before the sequence count as zero.
+		y := s.conv[:m*C]
+		for t := range m {
+			for c := range C {
+				var acc float32
+				for j := range K {
+					src := t - (K - 1) + j
+					var v float32
+					switch {
+					case src >= 0:
+						v = rows[src*C+c]
+					case ns != nil:
+						v = ns.hist[(K-1+src)*C+c]
+					}
+					acc += d.conv[c*K+j] * v
+				}
+				y[t*C+c] = silu(acc)
+			}
+		}
+		if ns != nil {
+			keepHistory(ns.hist, rows, m, C, K-1)
+		}
+		// q and k L2-normalized per key head (q also by 1/√dK).
+		qs := float32(1 / math.Sqrt(float64(dK)))
+		for t := range m {
+			for h := range 2 * nK {
+				v := y[t*C+h*dK : t*C+(h+1)*dK]
+				sc := 1 / float32(math.Sqrt(float64(dot(v, v))+1e-6))
+				if h < nK {
+					sc *= qs
+				}
+				for i := range v {
+					v[i] *= sc
+				}
+			}
+		}
+		d.scan(lm, o[p.row*nV*dV:(p.row+m)*nV*dV], y, b[p.row*nV:], a[p.row*nV:], m, ns, p.b == len(p.st.ids))
+	}
+	// The gated per-head RMSNorm: norm(o)·w·silu(z).
+	kernels.RMSNorm(o, o, d.norm, dV, lm.eps)
+	for i := range o {
+		o[i] *= silu(z[i])
+	}
+	vlm.MatMul(xn, o, n, d.out, nil)
+	kernels.Add(x, x, xn)
+}
+
+// scan runs the delta rule of every value head over m new rows of one
+// sequence (y its convolved q|k|v rows, beta and g its per-head values, row
+// stride nV), after the pending rows of ns, writing the outputs of the new
+// rows to o. A sequence that ends here keeps no state.
+func (d *deltaNet) scan(lm *Decoder, o, y, beta, g []float32, m int, ns *netState, last bool) {
+	C, nK, nV, dK, dV := lm.convDim(), lm.nK, lm.nV, lm.dK, lm.dV
+	np := 0
+	if ns != nil {
+		np = ns.np
+	}
+	T := np + m
+	// row returns row t of the rows to solve: pending ones first.
+	row := func(t int) (qkv, bt, gt []float32) {
+		if t < np {
+			r := ns.pend[t*(C+2*nV) : (t+1)*(C+2*nV)]
+			return r[:C], r[C : C+nV], r[C+nV:]
+		}
+		t -= np
+		return y[t*C : (t+1)*C], beta[t*nV : (t+1)*nV], g[t*nV : (t+1)*nV]
+	}
+	full := T / chunkLen * chunkLen // rows whose blocks are complete
+	kernels.ParallelFor(nV, func(h int) {
+		kh := h % nK
+		q, k, v := make([]float32, T*dK), make([]float32, T*dK), make([]float32, T*dV)
+		gh, bh := make([]float32, T), make([]float32, T)
+		for t := range T {
+			r, bt, gt := row(t)
+			copy(q[t*dK:], r[kh*dK:(kh+1)*dK])
+			copy(k[t*dK:], r[(nK+kh)*dK:(nK+kh+1)*dK])
+			copy(v[t*dV:], r[2*nK*dK+h*dV:2*nK*dK+(h+1)*dV])
+			gh[t], bh[t] = gt[h], bt[h]
+		}
+		var st []float32
+		if ns != nil {
+			st = ns.st[h*dV*dK : (h+1)*dV*dK]
+		} else {
+			st = make([]float32, dV*dK)
+		}
+		oh := make([]float32, T*dV)
+		s := newDeltaScratch(dV)
+		for lo := 0; lo < T; lo += chunkLen {
+			hi := min(lo+chunkLen, T)
+			// Only complete blocks advance a kept state; the rows of the
+			// last, incomplete one are solved again with the next chunk.
+			update := hi <= full && (ns != nil || hi < T)
+			deltaBlock(oh[lo*dV:], st, q[lo*dK:], k[lo*dK:], v[lo*dV:], gh[lo:], bh[lo:], hi-lo, dK, dV, update, s)
+		}
+		for t := np; t < T; t++ {
+			copy(o[(t-np)*nV*dV+h*dV:], oh[t*dV:(t+1)*dV])
+		}
+	})
+	if ns == nil || last {
+		return
+	}
+	// Keep the rows of the incomplete block for the next chunk.
+	pend := make([]float32, (T-full)*(C+2*nV))
+	for t := full; t < T; t++ {
+		r, bt, gt := row(t)
+		dst := pend[(t-full)*(C+2*nV):]
+		copy(dst, r)
+		copy(dst[C:], bt)
+		copy(dst[C+nV:], gt)
+	}
+	ns.pend, ns.np = pend, T-full
+}
+
+// keepHistory leaves in hist the last k rows of the sequence so far, whose
+// newest m rows are rows (C values each).
+func keepHistory(hist, rows []float32, m, C, k int) {
+	if m >= k {
+		copy(hist, rows[(m-k)*C:m*C])
+		return
+	}
+	copy(hist, hist[m*C:])
+	copy(hist[(k-m)*C:], rows[:m*C])
+}
+
+func sigmoid(x float32) float32 { return float32(1 / (1 + math.Exp(-float64(x)))) }
+
+func silu(x float32) float32 { return x * sigmoid(x) }
+
+// softplus is log(1 + eˣ), linear above 20 as in torch.
+func softplus(x float32) float32 {
+	if x > 20 {
+		return x
+	}
+	return float32(math.Log1p(math.Exp(float64(x))))
+}

@@ -209,15 +209,11 @@ func (x *Index) Refresh() error {
 			continue
 		}
 		delete(x.failed, n)
-		if old := x.loaded[n]; old != nil {
-			old.release()
-		}
 		x.loaded[n] = p
 		parts = append(parts, p)
 	}
-	for n, p := range x.loaded {
+	for n := range x.loaded {
 		if !keep[n] {
-			p.release()
 			delete(x.loaded, n)
 		}
 	}
@@ -322,12 +318,13 @@ func (x *Index) Follow(stop <-chan struct{}, every time.Duration) {
 	}
 }
 
-// Close releases the parts' mapped sidecars.
+// Close unmaps the parts' sidecars; no search may run during or after
+// it.
 func (x *Index) Close() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for n, p := range x.loaded {
-		p.release()
+		p.close()
 		delete(x.loaded, n)
 	}
 	x.snap.Store(&snapshot{byID: map[string]rowRef{}})

@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -61,15 +63,17 @@ type part struct {
 	words int
 	vecs  []byte
 	// drop lets the kernel reclaim the pages of a mapped range once
-	// read (nil for vectors in memory); unmap ends the mapping.
+	// read (nil for vectors in memory); unmap ends the mapping, once.
 	drop  func(b []byte)
-	unmap func() error
+	unmap func()
 }
 
-func (p *part) release() {
+// close ends the part's mapping at once: only when no search can run
+// (Index.Close). A part a refresh drops is unmapped when it is no longer
+// reachable (a search still running on an older snapshot holds it).
+func (p *part) close() {
 	if p.unmap != nil {
 		p.unmap()
-		p.unmap = nil
 	}
 }
 
@@ -106,15 +110,17 @@ func loadPart(dir, name string, stamp fileStamp) (p *part, err error) {
 	}
 	sc, unmap, drop, err := openSidecar(filepath.Join(dir, index.SidecarDir, index.SidecarName(name)))
 	if err == nil {
-		p.unmap, p.drop = unmap, drop
+		once := sync.OnceFunc(func() { unmap() })
+		p.unmap, p.drop = once, drop
 		if err := p.readMeta(pf); err != nil {
-			unmap()
+			once()
 			return nil, err
 		}
 		if err := p.useSidecar(sc); err != nil {
-			unmap()
+			once()
 			return nil, fmt.Errorf("sidecar %s: %w", index.SidecarName(name), err)
 		}
+		runtime.AddCleanup(p, func(f func()) { f() }, once)
 		return p, nil
 	}
 	if !errors.Is(err, os.ErrNotExist) {

@@ -350,6 +350,7 @@ func maxSim(flat []float32, m int, r rowRef, dst []float32) (float64, []float32)
 	if p.drop != nil {
 		p.drop(w.Data)
 	}
+	runtime.KeepAlive(p) // w.Data may be its mapping
 	var total float64
 	for i := range m {
 		best := float32(math.Inf(-1))
@@ -372,6 +373,7 @@ func tokenSims(flat []float32, m int, r rowRef) [][]float32 {
 	if r.p.drop != nil {
 		r.p.drop(w.Data)
 	}
+	runtime.KeepAlive(r.p)
 	out := make([][]float32, m)
 	for i := range out {
 		out[i] = dst[i*w.Rows : (i+1)*w.Rows]

@@ -11,7 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // searchPost sends a POST /v1/search body and decodes the answer.
@@ -179,5 +182,121 @@ func TestServeIndex(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusGone {
 		t.Errorf("a source gone: %d", resp.StatusCode)
+	}
+}
+
+// TestServeIndexLive: while vembed serve --index serves, a vembed index
+// run into the same folder adds pages and removes others; 1000 searches
+// from 8 concurrent clients during the run see no error and no id twice,
+// the new pages answer within seconds of the run's end, and the removed
+// ones leave.
+func TestServeIndexLive(t *testing.T) {
+	dir := t.TempDir()
+	corpus, out := filepath.Join(dir, "corpus"), filepath.Join(dir, "idx")
+	for i := range 12 {
+		writeTestPNG(t, filepath.Join(corpus, fmt.Sprintf("old/%02d.png", i)), 48, 40, i)
+	}
+	runIndexCmd(t, corpus, "--out", out, "--multivector", "--part-rows", "4")
+	url := startServer(t, serveOptions{index: out})
+
+	// The second run: 250 new images (of another size than the old ones,
+	// so no content repeats), the first 6 old ones deleted.
+	for i := range 250 {
+		writeTestPNG(t, filepath.Join(corpus, fmt.Sprintf("new/%03d.png", i)), 56, 40, i)
+	}
+	for i := range 6 {
+		os.Remove(filepath.Join(corpus, fmt.Sprintf("old/%02d.png", i)))
+	}
+	runDone := make(chan error, 1)
+	var running atomic.Bool
+	running.Store(true)
+	go func() {
+		defer running.Store(false)
+		var o, e bytes.Buffer
+		if code := run([]string{"index", corpus, "--out", out, "--multivector", "--part-rows", "4"}, &o, &e); code != 0 {
+			runDone <- fmt.Errorf("index: exit %d: %s", code, e.String())
+			return
+		}
+		runDone <- nil
+	}()
+	var during atomic.Int64
+	// The clients search while the run goes (at least 1000 searches).
+	const clients, searches = 8, 1000
+	var next atomic.Int64
+	errs := make(chan error, clients)
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				n := next.Add(1)
+				if n > searches && !running.Load() {
+					return
+				}
+				body := fmt.Sprintf(`{"query": "query %d from client %d", "top_k": 100}`, n, c)
+				resp, err := http.Post(url+"/v1/search", "application/json", strings.NewReader(body))
+				if err != nil {
+					errs <- err
+					return
+				}
+				var res struct {
+					Hits []struct{ ID string }
+				}
+				err = json.NewDecoder(resp.Body).Decode(&res)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != 200 {
+					errs <- fmt.Errorf("search %d: status %d, %v", n, resp.StatusCode, err)
+					return
+				}
+				seen := map[string]bool{}
+				for _, h := range res.Hits {
+					if seen[h.ID] {
+						errs <- fmt.Errorf("search %d: id %s twice", n, h.ID)
+						return
+					}
+					seen[h.ID] = true
+				}
+				if running.Load() {
+					during.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if err := <-runDone; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d searches ended while the run was going, %d in all", during.Load(), next.Load()-clients)
+	if during.Load() < searches {
+		t.Errorf("only %d searches during the run", during.Load())
+	}
+	// Within seconds of the run's end the index holds the 256 live items.
+	want := datasetByID(t, out)
+	if len(want) != 256 {
+		t.Fatalf("the dataset holds %d items, want 256", len(want))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, res := searchPost(t, url, `{"query": "anything", "top_k": 1000}`)
+		got := map[string]bool{}
+		for _, h := range hitList(t, res) {
+			got[h["id"].(string)] = true
+		}
+		same := code == 200 && len(got) == len(want)
+		for id := range want {
+			same = same && got[id]
+		}
+		if same {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after the run the server holds %d items, the dataset %d", len(got), len(want))
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }

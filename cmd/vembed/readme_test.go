@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -242,5 +243,76 @@ func TestDocsLinks(t *testing.T) {
 	}
 	if links == 0 {
 		t.Fatal("README.md and docs/*.md hold no relative link: the front door points nowhere")
+	}
+}
+
+// TestReadmeSearch runs the README's search section as written: the index
+// command into idx, then serve --index idx (on a free port), and its curl
+// lines get JSON answers with hits.
+func TestReadmeSearch(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := readmeBlocks(t, string(raw), "### Search what you indexed")
+	if len(blocks) < 2 || len(blocks[0]) != 2 { // the next subsections follow
+		t.Fatalf("the README's search section: %q", blocks)
+	}
+	idx := stripComment(blocks[0][0])
+	serveLine := stripComment(blocks[0][1])
+	const indexCmd, serveCmd = "./vembed index ", "./vembed serve "
+	if !strings.HasPrefix(idx, indexCmd) || !strings.HasPrefix(serveLine, serveCmd) {
+		t.Fatalf("the README's search lines %q and %q", idx, serveLine)
+	}
+	args := strings.Fields(strings.TrimPrefix(idx, indexCmd))
+	serveArgs := strings.Fields(strings.TrimPrefix(serveLine, serveCmd))
+	if len(serveArgs) != 2 || serveArgs[0] != "--index" || serveArgs[1] != "idx" || !slices.Contains(args, "idx") {
+		t.Fatalf("the README's search lines do not index into and serve idx: %q %q", idx, serveLine)
+	}
+	// idx is made in a temporary folder, as the README's relative paths
+	// are read from the checkout's top folder.
+	out := filepath.Join(t.TempDir(), "idx")
+	for i, a := range args {
+		if a == "idx" {
+			args[i] = out
+		}
+	}
+	t.Chdir(root)
+	runIndexCmd(t, args...)
+	script := strings.Join(blocks[1], "\n")
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not found: the README's curl lines are not run")
+	}
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl not found: the README's curl lines are not run")
+	}
+	p := startServeProcess(t, "--index", out)
+	addr := strings.TrimPrefix(p.url, "http://")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bash, "-e", "-c", strings.ReplaceAll(script, "localhost:8080", addr))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("the README's search block: %v\n%s\nserver log:\n%s", err, stderr.String(), p.log)
+	}
+	dec := json.NewDecoder(&stdout)
+	var search, info map[string]any
+	if err := dec.Decode(&search); err != nil {
+		t.Fatal(err)
+	}
+	if err := dec.Decode(&info); err != nil {
+		t.Fatal(err)
+	}
+	if hits, _ := search["hits"].([]any); len(hits) != 3 {
+		t.Fatalf("the README's search: %v", search)
+	}
+	if n, _ := info["items"].(float64); n < 3 {
+		t.Fatalf("the README's /v1/index: %v", info)
 	}
 }

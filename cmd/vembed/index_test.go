@@ -688,15 +688,7 @@ func TestIndexPostgresRuns(t *testing.T) {
 // index line (with this binary, the output folder moved to a temporary
 // one) and the DuckDB query on what it wrote.
 func TestReadmeIndex(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := readmeBlocks(t, string(raw), "### Index a folder")
+	root, blocks := readmeSection(t, "### Index a folder")
 	if len(blocks) == 0 || len(blocks[0]) != 2 {
 		t.Fatalf("the README's index block: %q", blocks)
 	}

@@ -45,6 +45,21 @@ func readmeBlocks(t *testing.T, readme, section string) [][]string {
 	}
 }
 
+// readmeSection returns the checkout's top folder and the ```sh blocks
+// of a section of its README.
+func readmeSection(t *testing.T, section string) (string, [][]string) {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, readmeBlocks(t, string(raw), section)
+}
+
 // stripComment removes a trailing shell comment (outside quotes, which
 // the set-up lines do not have).
 func stripComment(line string) string {
@@ -59,15 +74,7 @@ func stripComment(line string) string {
 // command serves the demo model (started here on a free port instead of
 // 8080), and every curl line gets a JSON answer that is not an error.
 func TestReadmeQuickStart(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := readmeBlocks(t, string(raw), "## Quick start")
+	root, blocks := readmeSection(t, "## Quick start")
 	if len(blocks) < 2 {
 		t.Fatalf("the quick start has %d sh blocks, want the set-up block and the curl block", len(blocks))
 	}
@@ -250,15 +257,7 @@ func TestDocsLinks(t *testing.T) {
 // command into idx, then serve --index idx (on a free port), and its curl
 // lines get JSON answers with hits.
 func TestReadmeSearch(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := readmeBlocks(t, string(raw), "### Search what you indexed")
+	root, blocks := readmeSection(t, "### Search what you indexed")
 	if len(blocks) < 2 || len(blocks[0]) != 2 { // the next subsections follow
 		t.Fatalf("the README's search section: %q", blocks)
 	}

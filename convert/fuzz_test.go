@@ -21,6 +21,10 @@ func FuzzCheckpointJSON(f *testing.F) {
 		[]byte(`{"eos_token":"<|endoftext|>"}`))
 	f.Add([]byte(`{"model_type":"colqwen3","architectures":["ColQwen3"],"embed_dim":12,"dims":-3,"text_config":{"hidden_size":16,"intermediate_size":40,"num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":1,"head_dim":16},"vision_config":{"depth":3,"hidden_size":32,"num_heads":2,"patch_size":16,"num_position_embeddings":64,"deepstack_visual_indexes":[0,2]}}`),
 		[]byte(`{"model":{"type":"BPE","vocab":{"a":0}}}`), []byte(`{}`))
+	f.Add([]byte(`{"model_type":"qwen3_5","architectures":["ColQwen3_5"],"head_dims":[16,32],"mrl_prefix":true,"text_config":{"model_type":"qwen3_5_text","hidden_size":64,"intermediate_size":128,"num_hidden_layers":4,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":32,"full_attention_interval":4,"layer_types":["linear_attention","linear_attention","linear_attention","full_attention"],"linear_num_key_heads":2,"linear_num_value_heads":4,"linear_key_head_dim":16,"linear_value_head_dim":16,"linear_conv_kernel_dim":4,"rope_parameters":{"rope_theta":1e7,"mrope_section":[2,1,1],"partial_rotary_factor":0.25}},"vision_config":{"depth":4,"hidden_size":32,"intermediate_size":64,"num_heads":2,"patch_size":16,"out_hidden_size":64,"num_position_embeddings":2304}}`),
+		[]byte(`{"model":{"type":"BPE","vocab":{"a":0}}}`), []byte(`{}`))
+	f.Add([]byte(`{"model_type":"qwen3_5","text_config":{"hidden_size":8,"num_hidden_layers":3,"num_attention_heads":2,"intermediate_size":8,"linear_num_value_heads":3,"linear_num_key_heads":2,"partial_rotary_factor":7,"layer_types":["x"]},"vision_config":{"deepstack_visual_indexes":[1]}}`),
+		[]byte(`{"model":{"type":"BPE","vocab":{"a":0}}}`), []byte(`{}`))
 	defer func(n int) { maxTokens = n }(maxTokens)
 	maxTokens = 1 << 12 // keeps each run small; what the bound guards is the same
 	dir := f.TempDir()  // no preprocessor_config.json: the defaults
@@ -84,6 +88,21 @@ func FuzzNemotronProcessor(f *testing.F) {
 		tr, _, err := parseNemotronProcessor(b)
 		if err == nil && (tr.Check() != nil || tr.QueryMax > math.MaxUint32 || tr.PassageMax > math.MaxUint32) {
 			t.Fatalf("accepted %+v", tr)
+		}
+	})
+}
+
+// FuzzVisualTokens: any processor file gives the Qwen3.5 retrievers a
+// token budget the mmproj can hold, none, or an error.
+func FuzzVisualTokens(f *testing.F) {
+	for _, s := range []string{`{"max_num_visual_tokens": 1280}`, `{"max_num_visual_tokens": 0}`, `{"max_num_visual_tokens": -4}`,
+		`{"max_num_visual_tokens": 1e300}`, `{"max_num_visual_tokens": 12.5}`, `{"max_num_visual_tokens": "768"}`, `{}`, `[`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		n, err := parseVisualTokens(b)
+		if err == nil && (n < 0 || n*tokenPixels > qwenlayout.MaxImagePixels) {
+			t.Fatalf("accepted %d tokens", n)
 		}
 	})
 }

@@ -1,17 +1,11 @@
 package convert
 
 import (
-	"archive/zip"
-	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
-	"io"
 	"math"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -21,56 +15,6 @@ import (
 	"github.com/vembed/vembed/safetensors"
 )
 
-// readNPZ reads the float32 arrays of a NumPy .npz archive (C order).
-func readNPZ(t *testing.T, path string) map[string]safetensors.Data {
-	t.Helper()
-	z, err := zip.OpenReader(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer z.Close()
-	shapeRE := regexp.MustCompile(`'shape': \(([^)]*)\)`)
-	out := map[string]safetensors.Data{}
-	for _, f := range z.File {
-		r, err := f.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(r)
-		r.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		// \x93NUMPY, version 1.0: a 2-byte header length, then the header.
-		if len(b) < 10 || !bytes.HasPrefix(b, []byte("\x93NUMPY")) || b[6] != 1 {
-			t.Fatalf("%s: not a version-1 .npy", f.Name)
-		}
-		hl := int(binary.LittleEndian.Uint16(b[8:]))
-		header := string(b[10 : 10+hl])
-		if !strings.Contains(header, "'<f4'") || strings.Contains(header, "'fortran_order': True") {
-			t.Fatalf("%s: header %s: want little-endian float32 in C order", f.Name, header)
-		}
-		var shape []int64
-		for _, s := range strings.Split(shapeRE.FindStringSubmatch(header)[1], ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				n, err := strconv.ParseInt(s, 10, 64)
-				if err != nil {
-					t.Fatal(err)
-				}
-				shape = append(shape, n)
-			}
-		}
-		data := b[10+hl:]
-		vals := make([]float32, len(data)/4)
-		for i := range vals {
-			vals[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
-		}
-		name := strings.TrimSuffix(f.Name, ".npy")
-		out[name] = safetensors.Data{Name: name, DType: safetensors.F32, Shape: shape, Values: vals}
-	}
-	return out
-}
-
 // TestQwen35MatchesFixture converts the shared fixtures' Qwen3.5 weights,
 // stored under their Hugging Face names, and finds every tensor of the
 // fixtures' GGUFs (whose values llama.cpp reproduces) with the same name,
@@ -78,7 +22,7 @@ func readNPZ(t *testing.T, path string) map[string]safetensors.Data {
 // reordered and the conv kernel flattened as llama.cpp's converter does.
 func TestQwen35MatchesFixture(t *testing.T) {
 	dir := fixtures.Dir(t, "qwen35")
-	weights := readNPZ(t, filepath.Join(dir, "hf-weights.npz"))
+	weights := fixtures.ReadNPZ(t, filepath.Join(dir, "hf-weights.npz"))
 	lmWant, err := gguf.Open(filepath.Join(dir, "qwen35-a-lm.gguf"))
 	if err != nil {
 		t.Fatal(err)
@@ -97,8 +41,8 @@ func TestQwen35MatchesFixture(t *testing.T) {
 	hidden := lmWant.Tensor("token_embd.weight").Dims[0]
 	tensors := []safetensors.Data{{Name: "model.language_model.embed_tokens.weight", DType: safetensors.F32,
 		Shape: []int64{int64(len(emb)) / hidden, hidden}, Values: emb}}
-	for _, d := range weights {
-		tensors = append(tensors, d)
+	for name, a := range weights {
+		tensors = append(tensors, safetensors.Data{Name: name, DType: safetensors.F32, Shape: a.Shape, Values: a.Values})
 	}
 	ck := t.TempDir()
 	if err := safetensors.Write(filepath.Join(ck, "model.safetensors"), tensors, nil); err != nil {

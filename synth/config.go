@@ -45,12 +45,13 @@ var presets = map[string]func() Config{
 	"qwen3-vl-reranker-2b":       qwen3VLReranker2BPreset,
 	"colqwen3-4b":                colQwen34BPreset,
 	"nemotron-colembed-vl-4b-v2": nemotronColEmbed4BPreset,
+	"tiny-qwen35":                tinyQwen35Preset,
 }
 
 // Presets lists the preset names Preset accepts.
 func Presets() []string {
 	return []string{"tiny", "tiny-qwen2vl", "jina-v4", "qwen2vl-2b", "tiny-qwen3vl", "qwen3-vl-embedding-2b", "qwen3-vl-reranker-2b",
-		"colqwen3-4b", "nemotron-colembed-vl-4b-v2"}
+		"colqwen3-4b", "nemotron-colembed-vl-4b-v2", "tiny-qwen35"}
 }
 
 // Preset returns a named configuration:
@@ -70,7 +71,10 @@ func Presets() []string {
 //   - "colqwen3-4b", "nemotron-colembed-vl-4b-v2": tomoro-colqwen3-embed-4b
 //     (320-wide mvproj) and nemotron-colembed-vl-4b-v2 (bidirectional, no
 //     final norm, rows from the hidden states) as vembed convert writes
-//     them, on the Qwen3-VL-4B shapes.
+//     them, on the Qwen3-VL-4B shapes;
+//   - "tiny-qwen35": the shapes of the shared fixtures' tiny Qwen3.5 pair
+//     (a qwen35 LM with 3 DeltaNet layers and 1 gated full-attention
+//     layer, and its tower), the 512-token vocabulary.
 func Preset(name string) (Config, error) {
 	f, ok := presets[name]
 	if !ok {

@@ -48,6 +48,13 @@ type HFOptions struct {
 	// fused qkv and the output projection) and MLP matrices, for every
 	// task of a multi-task adapter.
 	AdapterVision bool
+
+	// HeadDims, for ColQwen3.5, writes its head in a Matryoshka form:
+	// one Linear to the widest width with MRLPrefix, else one Linear per
+	// width (custom_text_proj.d<W>); nil writes one Linear of
+	// MVProj.OutputDim rows.
+	HeadDims  []int
+	MRLPrefix bool
 }
 
 // hfModel is one layout's naming and files.
@@ -78,6 +85,14 @@ func (o HFOptions) model() (hfModel, string, error) {
 		return hfModel{lmPrefix: "vlm.model.language_model.", visionPrefix: "vlm.model.visual.", headPrefix: "vlm.lm_head.", head: "embedding_proj_layer"}, qwenlayout.ProjectorQwen3VL, nil
 	case qwenlayout.LayoutOpsColQwen3:
 		return hfModel{lmPrefix: "language_model.", visionPrefix: "visual.", head: "custom_text_proj", headRows: -1}, qwenlayout.ProjectorQwen3VL, nil
+	case qwenlayout.LayoutColQwen35:
+		// colpali-engine's ColQwen3_5 is a Qwen3_5Model: neither "model."
+		// nor an LM head.
+		return hfModel{lmPrefix: "language_model.", visionPrefix: "visual.", head: "custom_text_proj"}, qwenlayout.ProjectorQwen3VL, nil
+	case qwenlayout.LayoutColVec:
+		// ColVec1.1's names are not published; these are
+		// Qwen3_5ForConditionalGeneration's (the converter takes either).
+		return hfModel{lmPrefix: "model.language_model.", visionPrefix: "model.visual.", head: "embedding_proj_layer"}, qwenlayout.ProjectorQwen3VL, nil
 	}
 	return hfModel{}, "", fmt.Errorf("synth: unknown checkpoint layout %q (have %v)", o.Layout, qwenlayout.Layouts())
 }
@@ -117,6 +132,17 @@ func WriteHF(dir string, cfg Config, o HFOptions) error {
 	}
 	if cfg.Projector != projector {
 		return fmt.Errorf("synth: layout %s needs a %s tower, the configuration has %s (pick a %s preset)", cmpOr(o.Layout, qwenlayout.LayoutJinaV4), projector, cfg.Projector, map[string]string{qwenlayout.ProjectorQwen2VL: "Qwen2-VL", qwenlayout.ProjectorQwen25VL: "Qwen2.5-VL", qwenlayout.ProjectorQwen3VL: "Qwen3-VL"}[projector])
+	}
+	if q35 := o.Layout == qwenlayout.LayoutColQwen35 || o.Layout == qwenlayout.LayoutColVec; q35 != cfg.LM.IsQwen35() {
+		return fmt.Errorf("synth: layout %s with a Qwen3.5 LM %v: the Qwen3.5 layouts and a Qwen3.5 LM go together (pick tiny-qwen35 for them)", o.Layout, cfg.LM.IsQwen35())
+	}
+	if len(o.HeadDims) > 0 && o.Layout != qwenlayout.LayoutColQwen35 {
+		return fmt.Errorf("synth: HeadDims are ColQwen3.5's head forms, not layout %s's", o.Layout)
+	}
+	for i, d := range o.HeadDims {
+		if d <= 0 || d > cfg.LM.Hidden || i > 0 && d <= o.HeadDims[i-1] {
+			return fmt.Errorf("synth: head widths %v: want ascending widths up to the LM's %d", o.HeadDims, cfg.LM.Hidden)
+		}
 	}
 	if rank := o.Layout == qwenlayout.LayoutQwen3VLReranker; rank != (cfg.LM.Pooling == "rank") {
 		return fmt.Errorf("synth: layout %s with LM pooling %q: the reranker layout and the rank pooling go together (pick qwen3-vl-reranker-2b for it, an embedding preset otherwise)", o.Layout, cfg.LM.Pooling)
@@ -165,7 +191,7 @@ func WriteHF(dir string, cfg Config, o HFOptions) error {
 		return err
 	}
 	var ts []qwenlayout.HFTensor
-	naming := qwenlayout.HFNaming{Projector: projector, DeepStack: cfg.Vision.DeepStack, Tied: !cfg.LM.Untied}
+	naming := qwenlayout.HFNaming{Projector: projector, DeepStack: cfg.Vision.DeepStack, Tied: !cfg.LM.Untied, DeltaNet: cfg.LM.DeltaNet}
 	for _, l := range []*qwenlayout.Layout{lm, mm} {
 		part, err := qwenlayout.HFTensors(l, naming, cfg.LM.Vocab)
 		if err != nil {
@@ -176,7 +202,9 @@ func WriteHF(dir string, cfg Config, o HFOptions) error {
 	for i := range ts {
 		ts[i].Name = m.rename(ts[i].Name)
 	}
-	if m.head != "" {
+	if cfg.LM.IsQwen35() {
+		ts = append(ts, qwen35Head(cfg, o, m.head)...)
+	} else if m.head != "" {
 		H, D := int64(cfg.LM.Hidden), int64(cfg.MVProj.OutputDim)
 		if m.headRows < 0 { // a square head, of which the model uses the first OutputDim rows
 			D = H
@@ -410,7 +438,10 @@ func writeHFJSON(dir string, cfg Config, m hfModel, o HFOptions, v *qwenlayout.V
 		"rope_scaling":            map[string]any{"type": "mrope", "rope_type": "default", "mrope_section": lm.MRoPE[:3]},
 		"torch_dtype":             torchDType(o.DType),
 	}
-	if cfg.Projector == qwenlayout.ProjectorQwen3VL {
+	if cfg.LM.IsQwen35() {
+		c = qwen35HFConfig(cfg, v, o, id)
+		qwen35Release(c, cfg, o)
+	} else if cfg.Projector == qwenlayout.ProjectorQwen3VL {
 		c = qwen3HFConfig(cfg, v, o, id)
 	} else if cfg.Projector == qwenlayout.ProjectorQwen2VL {
 		c["model_type"] = "qwen2_vl"
@@ -507,7 +538,7 @@ func writeHFJSON(dir string, cfg Config, m hfModel, o HFOptions, v *qwenlayout.V
 		maxPixels = 602112
 	case qwenlayout.LayoutQwen3VL, qwenlayout.LayoutQwen3VLReranker:
 		minPixels, maxPixels = 4096, 1843200
-	case qwenlayout.LayoutColQwen3, qwenlayout.LayoutOpsColQwen3, qwenlayout.LayoutNemotronColEmbed:
+	case qwenlayout.LayoutColQwen3, qwenlayout.LayoutOpsColQwen3, qwenlayout.LayoutNemotronColEmbed, qwenlayout.LayoutColQwen35, qwenlayout.LayoutColVec:
 		// transformers' Qwen3-VL form: size.shortest_edge / longest_edge.
 		minPixels, maxPixels = 65536, 1310720
 		if vi.MaxPixels > 0 {

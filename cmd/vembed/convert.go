@@ -34,6 +34,7 @@ func init() {
 
 const convertUsage = `HF_DIR|ADAPTER_DIR --out DIR [--task TASK|all] [--type F16] [--mmproj-type F16] [--layout L] [--name NAME] [--recipe NAME]
        [--base DIR] [--adapter DIR] [--no-adapter] [--query-prefix TEXT]
+       [--head-dim W] [--max-visual-tokens N] [--query-template TEXT]
 
 Writes the checkpoint's language model, vision encoder (mmproj) and, for
 jina-embeddings-v4 and ColQwen, multi-vector head (mvproj) as GGUFs into
@@ -45,7 +46,11 @@ module names); each task's files are printed together. A ColQwen adapter
 directory (adapter_config.json) finds its base by base_model_name_or_path:
 beside it, as a path, or in the Hugging Face cache (vembed pull ORG/NAME);
 --base DIR names it. The image budget of preprocessor_config.json (the
-adapter's first), or the family's own (GME, Qwen3-VL), goes into the mmproj.`
+adapter's first), or the family's own (GME, Qwen3-VL), goes into the mmproj.
+The Qwen3.5 retrievers (colqwen3.5, colvec1.1) become a qwen35 LM with
+bidirectional full-attention layers, an mmproj and their head as the
+mvproj: ColQwen3.5's at one of its Matryoshka widths (--head-dim, default
+the widest), the image budget in visual tokens of 32x32 pixels.`
 
 func runConvert(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("convert", convertUsage, stderr)
@@ -60,6 +65,9 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	adapter := fs.String("adapter", "", "a LoRA adapter `DIR` to merge into HF_DIR (a ColQwen base's)")
 	noAdapter := fs.Bool("no-adapter", false, "convert a ColQwen base without its adapter (its vectors are not the released model's)")
 	prefix := fs.String("query-prefix", "", "ColQwen's query prefix stored in the LM (default \"Query: \", what the public checkpoints were trained with; colpali-engine 0.3.13+ uses none: --query-prefix '')")
+	headDim := fs.Int("head-dim", 0, "colqwen3.5: the head width `W` among its head_dims (Matryoshka prefixes or independent heads; default the widest)")
+	visualTokens := fs.Int("max-visual-tokens", 0, "colqwen3.5, colvec1.1: the image budget in visual tokens of 32x32 pixels (default: the checkpoint's max_num_visual_tokens, else its preprocessor's size; ColVec1.1's 1792)")
+	queryTemplate := fs.String("query-template", "", "colqwen3.5, colvec1.1: the query prompt, {query} standing for the text (default \"{query}\" then ten <|endoftext|>, colpali-engine's)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -75,12 +83,15 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	start := time.Now()
 	o := convert.Options{
 		Layout: *layout, Task: *task, Type: *typ, MMProjType: *mmType, Name: *name, Recipe: *recipe,
-		Base: *base, Adapter: *adapter, NoAdapter: *noAdapter,
+		Base: *base, Adapter: *adapter, NoAdapter: *noAdapter, HeadDim: *headDim, MaxVisualTokens: *visualTokens,
 		Log: slog.New(slog.NewTextHandler(stderr, nil)), Progress: synthProgress(stderr),
 	}
 	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "query-prefix" {
+		switch f.Name {
+		case "query-prefix":
 			o.QueryPrefix = prefix
+		case "query-template":
+			o.QueryTemplate = queryTemplate
 		}
 	})
 	res, err := convert.Convert(ctx, pos[0], *out, o)

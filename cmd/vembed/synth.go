@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,10 +44,12 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	vocabFrom := fs.String("vocab-from", "", "copy the tokenizer from this GGUF (its size must match the preset's vocabulary)")
 	workers := fs.Int("workers", 0, "goroutines generating tensors; 0 keeps the default (2)")
 	format := fs.String("format", "gguf", "gguf: a GGUF pair; hf: a Hugging Face checkpoint (see --layout, --dtype) for vembed convert")
-	layout := fs.String("layout", qwenlayout.LayoutJinaV4, "--format hf: checkpoint layout, "+strings.Join(qwenlayout.Layouts(), ", ")+" (gme and colqwen2 need a Qwen2-VL preset: tiny-qwen2vl, the default for them, or qwen2vl-2b; qwen3-vl, qwen3-vl-reranker, colqwen3, ops-colqwen3 and nemotron-colembed-vl a Qwen3-VL one: tiny-qwen3vl, the default for them, or the 2B and 4B presets)")
+	layout := fs.String("layout", qwenlayout.LayoutJinaV4, "--format hf: checkpoint layout, "+strings.Join(qwenlayout.Layouts(), ", ")+" (gme and colqwen2 need a Qwen2-VL preset: tiny-qwen2vl, the default for them, or qwen2vl-2b; qwen3-vl, qwen3-vl-reranker, colqwen3, ops-colqwen3 and nemotron-colembed-vl a Qwen3-VL one: tiny-qwen3vl, the default for them, or the 2B and 4B presets; colqwen3.5 and colvec1.1 a Qwen3.5 one: tiny-qwen35, the default for them)")
 	dtype := fs.String("dtype", "BF16", "--format hf: weight dtype, BF16, F16 or F32")
 	adapterDir := fs.String("adapter-dir", "", "--format hf, colqwen layouts: write the LoRA adapter into its own `DIR` as the releases ship it (adapter_config.json naming the base as synthetic/<--out's name>, its processor and tokenizer configs) instead of inside the base; convert DIR then finds the base beside it")
 	adapterNewNames := fs.Bool("adapter-new-names", false, "--format hf, colqwen and jina-v4 layouts: name the adapter's modules as transformers 4.52+ does (model.language_model.*, model.visual.*)")
+	headDims := fs.String("head-dims", "", "--format hf, colqwen3.5: the head in a Matryoshka form, one Linear per width of this comma list (`W1,W2,...`, ascending), or one Linear to the widest with --mrl-prefix")
+	mrlPrefix := fs.Bool("mrl-prefix", false, "--format hf, colqwen3.5 with --head-dims: one Linear whose prefixes are the widths")
 	adapterVision := fs.Bool("adapter-vision", false, "--format hf, colqwen and jina-v4 layouts: also put LoRA pairs on the vision tower's attention and MLP matrices (every task's, for jina-v4)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -69,7 +72,21 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for _, f := range []string{"adapter-dir", "adapter-new-names", "adapter-vision"} {
+	var dims []int
+	for _, w := range strings.Split(*headDims, ",") {
+		if w = strings.TrimSpace(w); w == "" {
+			continue
+		}
+		d, err := strconv.Atoi(w)
+		if err != nil {
+			return usageError(fs, stderr, "--head-dims %q: want a comma list of widths", *headDims)
+		}
+		dims = append(dims, d)
+	}
+	if *mrlPrefix && len(dims) == 0 {
+		return usageError(fs, stderr, "--mrl-prefix goes with --head-dims")
+	}
+	for _, f := range []string{"adapter-dir", "adapter-new-names", "adapter-vision", "head-dims", "mrl-prefix"} {
 		if set[f] && *format != "hf" {
 			return usageError(fs, stderr, "--%s goes with --format hf", f)
 		}
@@ -82,6 +99,8 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 			*preset = "tiny-qwen2vl"
 		case qwen3 || retriever:
 			*preset = "tiny-qwen3vl"
+		case *layout == qwenlayout.LayoutColQwen35 || *layout == qwenlayout.LayoutColVec:
+			*preset = "tiny-qwen35"
 		}
 	}
 	cfg, err := synth.Preset(*preset)
@@ -121,7 +140,8 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	switch *format {
 	case "hf":
 		o := synth.HFOptions{Layout: *layout, DType: safetensors.DType(strings.ToUpper(*dtype)),
-			AdapterDir: *adapterDir, AdapterNewNames: *adapterNewNames, AdapterVision: *adapterVision}
+			AdapterDir: *adapterDir, AdapterNewNames: *adapterNewNames, AdapterVision: *adapterVision,
+			HeadDims: dims, MRLPrefix: *mrlPrefix}
 		if err := synth.WriteHF(*out, cfg, o); err != nil {
 			return err
 		}

@@ -145,8 +145,11 @@ type Progress struct {
 	CPUPerPage float64 `json:"cpu_s_per_page,omitempty"`
 	Removed    int     `json:"items_removed,omitempty"`
 	// BytesTotal is the size of the input files (measured before the
-	// walk), BytesWalked that of the files whose items are all queued or
-	// finished: the fraction done, for an ETA.
+	// walk), BytesWalked how much of it the walk has passed: whole files
+	// once their items are queued or finished, and inside a file its
+	// share done (a PDF's bytes over its pages once it is opened, a
+	// table's as its records are read), so the fraction done and an ETA
+	// move with the work.
 	BytesTotal  int64 `json:"bytes_total"`
 	BytesWalked int64 `json:"bytes_walked"`
 	WalkDone    bool  `json:"walk_done"`
@@ -201,6 +204,8 @@ type run struct {
 	// recordIDs holds a 64-bit hash of every table record's id met by the
 	// walk (about 40 bytes a record), to refuse a repeated id.
 	recordIDs map[uint64]bool
+
+	pos filePos // the walk's
 
 	pdfOnce sync.Once
 	pdf     *pdf.Renderer

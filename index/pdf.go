@@ -54,6 +54,7 @@ func (r *run) pdfFile(ctx context.Context, path string, data []byte, emit func(i
 				if err := emit(pageItem(p)); err != nil {
 					return err
 				}
+				r.fileAt(int64(p), int64(n))
 			}
 			return nil
 		}
@@ -98,6 +99,7 @@ func (r *run) pdfFile(ctx context.Context, path string, data []byte, emit func(i
 		if err := emit(it); err != nil {
 			return err
 		}
+		r.fileAt(int64(p), int64(n))
 	}
 	return nil
 }

@@ -101,35 +101,22 @@ func (r *run) walk(ctx context.Context, out chan<- item) (complete bool, err err
 			return errStop
 		}
 	}
-	walked := func(path string) {
-		if st, err := os.Stat(path); err == nil {
-			r.mu.Lock()
-			r.prog.BytesWalked += st.Size()
-			r.mu.Unlock()
-		}
-	}
 	complete, err = walkFiles(r.o.Paths, func(path string, k kind) error {
-		err := r.file(ctx, path, k, emit)
-		walked(path)
-		return err
+		r.startFile(path)
+		defer r.endFile()
+		return r.file(ctx, path, k, emit)
 	}, func(path string, err error) { r.problem(path, 0, err) })
 	if err == nil {
 		for _, p := range r.o.JSONL {
 			if err = r.table(p, false, emit); err != nil {
 				break
 			}
-			walked(p)
 		}
 	}
 	if err == nil {
 		for _, p := range r.o.Parquet {
 			if err = r.table(p, true, emit); err != nil {
 				break
-			}
-			if files, err := parquetShards(p); err == nil {
-				for _, f := range files {
-					walked(f)
-				}
 			}
 		}
 	}
@@ -140,6 +127,52 @@ func (r *run) walk(ctx context.Context, out chan<- item) (complete bool, err err
 		return false, err
 	}
 	return complete, flushSeen()
+}
+
+// filePos is the walk's position in the file it is reading, for the
+// progress: the file's size and the bytes of it counted in BytesWalked.
+type filePos struct {
+	size, counted int64
+}
+
+// startFile starts counting a file's bytes as walked.
+func (r *run) startFile(path string) {
+	r.pos = filePos{}
+	if st, err := os.Stat(path); err == nil {
+		r.pos.size = st.Size()
+	}
+}
+
+// fileAt counts the file walked to the fraction done/total of its
+// work (pages of a PDF, rows or bytes of a table), so that progress and
+// its ETA move inside a large file.
+func (r *run) fileAt(done, total int64) {
+	if total <= 0 {
+		return
+	}
+	at := r.pos.size * min(done, total) / total
+	if at <= r.pos.counted {
+		return
+	}
+	r.mu.Lock()
+	r.prog.BytesWalked += at - r.pos.counted
+	r.mu.Unlock()
+	r.pos.counted = at
+}
+
+// endFile counts the rest of the file as walked.
+func (r *run) endFile() { r.fileAt(1, 1) }
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // file produces the items of one file.
@@ -190,7 +223,13 @@ func (r *run) file(ctx context.Context, path string, k kind, emit func(item) err
 func (r *run) table(path string, isParquet bool, emit func(item) error) error {
 	dir := filepath.Dir(path)
 	bad := func(n int, err error) { r.problem(fmt.Sprintf("%s#%d", path, n), 0, err) }
+	var jsonl *countingReader
 	fn := func(rec Record) error {
+		if jsonl != nil {
+			r.fileAt(jsonl.n, r.pos.size)
+		} else {
+			r.fileAt(int64(rec.N), int64(rec.Rows))
+		}
 		// An id met before in this run's tables would be a second row
 		// with the same id.
 		h := sha256.Sum256([]byte(rec.ID))
@@ -213,7 +252,10 @@ func (r *run) table(path string, isParquet bool, emit func(item) error) error {
 		if files, err = parquetShards(path); err == nil {
 			for _, f := range files {
 				dir = filepath.Dir(f) // image paths are relative to the shard's folder
-				if err = ReadParquet(f, fn, bad); err != nil {
+				r.startFile(f)
+				err = ReadParquet(f, fn, bad)
+				r.endFile()
+				if err != nil {
 					if errors.Is(err, errStop) {
 						return err
 					}
@@ -224,8 +266,11 @@ func (r *run) table(path string, isParquet bool, emit func(item) error) error {
 		}
 	} else {
 		var f *os.File
+		r.startFile(path)
+		defer r.endFile()
 		if f, err = os.Open(path); err == nil {
-			err = ReadJSONL(f, fn, bad)
+			jsonl = &countingReader{r: f}
+			err = ReadJSONL(jsonl, fn, bad)
 			f.Close()
 		}
 	}

@@ -24,8 +24,9 @@ type Record struct {
 	// (relative to the table's directory) when the table stores paths.
 	Image     []byte
 	ImagePath string
-	// N is the record's 1-based position in its file.
-	N int
+	// N is the record's 1-based position in its file, of Rows (0 when
+	// the file does not say: JSON lines).
+	N, Rows int
 }
 
 // MaxRecordBytes bounds one JSONL line and one Parquet record's values.
@@ -275,6 +276,7 @@ func readParquetFrom(ra io.ReaderAt, size int64, fn func(Record) error, bad func
 	if cText < 0 && cImg < 0 && cPath < 0 {
 		return fmt.Errorf("no text, image or image_path column (it has %s)", strings.Join(names, ", "))
 	}
+	rows := int(pf.NumRows())
 	r := parquet.NewReader(pf)
 	defer r.Close()
 	buf := make([]parquet.Row, 16)
@@ -282,8 +284,7 @@ func readParquetFrom(ra io.ReaderAt, size int64, fn func(Record) error, bad func
 		n, rerr := r.ReadRows(buf)
 		for _, row := range buf[:n] {
 			read++
-			var rec Record
-			rec.N = read
+			rec := Record{N: read, Rows: rows}
 			for _, v := range row {
 				c := v.Column()
 				if v.IsNull() {

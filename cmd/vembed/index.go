@@ -266,6 +266,10 @@ func tokenCounter(model string) (func(string) int, error) {
 	return func(s string) int { return len(tok.Encode(s, false)) }, nil
 }
 
+// indexBarVisible reports whether the progress bar is drawn on w (a
+// terminal); tests draw it into a buffer.
+var indexBarVisible = isTerminal
+
 // indexProgress returns the run's progress callback: a bar on a terminal
 // and JSON lines to the --json-progress file.
 func indexProgress(stderr io.Writer, jsonPath string) (func(index.Progress), func(), error) {
@@ -284,19 +288,22 @@ func indexProgress(stderr io.Writer, jsonPath string) (func(index.Progress), fun
 	}
 	// The bar runs over the input files' bytes (the walk's position, a few
 	// items ahead of the embedding), which the walk knows from the start,
-	// so its rate and ETA are there before the page count is.
+	// so its rate and ETA are there before the page count is; inside a
+	// PDF the walk advances page by page, inside a table record by record.
 	var bar *progressbar.ProgressBar
-	visible := isTerminal(stderr)
+	visible := indexBarVisible(stderr)
 	var mu sync.Mutex
 	fn := func(p index.Progress) {
 		mu.Lock()
 		defer mu.Unlock()
 		if visible {
 			if bar == nil {
-				bar = newBar(stderr, max(p.BytesTotal, 1), "indexing", true)
+				bar = newBarOn(stderr, max(p.BytesTotal, 1), "indexing", true, true)
 			}
-			bar.Describe(fmt.Sprintf("%d items, %.2f pages/s, %.0f tokens/s, %.1f CPU-s/item", p.Done, p.PagesPerS, p.TokensPerS, p.CPUPerItem))
+			// The position first: Describe draws the bar at once, Set64
+			// only when its throttle allows.
 			bar.Set64(p.BytesWalked)
+			bar.Describe(fmt.Sprintf("%d items, %.2f pages/s, %.0f tokens/s, %.1f CPU-s/item", p.Done, p.PagesPerS, p.TokensPerS, p.CPUPerItem))
 		}
 		if jw != nil {
 			b, _ := json.Marshal(p)

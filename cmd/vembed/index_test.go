@@ -8,13 +8,18 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -887,4 +892,76 @@ func TestIndexRefusals(t *testing.T) {
 		}
 	}
 	sameIndexRows(t, "after the refused runs", datasetByID(t, out), before)
+}
+
+// TestIndexProgressByPages draws the progress bar (as on a terminal) over
+// one 400-page PDF: it moves through the document page by page instead of
+// sitting at 0% until the file ends, its item count rising, and the
+// --json-progress lines carry the same byte counts, rising with the pages.
+func TestIndexProgressByPages(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
+	corpus, out := filepath.Join(dir, "corpus"), filepath.Join(dir, "idx")
+	var pages []synth.PDFPage
+	for i := range 400 {
+		pages = append(pages, synth.PDFPage{WidthPt: 72, HeightPt: 72, Text: []string{fmt.Sprintf("page %d", i+1)}})
+	}
+	doc := synth.PDF(pages, synth.PDFOptions{})
+	writeText(t, filepath.Join(corpus, "book.pdf"), string(doc))
+	was := indexBarVisible
+	indexBarVisible = func(io.Writer) bool { return true }
+	t.Cleanup(func() { indexBarVisible = was })
+	progress := filepath.Join(dir, "progress.jsonl")
+	_, stderr := runIndexCmd(t, corpus, "--out", out, "--dpi", "36", "--inflight", "2", "--progress-every", "5ms", "--json-progress", progress)
+
+	// Each redraw starts with a carriage return; the bar prints its
+	// percentage.
+	percents := map[int]bool{}
+	for _, m := range regexp.MustCompile(`(\d+)% \|`).FindAllStringSubmatch(stderr, -1) {
+		n, _ := strconv.Atoi(m[1])
+		percents[n] = true
+	}
+	inside := 0
+	for p := range percents {
+		if p > 0 && p < 100 {
+			inside++
+		}
+	}
+	if inside < 5 || !percents[100] {
+		t.Errorf("the bar showed %v%%: want several steps between 0 and 100 (redraws are throttled to 10 a second)", slices.Sorted(maps.Keys(percents)))
+	}
+	items := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\r(\d+) items, `).FindAllStringSubmatch(stderr, -1) {
+		items[m[1]] = true
+	}
+	if len(items) < 5 || !items["400"] {
+		t.Errorf("the bar's item counts: %v", slices.Sorted(maps.Keys(items)))
+	}
+
+	b, err := os.ReadFile(progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last int64 = -1
+	steps := map[int64]bool{}
+	var p index.Progress
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		p = index.Progress{}
+		if err := json.Unmarshal([]byte(line), &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.BytesWalked < last || p.BytesWalked > p.BytesTotal {
+			t.Fatalf("bytes_walked %d after %d, of %d", p.BytesWalked, last, p.BytesTotal)
+		}
+		last = p.BytesWalked
+		if p.BytesWalked > 0 && p.BytesWalked < p.BytesTotal {
+			steps[p.BytesWalked] = true
+		}
+	}
+	if p.BytesTotal != int64(len(doc)) || p.BytesWalked != p.BytesTotal || !p.Final || p.Done != 400 {
+		t.Errorf("final progress %+v, want %d bytes of %d walked and 400 pages", p, len(doc), len(doc))
+	}
+	if len(steps) < 20 {
+		t.Errorf("bytes_walked took %d values inside the document, want one per few pages", len(steps))
+	}
 }

@@ -19,9 +19,14 @@ func newByteBar(w io.Writer, total int64, desc string) *progressbar.ProgressBar 
 
 // newBar is newByteBar for a count of bytes (bytes) or of other things.
 func newBar(w io.Writer, total int64, desc string, bytes bool) *progressbar.ProgressBar {
+	return newBarOn(w, total, desc, bytes, isTerminal(w))
+}
+
+// newBarOn is newBar drawn on w when visible.
+func newBarOn(w io.Writer, total int64, desc string, bytes, visible bool) *progressbar.ProgressBar {
 	return progressbar.NewOptions64(total,
 		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetVisibility(isTerminal(w)),
+		progressbar.OptionSetVisibility(visible),
 		progressbar.OptionSetDescription(desc),
 		progressbar.OptionShowBytes(bytes),
 		progressbar.OptionShowCount(),

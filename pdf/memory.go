@@ -14,11 +14,14 @@ import (
 // committed: growing is reslicing, the process holds only the pages PDFium
 // touched, and discarding an instance returns them to the OS at once.
 //
-// A memory can be freed while a call still runs on it: killing an instance
-// closes its module from another goroutine. Its pages are then released
-// right away (reads see zeros, nothing faults), but the mapping is only
+// A memory can be freed before the code using it is done: an interrupted
+// call frees its module's resources itself, in its own goroutine, and
+// the rest of the guarded function may still hold a view of the memory
+// (go-pdfium's bitmap buffer is one). Its pages are then released right
+// away (reads see zeros, nothing faults), but the mapping is only
 // unmapped once every guarded call that was running at that moment has
-// returned, so no code ever touches an unmapped address.
+// returned, so no code ever touches an unmapped address. (No memory is
+// freed from another goroutine while its call runs: guard in pdf.go.)
 
 // sliceMemory is the portable fallback: a Go slice grown by appending.
 type sliceMemory struct{ buf []byte }

@@ -24,17 +24,15 @@ var memoryAllocator experimental.MemoryAllocator = experimental.MemoryAllocatorF
 	return &mappedMemory{buf: b}
 })
 
-// mappedMemory's buf never changes: Free may run while the instance's
-// call still grows the memory, and the mapping outlives both.
+// mappedMemory's buf never changes: views of it stay valid after Free
+// until the mapping is retired (memory.go).
 type mappedMemory struct {
 	buf   []byte
 	freed atomic.Bool
 }
 
 func (m *mappedMemory) Reallocate(size uint64) []byte {
-	// wazero can read the memory's allocator while another goroutine's
-	// Close clears it; a torn read may give a nil receiver: refuse then.
-	if m == nil || size > uint64(len(m.buf)) {
+	if size > uint64(len(m.buf)) {
 		return nil // past the cap: memory.grow fails inside the instance
 	}
 	return m.buf[:size]

@@ -34,6 +34,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -231,10 +232,11 @@ func (r *Renderer) Close() error {
 		docs = append(docs, d)
 	}
 	r.mu.Unlock()
-	// Kill what is open (running calls end with an error), then wait for
-	// Opens in progress, which find the renderer closed.
+	// Kill what is open (running calls are interrupted and end with an
+	// error first), then wait for Opens in progress, which find the
+	// renderer closed.
 	for _, d := range docs {
-		d.discard()
+		d.kill()
 	}
 	r.opening.Wait()
 	r.mu.Lock()
@@ -262,6 +264,19 @@ type Document struct {
 	killed atomic.Bool // the instance was (or is being) killed
 	gone   bool        // the instance was killed or returned; guarded by r.mu
 	closed bool
+
+	// callCtx is go-pdfium's field holding the context its calls into the
+	// module run with, base its own value (the worker's context). guard
+	// sets a context of each call's own there, whose cancellation
+	// interrupts the call (see guard).
+	callCtx reflect.Value
+	base    context.Context
+	// running is held by guard while a call runs, so a kill from another
+	// goroutine waits for the call to return; interrupt, set while it
+	// runs and guarded by interruptMu, interrupts it.
+	running     sync.Mutex
+	interruptMu sync.Mutex
+	interrupt   context.CancelFunc
 }
 
 // Open parses data (the whole file) with the given password ("" for none).
@@ -286,7 +301,12 @@ func (r *Renderer) Open(ctx context.Context, data []byte, password string) (*Doc
 	}
 	d := &Document{r: r, inst: inst}
 	if err == nil {
-		r.docs[d] = struct{}{}
+		if d.callCtx, err = callContext(inst); err != nil {
+			inst.Close()
+		} else {
+			d.base = d.callCtx.Interface().(context.Context)
+			r.docs[d] = struct{}{}
+		}
 	}
 	r.mu.Unlock()
 	r.opening.Done()
@@ -557,25 +577,63 @@ func (d *Document) text(page requests.Page, i int) (string, error) {
 }
 
 // guard runs f with the Renderer's timeout and ctx: when either ends first
-// the instance is killed (wazero interrupts the running call), and an
-// instance that trapped is killed as well, so its memory is never reused.
+// the running call is interrupted and, once f has returned, the instance
+// is killed; an instance that trapped is killed as well, so its memory is
+// never reused.
+//
+// Why the kill waits for f. go-pdfium's Kill cancels the instance's
+// context and closes its wazero module at once, in the killing goroutine.
+// Closing a module frees its resources: it clears the memory's allocator
+// (MemoryInstance.expBuffer, an interface value, set to nil after Free)
+// and the module's Sys, without a lock, while the interrupted call may
+// still be running: its memory.grow reads expBuffer in Grow, its host
+// functions read Sys. Those are data races on the fields (a torn read of
+// the interface gave Reallocate a nil receiver), and the Go memory model
+// promises nothing about a racy read of a multiword value. So no kill
+// runs beside a call. A call is interrupted by cancelling the context it
+// runs with (wazero's WithCloseOnContextDone): wazero's watcher then only
+// marks the module closed (a compare-and-swap, no resource touched), and
+// the call itself frees the resources, in its own goroutine, when it next
+// checks that mark (at a function entry or loop back-edge, so it returns
+// promptly); every later call of f fails at once the same way. When f
+// has returned, Kill finds the module closed, or closes a module nothing
+// runs in.
 func (d *Document) guard(ctx context.Context, what string, f func() error) error {
+	d.running.Lock()
+	defer d.running.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, d.r.opts.Timeout)
 	defer cancel()
-	// Registered before the timer can fire: a memory freed by a kill from
-	// now on stays mapped until f has returned.
+	call, interrupt := context.WithCancel(d.base)
+	defer interrupt()
+	d.interruptMu.Lock()
+	if d.killed.Load() {
+		d.interruptMu.Unlock()
+		return fmt.Errorf("pdf: %s: the document's PDFium instance was discarded", what)
+	}
+	d.interrupt = interrupt
+	d.interruptMu.Unlock()
+	d.callCtx.Set(reflect.ValueOf(call))
+	// Registered before the timer can fire: a memory freed from now on
+	// stays mapped until f has returned.
 	id := calls.begin()
-	stop := context.AfterFunc(ctx, d.discard)
+	stop := context.AfterFunc(ctx, interrupt)
 	err := func() error {
 		defer calls.end(id)
 		return f()
 	}()
+	d.callCtx.Set(reflect.ValueOf(d.base))
+	d.interruptMu.Lock()
+	d.interrupt = nil
+	d.interruptMu.Unlock()
 	if !stop() {
-		// The timer fired: the instance is gone, whatever f returned. The
-		// kill may still be running in the timer's goroutine; discard
-		// returns once it is done.
+		// The timer fired: the call was interrupted (or had just ended),
+		// the instance goes, whatever f returned.
 		d.discard()
 		return fmt.Errorf("pdf: %s: stopped after %v: %w", what, d.r.opts.Timeout, context.Cause(ctx))
+	}
+	if d.killed.Load() {
+		// Renderer.Close interrupted the call; it kills the instance.
+		return fmt.Errorf("pdf: %s: the renderer is closing", what)
 	}
 	if err != nil && trapped(err) {
 		d.discard()
@@ -584,6 +642,23 @@ func (d *Document) guard(ctx context.Context, what string, f func() error) error
 		return fmt.Errorf("pdf: %s: PDFium crashed (a corrupt file or out of memory), its instance discarded: %s: %w", what, msg, ErrFormat)
 	}
 	return err
+}
+
+// callContext returns go-pdfium's field holding the context of an
+// instance's calls (PdfiumImplementation.Context, in a package of its
+// own that cannot be imported), which guard replaces for each call.
+func callContext(inst pdfium.Pdfium) (reflect.Value, error) {
+	v := reflect.ValueOf(inst.GetImplementation())
+	if v.Kind() == reflect.Pointer && !v.IsNil() {
+		v = v.Elem()
+	}
+	if v.Kind() == reflect.Struct {
+		f := v.FieldByName("Context")
+		if f.IsValid() && f.CanSet() && f.Type() == reflect.TypeFor[context.Context]() && !f.IsNil() {
+			return f, nil
+		}
+	}
+	return reflect.Value{}, fmt.Errorf("pdf: go-pdfium's instance (%T) has no Context field to interrupt its calls with", inst.GetImplementation())
 }
 
 // trapped tells a failure of the WebAssembly instance (a trap, an exit, a
@@ -598,7 +673,22 @@ func trapped(err error) bool {
 		strings.Contains(s, "module closed") || strings.Contains(s, "instance is closed")
 }
 
+// kill interrupts the call running, if any, waits for it to return and
+// kills the instance.
+func (d *Document) kill() {
+	d.interruptMu.Lock()
+	d.killed.Store(true)
+	if d.interrupt != nil {
+		d.interrupt()
+	}
+	d.interruptMu.Unlock()
+	d.running.Lock()
+	defer d.running.Unlock()
+	d.discard()
+}
+
 // discard kills the instance; the pool replaces it for the next document.
+// No call may be running in it (guard's comment says why).
 func (d *Document) discard() {
 	d.killed.Store(true)
 	d.drop("killing", d.inst.Kill)
@@ -623,8 +713,15 @@ func (d *Document) Close() error {
 	return err
 }
 
-// release hands the instance back (or drops it if it was killed).
-func (d *Document) release() { d.drop("closing", d.inst.Close) }
+// release hands the instance back, or kills it if a kill was asked for
+// (a killed instance never returns to the pool).
+func (d *Document) release() {
+	if d.killed.Load() {
+		d.discard()
+		return
+	}
+	d.drop("closing", d.inst.Close)
+}
 
 // drop forgets the document and ends its instance with end, once: a
 // document both discarded and closed ends it only the first time.

@@ -96,10 +96,3 @@ func getScratch(n int) *[]float32 {
 }
 
 func putScratch(p *[]float32) { scratch.Put(p) }
-
-// ParallelFor calls fn(i) for every i in [0, n) on the kernels' worker
-// pool and returns when all calls have returned, for model code whose
-// independent items (recurrent heads, say) are not products. Items must be
-// independent, and fn must not call ParallelFor or any kernel that runs in
-// parallel itself.
-func ParallelFor(n int, fn func(item int)) { parallelFor(n, fn) }

@@ -46,12 +46,13 @@ var presets = map[string]func() Config{
 	"colqwen3-4b":                colQwen34BPreset,
 	"nemotron-colembed-vl-4b-v2": nemotronColEmbed4BPreset,
 	"tiny-qwen35":                tinyQwen35Preset,
+	"colvec1.1-4b":               colVec4BPreset,
 }
 
 // Presets lists the preset names Preset accepts.
 func Presets() []string {
 	return []string{"tiny", "tiny-qwen2vl", "jina-v4", "qwen2vl-2b", "tiny-qwen3vl", "qwen3-vl-embedding-2b", "qwen3-vl-reranker-2b",
-		"colqwen3-4b", "nemotron-colembed-vl-4b-v2", "tiny-qwen35"}
+		"colqwen3-4b", "nemotron-colembed-vl-4b-v2", "tiny-qwen35", "colvec1.1-4b"}
 }
 
 // Preset returns a named configuration:
@@ -74,7 +75,11 @@ func Presets() []string {
 //     them, on the Qwen3-VL-4B shapes;
 //   - "tiny-qwen35": the shapes of the shared fixtures' tiny Qwen3.5 pair
 //     (a qwen35 LM with 3 DeltaNet layers and 1 gated full-attention
-//     layer, and its tower), the 512-token vocabulary.
+//     layer, and its tower), the 512-token vocabulary;
+//   - "colvec1.1-4b": webAI-ColVec1.1-4b as vembed convert writes it: the
+//     Qwen3.5-4B shapes (hybrid Gated DeltaNet decoder, bidirectional
+//     full attention; the Qwen3-VL-4B tower without DeepStack), a 640-wide
+//     head.
 func Preset(name string) (Config, error) {
 	f, ok := presets[name]
 	if !ok {

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/vembed/vembed/qwenlayout"
+	"github.com/vembed/vembed/recipe"
 )
 
 // tinyQwen35Preset has the shapes of the shared fixtures' tiny Qwen3.5
@@ -107,4 +108,26 @@ func qwen35Release(c map[string]any, cfg Config, o HFOptions) {
 		c["architectures"] = []string{"ColVec1_1"}
 		c["embed_dim"], c["is_causal"] = cfg.MVProj.OutputDim, false
 	}
+}
+
+// colVec4BPreset is webAI-ColVec1.1-4b as vembed convert writes it, on the
+// shapes of Qwen3.5-4B: LM 2560 wide, 32 layers (24 Gated DeltaNet, 8 gated
+// full attention, bidirectional), 16/4 heads of 256 with 64 rotary
+// dimensions (sections [11,11,10]), FFN 9216, DeltaNet 16 key / 32 value
+// heads of 128, convolution 4, θ 1e7; the Qwen3-VL-4B tower without
+// DeepStack taps; a 640-wide head (the mvproj, with --mvproj) and
+// ColVec1.1's budget of 1792 image tokens.
+func colVec4BPreset() Config {
+	c := qwen3VL4B()
+	c.Name, c.BaseName = "synthetic-colvec1.1-4b", "synthetic-qwen3.5"
+	c.LM.Layers, c.LM.Heads, c.LM.KVHeads, c.LM.FFN = 32, 16, 4, 9216
+	c.LM.HeadDim = 256
+	c.LM.RopeTheta = 1e7
+	c.LM.MRoPE = [4]int32{11, 11, 10, 0}
+	c.LM.DeltaNet = qwenlayout.DeltaNetConfig{Interval: 4, KeyHeads: 16, ValueHeads: 32, KeyDim: 128, ValueDim: 128, ConvKernel: 4, RopeDims: 64}
+	c.Vision.DeepStack = nil
+	c.Vision.MinPixels, c.Vision.MaxPixels = 65536, 1792*1024
+	c.MVProj = qwenlayout.MVProjConfig{OutputDim: 640, Normalize: true, Type: "F32"}
+	c.LM.Extra = []qwenlayout.KV{{Key: recipeKey, Value: recipe.ColVecName}, {Key: qwenlayout.Qwen35CausalKey, Value: false}}
+	return c
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/vembed/vembed/gguf"
@@ -64,6 +65,12 @@ func (f *fileSpec) generate(c *chunk, vals []float32) ([]byte, error) {
 	}
 	for i := range vals {
 		vals[i] = float32(base + std*rng.NormFloat64())
+	}
+	if strings.HasSuffix(c.t.Name, ".ssm_a") {
+		// Qwen3.5's −exp(A_log): a DeltaNet state must decay, never grow.
+		for i, v := range vals {
+			vals[i] = -float32(math.Exp(float64(v)))
+		}
 	}
 	if c.t.Type == gguf.TypeF32 {
 		out := make([]byte, 4*n)

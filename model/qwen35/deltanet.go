@@ -2,6 +2,9 @@ package qwen35
 
 import (
 	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/vembed/vembed/kernels"
 	"github.com/vembed/vembed/model/internal/vlm"
@@ -128,7 +131,7 @@ func (d *deltaNet) scan(lm *Decoder, o, y, beta, g []float32, m int, ns *netStat
 		return y[t*C : (t+1)*C], beta[t*nV : (t+1)*nV], g[t*nV : (t+1)*nV]
 	}
 	full := T / chunkLen * chunkLen // rows whose blocks are complete
-	kernels.ParallelFor(nV, func(h int) {
+	eachHead(nV, func(h int, s *deltaScratch) {
 		kh := h % nK
 		q, k, v := make([]float32, T*dK), make([]float32, T*dK), make([]float32, T*dV)
 		gh, bh := make([]float32, T), make([]float32, T)
@@ -146,7 +149,6 @@ func (d *deltaNet) scan(lm *Decoder, o, y, beta, g []float32, m int, ns *netStat
 			st = make([]float32, dV*dK)
 		}
 		oh := make([]float32, T*dV)
-		s := newDeltaScratch(dV)
 		for lo := 0; lo < T; lo += chunkLen {
 			hi := min(lo+chunkLen, T)
 			// Only complete blocks advance a kept state; the rows of the
@@ -157,7 +159,7 @@ func (d *deltaNet) scan(lm *Decoder, o, y, beta, g []float32, m int, ns *netStat
 		for t := np; t < T; t++ {
 			copy(o[(t-np)*nV*dV+h*dV:], oh[t*dV:(t+1)*dV])
 		}
-	})
+	}, func() *deltaScratch { return newDeltaScratch(dK, dV) })
 	if ns == nil || last {
 		return
 	}
@@ -171,6 +173,25 @@ func (d *deltaNet) scan(lm *Decoder, o, y, beta, g []float32, m int, ns *netStat
 		copy(dst[C+nV:], gt)
 	}
 	ns.pend, ns.np = pend, T-full
+}
+
+// eachHead runs fn for heads 0..n−1 on GOMAXPROCS goroutines, each with
+// scratch of its own. Plain goroutines, not the kernels' pool: fn runs
+// products, which spread over the pool themselves.
+func eachHead(n int, fn func(h int, s *deltaScratch), scratch func() *deltaScratch) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(n, runtime.GOMAXPROCS(0)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := scratch()
+			for h := int(next.Add(1) - 1); h < n; h = int(next.Add(1) - 1) {
+				fn(h, s)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // keepHistory leaves in hist the last k rows of the sequence so far, whose

@@ -1,6 +1,12 @@
 package qwen35
 
-import "math"
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/kernels"
+)
 
 // The gated delta rule of one value head. Its state S is d_k×d_v and starts
 // at zero; token t, with log-decay g_t < 0 and write strength β_t in (0, 1),
@@ -36,99 +42,163 @@ func deltaRuleRef(o, st, q, k, v, g, beta []float32, n, dk, dv int) {
 	}
 }
 
-// deltaScratch holds one block's work arrays.
+// deltaScratch holds one block's work arrays. The products run through
+// kernels.MatMul, whose right-hand operand is a weight matrix of float32
+// bytes: kt, kw, st, rt and wt are those. Every product over the block's
+// tokens runs over all chunkLen of them, the rows past the block's end
+// zero, so a row's sums do not depend on how many tokens the block has.
 type deltaScratch struct {
+	dk, dv int
 	G, eG  []float32 // cumulative log-decay in the block, its exp
-	A, P   []float32 // n×n: β_i·e^(G_i−G_j)·k_i·k_j (j < i), e^(G_i−G_j)·q_i·k_j (j ≤ i)
-	w      []float32 // n×dv: the block's new values (the delta writes)
+	kk, qk []float32 // n×chunkLen: k_i·k_j, q_i·k_j
+	T, P   []float32 // n×chunkLen: (I + A)⁻¹ and the masked, decayed q·k
 	sk, sq []float32 // n×dv: Sᵀk_i, Sᵀq_i with the block's starting state
+	w, o   []float32 // n×dv: the writes, an output term
+	upd    []float32 // dv×dk: the state's increment
+	kw     *f32      // chunkLen×dk: the keys
+	kt     *f32      // dk×chunkLen: the keys transposed
+	stw    *f32      // dv×dk: the state
+	rt, wt *f32      // dv×chunkLen: right-hand sides and writes, transposed
+	wd     []float32 // dv×chunkLen: the writes decayed to the block's end, transposed
 }
 
-func newDeltaScratch(dv int) *deltaScratch {
+// f32 is a float32 matrix as kernels.MatMul takes its right-hand operand.
+type f32 struct {
+	b    []byte
+	m    *kernels.Matrix
+	cols int
+}
+
+func newF32(rows, cols int) *f32 {
+	b := make([]byte, 4*rows*cols)
+	m, err := kernels.NewMatrix(gguf.TypeF32, rows, cols, b)
+	if err != nil {
+		panic(err) // sizes are the model's, checked at load
+	}
+	return &f32{b: b, m: m, cols: cols}
+}
+
+func (w *f32) set(r, c int, v float32) {
+	binary.LittleEndian.PutUint32(w.b[4*(r*w.cols+c):], math.Float32bits(v))
+}
+
+func (w *f32) zero() { clear(w.b) }
+
+func newDeltaScratch(dk, dv int) *deltaScratch {
+	c := chunkLen
 	return &deltaScratch{
-		G: make([]float32, chunkLen), eG: make([]float32, chunkLen),
-		A: make([]float32, chunkLen*chunkLen), P: make([]float32, chunkLen*chunkLen),
-		w: make([]float32, chunkLen*dv), sk: make([]float32, chunkLen*dv), sq: make([]float32, chunkLen*dv),
+		dk: dk, dv: dv,
+		G: make([]float32, c), eG: make([]float32, c),
+		kk: make([]float32, c*c), qk: make([]float32, c*c), T: make([]float32, c*c), P: make([]float32, c*c),
+		sk: make([]float32, c*dv), sq: make([]float32, c*dv), w: make([]float32, c*dv), o: make([]float32, c*dv),
+		upd: make([]float32, dv*dk),
+		kw:  newF32(c, dk), kt: newF32(dk, c), stw: newF32(dv, dk),
+		rt: newF32(dv, c), wt: newF32(dv, c), wd: make([]float32, dv*c),
 	}
 }
 
 // deltaBlock runs the chunked form over one block of n ≤ chunkLen tokens
 // starting with state st, and, with update, leaves st after the block.
 // Unrolling the recurrence inside a block, with G_i = g_1 + … + g_i, the
-// write of token i is
+// writes w_i solve the unit lower-triangular system
 //
-//	w_i = β_i·(v_i − e^(G_i)·S₀ᵀk_i) − Σ_{j<i} β_i·e^(G_i−G_j)·(k_i·k_j)·w_j
+//	w_i + Σ_{j<i} β_i·e^(G_i−G_j)·(k_i·k_j)·w_j = β_i·(v_i − e^(G_i)·S₀ᵀk_i),
 //
-// (a unit lower-triangular solve, forward substitution), its output
+// (I + A)·W = R, solved as W = T·R with T = (I + A)⁻¹ by forward
+// substitution over the block's rows (n³/6 multiply-adds; T·R is a
+// product), the outputs are
 //
 //	o_i = e^(G_i)·S₀ᵀq_i + Σ_{j≤i} e^(G_i−G_j)·(q_i·k_j)·w_j
 //
 // and the state after the block S = e^(G_n)·S₀ + Σ_j e^(G_n−G_j)·k_j·w_jᵀ.
-// Every exponent is ≤ 0, so nothing overflows; a row i reads rows j ≤ i
-// only, in the same order whatever n is, so a row's bits do not depend on
-// how many rows follow it in the block.
+// Every exponent is ≤ 0, so nothing overflows; row i reads rows j ≤ i only
+// and every sum runs over the same terms whatever n is, so a row's bits do
+// not depend on how many rows follow it in the block.
 func deltaBlock(o, st, q, k, v, g, beta []float32, n, dk, dv int, update bool, s *deltaScratch) {
-	G, eG, A, P, w, sk, sq := s.G[:n], s.eG[:n], s.A, s.P, s.w[:n*dv], s.sk[:n*dv], s.sq[:n*dv]
+	const c = chunkLen
+	G, eG := s.G[:n], s.eG[:n]
 	acc := float32(0)
 	for i := range n {
 		acc += g[i]
 		G[i] = acc
 		eG[i] = float32(math.Exp(float64(acc)))
 	}
+	s.kw.zero()
+	s.kt.zero()
 	for i := range n {
-		qi, ki := q[i*dk:(i+1)*dk], k[i*dk:(i+1)*dk]
-		for j := 0; j <= i; j++ {
-			kj := k[j*dk : (j+1)*dk]
-			d := float32(math.Exp(float64(G[i] - G[j])))
-			P[i*chunkLen+j] = d * dot(qi, kj)
-			if j < i {
-				A[i*chunkLen+j] = beta[i] * d * dot(ki, kj)
-			}
-		}
-		for jv := range dv {
-			row := st[jv*dk : (jv+1)*dk]
-			sk[i*dv+jv] = dot(row, ki)
-			sq[i*dv+jv] = dot(row, qi)
+		for d := range dk {
+			s.kw.set(i, d, k[i*dk+d])
+			s.kt.set(d, i, k[i*dk+d])
 		}
 	}
+	for jv := range dv {
+		for d := range dk {
+			s.stw.set(jv, d, st[jv*dk+d])
+		}
+	}
+	kk, qk, sk, sq := s.kk[:n*c], s.qk[:n*c], s.sk[:n*dv], s.sq[:n*dv]
+	kernels.MatMul(kk, k, n, s.kw.m, nil)
+	kernels.MatMul(qk, q, n, s.kw.m, nil)
+	kernels.MatMul(sk, k, n, s.stw.m, nil)
+	kernels.MatMul(sq, q, n, s.stw.m, nil)
+
+	// T = (I + A)⁻¹ row by row: T_i = e_i − Σ_{j<i} A_ij·T_j (T_j is zero
+	// past column j); P is the causal mask and decay of q·k.
+	T, P := s.T[:n*c], s.P[:n*c]
+	clear(T)
+	clear(P)
 	for i := range n {
-		wi := w[i*dv : (i+1)*dv]
-		for jv := range wi {
-			wi[jv] = beta[i] * (v[i*dv+jv] - eG[i]*sk[i*dv+jv])
-		}
+		Ti := T[i*c : i*c+i+1]
+		Ti[i] = 1
 		for j := range i {
-			axpy(wi, -A[i*chunkLen+j], w[j*dv:(j+1)*dv])
+			d := float32(math.Exp(float64(G[i] - G[j])))
+			P[i*c+j] = d * qk[i*c+j]
+			if a := beta[i] * d * kk[i*c+j]; a != 0 {
+				axpy(Ti[:j+1], -a, T[j*c:j*c+j+1])
+			}
 		}
-		oi := o[i*dv : (i+1)*dv]
-		for jv := range oi {
-			oi[jv] = eG[i] * sq[i*dv+jv]
+		P[i*c+i] = qk[i*c+i]
+	}
+	// R, transposed for the product W = T·R.
+	s.rt.zero()
+	for i := range n {
+		for jv := range dv {
+			s.rt.set(jv, i, beta[i]*(v[i*dv+jv]-eG[i]*sk[i*dv+jv]))
 		}
-		for j := 0; j <= i; j++ {
-			axpy(oi, P[i*chunkLen+j], w[j*dv:(j+1)*dv])
+	}
+	w := s.w[:n*dv]
+	kernels.MatMul(w, T, n, s.rt.m, nil)
+	s.wt.zero()
+	for i := range n {
+		for jv := range dv {
+			s.wt.set(jv, i, w[i*dv+jv])
+		}
+	}
+	ot := s.o[:n*dv]
+	kernels.MatMul(ot, P, n, s.wt.m, nil)
+	for i := range n {
+		for jv := range dv {
+			o[i*dv+jv] = eG[i]*sq[i*dv+jv] + ot[i*dv+jv]
 		}
 	}
 	if !update {
 		return
 	}
+	// S ← e^(G_n)·S + Wdᵀ·K, Wd the writes decayed to the block's end: the
+	// product of Wdᵀ (dv×chunkLen) with Kᵀ as its weight (dk×chunkLen).
 	last := G[n-1]
+	wd := s.wd
+	clear(wd)
 	for i := range n {
-		// Scale the writes by their decay to the block's end once, so that
-		// the state update below is a plain sum of outer products.
 		d := float32(math.Exp(float64(last - G[i])))
-		wi := w[i*dv : (i+1)*dv]
-		for jv := range wi {
-			wi[jv] *= d
+		for jv := range dv {
+			wd[jv*c+i] = d * w[i*dv+jv]
 		}
 	}
+	kernels.MatMul(s.upd, wd, dv, s.kt.m, nil)
 	e := eG[n-1]
-	for jv := range dv {
-		row := st[jv*dk : (jv+1)*dk]
-		for i := range row {
-			row[i] *= e
-		}
-		for i := range n {
-			axpy(row, w[i*dv+jv], k[i*dk:(i+1)*dk])
-		}
+	for i := range st {
+		st[i] = e*st[i] + s.upd[i]
 	}
 }
 

@@ -95,7 +95,7 @@ func TestDeltaRuleForms(t *testing.T) {
 			ref, refSt := make([]float32, n*dv), make([]float32, dv*dk)
 			deltaRuleRef(ref, refSt, q, k, v, g, beta, n, dk, dv)
 			chk, chkSt := make([]float32, n*dv), make([]float32, dv*dk)
-			s := newDeltaScratch(dv)
+			s := newDeltaScratch(dk, dv)
 			for lo := 0; lo < n; lo += chunkLen {
 				hi := min(lo+chunkLen, n)
 				deltaBlock(chk[lo*dv:], chkSt, q[lo*dk:], k[lo*dk:], v[lo*dv:], g[lo:], beta[lo:], hi-lo, dk, dv, true, s)
@@ -131,11 +131,11 @@ func TestDeltaBlockPrefix(t *testing.T) {
 	}
 	full := make([]float32, chunkLen*dv)
 	st := append([]float32(nil), st0...)
-	deltaBlock(full, st, q, k, v, g, beta, chunkLen, dk, dv, false, newDeltaScratch(dv))
+	deltaBlock(full, st, q, k, v, g, beta, chunkLen, dk, dv, false, newDeltaScratch(dk, dv))
 	for _, m := range []int{1, 2, 17, chunkLen - 1} {
 		part := make([]float32, m*dv)
 		copy(st, st0)
-		deltaBlock(part, st, q, k, v, g, beta, m, dk, dv, false, newDeltaScratch(dv))
+		deltaBlock(part, st, q, k, v, g, beta, m, dk, dv, false, newDeltaScratch(dk, dv))
 		for i := range part {
 			if math.Float32bits(part[i]) != math.Float32bits(full[i]) {
 				t.Fatalf("%d of %d tokens: value %d is %v, with the whole block %v", m, chunkLen, i, part[i], full[i])

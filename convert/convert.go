@@ -60,6 +60,9 @@ type Options struct {
 	// HeadDim picks ColQwen3.5's head width among its head_dims (default
 	// the widest); a width of a single head must be its own.
 	HeadDim int
+	// Rows, when set, is a Qwen3.5 retriever's multi-vector rows: "all"
+	// (every token's, the default) or "image" (a page's image tokens').
+	Rows string
 	// MaxVisualTokens overrides a Qwen3.5 retriever's image budget, in
 	// merged tokens of 32x32 pixels.
 	MaxVisualTokens int
@@ -344,8 +347,8 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 	switch {
 	case qwen35 && o.Recipe != "":
 		return nil, fmt.Errorf("convert: --recipe: the %s layout has its own recipe, %s", layout, info.recipe)
-	case !qwen35 && (o.QueryTemplate != nil || o.HeadDim != 0 || o.MaxVisualTokens != 0):
-		return nil, fmt.Errorf("convert: --query-template, --head-dim and --max-visual-tokens are for the Qwen3.5 retrievers (%s, %s)", qwenlayout.LayoutColQwen35, qwenlayout.LayoutColVec)
+	case !qwen35 && (o.QueryTemplate != nil || o.HeadDim != 0 || o.MaxVisualTokens != 0 || o.Rows != ""):
+		return nil, fmt.Errorf("convert: --query-template, --head-dim, --max-visual-tokens and --multivector-rows are for the Qwen3.5 retrievers (%s, %s)", qwenlayout.LayoutColQwen35, qwenlayout.LayoutColVec)
 	}
 	if qwen35 {
 		plan, err := qwen35Retriever(dir, src, cfg, &base, layout, o, log)

@@ -43,7 +43,11 @@ import (
 //     ColVec1.1's 1792 tokens; --max-visual-tokens overrides either;
 //   - the query template, which the recipe reads: the text then ten
 //     <|endoftext|>, colpali-engine's query augmentation, unless
-//     --query-template says otherwise (ColVec1.1 publishes none).
+//     --query-template says otherwise (ColVec1.1 publishes none); and
+//     which rows the output keeps: every token's (colpali-engine's
+//     default) unless --multivector-rows image keeps a page's image
+//     tokens' (its mask_non_image_embeddings; ColVec1.1 publishes
+//     neither).
 
 // qwen35Sections is llama.cpp's M-RoPE sections for a Qwen3.5 config that
 // states none.
@@ -269,6 +273,13 @@ func qwen35Retriever(dir string, src *source, cfg *hfConfig, base *qwenlayout.Co
 		p.keys = append(p.keys, qwenlayout.KV{Key: recipe.QueryTemplateKey, Value: *o.QueryTemplate})
 	}
 
+	switch o.Rows {
+	case "":
+	case "all", "image":
+		p.keys = append(p.keys, qwenlayout.KV{Key: recipe.RowsKey, Value: o.Rows})
+	default:
+		return p, fmt.Errorf("convert: --multivector-rows %q: all or image", o.Rows)
+	}
 	lo, hi, err := qwen35Budget(dir, cfg, layout, o.MaxVisualTokens, log)
 	if err != nil {
 		return p, err

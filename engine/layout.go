@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/vembed/vembed/recipe"
 	"github.com/vembed/vembed/tokenizer"
 )
 
@@ -33,7 +34,16 @@ func (e *Engine) ImageGrid(req Request, w, h int) (first, rows, cols int, err er
 	if len(p.Images) != 1 || p.Images[0].End-p.Images[0].First != rows*cols {
 		return 0, 0, 0, fmt.Errorf("engine: the prompt of one image holds %d image spans", len(p.Images))
 	}
-	return p.Images[0].First, rows, cols, nil
+	first = p.Images[0].First
+	if k, ok := e.recipe.(recipe.RowKeeper); ok && k.KeepRows(p) != nil {
+		// Only kept rows are output: the image's first row is the
+		// count of kept rows before it.
+		first = 0
+		for _, r := range k.KeepRows(p) {
+			first += max(0, min(r[1], p.Images[0].First)-r[0])
+		}
+	}
+	return first, rows, cols, nil
 }
 
 // TextTokens returns the text of each token of the prompt of a text

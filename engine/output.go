@@ -32,17 +32,18 @@ func (r *result) bytes() int64 {
 
 // pooler accumulates one input's hidden states.
 type pooler struct {
-	dim   int
-	pool  recipe.Pooling
-	n     int // tokens of the sequence
-	sum   []float64
-	last  []float32
-	spans [][2]int
-	sums  [][]float64
-	mv    *heads.MultiVector
-	multi [][]float32
-	keep  []float32 // every hidden row, for tracing
-	trace bool
+	dim    int
+	pool   recipe.Pooling
+	n      int // tokens of the sequence
+	sum    []float64
+	last   []float32
+	spans  [][2]int
+	sums   [][]float64
+	mv     *heads.MultiVector
+	rowsOf [][2]int // token ranges whose multi-vector rows are kept (nil: all)
+	multi  [][]float32
+	keep   []float32 // every hidden row, for tracing
+	trace  bool
 }
 
 func newPooler(dim, n int, pool recipe.Pooling, spans [][2]int, mv *heads.MultiVector, trace bool) *pooler {
@@ -65,7 +66,15 @@ func (p *pooler) add(rows []float32, a int) {
 		p.keep = append(p.keep, rows...)
 	}
 	if p.mv != nil {
-		p.multi = append(p.multi, p.mv.Project(rows, m)...)
+		if p.rowsOf == nil {
+			p.multi = append(p.multi, p.mv.Project(rows, m)...)
+			return
+		}
+		for _, r := range p.rowsOf {
+			if lo, hi := max(r[0], a), min(r[1], a+m); lo < hi {
+				p.multi = append(p.multi, p.mv.Project(rows[(lo-a)*d:(hi-a)*d], hi-lo)...)
+			}
+		}
 		return
 	}
 	accumulate(p.sum, rows, d, a, p.pool.Lo, p.pool.Hi)

@@ -41,6 +41,7 @@ type input struct {
 	param  string
 	prompt *tokenizer.Prompt
 	pool   recipe.Pooling
+	keep   [][2]int // the token ranges whose rows a multi-vector output holds (nil: all)
 	images []*imageItem
 	key    Key // embedding cache key
 }
@@ -255,6 +256,9 @@ func (p *processor) plan(i int, in Input, o options, cut cutMode) (*input, error
 	}
 	it.prompt = prompt
 	it.pool = e.recipe.Pooling(prompt)
+	if k, ok := e.recipe.(recipe.RowKeeper); ok {
+		it.keep = k.KeepRows(prompt)
+	}
 	return it, nil
 }
 
@@ -609,6 +613,9 @@ func (e *Engine) embeddingKey(it *input, o options) Key {
 		kind = "single+spans"
 	}
 	h.str(kind).int(int(it.pool.Kind)).int(it.pool.Lo).int(it.pool.Hi)
+	for _, r := range it.keep {
+		h.int(r[0]).int(r[1])
+	}
 	ids := it.prompt.IDs
 	h.bytes(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(ids))), len(ids)*4))
 	for _, im := range it.images {

@@ -806,5 +806,9 @@ func (e *Engine) newPooler(sq *seqJob) *pooler {
 	if pool.Kind == recipe.Mean && pool.Hi > len(sq.in.prompt.IDs) {
 		pool.Hi = len(sq.in.prompt.IDs)
 	}
-	return newPooler(e.info.Hidden, len(sq.in.prompt.IDs), pool, spans, mv, sq.req.trace)
+	p := newPooler(e.info.Hidden, len(sq.in.prompt.IDs), pool, spans, mv, sq.req.trace)
+	if mv != nil {
+		p.rowsOf = sq.in.keep
+	}
+	return p
 }

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/tokenizer"
 )
 
 // The Qwen3.5 retrievers share Qwen3MultiVector's rules (one L2-normalized
@@ -41,6 +42,12 @@ const (
 // prompt, "{query}" standing for the query's text (absent:
 // DefaultQueryTemplate).
 const QueryTemplateKey = "vembed.query_template"
+
+// RowsKey is the LM metadata key of a Qwen3.5 retriever's multi-vector
+// rows: "all" (absent: every token's, colpali-engine's default) or
+// "image" (a page keeps its image tokens' rows only, colpali-engine's
+// mask_non_image_embeddings; a query keeps all).
+const RowsKey = "vembed.multivector.rows"
 
 // DefaultQueryTemplate is ColQwen3.5's query prompt.
 var DefaultQueryTemplate = "{query}" + colqwenAugmentation
@@ -96,6 +103,26 @@ func qwen35From(family mvFamily) Constructor {
 			}
 			r.query = t
 		}
+		if _, ok := f.Lookup(RowsKey); ok {
+			v, err := f.String(RowsKey)
+			if err != nil || v != "all" && v != "image" {
+				return nil, fmt.Errorf("recipe %s: %s: want \"all\" or \"image\" (%v)", name, RowsKey, err)
+			}
+			r.imageRows = v == "image"
+		}
 		return r, nil
 	}
+}
+
+// KeepRows implements RowKeeper: with image rows only, a prompt with
+// images keeps its image tokens' rows.
+func (r Qwen3MultiVector) KeepRows(p *tokenizer.Prompt) [][2]int {
+	if !r.imageRows || len(p.Images) == 0 {
+		return nil
+	}
+	keep := make([][2]int, len(p.Images))
+	for i, im := range p.Images {
+		keep[i] = [2]int{im.First, im.End}
+	}
+	return keep
 }

@@ -59,6 +59,8 @@ type Qwen3MultiVector struct {
 	family mvFamily
 	trunc  NemotronTruncation // nemotron's; zero: no cut of the recipe's own
 	query  string             // the Qwen3.5 retrievers' query template (qwen35.go)
+	// imageRows keeps a page's image-token rows only (qwen35.go).
+	imageRows bool
 }
 
 // NemotronTruncation is nemotron-colembed-vl-v2's processor's prompt
@@ -165,10 +167,14 @@ func (r Qwen3MultiVector) Name() string {
 
 // Version implements Recipe.
 func (r Qwen3MultiVector) Version() string {
+	v := r.Name() + "/1"
 	if r.query != "" && r.query != DefaultQueryTemplate {
-		return fmt.Sprintf("%s/1 query %q", r.Name(), r.query)
+		v += fmt.Sprintf(" query %q", r.query)
 	}
-	return r.Name() + "/1"
+	if r.imageRows {
+		v += " image rows"
+	}
+	return v
 }
 
 // Tasks implements Recipe.

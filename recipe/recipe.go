@@ -57,6 +57,16 @@ type Pairs interface {
 	PairPrompt(tok *tokenizer.Tokenizer, task Task, query, doc []tokenizer.Part) (*tokenizer.Prompt, error)
 }
 
+// RowKeeper is a multi-vector recipe whose output keeps only some
+// tokens' rows (a retriever that masks the rows of everything but a
+// page's image tokens).
+type RowKeeper interface {
+	Recipe
+	// KeepRows returns the token ranges [lo, hi) of a prompt whose rows
+	// its multi-vector output holds, in order; nil keeps every row.
+	KeepRows(p *tokenizer.Prompt) [][2]int
+}
+
 // Task is a request's task as a recipe resolved it.
 type Task struct {
 	Name string // as the request gave it, or the default

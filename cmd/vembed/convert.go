@@ -34,7 +34,7 @@ func init() {
 
 const convertUsage = `HF_DIR|ADAPTER_DIR --out DIR [--task TASK|all] [--type F16] [--mmproj-type F16] [--layout L] [--name NAME] [--recipe NAME]
        [--base DIR] [--adapter DIR] [--no-adapter] [--query-prefix TEXT]
-       [--head-dim W] [--max-visual-tokens N] [--query-template TEXT]
+       [--head-dim W] [--max-visual-tokens N] [--query-template TEXT] [--multivector-rows all|image]
 
 Writes the checkpoint's language model, vision encoder (mmproj) and, for
 jina-embeddings-v4 and ColQwen, multi-vector head (mvproj) as GGUFs into
@@ -68,6 +68,7 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	headDim := fs.Int("head-dim", 0, "colqwen3.5: the head width `W` among its head_dims (Matryoshka prefixes or independent heads; default the widest)")
 	visualTokens := fs.Int("max-visual-tokens", 0, "colqwen3.5, colvec1.1: the image budget in visual tokens of 32x32 pixels (default: the checkpoint's max_num_visual_tokens, else its preprocessor's size; ColVec1.1's 1792)")
 	queryTemplate := fs.String("query-template", "", "colqwen3.5, colvec1.1: the query prompt, {query} standing for the text (default \"{query}\" then ten <|endoftext|>, colpali-engine's)")
+	rows := fs.String("multivector-rows", "", "colqwen3.5, colvec1.1: the rows of a multi-vector output, all (every token's, the default) or image (a page's image tokens' only)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -83,7 +84,7 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	start := time.Now()
 	o := convert.Options{
 		Layout: *layout, Task: *task, Type: *typ, MMProjType: *mmType, Name: *name, Recipe: *recipe,
-		Base: *base, Adapter: *adapter, NoAdapter: *noAdapter, HeadDim: *headDim, MaxVisualTokens: *visualTokens,
+		Base: *base, Adapter: *adapter, NoAdapter: *noAdapter, HeadDim: *headDim, MaxVisualTokens: *visualTokens, Rows: *rows,
 		Log: slog.New(slog.NewTextHandler(stderr, nil)), Progress: synthProgress(stderr),
 	}
 	fs.Visit(func(f *flag.Flag) {

@@ -1,0 +1,98 @@
+package recipe
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/qwenlayout"
+	"github.com/vembed/vembed/synth"
+	"github.com/vembed/vembed/tokenizer"
+)
+
+// selectQwen35 writes an LM file of the given keys and selects its recipe.
+func selectQwen35(t *testing.T, kvs ...qwenlayout.KV) (Recipe, error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "lm.gguf")
+	if err := qwenlayout.WriteFile(path, &qwenlayout.Layout{KVs: append([]qwenlayout.KV{{Key: "general.architecture", Value: "qwen35"}}, kvs...)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	return Select(f)
+}
+
+// TestQwen35Recipes: the two Qwen3.5 retrievers' prompts (a query as the
+// template makes it, a page as ColQwen3_5Processor's), the file keys they
+// need or read, and the rows a page keeps.
+func TestQwen35Recipes(t *testing.T) {
+	v, err := synth.SmallVocab(230, 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.New(tokenizer.Vocab{Model: "gpt2", Pre: "qwen2", Tokens: v.Tokens, TokenTypes: v.Types, Merges: v.Merges,
+		BOS: int(v.BOS), EOS: int(v.EOS), PAD: int(v.PAD)}, tokenizer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func(s string, images ...int) *tokenizer.Prompt {
+		p, err := tok.RawPrompt(s, images)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	bidir := qwenlayout.KV{Key: qwenlayout.Qwen35CausalKey, Value: false}
+	for _, name := range []string{ColQwen35Name, ColVecName} {
+		if _, err := selectQwen35(t, qwenlayout.KV{Key: Key, Value: name}); err == nil || !strings.Contains(err.Error(), qwenlayout.Qwen35CausalKey) {
+			t.Errorf("%s without the bidirectional key: %v", name, err)
+		}
+		if _, err := selectQwen35(t, qwenlayout.KV{Key: Key, Value: name}, qwenlayout.KV{Key: qwenlayout.Qwen35CausalKey, Value: true}); err == nil {
+			t.Errorf("%s selected for a causal file", name)
+		}
+		for _, bad := range []qwenlayout.KV{{Key: QueryTemplateKey, Value: "no placeholder"}, {Key: RowsKey, Value: "some"}} {
+			if _, err := selectQwen35(t, qwenlayout.KV{Key: Key, Value: name}, bidir, bad); err == nil {
+				t.Errorf("%s selected with %s = %q", name, bad.Key, bad.Value)
+			}
+		}
+		r, err := selectQwen35(t, qwenlayout.KV{Key: Key, Value: name}, bidir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		task, _ := r.Task("")
+		q, err := r.Prompt(tok, task, []tokenizer.Part{{Text: " where is the total? "}})
+		if err != nil || !slices.Equal(q.IDs, ids(" where is the total? "+strings.Repeat("<|endoftext|>", 10)).IDs) {
+			t.Errorf("%s: query %v (%v)", name, q, err)
+		}
+		p, err := r.Prompt(tok, task, []tokenizer.Part{{ImageTokens: 6}})
+		want := ids("<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>Describe the image.<|im_end|><|endoftext|>", 6)
+		if err != nil || !slices.Equal(p.IDs, want.IDs) {
+			t.Errorf("%s: page %v (%v)", name, p, err)
+		}
+		if k := r.(RowKeeper).KeepRows(p); k != nil {
+			t.Errorf("%s: a page keeps rows %v by default, want all", name, k)
+		}
+		// The overrides: a query template, and a page's image rows only.
+		r, err = selectQwen35(t, qwenlayout.KV{Key: Key, Value: name}, bidir,
+			qwenlayout.KV{Key: QueryTemplateKey, Value: "Query: {query}"}, qwenlayout.KV{Key: RowsKey, Value: "image"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, _ = r.Prompt(tok, task, []tokenizer.Part{{Text: "total"}})
+		if !slices.Equal(q.IDs, ids("Query: total").IDs) || r.Version() == name+"/1" {
+			t.Errorf("%s: templated query %v, version %q", name, q.IDs, r.Version())
+		}
+		p, _ = r.Prompt(tok, task, []tokenizer.Part{{ImageTokens: 6}})
+		if k := r.(RowKeeper).KeepRows(p); len(k) != 1 || k[0] != [2]int{p.Images[0].First, p.Images[0].End} || k[0][1]-k[0][0] != 6 {
+			t.Errorf("%s: a page keeps rows %v, want its 6 image tokens", name, k)
+		}
+		if k := r.(RowKeeper).KeepRows(q); k != nil {
+			t.Errorf("%s: a query keeps rows %v, want all", name, k)
+		}
+	}
+}

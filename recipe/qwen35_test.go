@@ -96,3 +96,16 @@ func TestQwen35Recipes(t *testing.T) {
 		}
 	}
 }
+
+// TestColVecPresetRecipe: synth's ColVec1.1 preset names this recipe
+// (synth keeps its own copy of the name: it cannot import recipe, whose
+// tests import synth).
+func TestColVecPresetRecipe(t *testing.T) {
+	cfg, err := synth.Preset("colvec1.1-4b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(cfg.LM.Extra, qwenlayout.KV{Key: Key, Value: ColVecName}) {
+		t.Errorf("the colvec1.1-4b preset's keys %v do not name the %s recipe", cfg.LM.Extra, ColVecName)
+	}
+}

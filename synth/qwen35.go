@@ -4,7 +4,6 @@ import (
 	"strconv"
 
 	"github.com/vembed/vembed/qwenlayout"
-	"github.com/vembed/vembed/recipe"
 )
 
 // tinyQwen35Preset has the shapes of the shared fixtures' tiny Qwen3.5
@@ -128,6 +127,6 @@ func colVec4BPreset() Config {
 	c.Vision.DeepStack = nil
 	c.Vision.MinPixels, c.Vision.MaxPixels = 65536, 1792*1024
 	c.MVProj = qwenlayout.MVProjConfig{OutputDim: 640, Normalize: true, Type: "F32"}
-	c.LM.Extra = []qwenlayout.KV{{Key: recipeKey, Value: recipe.ColVecName}, {Key: qwenlayout.Qwen35CausalKey, Value: false}}
+	c.LM.Extra = []qwenlayout.KV{{Key: recipeKey, Value: recipeColVec}, {Key: qwenlayout.Qwen35CausalKey, Value: false}}
 	return c
 }

@@ -12,6 +12,7 @@ const (
 	recipeKey      = "vembed.recipe"
 	recipeColQwen3 = "colqwen3"
 	recipeNemotron = "nemotron-colembed-vl"
+	recipeColVec   = "colvec1.1"
 )
 
 func qwen3BaseConfig() Config {

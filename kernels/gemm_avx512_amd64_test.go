@@ -19,16 +19,6 @@ func needTier(t *testing.T, tier Tier) {
 	t.Cleanup(func() { Use(saved) })
 }
 
-// sameBits fails unless a and b are equal bit for bit.
-func sameBits(t *testing.T, what string, a, b []float32) {
-	t.Helper()
-	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			t.Fatalf("%s: value %d is %v on one tier, %v on the other", what, i, a[i], b[i])
-		}
-	}
-}
-
 // TestAVX512MatchesAVX2 checks that the avx512 tier's float32 products are
 // bit for bit avx2's on every weight type, for sizes around both tiles'
 // heights and widths and k lengths with tails: both accumulate every

@@ -110,3 +110,13 @@ const u = 1.0 / (1 << 24)
 // gamma is Higham's γ_n = n·u/(1−n·u): the relative bound on the error of a
 // float32 sum of n terms accumulated in any order.
 func gamma(n int) float64 { return float64(n) * u / (1 - float64(n)*u) }
+
+// sameBits fails unless a and b are equal bit for bit.
+func sameBits(t *testing.T, what string, a, b []float32) {
+	t.Helper()
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			t.Fatalf("%s: value %d is %v on one tier, %v on the other", what, i, a[i], b[i])
+		}
+	}
+}

@@ -2,14 +2,11 @@ package kernels
 
 import (
 	"bytes"
-	"debug/elf"
-	"debug/gosym"
 	"encoding/binary"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 )
@@ -125,55 +122,4 @@ func tileInsns(t *testing.T, objdump, name string, code []byte) []string {
 		}
 	}
 	return got
-}
-
-// objdumpInsn matches a line of objdump -D --no-show-raw-insn: the
-// instruction after the offset.
-var objdumpInsn = regexp.MustCompile(`^\s*[0-9a-f]+:\s+(.*?)\s*$`)
-
-// funcBytes returns the machine code of the package's functions names
-// (their ABI0 bodies: assembly) in the running test binary.
-func funcBytes(t *testing.T, names ...string) map[string][]byte {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := elf.Open(exe)
-	if err != nil {
-		t.Skipf("the test binary is not ELF: %v", err)
-	}
-	defer f.Close()
-	text, pcln := f.Section(".text"), f.Section(".gopclntab")
-	if text == nil || pcln == nil {
-		t.Skip("the test binary has no .text or .gopclntab section")
-	}
-	pclnData, err := pcln.Data()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tab, err := gosym.NewTable(nil, gosym.NewLineTable(pclnData, text.Addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	textData, err := text.Data()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]byte{}
-	for _, name := range names {
-		full := "github.com/vembed/vembed/kernels." + name
-		var fn *gosym.Func
-		for i := range tab.Funcs {
-			if tab.Funcs[i].Name == full || tab.Funcs[i].Name == full+".abi0" {
-				fn = &tab.Funcs[i]
-				break
-			}
-		}
-		if fn == nil || fn.Entry < text.Addr || fn.End > text.Addr+uint64(len(textData)) {
-			t.Fatalf("%s not found in the test binary's symbol table", full)
-		}
-		out[name] = textData[fn.Entry-text.Addr : fn.End-text.Addr]
-	}
-	return out
 }

@@ -1,0 +1,44 @@
+// Encodings of the AArch64 SIMD instructions the Go assembler has no
+// mnemonic for (vector floating point, conversions, shifts by immediate),
+// as WORD directives. Operands are register numbers 0..31 in the ARM
+// order, destination first: FMUL4S(3, 2, 1) is fmul v3.4s, v2.4s, v1.4s.
+// The objdump tests decode every kernel that uses them.
+
+#define ENC3(op, d, n, m) WORD $((op) | ((m)<<16) | ((n)<<5) | (d))
+#define ENC2(op, d, n) WORD $((op) | ((n)<<5) | (d))
+
+// Single precision, four lanes.
+#define FADD4S(d, n, m) ENC3(0x4e20d400, d, n, m)
+#define FSUB4S(d, n, m) ENC3(0x4ea0d400, d, n, m)
+#define FMUL4S(d, n, m) ENC3(0x6e20dc00, d, n, m)
+#define FDIV4S(d, n, m) ENC3(0x6e20fc00, d, n, m)
+#define FMAX4S(d, n, m) ENC3(0x4e20f400, d, n, m)
+#define FMIN4S(d, n, m) ENC3(0x4ea0f400, d, n, m)
+#define FMLA4S(d, n, m) ENC3(0x4e20cc00, d, n, m)
+#define FMLS4S(d, n, m) ENC3(0x4ea0cc00, d, n, m)
+#define FCMGE4S(d, n, m) ENC3(0x6e20e400, d, n, m)
+#define FADDP4S(d, n, m) ENC3(0x6e20d400, d, n, m)
+#define FNEG4S(d, n) ENC2(0x6ea0f800, d, n)
+#define FRINTN4S(d, n) ENC2(0x4e218800, d, n)
+#define FCVTZS4S(d, n) ENC2(0x4ea1b800, d, n)
+// fmaxv sd, vn.4s
+#define FMAXV4S(d, n) ENC2(0x6e30f800, d, n)
+
+// Integer lanes.
+#define ADD4S(d, n, m) ENC3(0x4ea08400, d, n, m)
+#define AND16B(d, n, m) ENC3(0x4e201c00, d, n, m)
+#define MOV16B(d, n) ENC3(0x4ea01c00, d, n, n)
+#define SHL4S_23(d, n) ENC2(0x4f375400, d, n)
+#define EXT16B_8(d, n, m) ENC3(0x6e004000, d, n, m)
+
+// Double precision, two lanes, and the conversions between the widths:
+// FCVTL/FCVTL2 widen the low/high two singles to doubles, FCVTN/FCVTN2
+// narrow two doubles into the low/high half (rounding to nearest even).
+#define FADD2D(d, n, m) ENC3(0x4e60d400, d, n, m)
+#define FSUB2D(d, n, m) ENC3(0x4ee0d400, d, n, m)
+#define FMUL2D(d, n, m) ENC3(0x6e60dc00, d, n, m)
+#define FMLA2D(d, n, m) ENC3(0x4e60cc00, d, n, m)
+#define FCVTL2D(d, n) ENC2(0x0e617800, d, n)
+#define FCVTL22D(d, n) ENC2(0x4e617800, d, n)
+#define FCVTN2S(d, n) ENC2(0x0e616800, d, n)
+#define FCVTN24S(d, n) ENC2(0x4e616800, d, n)

@@ -1,0 +1,68 @@
+package kernels
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// TestNEONLoopsInUse checks that the elementwise entry points run the NEON
+// loops on arm64 (no portable Go loop left behind them), and decodes each
+// loop's machine code to check that it holds the vector instructions of
+// its arithmetic: a WORD with a wrong encoding decodes as another
+// instruction or none.
+func TestNEONLoopsInUse(t *testing.T) {
+	same := func(a, b any) bool { return reflect.ValueOf(a).Pointer() == reflect.ValueOf(b).Pointer() }
+	for name, ok := range map[string]bool{
+		"addVec":    same(addVec, addVecNEON),
+		"ropeHeads": same(ropeHeads, ropeHeadsNEON),
+		"rmsRows":   same(rmsRows, rmsNormRowsVec),
+		"layerRows": same(layerRows, layerNormRowsVec),
+	} {
+		if !ok {
+			t.Errorf("%s is not the NEON loop", name)
+		}
+	}
+
+	exp := []string{"fcmge", "fmax", "fmin", "frintn", "fmls", "fmla", "fcvtzs", "shl", "and"}
+	want := map[string][]string{
+		"scaleMaxNEON":   {"fmul", "fmax", "fmaxv"},
+		"expSumNEON":     append([]string{"fsub", "fadd", "faddp", "ext"}, exp...),
+		"siluMulNEON":    append([]string{"fneg", "fdiv", "fmul"}, exp...),
+		"quickGELUNEON":  append([]string{"fmul", "fdiv"}, exp...),
+		"geluTanhNEON":   append([]string{"fmul", "fadd", "fdiv"}, exp...),
+		"addNEON":        {"fadd"},
+		"ropeNEON":       {"fmul", "fsub", "fadd"},
+		"sumSqRows4NEON": {"fcvtl", "fcvtl2", "fsub", "fmla"},
+		"sumRows4NEON":   {"fcvtl", "fcvtl2", "fadd"},
+		"rmsScaleNEON":   {"fcvtl", "fcvtl2", "fmul", "fcvtn", "fcvtn2"},
+		"layerScaleNEON": {"fcvtl", "fcvtl2", "fsub", "fmul", "fcvtn", "fcvtn2", "fmla"},
+	}
+	// The arrangement each kernel computes in: single-precision lanes,
+	// double-precision ones for the norms' sums.
+	lanes := map[string]string{"sumSqRows4NEON": ".2d", "sumRows4NEON": ".2d"}
+	names := make([]string, 0, len(want))
+	for n := range want {
+		names = append(names, n)
+	}
+	code := funcBytes(t, names...)
+	for _, n := range names {
+		insns := armInsns(t, n, code[n])
+		have := map[string]bool{}
+		for _, in := range insns {
+			op, args, _ := strings.Cut(in, " ")
+			if strings.Contains(args, ".4s") || strings.Contains(args, ".2d") || strings.Contains(args, ".16b") ||
+				strings.HasPrefix(op, "fmaxv") || strings.HasPrefix(op, "fcvt") {
+				have[op] = true
+				if l, ok := lanes[n]; ok && strings.HasPrefix(op, "fadd") && !strings.Contains(args, l) {
+					t.Errorf("%s: %q is not in %s lanes", n, in, l)
+				}
+			}
+		}
+		for _, op := range want[n] {
+			if !have[op] {
+				t.Errorf("%s has no vector %s (decoded: %s)", n, op, strings.Join(insns, "; "))
+			}
+		}
+	}
+}

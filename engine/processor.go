@@ -205,7 +205,7 @@ func (p *processor) plan(i int, in Input, o options, cut cutMode) (*input, error
 			if err != nil {
 				return nil, err
 			}
-			tparts[k] = tokenizer.Part{Text: text}
+			tparts[k] = tokenizer.Part{Text: text, Plain: part.Plain}
 			continue
 		}
 		textOnly = false
@@ -308,7 +308,7 @@ const maxCutRounds = 8
 // can merge with the space ending a prefix).
 func (e *Engine) cutTextStart(in Input, parts []tokenizer.Part, o options, param string, prompt *tokenizer.Prompt, limit int) (*tokenizer.Prompt, error) {
 	n := len(prompt.IDs)
-	ids := e.tok.Encode(parts[0].Text, true)
+	ids := e.tok.Encode(parts[0].Text, !parts[0].Plain)
 	// build returns the prompt with the first drop tokens of the text
 	// dropped, or nil when nothing of the text is left.
 	build := func(drop int) (*tokenizer.Prompt, error) {
@@ -326,7 +326,7 @@ func (e *Engine) cutTextStart(in Input, parts []tokenizer.Part, o options, param
 		if text == "" {
 			return nil, nil
 		}
-		return e.prompt(in, []tokenizer.Part{{Text: text}}, o, param)
+		return e.prompt(in, []tokenizer.Part{{Text: text, Plain: parts[0].Plain}}, o, param)
 	}
 	// Forward: drop what the prompt is over by until it fits.
 	var fit *tokenizer.Prompt

@@ -16,12 +16,22 @@ type Part struct {
 	// it is resized and patched as the same pixels read from a PNG file
 	// would be, bit for bit, without encoding and decoding a file.
 	Pixels *image.RGBA
+	// Plain reads Text as data: special-token strings in it, such as
+	// <|vision_start|> in a document about these models, are plain text
+	// (the reading of vembed tokenize --special=false). Without it a
+	// text's special tokens are parsed, as the reference processors do,
+	// and vision tokens refused: a request writes images as image parts.
+	Plain bool
 
 	isImage bool
 }
 
 // Text returns a text part.
 func Text(s string) Part { return Part{Text: s} }
+
+// PlainText returns a text part read as data (Part.Plain): a document's
+// text, which may quote any markup.
+func PlainText(s string) Part { return Part{Text: s, Plain: true} }
 
 // Image returns an image part holding the encoded file bytes.
 func Image(data []byte) Part { return Part{Image: data, isImage: true} }

@@ -203,7 +203,7 @@ func (r *run) file(ctx context.Context, path string, k kind, emit func(item) err
 			return nil
 		}
 		for i, c := range chunks {
-			it := item{row: Row{ID: ItemID(sha, i+1), Path: path, Page: i + 1, SHA256: sha, Text: c}, input: engine.TextInput(c)}
+			it := item{row: Row{ID: ItemID(sha, i+1), Path: path, Page: i + 1, SHA256: sha, Text: c}, input: engine.Input{Parts: []engine.Part{engine.PlainText(c)}}}
 			if err := emit(it); err != nil {
 				return err
 			}
@@ -305,7 +305,7 @@ func (r *run) record(path, dir string, rec Record) (item, error) {
 	sha := hex.EncodeToString(h.Sum(nil))
 	it := item{row: Row{ID: rec.ID, Path: path, Page: 1, SHA256: sha, Text: rec.Text}}
 	if rec.Text != "" {
-		it.input.Parts = append(it.input.Parts, engine.Text(rec.Text))
+		it.input.Parts = append(it.input.Parts, engine.PlainText(rec.Text))
 	}
 	if img != nil {
 		_, w, hh, err := imageproc.DecodeConfig(img)

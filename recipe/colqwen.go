@@ -83,24 +83,34 @@ func (ColQwen) Task(name string) (Task, error) {
 
 // Prompt implements Recipe.
 func (c ColQwen) Prompt(tok *tokenizer.Tokenizer, task Task, parts []tokenizer.Part) (*tokenizer.Prompt, error) {
-	var text strings.Builder
 	var images []int
 	for _, p := range parts {
 		if p.ImageTokens > 0 {
 			images = append(images, p.ImageTokens)
-			text.WriteString("<|vision_start|><|image_pad|><|vision_end|>")
+		}
+	}
+	var tm tokenizer.Template
+	if len(images) == 0 {
+		tm.Markup(c.QueryPrefix)
+	} else {
+		tm.Markup("<|im_start|>user\n")
+	}
+	for _, p := range parts {
+		if p.ImageTokens > 0 {
+			tm.Markup("<|vision_start|><|image_pad|><|vision_end|>")
 		} else {
-			text.WriteString(p.Text)
+			tm.Text(p)
 		}
 	}
 	if len(images) == 0 {
-		return tok.RawPrompt(c.QueryPrefix+text.String()+colqwenAugmentation, nil)
+		tm.Markup(colqwenAugmentation)
+		return tok.TemplatePrompt(&tm, nil)
 	}
-	body := text.String()
 	if len(images) == 1 && len(parts) == 1 {
-		body += "Describe the image."
+		tm.Markup("Describe the image.")
 	}
-	return tok.RawPrompt("<|im_start|>user\n"+body+"<|im_end|><|endoftext|>", images)
+	tm.Markup("<|im_end|><|endoftext|>")
+	return tok.TemplatePrompt(&tm, images)
 }
 
 // Pooling implements Recipe.

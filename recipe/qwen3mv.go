@@ -3,7 +3,9 @@ package recipe
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/imageproc"
@@ -197,30 +199,40 @@ const imageSpan = "<|vision_start|><|image_pad|><|vision_end|>"
 
 // Prompt implements Recipe.
 func (r Qwen3MultiVector) Prompt(tok *tokenizer.Tokenizer, task Task, parts []tokenizer.Part) (*tokenizer.Prompt, error) {
-	var text strings.Builder
 	var images []int
+	var texts []tokenizer.Part
 	for _, p := range parts {
 		if p.ImageTokens > 0 {
 			images = append(images, p.ImageTokens)
 		} else {
-			text.WriteString(p.Text)
+			texts = append(texts, p)
 		}
+	}
+	// around writes markup, the texts, markup.
+	around := func(before, after string, texts []tokenizer.Part) *tokenizer.Template {
+		var tm tokenizer.Template
+		tm.Markup(before)
+		for _, p := range texts {
+			tm.Text(p)
+		}
+		tm.Markup(after)
+		return &tm
 	}
 	query := task.Name == "retrieval.query" || task.Name != "retrieval.passage" && len(images) == 0
 	if query {
 		if len(images) > 0 {
 			return nil, fmt.Errorf("task %s: a query is text; images make a page (task retrieval or retrieval.passage)", task.Name)
 		}
-		q := text.String()
 		switch r.family {
 		case familyColQwen3:
-			return tok.RawPrompt(strings.TrimSpace(q)+colqwenAugmentation, nil)
+			return tok.TemplatePrompt(around("", colqwenAugmentation, trimSpace(texts)), nil)
 		case familyOpsColQwen3:
-			return tok.RawPrompt(q, nil)
+			return tok.TemplatePrompt(around("", "", texts), nil)
 		case familyColQwen35, familyColVec:
-			return tok.RawPrompt(strings.Replace(r.query, "{query}", q, 1), nil)
+			before, after, _ := strings.Cut(r.query, "{query}")
+			return tok.TemplatePrompt(around(before, after, texts), nil)
 		default:
-			p, err := tok.RawPrompt("<|im_start|>user\nQuery: query: "+q+"<|im_end|>\n<|im_start|>assistant\n", nil)
+			p, err := tok.TemplatePrompt(around("<|im_start|>user\nQuery: query: ", "<|im_end|>\n<|im_start|>assistant\n", texts), nil)
 			if err == nil && r.trunc.QueryMax > 0 && len(p.IDs) > r.trunc.QueryMax {
 				// processor(truncation=True, max_length=q_max_length): the
 				// first tokens, the template's end cut with the text.
@@ -230,28 +242,46 @@ func (r Qwen3MultiVector) Prompt(tok *tokenizer.Tokenizer, task Task, parts []to
 		}
 	}
 	if r.family == familyNemotron {
-		p, err := tok.RawPrompt("<|im_start|>user\n"+strings.Repeat(imageSpan, len(images))+"passage: "+text.String()+"<|im_end|>\n<|im_start|>assistant\n", images)
+		p, err := tok.TemplatePrompt(around("<|im_start|>user\n"+strings.Repeat(imageSpan, len(images))+"passage: ", "<|im_end|>\n<|im_start|>assistant\n", texts), images)
 		if err != nil {
 			return nil, err
 		}
 		return r.cutPage(p, images)
 	}
-	var body strings.Builder
+	var tm tokenizer.Template
+	tm.Markup("<|im_start|>user\n")
 	for _, p := range parts {
 		if p.ImageTokens > 0 {
-			body.WriteString(imageSpan)
+			tm.Markup(imageSpan)
 		} else {
-			body.WriteString(p.Text)
+			tm.Text(p)
 		}
 	}
 	if len(images) == 1 && len(parts) == 1 {
-		body.WriteString("Describe the image.")
+		tm.Markup("Describe the image.")
 	}
-	end := "<|im_end|><|endoftext|>"
 	if r.family == familyOpsColQwen3 {
-		end = "<|im_end|><|im_start|>assistant\n<|endoftext|>"
+		tm.Markup("<|im_end|><|im_start|>assistant\n<|endoftext|>")
+	} else {
+		tm.Markup("<|im_end|><|endoftext|>")
 	}
-	return tok.RawPrompt("<|im_start|>user\n"+body.String()+end, images)
+	return tok.TemplatePrompt(&tm, images)
+}
+
+// trimSpace is strings.TrimSpace of the texts joined, cutting each part.
+func trimSpace(texts []tokenizer.Part) []tokenizer.Part {
+	out := slices.Clone(texts)
+	for i := range out {
+		if out[i].Text = strings.TrimLeftFunc(out[i].Text, unicode.IsSpace); out[i].Text != "" {
+			break
+		}
+	}
+	for i := len(out) - 1; i >= 0; i-- {
+		if out[i].Text = strings.TrimRightFunc(out[i].Text, unicode.IsSpace); out[i].Text != "" {
+			break
+		}
+	}
+	return out
 }
 
 // cutPage applies nemotron's page bound: the processor tokenizes the

@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -90,7 +91,7 @@ func FuzzNFC(f *testing.F) {
 		// Special tokens are cut out before normalization (so "<" and a
 		// following U+0338 do not compose across the cut), as in HF.
 		var want strings.Builder
-		for _, fr := range tok.partition(s, true) {
+		for _, fr := range tok.partition(s, true, nil) {
 			if fr.id >= 0 {
 				want.WriteString(s[fr.start:fr.end])
 			} else {
@@ -99,6 +100,43 @@ func FuzzNFC(f *testing.F) {
 		}
 		if got != want.String() {
 			t.Fatalf("decode(encode(%q)) = %q, want %q", s, got, want.String())
+		}
+	})
+}
+
+// FuzzPlainSpans checks partition with a plain span: the fragments cover
+// the text in order, no special token that is not always parsed is cut
+// out of the plain span, and outside it the cuts are those without one.
+func FuzzPlainSpans(f *testing.F) {
+	for _, s := range []string{"a<|im_end|>b<|im_end|>", "<|im_end|><|im_end|>", "x<|im_e"} {
+		f.Add(s, 3, 12)
+	}
+	tok := mustNew(f, handVocab([]string{"a|b"}), Options{})
+	f.Fuzz(func(t *testing.T, s string, i, j int) {
+		if len(s) == 0 {
+			return
+		}
+		i, j = (i%len(s)+len(s))%len(s), (j%len(s)+len(s))%len(s)
+		if i > j {
+			i, j = j, i
+		}
+		plain := []span{{i, j}}
+		frags := tok.partition(s, true, plain)
+		at := 0
+		for _, fr := range frags {
+			if fr.start != at || fr.end <= fr.start {
+				t.Fatalf("%q plain [%d,%d): fragments %v do not cover it in order", s, i, j, frags)
+			}
+			at = fr.end
+			if fr.id >= 0 && inSpans(plain, fr.start, fr.end) {
+				t.Fatalf("%q plain [%d,%d): special token at [%d,%d) cut out of the plain span", s, i, j, fr.start, fr.end)
+			}
+		}
+		if at != len(s) {
+			t.Fatalf("%q: fragments end at %d", s, at)
+		}
+		if i == j && fmt.Sprint(frags) != fmt.Sprint(tok.partition(s, true, nil)) {
+			t.Fatalf("%q: an empty plain span changed the cuts", s)
 		}
 	})
 }

@@ -34,7 +34,7 @@ func (t *Tokenizer) GMEPrompt(instruction string, parts []Part) (*Prompt, error)
 	}
 	for _, p := range parts {
 		if p.ImageTokens == 0 {
-			c.write(p.Text)
+			c.text(p)
 		}
 	}
 	c.special(imEnd)

@@ -85,7 +85,40 @@ func (k PromptKind) String() string {
 type Part struct {
 	Text        string // a text span, used when ImageTokens == 0
 	ImageTokens int    // > 0: this part is an image with that many merged tokens (grid_t*gh*gw/4)
+	// Plain reads Text as data: special-token strings in it (such as
+	// <|vision_start|> in a page about these models) are plain text, as
+	// Encode without parseSpecial reads them, where a request's text has
+	// its special tokens parsed and vision tokens refused.
+	Plain bool
 }
+
+// Template is a prompt's text assembled from a model's markup, whose
+// special tokens are parsed, and an input's texts, read as their parts
+// say (Part.Plain). The zero value is empty.
+type Template struct {
+	s     string
+	plain []span
+}
+
+// Markup appends model markup.
+func (t *Template) Markup(s string) { t.s += s }
+
+// Text appends a part's text.
+func (t *Template) Text(p Part) {
+	start := len(t.s)
+	t.s += p.Text
+	if !p.Plain || len(p.Text) == 0 {
+		return
+	}
+	if n := len(t.plain); n > 0 && t.plain[n-1].end == start {
+		t.plain[n-1].end = len(t.s)
+		return
+	}
+	t.plain = append(t.plain, span{start, len(t.s)})
+}
+
+// String returns the template's text.
+func (t *Template) String() string { return t.s }
 
 // ImageSpan locates one image in a prompt's ids.
 type ImageSpan struct {
@@ -151,33 +184,42 @@ func (t *Tokenizer) JinaV4Prompt(task Task, parts []Part) (*Prompt, error) {
 	if err != nil {
 		return nil, err
 	}
-	var segs []Part
+	type seg struct {
+		imageTokens int
+		text        Template // the texts between images, the prefix first
+	}
+	var segs []seg
 	for _, p := range parts {
 		switch {
 		case p.ImageTokens > 0:
-			segs = append(segs, p)
+			segs = append(segs, seg{imageTokens: p.ImageTokens})
 		case p.Text == "":
-		case len(segs) > 0 && segs[len(segs)-1].ImageTokens == 0:
-			segs[len(segs)-1].Text += p.Text
+		case len(segs) > 0 && segs[len(segs)-1].imageTokens == 0:
+			segs[len(segs)-1].text.Text(p)
 		default:
-			segs = append(segs, p)
+			s := seg{}
+			if len(segs) == 0 {
+				s.text.Markup(task.Prefix())
+			}
+			s.text.Text(p)
+			segs = append(segs, s)
 		}
 	}
 	b := t.newBuilder(total)
 	switch {
 	case images == 0:
 		b.kind = TextOnly
-		text := ""
+		tm := &Template{s: task.Prefix()}
 		if len(segs) > 0 {
-			text = segs[0].Text
+			tm = &segs[0].text
 		}
-		b.text(task.Prefix()+text, true)
+		b.template(tm, true)
 	case images == len(segs):
 		b.kind = ImageOnly
 		b.special(imStart)
 		b.text("user\n", false)
 		for _, s := range segs {
-			b.image(s.ImageTokens)
+			b.image(s.imageTokens)
 		}
 		if images == 1 {
 			b.text("Describe the image.", false)
@@ -188,15 +230,13 @@ func (t *Tokenizer) JinaV4Prompt(task Task, parts []Part) (*Prompt, error) {
 		b.kind = Interleaved
 		for i, s := range segs {
 			switch {
-			case s.ImageTokens > 0:
+			case s.imageTokens > 0:
 				if i == 0 {
 					b.text(task.Prefix(), false)
 				}
-				b.image(s.ImageTokens)
-			case i == 0:
-				b.text(task.Prefix()+s.Text, true)
+				b.image(s.imageTokens)
 			default:
-				b.text(s.Text, true)
+				b.template(&s.text, true)
 			}
 		}
 	}
@@ -210,6 +250,12 @@ func (t *Tokenizer) JinaV4Prompt(task Task, parts []Part) (*Prompt, error) {
 // like an image input (the reference pools the vision span whenever images
 // are present), one without like text.
 func (t *Tokenizer) RawPrompt(template string, imageTokens []int) (*Prompt, error) {
+	return t.TemplatePrompt(&Template{s: template}, imageTokens)
+}
+
+// TemplatePrompt is RawPrompt of a template whose plain texts are read as
+// plain text: a vision token written in them is text, not an image.
+func (t *Tokenizer) TemplatePrompt(tm *Template, imageTokens []int) (*Prompt, error) {
 	total := 0
 	for k, n := range imageTokens {
 		if n <= 0 || n > MaxPromptTokens-total {
@@ -222,7 +268,7 @@ func (t *Tokenizer) RawPrompt(template string, imageTokens []int) (*Prompt, erro
 	if len(imageTokens) > 0 {
 		b.kind = ImageOnly
 	}
-	ids := t.Encode(template, true)
+	ids, _ := t.appendEncode(make([]int32, 0, len(tm.s)/3+1), tm.s, true, false, tm.plain...)
 	vs, ve, ip, vp := t.ids[visionStart], t.ids[visionEnd], t.ids[imagePad], t.ids[videoPad]
 	k := 0
 	for i := 0; i < len(ids); i++ {
@@ -284,10 +330,17 @@ func (b *builder) special(s string) {
 // text appends the tokens of s. User text (user = true) may contain special
 // tokens but not vision tokens.
 func (b *builder) text(s string, user bool) {
+	b.template(&Template{s: s}, user)
+}
+
+// template appends the tokens of tm, whose texts are user text: they may
+// contain special tokens but not vision tokens, and their plain texts are
+// read as plain text.
+func (b *builder) template(tm *Template, user bool) {
 	if b.err != nil {
 		return
 	}
-	b.p.IDs, b.err = b.t.appendEncode(b.p.IDs, s, true, user)
+	b.p.IDs, b.err = b.t.appendEncode(b.p.IDs, tm.s, true, user, tm.plain...)
 }
 
 // image appends a vision span of n placeholder tokens.

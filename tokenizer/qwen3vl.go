@@ -90,7 +90,7 @@ func (t *Tokenizer) Qwen3VLRerankPrompt(instruction string, query, doc []Part) (
 // differently at their seams).
 type chat struct {
 	b   *builder
-	run strings.Builder
+	run Template
 }
 
 // qwen3Chat checks parts and returns a chat sized for their images, with
@@ -113,12 +113,15 @@ func (t *Tokenizer) qwen3Chat(parts []Part) (*chat, error) {
 }
 
 // write adds text; special tokens in it are parsed, vision tokens refused.
-func (c *chat) write(s string) { c.run.WriteString(s) }
+func (c *chat) write(s string) { c.run.Markup(s) }
+
+// text adds a part's text: write's reading, or plain text for a plain part.
+func (c *chat) text(p Part) { c.run.Text(p) }
 
 func (c *chat) flush() {
-	if c.run.Len() > 0 {
-		c.b.text(c.run.String(), true)
-		c.run.Reset()
+	if len(c.run.s) > 0 {
+		c.b.template(&c.run, true)
+		c.run = Template{}
 	}
 }
 
@@ -148,7 +151,7 @@ func (c *chat) items(parts []Part) {
 	}
 	for _, p := range parts {
 		if p.ImageTokens == 0 && p.Text != "" {
-			c.write(p.Text)
+			c.text(p)
 			n++
 		}
 	}

@@ -212,9 +212,10 @@ func (t *Tokenizer) AppendEncode(dst []int32, text string, parseSpecial bool) []
 }
 
 // appendEncode is AppendEncode that, with noVision, fails on the first
-// vision token found in text (wrapping ErrVisionToken).
-func (t *Tokenizer) appendEncode(dst []int32, text string, parseSpecial, noVision bool) ([]int32, error) {
-	for _, f := range t.partition(text, parseSpecial) {
+// vision token found in text (wrapping ErrVisionToken), and reads the
+// byte ranges plain of text as Encode without parseSpecial does.
+func (t *Tokenizer) appendEncode(dst []int32, text string, parseSpecial, noVision bool, plain ...span) ([]int32, error) {
+	for _, f := range t.partition(text, parseSpecial, plain) {
 		switch {
 		case f.id < 0:
 			dst = t.appendText(dst, text[f.start:f.end])
@@ -233,10 +234,29 @@ type fragment struct {
 	id         int32
 }
 
+// span is a byte range [start, end) of a text.
+type span struct{ start, end int }
+
+// inSpans reports whether [start, end) overlaps one of spans (sorted,
+// disjoint).
+func inSpans(spans []span, start, end int) bool {
+	for _, s := range spans {
+		if s.start >= end {
+			return false
+		}
+		if s.end > start && s.end > s.start {
+			return true
+		}
+	}
+	return false
+}
+
 // partition splits text at special-token literals. Like llama.cpp it takes
 // the special tokens longest first and splits every remaining text piece at
-// each occurrence, left to right.
-func (t *Tokenizer) partition(text string, parseSpecial bool) []fragment {
+// each occurrence, left to right. An occurrence overlapping a plain span
+// (sorted, disjoint) is text unless the token is always parsed, as
+// without parseSpecial.
+func (t *Tokenizer) partition(text string, parseSpecial bool, plain []span) []fragment {
 	if len(text) == 0 {
 		return nil
 	}
@@ -255,16 +275,22 @@ func (t *Tokenizer) partition(text string, parseSpecial bool) []fragment {
 				next = append(next, f)
 				continue
 			}
-			for f.start < f.end {
-				k := strings.Index(text[f.start:f.end], sp.text)
+			for from := f.start; from < f.end; {
+				k := strings.Index(text[from:f.end], sp.text)
 				if k < 0 {
 					break
 				}
-				if k > 0 {
-					next = append(next, fragment{f.start, f.start + k, -1})
+				at := from + k
+				if !sp.always && inSpans(plain, at, at+len(sp.text)) {
+					from = at + 1
+					continue
 				}
-				next = append(next, fragment{f.start + k, f.start + k + len(sp.text), sp.id})
-				f.start += k + len(sp.text)
+				if at > f.start {
+					next = append(next, fragment{f.start, at, -1})
+				}
+				next = append(next, fragment{at, at + len(sp.text), sp.id})
+				f.start = at + len(sp.text)
+				from = f.start
 			}
 			if f.start < f.end {
 				next = append(next, f)

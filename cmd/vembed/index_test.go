@@ -965,3 +965,36 @@ func TestIndexProgressByPages(t *testing.T) {
 		t.Errorf("bytes_walked took %d values inside the document, want one per few pages", len(steps))
 	}
 }
+
+// TestIndexMarkupAsText: documents quoting the models' markup are data: a
+// text file, a PDF whose text layer holds <|vision_start|>, and a record's
+// text are indexed (read as plain text), where a request holding the same
+// text is refused (TestServe's "vision token" case).
+func TestIndexMarkupAsText(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
+	corpus, out := filepath.Join(dir, "corpus"), filepath.Join(dir, "idx")
+	markup := "an image is written <|vision_start|><|image_pad|><|vision_end|> in the prompt, after <|im_start|>user"
+	writeText(t, filepath.Join(corpus, "models.md"), "# Prompts\n\n"+markup+"\n")
+	writeText(t, filepath.Join(corpus, "models.pdf"), string(synth.PDF([]synth.PDFPage{{WidthPt: 400, HeightPt: 100, Text: []string{"see <|vision_start|> here"}}}, synth.PDFOptions{})))
+	writeText(t, filepath.Join(dir, "recs.jsonl"), `{"id": "r1", "text": "a record quoting <|vision_start|> and <|endoftext|>"}`+"\n")
+	stdout, _ := runIndexCmd(t, corpus, "--from-jsonl", filepath.Join(dir, "recs.jsonl"), "--out", out, "--dpi", "72")
+	if !strings.Contains(stdout, " 0 not indexed") || strings.Contains(stdout, "not indexed:") {
+		t.Fatalf("refused:\n%s", stdout)
+	}
+	rows := datasetByID(t, out)
+	var md, pdfText, rec bool
+	for _, r := range rows {
+		switch {
+		case strings.HasSuffix(r.Path, "models.md") && strings.Contains(r.Text, "<|vision_start|><|image_pad|><|vision_end|>"):
+			md = true
+		case strings.HasSuffix(r.Path, "models.pdf") && strings.Contains(r.Text, "<|vision_start|>"):
+			pdfText = true
+		case r.ID == "r1" && len(r.Embedding) > 0:
+			rec = true
+		}
+	}
+	if !md || !pdfText || !rec {
+		t.Fatalf("rows of the text file %v, the PDF with its text %v, the record %v: %d rows", md, pdfText, rec, len(rows))
+	}
+}

@@ -810,6 +810,9 @@ func (r *run) movePaths(ctx context.Context) error {
 		r.seq++
 		newName := fmt.Sprintf("%s-g%06d-%06d.parquet", r.tag, r.gen, r.seq)
 		pend := filepath.Join(r.o.Out, pendingDir, newName)
+		if err := r.writeSidecarFor(newName, kept); err != nil {
+			return err
+		}
 		if err := writePart(pend, kept); err != nil {
 			return err
 		}
@@ -818,6 +821,9 @@ func (r *run) movePaths(ctx context.Context) error {
 		}
 		if err := os.Remove(filepath.Join(r.o.Out, PartsDir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("index: %w", err)
+		}
+		if err := r.removeSidecar(name); err != nil {
+			return err
 		}
 		if err := os.Rename(pend, filepath.Join(r.o.Out, PartsDir, newName)); err != nil {
 			return fmt.Errorf("index: %w", err)

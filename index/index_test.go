@@ -43,6 +43,9 @@ func (h *hashEmbedder) Embed(_ context.Context, req engine.Request) (*engine.Res
 	for i := range v {
 		v[i] = float32(binary.LittleEndian.Uint32(sum[4*i:])) / math.MaxUint32
 	}
+	if req.Multivector {
+		return &engine.Response{Embeddings: []engine.Embedding{{Multi: [][]float32{v}, Tokens: 3}}, PromptTokens: 3}, nil
+	}
 	return &engine.Response{Embeddings: []engine.Embedding{{Vector: v, Tokens: 3}}, PromptTokens: 3}, nil
 }
 
@@ -523,6 +526,36 @@ func TestMergeSmallParts(t *testing.T) {
 // once that file is deleted the next run moves the row (in the dataset and
 // in the sink) to the first copy left, as a fresh run would name it.
 func TestDuplicatesAndPaths(t *testing.T) {
+	t.Run("single", func(t *testing.T) { testDuplicatesAndPaths(t, false) })
+	t.Run("multivector", func(t *testing.T) { testDuplicatesAndPaths(t, true) })
+}
+
+// sidecarsMatchParts checks that every part has its sidecar, holding its
+// rows, and that no other sidecar is left.
+func sidecarsMatchParts(t *testing.T, out string) {
+	t.Helper()
+	parts, _ := filepath.Glob(filepath.Join(out, PartsDir, "*.parquet"))
+	cars, _ := filepath.Glob(filepath.Join(out, SidecarDir, "*.mv"))
+	if len(cars) != len(parts) {
+		t.Fatalf("%d parts, %d sidecars", len(parts), len(cars))
+	}
+	for _, p := range parts {
+		rows, err := ReadPart(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(out, SidecarDir, SidecarName(filepath.Base(p))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := ParseSidecar(b)
+		if err != nil || sc.Rows != len(rows) {
+			t.Fatalf("sidecar of %s: %v rows %d, the part %d", p, err, sc.Rows, len(rows))
+		}
+	}
+}
+
+func testDuplicatesAndPaths(t *testing.T, multi bool) {
 	dir := t.TempDir()
 	corpus, out := filepath.Join(dir, "c"), filepath.Join(dir, "idx")
 	files := map[string]string{"a/x.txt": "the copied words", "z/x-copy.txt": "the copied words", "z/x-copy2.txt": "the copied words"}
@@ -535,6 +568,7 @@ func TestDuplicatesAndPaths(t *testing.T) {
 	sink := &memSink{rows: map[string]Row{}}
 	opts := testOptions(out, corpus)
 	opts.PartRows, opts.InFlight = 1, 1
+	opts.Request.Multivector = multi
 	opts.Sinks = []NamedSink{{Name: "mem", Sink: sink}}
 	pathOf := func(what string) string {
 		t.Helper()
@@ -583,10 +617,15 @@ func TestDuplicatesAndPaths(t *testing.T) {
 		if len(sink.rows) != 31 {
 			t.Errorf("%s: the sink holds %d rows", what, len(sink.rows))
 		}
+		if multi {
+			sidecarsMatchParts(t, out)
+		}
 	}
 	// And the dataset is what one fresh run writes.
 	fresh := filepath.Join(dir, "fresh")
-	if _, err := Run(context.Background(), &hashEmbedder{}, testOptions(fresh, corpus)); err != nil {
+	fo := testOptions(fresh, corpus)
+	fo.Request.Multivector = multi
+	if _, err := Run(context.Background(), &hashEmbedder{}, fo); err != nil {
 		t.Fatal(err)
 	}
 	a, b := pathsByID(t, out), pathsByID(t, fresh)

@@ -192,7 +192,12 @@ func (h *Handler) openapiDoc() map[string]any {
 		if d.request != "" {
 			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/" + d.request}}}}
 		}
-		if route == "GET /health" || (route == "GET /metrics" && h.opts.MetricsPublic) {
+		if route == "GET /{$}" {
+			// The search page: "/{$}" is the mux's way to say "/" alone.
+			path = "/"
+			ok200["content"] = map[string]any{"text/html": map[string]any{}}
+		}
+		if route == "GET /health" || route == "GET /{$}" || (route == "GET /metrics" && h.opts.MetricsPublic) {
 			op["security"] = []any{} // served without a key
 		}
 		if strings.Contains(path, "{id}") {

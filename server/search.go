@@ -21,7 +21,8 @@ import (
 // search_query input type, else its retrieval.query task) and ranks the
 // index's rows (package search); GET /v1/index describes the index; GET
 // /v1/pages/{id} renders an item's page image from its source file. The
-// page at GET / is mounted by Options.SearchPage.
+// page at GET / is SearchOptions.Page (package server/searchpage), served
+// without a key.
 
 // SearchOptions configure the search routes.
 type SearchOptions struct {

@@ -380,9 +380,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// open reports whether a route is served without a key.
+// open reports whether a route is served without a key. The search page
+// holds no data and asks for the key itself when the API refuses it, so
+// it must load without one.
 func (h *Handler) open(r *http.Request) bool {
-	return r.URL.Path == "/health" || (h.opts.MetricsPublic && r.URL.Path == "/metrics")
+	return r.URL.Path == "/health" || (h.opts.MetricsPublic && r.URL.Path == "/metrics") ||
+		(r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) && h.opts.Search != nil && h.opts.Search.Page != nil)
 }
 
 // refusalLog counts refused requests and lets one log line through per

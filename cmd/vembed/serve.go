@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -22,6 +21,7 @@ import (
 	"github.com/vembed/vembed/kernels"
 	"github.com/vembed/vembed/search"
 	"github.com/vembed/vembed/server"
+	"github.com/vembed/vembed/server/searchpage"
 	"github.com/vembed/vembed/synth"
 	"github.com/vembed/vembed/visionsvc"
 )
@@ -387,17 +387,13 @@ func writeDemoModel(dir string, cfg *engine.Config) error {
 	return nil
 }
 
-// searchPage serves the search page at GET / with --index; the page's
-// file sets it (nil: no page).
-var searchPage http.Handler
-
 // searchOptions are the search routes' options: the index followed every
 // second, its pages, the reranker when given.
 func (o *serveOptions) searchOptions(x *search.Index, log *slog.Logger) (*server.SearchOptions, func(), error) {
 	stop := make(chan struct{})
 	go x.Follow(stop, time.Second)
 	pages := search.NewPages(x, nil)
-	so := &server.SearchOptions{Index: x, Pages: pages, Request: indexRequest(x), RerankDepth: o.rerankDepth, Page: searchPage}
+	so := &server.SearchOptions{Index: x, Pages: pages, Request: indexRequest(x), RerankDepth: o.rerankDepth, Page: searchpage.Handler()}
 	closeFn := func() {
 		close(stop)
 		pages.Close()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -83,8 +84,16 @@ func Start(t testing.TB) *Browser {
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("starting %s: %v", bin, err)
 	}
+	// A step that waits for what never comes (a click on an element that
+	// never shows) fails the test after Limit instead of hanging it.
+	limited, cancelLimit := context.WithTimeout(ctx, Limit)
+	t.Cleanup(cancelLimit)
+	b.Ctx = limited
 	return b
 }
+
+// Limit bounds the time of everything a test does in one Browser.
+const Limit = 4 * time.Minute
 
 // Errors returns the page's uncaught exceptions and the errors it logged,
 // Content-Security-Policy refusals included, but not failed requests

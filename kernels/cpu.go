@@ -10,16 +10,21 @@ import (
 // sees it: a pure function of it (DefaultFor), never of a timing, so the
 // same machine always computes the same bits.
 type CPU struct {
-	// Vendor is CPUID's vendor string: "GenuineIntel", "AuthenticAMD".
+	// Vendor is CPUID's vendor string on x86: "GenuineIntel",
+	// "AuthenticAMD"; on ARM the name of the MIDR implementer: "ARM",
+	// "Apple", "Ampere" (armtiers.go).
 	Vendor string
-	// Family and Model are the display family and model (the extended
-	// fields added as the vendors' manuals say): Sapphire Rapids is
-	// family 6 model 143, Zen 4 family 25, Zen 5 family 26.
+	// Family and Model are on x86 the display family and model (the
+	// extended fields added as the vendors' manuals say): Sapphire Rapids
+	// is family 6 model 143, Zen 4 family 25, Zen 5 family 26. On ARM they
+	// are MIDR_EL1's implementer code and part number: Neoverse N1 is
+	// family 0x41 model 0xd0c. macOS does not show the MIDR to programs:
+	// an Apple CPU there is family 0x61 model 0, told apart by its flags.
 	Family, Model int
 	// Flags are the features this process may use, named as Linux's
-	// /proc/cpuinfo names them (avx2, avx512f, avx512_vnni, amx_bf16...).
-	// The running CPU's lists only what the OS enabled: amx_* only when
-	// it granted the tile state.
+	// /proc/cpuinfo names them (avx2, avx512f, avx512_vnni, amx_bf16...;
+	// on ARM asimd, asimddp, i8mm, bf16). The running CPU's lists only
+	// what the OS enabled: amx_* only when it granted the tile state.
 	Flags []string
 }
 
@@ -33,11 +38,15 @@ func (c CPU) Has(fs ...string) bool {
 	return true
 }
 
-// String is "GenuineIntel family 6 model 143".
+// String is "GenuineIntel family 6 model 143", or on ARM "ARM
+// implementer 0x41 part 0xd0c".
 func (c CPU) String() string {
 	v := c.Vendor
 	if v == "" {
 		v = "unknown vendor"
+	}
+	if name, arm := armVendors[c.Family]; arm && name == c.Vendor {
+		return fmt.Sprintf("%s implementer %#x part %#x", v, c.Family, c.Model)
 	}
 	return fmt.Sprintf("%s family %d model %d", v, c.Family, c.Model)
 }
@@ -50,17 +59,21 @@ var tierNeeds = func() map[Tier][]string {
 	vnni := append(slices.Clone(avx512), "avx512bw", "avx512vl", "avx512_vnni")
 	bf16 := append(slices.Clone(avx512), "avx512bw", "avx512_bf16")
 	amx := append(slices.Clone(vnni), "amx_tile", "amx_int8")
+	neon := []string{flagASIMD}
+	dot := append(slices.Clone(neon), flagASIMDDP)
 	return map[Tier][]string{
-		TierReference:  nil,
-		TierGeneric:    nil,
-		TierAVX2:       avx2,
-		TierAVX2Int8:   avx2,
-		TierAVX512:     avx512,
-		TierAVX512VNNI: vnni,
-		TierAVXVNNI:    append(slices.Clone(avx2), "avx_vnni"),
-		TierAVX512BF16: bf16,
-		TierAMX:        amx,
-		TierAMXBF16:    append(slices.Concat(bf16, amx), "amx_bf16"),
+		TierNEON:        neon,
+		TierNEONDotProd: dot,
+		TierReference:   nil,
+		TierGeneric:     nil,
+		TierAVX2:        avx2,
+		TierAVX2Int8:    avx2,
+		TierAVX512:      avx512,
+		TierAVX512VNNI:  vnni,
+		TierAVXVNNI:     append(slices.Clone(avx2), "avx_vnni"),
+		TierAVX512BF16:  bf16,
+		TierAMX:         amx,
+		TierAMXBF16:     append(slices.Concat(bf16, amx), "amx_bf16"),
 	}
 }()
 
@@ -154,6 +167,30 @@ var defaultRules = []DefaultRule{
 		Why: "the best tier it has: int8 on AVX-VNNI"},
 	{Name: "any CPU with AVX2, FMA and F16C", Tier: TierAVX2Int8,
 		Why: "the best tier it has: int8 products in AVX2"},
+	// ARM. Speed could not be measured on ARM hardware yet: the rows
+	// follow the instructions' published rates (docs/kernels.md).
+	{
+		Name:   "Arm Neoverse V1, V2, V3 and N2 (Graviton3/4, Google Axion, NVIDIA Grace)",
+		Vendor: "ARM", Family: implARM, Models: []int{partNeoverseV1, partNeoverseV2, partNeoverseV3, partNeoverseN2},
+		Tier: TierNEONDotProd,
+		Why:  "SDOT: 16 int8 multiply-adds an instruction, 4 a cycle on V1/V2 (LLVM's scheduling models)",
+	},
+	{
+		Name:   "Arm Neoverse N1 (Graviton2, Ampere Altra and Altra Max)",
+		Vendor: "ARM", Family: implARM, Models: []int{partNeoverseN1},
+		Tier: TierNEONDotProd,
+		Why:  "SDOT: 16 int8 multiply-adds an instruction, 2 a cycle (32 a cycle against FMLA's 8 float32); no I8MM",
+	},
+	{
+		Name:   "Apple M1 and later",
+		Vendor: "Apple", Family: implApple,
+		Tier: TierNEONDotProd,
+		Why:  "SDOT",
+	},
+	{Name: "any ARM CPU with the dot product", Tier: TierNEONDotProd,
+		Why: "the best tier it has: int8 products by SDOT"},
+	{Name: "any ARM CPU with NEON", Tier: TierNEON,
+		Why: "the best tier it has: float32 products by FMLA"},
 	{Name: "any other CPU", Tier: TierGeneric,
 		Why: "portable Go"},
 }

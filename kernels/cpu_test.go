@@ -12,6 +12,12 @@ const (
 	flagsAVX2   = "avx avx2 fma f16c"
 	flagsZen4   = flagsAVX2 + " avx512f avx512bw avx512vl avx512dq avx512_vnni avx512_bf16"
 	flagsXeonAM = flagsAVX2 + " avx512f avx512bw avx512vl avx512dq avx512_vnni avx512_bf16 avx512_fp16 avx_vnni"
+
+	// ARM: the Features line of /proc/cpuinfo, the flags the tiers read.
+	flagsN1 = "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp ssbs"
+	flagsV1 = flagsN1 + " sha3 sm3 sm4 asimdfhm dit uscat ilrcpc flagm sve sha512 paca pacg dcpodp svei8mm svebf16 i8mm bf16 dgh rng"
+	flagsM1 = "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm jscvt fcma lrcpc dcpop sha3 asimddp sha512 asimdfhm dit uscat ilrcpc flagm ssbs sb paca pacg dcpodp flagm2 frint"
+	flagsM2 = flagsM1 + " i8mm bf16 bti ecv"
 )
 
 // TestDefaultFor pins the default tier of recorded CPU identities and the
@@ -64,6 +70,27 @@ func TestDefaultFor(t *testing.T) {
 		{"Zen 3 (family 25 model 1, AVX2 only)",
 			CPU{"AuthenticAMD", 25, 1, strings.Fields(flagsAVX2)},
 			TierAVX2Int8, "any CPU with AVX2, FMA and F16C"},
+		{"Graviton2 (Neoverse N1)", armCPU(0x41, 0xd0c, strings.Fields(flagsN1)),
+			TierNEONDotProd, "Arm Neoverse N1 (Graviton2, Ampere Altra and Altra Max)"},
+		// Ampere Altra's cores are Neoverse N1s: the MIDR names Arm.
+		{"Ampere Altra (Neoverse N1)", armCPU(0x41, 0xd0c, strings.Fields(flagsN1)),
+			TierNEONDotProd, "Arm Neoverse N1 (Graviton2, Ampere Altra and Altra Max)"},
+		{"Graviton3 (Neoverse V1)", armCPU(0x41, 0xd40, strings.Fields(flagsV1)),
+			TierNEONDotProd, "Arm Neoverse V1, V2, V3 and N2 (Graviton3/4, Google Axion, NVIDIA Grace)"},
+		{"Graviton4 (Neoverse V2)", armCPU(0x41, 0xd4f, strings.Fields(flagsV1)),
+			TierNEONDotProd, "Arm Neoverse V1, V2, V3 and N2 (Graviton3/4, Google Axion, NVIDIA Grace)"},
+		{"Apple M1 on macOS", armCPU(0x61, 0, strings.Fields(flagsM1)),
+			TierNEONDotProd, "Apple M1 and later"},
+		{"Apple M1 Firestorm on Linux", armCPU(0x61, 0x23, strings.Fields(flagsM1)),
+			TierNEONDotProd, "Apple M1 and later"},
+		{"Apple M4 on macOS", armCPU(0x61, 0, strings.Fields(flagsM2)),
+			TierNEONDotProd, "Apple M1 and later"},
+		{"AmpereOne (implementer 0xc0)", armCPU(0xc0, 0xac3, strings.Fields(flagsV1)),
+			TierNEONDotProd, "any ARM CPU with the dot product"},
+		{"an ARM CPU that the OS does not name (qemu -cpu cortex-a76)", armCPU(0, 0, []string{"asimd", "asimddp"}),
+			TierNEONDotProd, "any ARM CPU with the dot product"},
+		{"Cortex-A72 (Raspberry Pi 4, no dot product)", armCPU(0x41, 0xd08, []string{"fp", "asimd", "crc32"}),
+			TierNEON, "any ARM CPU with NEON"},
 		{"a CPU without AVX2", CPU{"AuthenticAMD", 16, 2, []string{"avx"}},
 			TierGeneric, "any other CPU"},
 		{"an unknown CPU", CPU{}, TierGeneric, "any other CPU"},
@@ -97,6 +124,30 @@ func TestDefaultRules(t *testing.T) {
 	for _, tier := range declaredTiers(t) {
 		if _, ok := tierNeeds[tier]; !ok {
 			t.Errorf("tier %s is declared without its needs in tierNeeds", tier)
+		}
+	}
+}
+
+// TestParseCPUInfoARM reads the identity of the first processor of
+// arm64 /proc/cpuinfo texts, and nothing from an x86 one.
+func TestParseCPUInfoARM(t *testing.T) {
+	graviton2 := "processor\t: 0\nBogoMIPS\t: 243.75\nFeatures\t: " + flagsN1 +
+		"\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x3\nCPU part\t: 0xd0c\nCPU revision\t: 1\n\n" +
+		"processor\t: 1\nCPU implementer\t: 0x61\nCPU part\t: 0x23\n"
+	if impl, part, ok := parseCPUInfoARM(graviton2); !ok || impl != 0x41 || part != 0xd0c {
+		t.Errorf("Graviton2: %#x %#x %v", impl, part, ok)
+	}
+	if c := armCPU(0x41, 0xd0c, nil); c.String() != "ARM implementer 0x41 part 0xd0c" {
+		t.Errorf("String: %q", c)
+	}
+	for _, text := range []string{
+		"processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 26\nmodel\t\t: 2\n",
+		"CPU implementer\t: 0x41\n",
+		"CPU implementer\t: banana\nCPU part\t: 0xd0c\n",
+		"",
+	} {
+		if impl, part, ok := parseCPUInfoARM(text); ok {
+			t.Errorf("%q: read %#x %#x", text, impl, part)
 		}
 	}
 }
@@ -158,4 +209,18 @@ func TestHostDefault(t *testing.T) {
 	if _, ok := TierProducts("no-such-tier"); ok {
 		t.Error("an unknown tier has products")
 	}
+}
+
+// FuzzParseCPUInfoARM feeds arbitrary texts to the /proc/cpuinfo reader:
+// it must not fail, and what it reads must be a pair of 32-bit values.
+func FuzzParseCPUInfoARM(f *testing.F) {
+	f.Add("CPU implementer\t: 0x41\nCPU part\t: 0xd0c\n")
+	f.Add("CPU part: 0x1\nCPU implementer: 077\n")
+	f.Add("CPU implementer : -1\nCPU part : 99999999999\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		impl, part, ok := parseCPUInfoARM(text)
+		if ok && (impl < 0 || part < 0 || impl > 1<<31 || part > 1<<31) {
+			t.Errorf("read %d %d", impl, part)
+		}
+	})
 }

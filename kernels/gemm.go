@@ -385,6 +385,21 @@ func (t tile) panelProductByPanel(c []float32, ldc int, a []float32, lda int, ro
 
 func roundUp(v, to int) int { return (v + to - 1) / to * to }
 
+// asmKernel6x16 wraps an assembly microkernel of the 6×16 tile (acc 0 or
+// 1) with the checks that keep its raw pointers inside the slices.
+func asmKernel6x16(f func(kc int, a *float32, lda int, b *float32, c *float32, ldc int, acc int)) microKernel {
+	return func(kc int, a []float32, lda int, b []float32, c []float32, ldc int, acc bool) {
+		_ = a[(gemmMR-1)*lda+kc-1]
+		_ = b[kc*gemmNR-1]
+		_ = c[(gemmMR-1)*ldc+gemmNR-1]
+		var ac int
+		if acc {
+			ac = 1
+		}
+		f(kc, &a[0], lda, &b[0], &c[0], ldc, ac)
+	}
+}
+
 // microKernelGo is the portable microkernel. It accumulates each output in
 // k order, like the assembly kernels. It works on 2×8 sub-tiles whose
 // sixteen sums the compiler keeps in registers.

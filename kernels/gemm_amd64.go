@@ -13,18 +13,7 @@ func kernel6x16AVX2(kc int, a *float32, lda int, b *float32, c *float32, ldc int
 
 // microKernelAVX2 is the 6×16 FMA microkernel: twelve 8-wide accumulators
 // (six rows by two vectors) stay in registers for the whole k loop.
-func microKernelAVX2(kc int, a []float32, lda int, b []float32, c []float32, ldc int, acc bool) {
-	// The assembly reads and writes through raw pointers; these checks keep
-	// every access inside the slices.
-	_ = a[(gemmMR-1)*lda+kc-1]
-	_ = b[kc*gemmNR-1]
-	_ = c[(gemmMR-1)*ldc+gemmNR-1]
-	var ac int
-	if acc {
-		ac = 1
-	}
-	kernel6x16AVX2(kc, &a[0], lda, &b[0], &c[0], ldc, ac)
-}
+var microKernelAVX2 = asmKernel6x16(kernel6x16AVX2)
 
 // avx2Tile is the 6×16 tile of the avx2 tiers.
 var avx2Tile = tile{kern: microKernelAVX2, mr: gemmMR, nr: gemmNR}

@@ -175,6 +175,10 @@ type vnniTier struct {
 	spanMul       int
 	pack8         func(src []int8, kc int, dst []int8)
 	quant         func(x []float32, q []uint8, ds []float32)
+	// signed is set when the kernels flip the activations back to the
+	// signed codes q and multiply signed by signed (SDOT, SMMLA): the
+	// block sums Σ m·w·q need no start, which they do not read.
+	signed bool
 	// quantStrided, optional, is quant writing the four-byte groups of q
 	// stride bytes apart: straight into the interleaved layout.
 	quantStrided func(x []float32, q []uint8, stride int, ds []float32)
@@ -449,6 +453,31 @@ func vnniKernelGo(rows, span int) vnniKernel {
 	}
 }
 
+// vnniAsm wraps an assembly vnniKernel of rows×span tiles with the checks
+// that keep every access inside the slices; with no blocks the portable
+// kernel writes the (zero) tiles.
+func vnniAsm(rows, span int, kern func(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)) vnniKernel {
+	width := span * vnniNR
+	goKern := vnniKernelGo(rows, span)
+	return func(ng, nb int, a []uint8, as int, ds []float32, dss int, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int) {
+		if ng <= 0 {
+			return
+		}
+		if nb <= 0 {
+			goKern(ng, 0, a, as, ds, dss, b, aux, f, t, c, ldc, flags)
+			return
+		}
+		_ = a[(ng-1)*as+nb*i8Block*rows-1]
+		_ = ds[(ng-1)*dss+nb*rows*2-1]
+		_ = b[span*nb*vnniPanel-1]
+		_ = aux[span*nb*vnniAux-1]
+		_ = f[span*nb*vnniPanelF-1]
+		_ = t[rows*width-1]
+		_ = c[((ng-1)*rows+rows-1)*ldc+width-1]
+		kern(ng, nb, &a[0], as, &ds[0], dss, &b[0], &aux[0], &f[0], &t[0], &c[0], ldc, flags)
+	}
+}
+
 // vnniGo is the portable form of the avx512-vnni tier's GEMM (the 6×32
 // geometry), the tests' reference for the assembly.
 var vnniGo = &vnniTier{
@@ -458,4 +487,5 @@ var vnniGo = &vnniTier{
 }
 
 // int8Tiers are the tiers that multiply quantized weights in integers.
-var int8Tiers = map[Tier]bool{TierAVX2Int8: true, TierAVX512VNNI: true, TierAVXVNNI: true, TierAMX: true}
+var int8Tiers = map[Tier]bool{TierAVX2Int8: true, TierAVX512VNNI: true, TierAVXVNNI: true, TierAMX: true,
+	TierNEONDotProd: true}

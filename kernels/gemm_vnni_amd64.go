@@ -25,31 +25,6 @@ func kernelAVXVNNI6x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, b
 //go:noescape
 func kernelAVXVNNI3x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
 
-// vnniAsm wraps an assembly vnniKernel of rows×span tiles with the checks
-// that keep every access inside the slices; with no blocks the portable
-// kernel writes the (zero) tiles.
-func vnniAsm(rows, span int, kern func(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)) vnniKernel {
-	width := span * vnniNR
-	goKern := vnniKernelGo(rows, span)
-	return func(ng, nb int, a []uint8, as int, ds []float32, dss int, b []int8, aux []int32, f []float32, t []float32, c []float32, ldc int, flags int) {
-		if ng <= 0 {
-			return
-		}
-		if nb <= 0 {
-			goKern(ng, 0, a, as, ds, dss, b, aux, f, t, c, ldc, flags)
-			return
-		}
-		_ = a[(ng-1)*as+nb*i8Block*rows-1]
-		_ = ds[(ng-1)*dss+nb*rows*2-1]
-		_ = b[span*nb*vnniPanel-1]
-		_ = aux[span*nb*vnniAux-1]
-		_ = f[span*nb*vnniPanelF-1]
-		_ = t[rows*width-1]
-		_ = c[((ng-1)*rows+rows-1)*ldc+width-1]
-		kern(ng, nb, &a[0], as, &ds[0], dss, &b[0], &aux[0], &f[0], &t[0], &c[0], ldc, flags)
-	}
-}
-
 //go:noescape
 func decodeQ8_0S8AVX2(src *byte, nb int, q *int8, sum *int32, fd *float32, fs int)
 

@@ -22,16 +22,18 @@ type Rounding struct {
 // tier TierRounding does not know, so no tier is ever held to a bound
 // chosen by default.
 var tierRounding = map[Tier]Rounding{
-	TierReference:  {},
-	TierGeneric:    {},
-	TierAVX2:       {},
-	TierAVX512:     {},
-	TierAVX2Int8:   {Int8: true},
-	TierAVX512VNNI: {Int8: true},
-	TierAVXVNNI:    {Int8: true},
-	TierAMX:        {Int8: true},
-	TierAVX512BF16: {BF16: true, Int8: true},
-	TierAMXBF16:    {BF16: true, Int8: true},
+	TierReference:   {},
+	TierGeneric:     {},
+	TierAVX2:        {},
+	TierAVX512:      {},
+	TierAVX2Int8:    {Int8: true},
+	TierAVX512VNNI:  {Int8: true},
+	TierAVXVNNI:     {Int8: true},
+	TierAMX:         {Int8: true},
+	TierAVX512BF16:  {BF16: true, Int8: true},
+	TierAMXBF16:     {BF16: true, Int8: true},
+	TierNEON:        {},
+	TierNEONDotProd: {Int8: true},
 }
 
 // TierRounding returns the roundings tier t adds to the float32 path; false
@@ -46,7 +48,7 @@ func TierRounding(t Tier) (Rounding, bool) {
 // and build run it, in a fixed order.
 func AllTiers() []Tier {
 	return []Tier{TierAMXBF16, TierAMX, TierAVX512BF16, TierAVX512VNNI, TierAVXVNNI,
-		TierAVX2Int8, TierAVX512, TierAVX2, TierGeneric, TierReference}
+		TierAVX2Int8, TierAVX512, TierAVX2, TierNEONDotProd, TierNEON, TierGeneric, TierReference}
 }
 
 // BF16Tiers lists the tiers of this CPU and build whose Rounding has BF16:

@@ -1,0 +1,113 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// randVNNIOperands fills the operands of a vnniKernel call of ng groups
+// of rows rows over nb blocks of span panels with random values: codes
+// q+128 of every byte, weights and multipliers up to ±maxW and ±maxM (1 when maxM is 0), and
+// the starts −128·Σ m·w that make the unsigned kernels' sums the signed
+// ones.
+func randVNNIOperands(rng *rand.Rand, ng, nb, rows, span, maxW, maxM int) (a []uint8, ds []float32, b []int8, aux []int32, f []float32) {
+	a = make([]uint8, ng*rows*nb*i8Block)
+	for i := range a {
+		a[i] = uint8(rng.IntN(256))
+	}
+	ds = make([]float32, ng*rows*2*nb)
+	for i := range ds {
+		ds[i] = float32(rng.NormFloat64())
+	}
+	b = make([]int8, span*nb*vnniPanel)
+	for i := range b {
+		b[i] = int8(rng.IntN(2*maxW+1) - maxW)
+	}
+	aux = make([]int32, span*nb*vnniAux)
+	f = make([]float32, span*nb*vnniPanelF)
+	for i := range f {
+		f[i] = float32(rng.NormFloat64())
+	}
+	for j := 0; j < span*nb; j++ {
+		pb, ab := b[j*vnniPanel:], aux[j*vnniAux:]
+		for col := 0; col < vnniNR; col++ {
+			m0, m1 := int32(1), int32(1) // a unit kernel's
+			if maxM > 0 {
+				m0, m1 = int32(rng.IntN(2*maxM+1)-maxM), int32(rng.IntN(2*maxM+1)-maxM)
+			}
+			var s0, s1 int32
+			for kk := 0; kk < i8Block; kk++ {
+				w := int32(pb[(kk/4*vnniNR+col)*4+kk%4])
+				if kk < 16 {
+					s0 += w
+				} else {
+					s1 += w
+				}
+			}
+			ab[col], ab[vnniNR+col], ab[2*vnniNR+col] = -128*(m0*s0+m1*s1), m0, m1
+		}
+	}
+	return a, ds, b, aux, f
+}
+
+// TestSDOTKernels checks the SDOT kernels against the portable kernel of
+// their geometry, bit for bit, on random operands: several groups and
+// blocks, every flag, weights over the whole int8 range (SDOT has no
+// intermediate sums to saturate). The portable epilogue rounds a float64
+// FMA to float32, which differs from FMLA only in rare ties; the inputs
+// are fixed, so a difference is a wrong kernel.
+func TestSDOTKernels(t *testing.T) {
+	if !hasDotProd {
+		t.Skip("no dot product on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, c := range []struct {
+		name       string
+		kern       vnniKernel
+		rows, span int
+		mul        bool
+	}{
+		{"unit4x16", vnniAsm(4, 1, kernelSDOTUnit4x16), 4, 1, false},
+		{"mul2x16", vnniAsm(2, 1, kernelSDOTMul2x16), 2, 1, true},
+	} {
+		ref := vnniKernelGo(c.rows, c.span)
+		for _, flags := range []int{0, i8FlagAcc, i8FlagMin, i8FlagAcc | i8FlagMin} {
+			if c.mul {
+				flags |= vnniFlagMul
+			}
+			for _, shape := range [][2]int{{1, 1}, {3, 2}, {2, 8}} {
+				ng, nb := shape[0], shape[1]
+				maxM := 0
+				if c.mul {
+					maxM = 127
+				}
+				a, ds, b, aux, f := randVNNIOperands(rng, ng, nb, c.rows, c.span, 127, maxM)
+				width := c.span * vnniNR
+				ldc := width + 3
+				c0 := make([]float32, ng*c.rows*ldc)
+				for i := range c0 {
+					c0[i] = float32(rng.NormFloat64())
+				}
+				want, got := append([]float32(nil), c0...), append([]float32(nil), c0...)
+				tile := make([]float32, c.rows*width)
+				ref(ng, nb, a, c.rows*nb*i8Block, ds, c.rows*2*nb, b, aux, f, tile, want, ldc, flags)
+				c.kern(ng, nb, a, c.rows*nb*i8Block, ds, c.rows*2*nb, b, aux, f, tile, got, ldc, flags)
+				if err := firstDiff(got, want); err != nil {
+					t.Errorf("%s flags %d ng %d nb %d: %v", c.name, flags, ng, nb, err)
+				}
+			}
+		}
+	}
+}
+
+// firstDiff reports the first value of got whose bits differ from want's.
+func firstDiff(got, want []float32) error {
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			return fmt.Errorf("[%d] = %v, want %v", i, got[i], want[i])
+		}
+	}
+	return nil
+}

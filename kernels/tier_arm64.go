@@ -1,0 +1,108 @@
+package kernels
+
+import (
+	"golang.org/x/sys/cpu"
+)
+
+// The CPU features the arm64 tiers need, as the OS reports them
+// (cpu_arm64.go reads the same for the default table).
+var (
+	hasNEON    = cpu.ARM64.HasASIMD
+	hasDotProd = hasNEON && cpu.ARM64.HasASIMDDP
+)
+
+//go:noescape
+func kernel6x16NEON(kc int, a *float32, lda int, b *float32, c *float32, ldc int, acc int)
+
+// microKernelNEON is the 6×16 FMLA microkernel: 24 four-wide accumulators
+// (six rows by four vectors) stay in registers for the whole k loop, each
+// output summed in k order by fused multiply-adds from zero and added to
+// c at the end, as avx2's kernel6x16AVX2 does, so its bits are avx2's.
+var microKernelNEON = asmKernel6x16(kernel6x16NEON)
+
+// neonTile is the 6×16 tile of the arm64 tiers.
+var neonTile = tile{kern: microKernelNEON, mr: gemmMR, nr: gemmNR}
+
+// neonGEMM is the float32 GEMM of the arm64 tiers: weight types decode
+// with the portable decoders into panels the FMLA kernel multiplies.
+var neonGEMM = &gemmTier{tile: neonTile}
+
+//go:noescape
+func kernelSDOTUnit4x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
+
+//go:noescape
+func kernelSDOTMul2x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
+
+// sdotGEMM is the integer GEMM of the neon-dotprod tier: the VNNI tiers'
+// driver and layouts (gemm_vnni.go) with the byte products by SDOT
+// (gemm_sdot_arm64.s). Activations arrive as q+128, which the kernels
+// turn back into the signed q with one EOR per sixteen bytes: SDOT
+// multiplies signed by signed, so a block's sums are Σ m·w·q without the
+// starting sums, the same integers as VPDPBUSD's start + Σ m·w·(q+128).
+var sdotGEMM = &vnniTier{
+	kern: vnniAsm(4, 1, kernelSDOTUnit4x16), kernMul: vnniAsm(2, 1, kernelSDOTMul2x16),
+	rows: 4, span: 1, rowsMul: 2, spanMul: 1,
+	pack8: pack8U8Go, quant: quantizeRowU8, signed: true,
+}
+
+// archTiers lists the tiers specific to arm64, best first.
+func archTiers() []*impl {
+	if !hasNEON {
+		return nil
+	}
+	t := *generic
+	t.tier = TierNEON
+	t.bits = string(TierNEON)
+	t.products = Products{TierNEON, TierNEON, TierNEON}
+	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
+		matMul(dst, x, m, w, bias, neonGEMM)
+	}
+	at := &attnTier{tile: neonTile, scaleMax: scaleMaxGo, expSum: expSumGo}
+	t.attention = at.attention
+	t.attentionKV = at.attentionKV
+	// Q2_K's minimums (gemm_int8_q2k.go) take the FMLA kernel, whose bits
+	// are avx2's: the integer tiers stay avx2-int8's.
+	halfMinGEMM = neonGEMM
+	out := []*impl{&t}
+	if hasDotProd {
+		out = append([]*impl{armInt8Tier(t, TierNEONDotProd, sdotGEMM)}, out...)
+	}
+	return out
+}
+
+// armInt8Tier returns the integer tier name built on the neon tier t:
+// products by quantized weights of int8Types through g from the row
+// threshold on (SetInt8MinRows), everything else as t; weights of the
+// types Prepare packs are packed for g at load.
+func armInt8Tier(t impl, name Tier, g *vnniTier) *impl {
+	f32 := t.matMul
+	t.tier = name
+	t.bits = string(TierNEONDotProd)
+	t.products.Quantized = name
+	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
+		if !int8Types[w.Type] || w.Cols == 0 || m < int8Threshold(w.Type, int(int8MinRows.Load())) {
+			f32(dst, x, m, w, bias)
+			return
+		}
+		gemmVNNI(dst, x, m, w, bias, g)
+	}
+	t.prepare = func(w *Matrix) { packVNNI(w, g) }
+	return &t
+}
+
+// archIntKernels lists the avx2-int8 kernels of this architecture: none
+// (the integer tiers here are VNNI-style GEMMs, archVNNIKernels).
+func archIntKernels() (map[string]*i8Tier, map[string]*u8Tier) { return nil, nil }
+
+// archVNNIKernels lists the integer GEMMs this CPU runs, for the tests.
+func archVNNIKernels() map[string]*vnniTier {
+	out := map[string]*vnniTier{}
+	if hasDotProd {
+		out[string(TierNEONDotProd)] = sdotGEMM
+	}
+	return out
+}
+
+func fmaProbe() (func(n int), float64) { return nil, 0 }
+
+func archPeakProbes() map[PeakUnit]peakProbe { return map[PeakUnit]peakProbe{} }

@@ -57,9 +57,12 @@ func archTiers() []*impl {
 	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
 		matMul(dst, x, m, w, bias, neonGEMM)
 	}
-	at := &attnTier{tile: neonTile, scaleMax: scaleMaxGo, expSum: expSumGo}
+	at := &attnTier{tile: neonTile, scaleMax: scaleMaxVec, expSum: expSumVec}
 	t.attention = at.attention
 	t.attentionKV = at.attentionKV
+	t.swiGLU = swiGLUWith(siluMulVec)
+	t.quickGELU = inPlaceWith(quickGELUVec)
+	t.geluTanh = inPlaceWith(geluTanhVec)
 	// Q2_K's minimums (gemm_int8_q2k.go) take the FMLA kernel, whose bits
 	// are avx2's: the integer tiers stay avx2-int8's.
 	halfMinGEMM = neonGEMM

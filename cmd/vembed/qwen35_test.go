@@ -2,14 +2,23 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"math"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/vembed/vembed/engine"
 	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/internal/fixtures"
 	"github.com/vembed/vembed/qwenlayout"
 	"github.com/vembed/vembed/recipe"
 	"github.com/vembed/vembed/safetensors"
+	"github.com/vembed/vembed/server"
 	"github.com/vembed/vembed/synth"
 )
 
@@ -170,5 +179,217 @@ func TestQwen35ConvertRefusals(t *testing.T) {
 		if code := run(append([]string{"convert", ck3, "--out", t.TempDir()}, args...), &o, &e); code == 0 {
 			t.Errorf("convert of a ColQwen3 checkpoint with %v succeeded", args)
 		}
+	}
+}
+
+// q35RefFrom reads a converted release's reference: the checkpoint's
+// config.json and its decoder's weights, under whichever prefix the
+// release uses.
+func q35RefFrom(t *testing.T, ck string) (*q35Ref, *safetensors.Checkpoint) {
+	t.Helper()
+	sc, err := safetensors.OpenCheckpoint(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := ""
+	for _, n := range sc.Names() {
+		if p, ok := strings.CutSuffix(n, "embed_tokens.weight"); ok {
+			prefix = p
+		}
+	}
+	read := func(name string) []float64 {
+		_, f, ok := sc.Tensor(name)
+		if !ok {
+			t.Fatalf("the checkpoint has no %s", name)
+		}
+		v, err := f.Float64(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	return &q35Ref{c: readQ35Config(t, filepath.Join(ck, "config.json")), w: func(name string) []float64 { return read(prefix + name) }}, sc
+}
+
+// headRows applies a retriever's head (the first rows of tensor head, with
+// its bias) to hidden states and L2-normalizes each row, the norm clamped
+// at 1e-12 as the model clamps it.
+func headRows(t *testing.T, sc *safetensors.Checkpoint, head string, rows int, hidden [][]float64) [][]float64 {
+	t.Helper()
+	H := len(hidden[0])
+	_, f, _ := sc.Tensor(head + ".weight")
+	w, err := f.Float64Range(head+".weight", 0, int64(rows*H))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, f, _ = sc.Tensor(head + ".bias")
+	b, err := f.Float64Range(head+".bias", 0, int64(rows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([][]float64, len(hidden))
+	for i, h := range hidden {
+		y := linear(w, h, rows)
+		var ss float64
+		for j := range y {
+			y[j] += b[j]
+			ss += y[j] * y[j]
+		}
+		n := max(math.Sqrt(ss), 1e-12)
+		for j := range y {
+			y[j] /= n
+		}
+		out[i] = y
+	}
+	return out
+}
+
+// embedQ35 runs vembed embed --multivector on one input of a converted
+// release and returns its rows and token ids.
+func embedQ35(t *testing.T, fs []string, input ...string) ([][]float32, []int) {
+	t.Helper()
+	dump := t.TempDir()
+	a := append([]string{"embed", "--json", "--multivector", "--dump", dump, "--model", fs[0], "--mvproj", fs[1], "--mmproj", fs[2]}, input...)
+	var o, e bytes.Buffer
+	if code := run(a, &o, &e); code != 0 {
+		t.Fatalf("embed %v: exit %d: %s", input, code, e.String())
+	}
+	var out struct {
+		Embeddings [][][]float32 `json:"embeddings"`
+	}
+	if err := json.Unmarshal(o.Bytes(), &out); err != nil || len(out.Embeddings) != 1 {
+		t.Fatalf("embed printed %.300s", o.String())
+	}
+	var ids []int
+	for _, v := range readDump(t, dump, "input0.token_ids") {
+		ids = append(ids, int(v))
+	}
+	return out.Embeddings[0], ids
+}
+
+// TestQwen35RetrieverRows converts a synthetic checkpoint of each Qwen3.5
+// retriever form and embeds a query with vembed embed --multivector: every
+// row, one per prompt token, is within cosine 0.9999 of the float64
+// reference's (the decoder run bidirectionally from the checkpoint's
+// weights, then the chosen head, Matryoshka prefix or width's own Linear,
+// and the L2). vembed serve's /v1/embeddings gives the same rows for the
+// query and one unit row per token for a page; with --multivector-rows
+// image a page keeps exactly its image tokens' rows.
+func TestQwen35RetrieverRows(t *testing.T) {
+	img := filepath.Join(t.TempDir(), "page.png")
+	pngBytes := writePNG(t, img, 300, 260, 5)
+	const query = "Which table lists the quarterly revenue?"
+	for _, r := range q35Releases {
+		t.Run(r.name, func(t *testing.T) {
+			ck, fs := writeQ35Release(t, r)
+			ref, sc := q35RefFrom(t, ck)
+			defer sc.Close()
+			rows, ids := embedQ35(t, fs, "--text", query)
+			if len(rows) != len(ids) || len(ids) < 11 {
+				t.Fatalf("%d rows for %d tokens", len(rows), len(ids))
+			}
+			want := headRows(t, sc, r.head, r.rows, ref.forward(ids, false))
+			for i := range rows {
+				if len(rows[i]) != r.rows {
+					t.Fatalf("row %d has %d values, want %d", i, len(rows[i]), r.rows)
+				}
+			}
+			worst := worstCosine(rows, want)
+			t.Logf("%s: %d query rows, worst cosine to the float64 reference 1 - %.2g", r.name, len(rows), 1-worst)
+			if !(worst >= 0.9999) {
+				t.Errorf("worst row cosine %.6f to the reference, want >= 0.9999", worst)
+			}
+			// The reference run causally is another model: the check tells.
+			if wc := worstCosine(rows, headRows(t, sc, r.head, r.rows, ref.forward(ids, true))); wc >= 0.9999 {
+				t.Errorf("the rows also match the causal reference (worst cosine %.6f): the check cannot tell the modes apart", wc)
+			}
+
+			eng, err := engine.New(engine.Config{Model: fs[0], MVProj: fs[1], MMProj: fs[2]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer eng.Close()
+			srv := httptest.NewServer(server.New(eng, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+			defer srv.Close()
+			var resp struct {
+				Data []struct {
+					Embeddings [][]float32 `json:"embeddings"`
+				} `json:"data"`
+			}
+			page := map[string]string{"image": "data:image/png;base64," + base64.StdEncoding.EncodeToString(pngBytes)}
+			postJSON(t, srv.URL+"/v1/embeddings", map[string]any{"input": []any{query, page}, "return_multivector": true}, &resp)
+			if len(resp.Data) != 2 || len(resp.Data[0].Embeddings) != len(rows) {
+				t.Fatalf("/v1/embeddings: %d inputs, query rows %d", len(resp.Data), len(resp.Data[0].Embeddings))
+			}
+			for i, row := range resp.Data[0].Embeddings {
+				if c := fixtures.Cosine(row, rows[i]); !(c >= 1-1e-6) {
+					t.Fatalf("/v1/embeddings query row %d: cosine %v to vembed embed's", i, c)
+				}
+			}
+			pageRows, pageIDs := embedQ35(t, fs, "--image", img)
+			served := resp.Data[1].Embeddings
+			if len(served) != len(pageRows) || len(pageRows) != len(pageIDs) {
+				t.Fatalf("a page: %d served rows, %d embedded, %d tokens", len(served), len(pageRows), len(pageIDs))
+			}
+			for i, row := range served {
+				if len(row) != r.rows || !(fixtures.Cosine(row, pageRows[i]) >= 1-1e-6) {
+					t.Fatalf("/v1/embeddings page row %d differs from vembed embed's", i)
+				}
+			}
+		})
+	}
+}
+
+// worstCosine is the least cosine of a row of got to the same row of
+// want, in float64.
+func worstCosine(got [][]float32, want [][]float64) float64 {
+	worst := 1.0
+	for i, row := range got {
+		var ab, aa, bb float64
+		for j, v := range row {
+			a, b := float64(v), want[i][j]
+			ab, aa, bb = ab+a*b, aa+a*a, bb+b*b
+		}
+		worst = min(worst, ab/math.Sqrt(aa*bb))
+	}
+	return worst
+}
+
+// TestQwen35ImageRows: converted with --multivector-rows image, a page's
+// output is exactly its image tokens' rows of the every-row output, and
+// a query keeps all its rows.
+func TestQwen35ImageRows(t *testing.T) {
+	img := filepath.Join(t.TempDir(), "page.png")
+	writePNG(t, img, 200, 150, 2)
+	r := q35Releases[len(q35Releases)-1] // ColVec1.1
+	_, all := writeQ35Release(t, r)
+	r.flags = append(r.flags, "--multivector-rows", "image")
+	_, masked := writeQ35Release(t, r)
+	allRows, ids := embedQ35(t, all, "--image", img)
+	imgRows, _ := embedQ35(t, masked, "--image", img)
+	f, err := gguf.Open(all[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens, _ := f.Strings("tokenizer.ggml.tokens")
+	f.Close()
+	var want [][]float32
+	for i, id := range ids {
+		if tokens[id] == "<|image_pad|>" {
+			want = append(want, allRows[i])
+		}
+	}
+	if len(want) == 0 || len(imgRows) != len(want) {
+		t.Fatalf("%d rows kept, the page has %d image tokens of %d", len(imgRows), len(want), len(ids))
+	}
+	for i := range want {
+		if c := fixtures.Cosine(imgRows[i], want[i]); !(c >= 1-1e-6) {
+			t.Fatalf("kept row %d: cosine %v to the image token's row", i, c)
+		}
+	}
+	q1, _ := embedQ35(t, all, "--text", "total")
+	q2, _ := embedQ35(t, masked, "--text", "total")
+	if len(q1) != len(q2) {
+		t.Errorf("a query keeps %d rows of %d", len(q2), len(q1))
 	}
 }

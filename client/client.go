@@ -31,6 +31,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vembed/vembed/internal/clip"
+)
+
+// An error answer's body is read up to maxErrorBody bytes and its message
+// kept up to maxErrorMessage: an error names what failed, it does not
+// carry a page.
+const (
+	maxErrorBody    = 64 << 10
+	maxErrorMessage = 2048
 )
 
 // Client talks to one vembed server. It is safe for concurrent use.
@@ -367,7 +377,13 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		if err != nil {
 			return fmt.Errorf("vembed: %s %s: %w", method, path, err)
 		}
-		raw, err := io.ReadAll(resp.Body)
+		var answer io.Reader = resp.Body
+		if resp.StatusCode != http.StatusOK {
+			// An error's body is a message: a proxy's page of any size
+			// is read only so far.
+			answer = io.LimitReader(resp.Body, maxErrorBody)
+		}
+		raw, err := io.ReadAll(answer)
 		resp.Body.Close()
 		if err != nil {
 			return fmt.Errorf("vembed: %s %s: reading the answer: %w", method, path, err)
@@ -389,6 +405,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		if json.Unmarshal(raw, &env) != nil || apiErr.Message == "" {
 			apiErr.Message = strings.TrimSpace(string(raw))
 		}
+		apiErr.Message = clip.String(apiErr.Message, maxErrorMessage)
 		if !retryable(resp.StatusCode) || attempt >= c.maxRetries {
 			return apiErr
 		}

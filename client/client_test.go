@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -94,5 +95,24 @@ func TestRetryAfter(t *testing.T) {
 		if _, ok := retryAfter(h, now); ok {
 			t.Errorf("%q read as a delay", h)
 		}
+	}
+}
+
+// TestErrorBodyBounded: a proxy's error page of megabytes becomes an error
+// of a few kilobytes at most, read only so far.
+func TestErrorBodyBounded(t *testing.T) {
+	page := "<html>" + strings.Repeat("<p>bad gateway</p>", 300000) + "</html>"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(502)
+		w.Write([]byte(page))
+	}))
+	defer srv.Close()
+	_, err := New(srv.URL, WithRetries(0, 0)).Embed(context.Background(), EmbedRequest{Inputs: []Input{Text("a")}})
+	var apiErr *Error
+	if !errors.As(err, &apiErr) || apiErr.Status != 502 || !strings.HasPrefix(apiErr.Message, "<html><p>bad gateway") {
+		t.Fatalf("got %v", err)
+	}
+	if n := len(err.Error()); n > 2200 {
+		t.Errorf("an error of %d bytes", n)
 	}
 }

@@ -144,9 +144,15 @@ func waitThumbnails(t *testing.T, b *browsertest.Browser) {
 	}
 }
 
+// screenshot keeps the whole page as dir/name, or only the window when
+// name starts with "window-" (a modal dialog covers the window only).
 func screenshot(t *testing.T, b *browsertest.Browser, dir, name string) {
 	t.Helper()
-	png, err := chromedp.Run(b.Ctx, chromedp.FullScreenshot(100))
+	shot := chromedp.FullScreenshot(100)
+	if strings.HasPrefix(name, "window-") {
+		shot = chromedp.CaptureScreenshot()
+	}
+	png, err := chromedp.Run(b.Ctx, shot)
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
@@ -172,7 +178,8 @@ func sameIDs(t *testing.T, what string, page, api []string) {
 // typed query's cards are /v1/search's top hits in order, with their page
 // images; the query is in the URL, and loading that URL runs it again; a
 // filter that matches nothing says so; a picture chosen with the file
-// picker is sent as an image query, and its own page comes first.
+// picker is sent as an image query, and its own page comes first; a
+// reranked search shows the reranker's order and both scores.
 func TestSearchPage(t *testing.T) {
 	b := browsertest.Start(t)
 	art := browsertest.Artifacts(t)
@@ -181,7 +188,8 @@ func TestSearchPage(t *testing.T) {
 	corpus, idx := filepath.Join(dir, "corpus"), filepath.Join(dir, "idx")
 	searchPageCorpus(t, corpus)
 	runIndexCmd(t, corpus, "--out", idx, "--dpi", "72")
-	base := startSearchServer(t, idx, "")
+	rr, rrMM := writeTestReranker(t, filepath.Join(dir, "reranker"))
+	base := startServer(t, serveOptions{index: idx, reranker: rr, rerankMMProj: rrMM})
 
 	const q = "weather in town"
 	want := hitIDs(apiSearch(t, base, "", map[string]any{"query": q, "top_k": 10}))
@@ -228,6 +236,27 @@ func TestSearchPage(t *testing.T) {
 		t.Fatalf("empty state %q (%v)", empty, err)
 	}
 
+	// Reranked: the reranker's order and both scores.
+	reranked := apiSearch(t, base, "", map[string]any{"query": q, "top_k": 6, "rerank": true})
+	if err := chromedp.Do(b.Ctx, chromedp.Navigate(base+"/?"+url.Values{"q": {q}, "k": {"6"}, "rerank": {"1"}}.Encode())); err != nil {
+		t.Fatal(err)
+	}
+	sameIDs(t, "reranked query", pageIDs(t, b), hitIDs(reranked))
+	subs, err := chromedp.Run(b.Ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#results .sub")].map((s) => s.textContent)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range reranked {
+		if h.RerankScore == nil {
+			t.Fatalf("/v1/search with rerank: hit %d has no rerank_score", i)
+		}
+		if want := fmt.Sprintf("rerank %.3f", *h.RerankScore); !strings.Contains(subs[i], want) || !strings.Contains(subs[i], fmt.Sprintf("retrieval %.3f", h.Score)) {
+			t.Fatalf("card %d says %q, want %q and the retrieval score %.3f", i+1, subs[i], want, h.Score)
+		}
+	}
+	waitThumbnails(t, b)
+	screenshot(t, b, art, "reranked.png")
+
 	// An image query through the file picker.
 	photo := filepath.Join(corpus, "photos/03.png")
 	raw, err := os.ReadFile(photo)
@@ -267,7 +296,7 @@ func TestSearchPageMaps(t *testing.T) {
 	searchPageCorpus(t, corpus)
 	runIndexCmd(t, corpus, "--out", idx, "--dpi", "72", "--multivector")
 	const key = "page-test-key"
-	base := startSearchServer(t, idx, key)
+	base := startServer(t, serveOptions{index: idx, keys: keyList{key}})
 
 	const q = "quarterly revenue and growth"
 	hits := apiSearch(t, base, key, map[string]any{"query": q, "top_k": 10, "maps": true})
@@ -365,7 +394,7 @@ func TestSearchPageMaps(t *testing.T) {
 	if err := chromedp.Do(b.Ctx, chromedp.Click(chromedp.CSS(first)), chromedp.WaitVisible(chromedp.CSS("#viewer canvas.map[data-drawn='1']"))); err != nil {
 		t.Fatal(err)
 	}
-	screenshot(t, b, art, "maps-large.png")
+	screenshot(t, b, art, "window-maps-large.png")
 	if errs := b.Errors(); len(errs) > 0 {
 		t.Fatalf("the page logged errors:\n%s", strings.Join(errs, "\n"))
 	}
@@ -377,13 +406,18 @@ func firstMap(hits []searchHit) int {
 	return slices.IndexFunc(hits, func(h searchHit) bool { return h.Map != nil })
 }
 
-// startSearchServer runs vembed serve --index idx (the index's own model),
-// with an API key when key is set.
-func startSearchServer(t *testing.T, idx, key string) string {
+// writeTestReranker writes the tiny synthetic Qwen3-VL reranker and its
+// vision tower into dir.
+func writeTestReranker(t *testing.T, dir string) (lm, mmproj string) {
 	t.Helper()
-	o := serveOptions{index: idx}
-	if key != "" {
-		o.keys = keyList{key}
+	cfg, err := synth.Preset("tiny-qwen3vl")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return startServer(t, o)
+	cfg.LM.Pooling, cfg.Name = "rank", cfg.Name+"-reranker"
+	lm, mmproj, err = synth.WritePair(dir, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lm, mmproj
 }

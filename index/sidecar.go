@@ -239,3 +239,22 @@ func (r *run) removeStaleSidecars(held map[string]bool) error {
 	}
 	return nil
 }
+
+// WritePart writes rows as the part parts/name of the index folder dir,
+// with its sidecar when they hold multi-vectors, outside any run: for
+// datasets that benchmarks and tests make (a run commits its parts
+// through its state store, which holds none of these).
+func WritePart(dir, name string, rows []Row) error {
+	if err := os.MkdirAll(filepath.Join(dir, PartsDir), 0o755); err != nil {
+		return fmt.Errorf("index: %w", err)
+	}
+	for i := range rows {
+		if len(rows[i].Vectors) > 0 {
+			if err := writeSidecar(filepath.Join(dir, SidecarDir, SidecarName(name)), rows, len(rows[i].Vectors[0])); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	return writePart(filepath.Join(dir, PartsDir, name), rows)
+}

@@ -61,7 +61,11 @@ type part struct {
 	off   []uint64
 	codes []uint64
 	words int
-	vecs  []byte
+	// blocks holds the codes of 128-dimension tokens in blocks of 8
+	// (planar) instead of codes, row i's from block blockOff[i].
+	blocks   []uint64
+	blockOff []int
+	vecs     []byte
 	// drop lets the kernel reclaim the pages of a mapped range once
 	// read (nil for vectors in memory); unmap ends the mapping, once.
 	drop  func(b []byte)
@@ -257,6 +261,7 @@ func (p *part) readMulti(pf *parquet.File) error {
 			binary.LittleEndian.PutUint32(p.vecs[4*(t*p.dims+k):], math.Float32bits(x))
 		}
 	}
+	p.buildBlocks()
 	return nil
 }
 
@@ -296,5 +301,21 @@ func (p *part) useSidecar(sc *index.Sidecar) error {
 	if p.drop != nil {
 		p.drop(sc.Codes)
 	}
+	p.buildBlocks()
 	return nil
+}
+
+// buildBlocks lays 2-word codes out in blocks (hamming.go) for the
+// vector units.
+func (p *part) buildBlocks() {
+	if p.words != 2 {
+		return
+	}
+	p.blockOff = make([]int, len(p.off))
+	blocks := make([]uint64, 0, len(p.codes)+len(p.meta)*2*blockTokens)
+	for i := range len(p.off) - 1 {
+		blocks = planar(blocks, p.codes[2*p.off[i]:2*p.off[i+1]])
+		p.blockOff[i+1] = len(blocks) / (2 * blockTokens)
+	}
+	p.blocks, p.codes = blocks, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"math/bits"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -229,5 +230,50 @@ func TestMultiAsEval(t *testing.T) {
 	t.Logf("two-stage recall@10 with 30 candidates of 300: %.4f", recall)
 	if recall < 0.99 {
 		t.Errorf("recall@10 %.4f < 0.99", recall)
+	}
+}
+
+// TestHammingKernels: the AVX-512 kernel (where the CPU has it) and the
+// generic one give the minima of a plain scan, on random codes of odd
+// sizes (rows whose token count is not a multiple of 8 included).
+func TestHammingKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for trial := range 200 {
+		nq, nt := 1+r.IntN(25), 1+r.IntN(70)
+		q := make([]uint64, 2*nq)
+		codes := make([]uint64, 2*nt)
+		for i := range q {
+			q[i] = r.Uint64()
+		}
+		for i := range codes {
+			codes[i] = r.Uint64()
+			if trial%3 == 0 {
+				codes[i] &= 0xff00ff00ff00ff00 // closer codes, more ties
+			}
+		}
+		want := 0
+		for i := range nq {
+			m := 129
+			for k := range nt {
+				m = min(m, bits.OnesCount64(q[2*i]^codes[2*k])+bits.OnesCount64(q[2*i+1]^codes[2*k+1]))
+			}
+			want += m
+		}
+		blocks := planar(nil, codes)
+		lanes := make([]uint64, nq*blockTokens)
+		if got := hammingSum(q, blocks, lanes); got != want {
+			t.Fatalf("trial %d (%d query codes, %d tokens): hammingSum %d, want %d (AVX-512: %v)", trial, nq, nt, got, want, hasVPOPCNTOrFalse())
+		}
+		hammingMinGeneric(q, blocks, lanes)
+		got := 0
+		for i := 0; i < len(lanes); i += blockTokens {
+			got += int(slices.Min(lanes[i : i+blockTokens]))
+		}
+		if got != want {
+			t.Fatalf("trial %d: generic %d, want %d", trial, got, want)
+		}
+	}
+	if !hasVPOPCNTOrFalse() {
+		t.Log("no AVX-512 VPOPCNTDQ here: only the generic kernel was checked")
 	}
 }

@@ -33,6 +33,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "regress" {
 		return runBenchRegress(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "search" {
+		return runBenchSearch(args[1:], stdout, stderr)
+	}
 	fs := newFlags("bench", "[--types F32,Q8_0,...] [--tiers avx2,...] [--m 512,32] [--k 2048] [--n 2048] [--time 300ms] [--rounds 5] [--attn-tokens 1024] [--model [--lm LM.gguf --mmproj MMPROJ.gguf] [--texts 32] [--text-tokens 128] [--images 448,896] [--repeat 1] [--cpuprofile FILE] [--memprofile FILE]]", stderr)
 	typesFlag := fs.String("types", "F32,F16,BF16,Q4_0,Q4_1,Q5_0,Q5_1,Q8_0,Q2_K,Q3_K,Q4_K,Q5_K,Q6_K,Q8_K,IQ4_NL,IQ4_XS", "weight `types` to measure")
 	tiersFlag := fs.String("tiers", "", "kernel `tiers` to measure (default: every available tier but the reference)")

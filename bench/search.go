@@ -1,0 +1,494 @@
+package bench
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/vembed/vembed/engine"
+	"github.com/vembed/vembed/eval"
+	"github.com/vembed/vembed/index"
+	"github.com/vembed/vembed/internal/memstat"
+	"github.com/vembed/vembed/search"
+	"github.com/vembed/vembed/synth"
+)
+
+// SearchConfig configures "vembed bench search": synthetic indexes of
+// clustered vectors, searched by package search and by exact float32
+// brute force (eval.Score) with the same queries.
+//
+// The vectors: items belong to one of Clusters topics. A single vector
+// is its topic's centre plus Gaussian noise of the same scale; a page's
+// token vectors are each 0.6 x one of its topic's 32 token centres +
+// 0.4 x one of the page's own 8 token centres + noise of scale 0.5,
+// normalized, as late-interaction pages mix the vocabulary of their topic
+// with their own. A query is built for a random item: a single vector
+// from its topic's centre and noise; QueryTokens token vectors drawn like
+// the page's tokens (its topic's and its own centres), so that its best
+// pages are that page and its topic's.
+type SearchConfig struct {
+	// Single is the single-vector case's item count (0: none), of
+	// SingleDims dimensions.
+	Single, SingleDims int
+	// Pages are the multi-vector cases' page counts, each of Tokens
+	// tokens of Dims dimensions.
+	Pages        []int
+	Tokens, Dims int
+	QueryTokens  int
+	// Queries per case.
+	Queries int
+	// Candidates are the first stage's counts to measure, a row each
+	// (none: search's default).
+	Candidates []int
+	Clusters   int
+	// Dir holds the indexes (default: a temporary folder, removed).
+	Dir string
+	// DemoQueries is the number of text queries the demo model embeds,
+	// for the query's own embedding time (0: none).
+	DemoQueries int
+	Load        Loader
+	Log         io.Writer
+}
+
+// SearchFigure is one case's figures.
+type SearchFigure struct {
+	Case       string  `json:"case"`
+	Items      int     `json:"items"`
+	Tokens     int     `json:"tokens,omitempty"`
+	Dims       int     `json:"dims"`
+	Threads    int     `json:"threads"`
+	Queries    int     `json:"queries"`
+	Candidates int     `json:"candidates,omitempty"`
+	LoadS      float64 `json:"load_s"`
+	P50ms      float64 `json:"p50_ms"`
+	P95ms      float64 `json:"p95_ms"`
+	QPS        float64 `json:"queries_per_s"`
+	// ExactP50ms is search's one-stage path (Options.Exact) per query;
+	// EvalMsPerQuery eval.Score's time over the same queries, batched,
+	// per query (its Parquet reading not counted).
+	ExactP50ms     float64 `json:"exact_p50_ms,omitempty"`
+	EvalMsPerQuery float64 `json:"eval_ms_per_query"`
+	// Recall10 is the share of eval.Score's top 10 in search's top 10.
+	Recall10 float64 `json:"recall_at_10"`
+	// RSS is the resident memory the loaded index added (after the
+	// queries); Float32Bytes the vectors' size in float32.
+	RSS          int64   `json:"rss_bytes"`
+	Float32Bytes int64   `json:"float32_bytes"`
+	RSSShare     float64 `json:"rss_share_of_float32"`
+}
+
+// EmbedFigure is the query's own embedding time with a model.
+type EmbedFigure struct {
+	Model       string  `json:"model"`
+	Multivector bool    `json:"multivector"`
+	Queries     int     `json:"queries"`
+	P50ms       float64 `json:"p50_ms"`
+	P95ms       float64 `json:"p95_ms"`
+}
+
+// SearchReport is what Search measured.
+type SearchReport struct {
+	Cases []SearchFigure `json:"cases"`
+	Embed []EmbedFigure  `json:"embed,omitempty"`
+}
+
+func (c *SearchConfig) defaults() {
+	c.SingleDims = cmp.Or(c.SingleDims, 2048)
+	c.Tokens = cmp.Or(c.Tokens, 768)
+	c.Dims = cmp.Or(c.Dims, 128)
+	c.QueryTokens = cmp.Or(c.QueryTokens, 20)
+	c.Queries = cmp.Or(c.Queries, 50)
+	c.Clusters = cmp.Or(c.Clusters, 64)
+}
+
+// Search runs the cases of c.
+func Search(c SearchConfig) (*SearchReport, error) {
+	c.defaults()
+	if c.Single < 0 || c.Queries < 1 || c.Tokens < 1 || c.Dims < 1 || c.QueryTokens < 1 {
+		return nil, fmt.Errorf("bench search: --single, --queries, --tokens, --dims and --query-tokens must be positive")
+	}
+	log := logTo(c.Log)
+	dir := c.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "vembed-bench-search-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	rep := &SearchReport{}
+	if c.Single > 0 {
+		f, err := c.runCase(filepath.Join(dir, "single"), c.Single, false, log)
+		if err != nil {
+			return nil, err
+		}
+		rep.Cases = append(rep.Cases, f...)
+	}
+	for _, n := range c.Pages {
+		f, err := c.runCase(filepath.Join(dir, fmt.Sprintf("multi-%d", n)), n, true, log)
+		if err != nil {
+			return nil, err
+		}
+		rep.Cases = append(rep.Cases, f...)
+	}
+	if c.DemoQueries > 0 {
+		figs, err := c.demoEmbed()
+		if err != nil {
+			return nil, err
+		}
+		rep.Embed = figs
+	}
+	return rep, nil
+}
+
+// gen makes the clustered vectors of a case, deterministically.
+type gen struct {
+	c      *SearchConfig
+	multi  bool
+	dims   int
+	topics [][]float32 // single: one centre a topic; multi: 32 a topic
+}
+
+const tokenCentres, pageCentres = 32, 8
+
+func newGen(c *SearchConfig, multi bool) *gen {
+	g := &gen{c: c, multi: multi, dims: c.SingleDims}
+	if multi {
+		g.dims = c.Dims
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	n := c.Clusters
+	if multi {
+		n *= tokenCentres
+	}
+	for range n {
+		g.topics = append(g.topics, gauss(r, g.dims, 1))
+	}
+	return g
+}
+
+func gauss(r *rand.Rand, n int, scale float64) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(r.NormFloat64() * scale)
+	}
+	return v
+}
+
+func unit(v []float32) []float32 {
+	var ss float64
+	for _, x := range v {
+		ss += float64(x) * float64(x)
+	}
+	inv := float32(1 / math.Sqrt(ss))
+	for i := range v {
+		v[i] *= inv
+	}
+	return v
+}
+
+// item returns item i's topic and its vectors (a fresh random stream per
+// item, so that a query can rebuild an item's own centres).
+func (g *gen) item(i int) (topic int, single []float32, tokens [][]float32) {
+	r := rand.New(rand.NewPCG(uint64(i), 99))
+	topic = r.IntN(g.c.Clusters)
+	if !g.multi {
+		v := gauss(r, g.dims, 1)
+		for k, x := range g.topics[topic] {
+			v[k] += x
+		}
+		return topic, v, nil
+	}
+	own := make([][]float32, pageCentres)
+	for k := range own {
+		own[k] = gauss(r, g.dims, 1)
+	}
+	tokens = make([][]float32, g.c.Tokens)
+	for t := range tokens {
+		tokens[t] = g.token(r, topic, own)
+	}
+	return topic, nil, tokens
+}
+
+func (g *gen) token(r *rand.Rand, topic int, own [][]float32) []float32 {
+	a := g.topics[topic*tokenCentres+r.IntN(tokenCentres)]
+	b := own[r.IntN(len(own))]
+	v := gauss(r, g.dims, 0.5)
+	for k := range v {
+		v[k] += 0.6*a[k] + 0.4*b[k]
+	}
+	return unit(v)
+}
+
+// query builds query q for a random item: its topic's (and, for pages,
+// its own) centres plus noise.
+func (g *gen) query(q, items int) eval.Vectors {
+	r := rand.New(rand.NewPCG(uint64(q), 7))
+	target := r.IntN(items)
+	tr := rand.New(rand.NewPCG(uint64(target), 99))
+	topic := tr.IntN(g.c.Clusters)
+	if !g.multi {
+		v := gauss(r, g.dims, 1)
+		for k, x := range g.topics[topic] {
+			v[k] += x
+		}
+		return eval.Vectors{Single: v}
+	}
+	own := make([][]float32, pageCentres)
+	for k := range own {
+		own[k] = gauss(tr, g.dims, 1)
+	}
+	rows := make([][]float32, g.c.QueryTokens)
+	for t := range rows {
+		rows[t] = g.token(r, topic, own)
+	}
+	return eval.Vectors{Multi: rows}
+}
+
+// benchPartRows is the rows of one part of a synthetic index.
+const benchPartRows = 256
+
+// write writes the case's index (parts and sidecars) unless dir holds it
+// already (a kept --dir).
+func (g *gen) write(dir string, items int, log io.Writer) error {
+	done := filepath.Join(dir, "complete")
+	if _, err := os.Stat(done); err == nil {
+		return nil
+	}
+	os.RemoveAll(dir)
+	start := time.Now()
+	for first := 0; first < items; first += benchPartRows {
+		n := min(benchPartRows, items-first)
+		rows := make([]index.Row, n)
+		for k := range rows {
+			i := first + k
+			topic, single, tokens := g.item(i)
+			rows[k] = index.Row{ID: fmt.Sprintf("item-%07d", i), Path: fmt.Sprintf("topic-%02d/doc-%07d.pdf", topic, i), Page: 1,
+				Model: "bench", Embedding: single, Vectors: tokens, Text: fmt.Sprintf("synthetic item %d of topic %d", i, topic)}
+			if g.multi {
+				rows[k].Width, rows[k].Height = 1700, 2200
+			}
+		}
+		if err := index.WritePart(dir, fmt.Sprintf("s0of1-g000001-%06d.parquet", first/benchPartRows+1), rows); err != nil {
+			return err
+		}
+		fmt.Fprintf(log, "\rwriting %s: %d of %d items (%.0f s)", filepath.Base(dir), first+n, items, time.Since(start).Seconds())
+	}
+	fmt.Fprintln(log)
+	return os.WriteFile(done, nil, 0o644)
+}
+
+func (c *SearchConfig) runCase(dir string, items int, multi bool, log io.Writer) ([]SearchFigure, error) {
+	g := newGen(c, multi)
+	if err := g.write(dir, items, log); err != nil {
+		return nil, err
+	}
+	qs := make([]eval.Vectors, c.Queries)
+	for i := range qs {
+		qs[i] = g.query(i, items)
+	}
+	base := SearchFigure{Items: items, Dims: g.dims, Threads: runtime.GOMAXPROCS(0), Queries: c.Queries}
+	if multi {
+		base.Case = fmt.Sprintf("multi-vector %d pages x %d tokens x %d", items, c.Tokens, c.Dims)
+		base.Tokens = c.Tokens
+		base.Float32Bytes = int64(items) * int64(c.Tokens) * int64(c.Dims) * 4
+	} else {
+		base.Case = fmt.Sprintf("single-vector %d x %d", items, g.dims)
+		base.Float32Bytes = int64(items) * int64(g.dims) * 4
+	}
+
+	// Exact float32 brute force first (eval.Score, part by part, so that
+	// memory holds one part's vectors at a time), for the recall.
+	want, evalTime, err := evalTop(dir, qs, multi, 10, log)
+	if err != nil {
+		return nil, err
+	}
+	base.EvalMsPerQuery = round4(evalTime.Seconds() * 1000 / float64(len(qs)))
+
+	runtime.GC()
+	debug.FreeOSMemory()
+	before, _ := currentRSS()
+	start := time.Now()
+	x, err := search.Open(dir, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer x.Close()
+	base.LoadS = round4(time.Since(start).Seconds())
+	cands := c.Candidates
+	if !multi || len(cands) == 0 {
+		cands = []int{0}
+	}
+	var out []SearchFigure
+	for _, cand := range cands {
+		f := base
+		if multi {
+			f.Candidates = cmp.Or(cand, search.DefaultCandidates)
+		}
+		var lat []float64
+		found := 0
+		all := time.Now()
+		for i, q := range qs {
+			t := time.Now()
+			res, err := x.Search(search.Query{Single: q.Single, Multi: q.Multi}, search.Options{TopK: 10, Candidates: cand})
+			if err != nil {
+				return nil, err
+			}
+			lat = append(lat, float64(time.Since(t).Microseconds())/1000)
+			for _, h := range res.Hits {
+				if slices.Contains(want[i], h.ID) {
+					found++
+				}
+			}
+		}
+		f.QPS = round4(float64(len(qs)) / time.Since(all).Seconds())
+		f.P50ms, f.P95ms = round4(percentile(lat, 50)), round4(percentile(lat, 95))
+		f.Recall10 = round4(float64(found) / float64(10*len(qs)))
+		runtime.GC()
+		debug.FreeOSMemory()
+		if now, ok := currentRSS(); ok {
+			f.RSS = now - before
+			f.RSSShare = round4(float64(f.RSS) / float64(f.Float32Bytes))
+		}
+		out = append(out, f)
+	}
+	if multi {
+		var ex []float64
+		for _, q := range qs[:min(len(qs), 5)] {
+			t := time.Now()
+			if _, err := x.Search(search.Query{Multi: q.Multi}, search.Options{TopK: 10, Exact: true}); err != nil {
+				return nil, err
+			}
+			ex = append(ex, float64(time.Since(t).Microseconds())/1000)
+		}
+		for i := range out {
+			out[i].ExactP50ms = round4(percentile(ex, 50))
+		}
+	}
+	runtime.KeepAlive(x)
+	return out, nil
+}
+
+// evalTop is eval.Score's top k ids of each query over the index's parts
+// (ties by id, descending), and the time eval.Score took.
+func evalTop(dir string, qs []eval.Vectors, multi bool, k int, log io.Writer) ([][]string, time.Duration, error) {
+	parts, err := filepath.Glob(filepath.Join(dir, index.PartsDir, "*.parquet"))
+	if err != nil {
+		return nil, 0, err
+	}
+	type cand struct {
+		id    string
+		score float64
+	}
+	best := make([][]cand, len(qs))
+	var spent time.Duration
+	for pi, p := range parts {
+		rows, err := index.ReadPart(p)
+		if err != nil {
+			return nil, 0, err
+		}
+		docs := make([]eval.Vectors, len(rows))
+		for i, r := range rows {
+			docs[i] = eval.Vectors{Single: r.Embedding, Multi: r.Vectors}
+		}
+		t := time.Now()
+		scores, err := eval.Score(qs, docs, multi)
+		spent += time.Since(t)
+		if err != nil {
+			return nil, 0, err
+		}
+		for q, row := range scores {
+			for d, s := range row {
+				best[q] = append(best[q], cand{rows[d].ID, s})
+			}
+			slices.SortFunc(best[q], func(a, b cand) int {
+				if a.score != b.score {
+					return cmp.Compare(b.score, a.score)
+				}
+				return strings.Compare(b.id, a.id)
+			})
+			best[q] = best[q][:min(k, len(best[q]))]
+		}
+		fmt.Fprintf(log, "\rexact scoring (eval.Score): part %d of %d", pi+1, len(parts))
+	}
+	fmt.Fprintln(log)
+	out := make([][]string, len(qs))
+	for q, b := range best {
+		for _, c := range b {
+			out[q] = append(out[q], c.id)
+		}
+	}
+	return out, spent, nil
+}
+
+// demoEmbed measures the demo model's embedding of a short text query,
+// single- and multi-vector.
+func (c *SearchConfig) demoEmbed() ([]EmbedFigure, error) {
+	dir, err := os.MkdirTemp("", "vembed-bench-demo-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	m, err := synth.WriteDemo(dir)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := c.Load.load(engine.Config{Model: m.LM, MMProj: m.MMProj, MVProj: m.MVProj, RandomWeights: true})
+	if err != nil {
+		return nil, err
+	}
+	defer eng.Close()
+	var out []EmbedFigure
+	for _, multi := range []bool{false, true} {
+		var lat []float64
+		for i := range c.DemoQueries + 1 {
+			req := engine.Request{Inputs: []engine.Input{engine.TextInput(fmt.Sprintf("which page shows the revenue of quarter %d?", i))}, Multivector: multi}
+			t := time.Now()
+			if _, err := search.EmbedQuery(context.Background(), eng, req); err != nil {
+				return nil, err
+			}
+			if i > 0 { // the first warms the caches of the engine
+				lat = append(lat, float64(time.Since(t).Microseconds())/1000)
+			}
+		}
+		out = append(out, EmbedFigure{Model: eng.Info().Name, Multivector: multi, Queries: c.DemoQueries,
+			P50ms: round4(percentile(lat, 50)), P95ms: round4(percentile(lat, 95))})
+	}
+	return out, nil
+}
+
+// PrintSearch writes the report as tables.
+func PrintSearch(w io.Writer, r *SearchReport) {
+	fmt.Fprintf(w, "%-44s %8s %8s %8s %9s %10s %9s %9s %10s %8s\n", "case", "load s", "p50 ms", "p95 ms", "queries/s", "exact p50", "eval ms/q", "recall@10", "RSS MiB", "RSS/f32")
+	for _, f := range r.Cases {
+		ex := "-"
+		if f.ExactP50ms > 0 {
+			ex = fmt.Sprintf("%.4g", f.ExactP50ms)
+		}
+		fmt.Fprintf(w, "%-44s %8.4g %8.4g %8.4g %9.4g %10s %9.4g %9.4g %10.1f %8.4g\n", f.Case, f.LoadS, f.P50ms, f.P95ms, f.QPS, ex, f.EvalMsPerQuery, f.Recall10, float64(f.RSS)/(1<<20), f.RSSShare)
+	}
+	for _, e := range r.Embed {
+		kind := "single vector"
+		if e.Multivector {
+			kind = "multi-vector"
+		}
+		fmt.Fprintf(w, "query embedding, %s (%s), %d short texts: p50 %.4g ms, p95 %.4g ms\n", e.Model, kind, e.Queries, e.P50ms, e.P95ms)
+	}
+}
+
+// currentRSS is the process's resident set now (Linux only).
+func currentRSS() (int64, bool) {
+	kib, err := memstat.ResidentKiB()
+	return int64(kib) << 10, err == nil
+}

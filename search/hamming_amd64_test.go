@@ -1,0 +1,3 @@
+package search
+
+func hasVPOPCNTOrFalse() bool { return hasVPOPCNT }

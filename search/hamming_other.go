@@ -1,0 +1,5 @@
+//go:build !amd64
+
+package search
+
+func hammingMin(q, blocks, out []uint64) { hammingMinGeneric(q, blocks, out) }

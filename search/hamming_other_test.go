@@ -1,0 +1,5 @@
+//go:build !amd64
+
+package search
+
+func hasVPOPCNTOrFalse() bool { return false }

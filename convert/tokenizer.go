@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,7 +18,9 @@ import (
 var maxTokens = 4 << 20
 
 // readTokenizer reads tokenizer.json and tokenizer_config.json as
-// llama.cpp's converter does for Qwen: the BPE vocabulary padded to the
+// llama.cpp's converter does for Qwen: the pre-tokenizer qwen2, or qwen35
+// when the split pattern admits combining marks (Qwen3.5's); the BPE
+// vocabulary padded to the
 // model's vocab_size with "[PAD<id>]" tokens (UNUSED), added tokens typed
 // CONTROL when special (or shaped <|…|>) else USER_DEFINED, the merges in
 // rank order as "left right"; the end, padding and start tokens named by
@@ -48,6 +51,7 @@ func parseTokenizer(tokJSON, tokCfgJSON []byte, cfg *hfConfig) (*qwenlayout.Voca
 			Content string `json:"content"`
 			Special bool   `json:"special"`
 		} `json:"added_tokens"`
+		PreTokenizer json.RawMessage `json:"pre_tokenizer"`
 	}
 	if err := json.Unmarshal(tokJSON, &tj); err != nil {
 		return nil, "", fmt.Errorf("convert: tokenizer.json: %w", err)
@@ -65,7 +69,12 @@ func parseTokenizer(tokJSON, tokCfgJSON []byte, cfg *hfConfig) (*qwenlayout.Voca
 	if n > maxTokens || n <= 0 {
 		return nil, "", fmt.Errorf("convert: tokenizer.json: %d tokens", n)
 	}
-	v := &qwenlayout.Vocab{Tokens: make([]string, n), Types: make([]int32, n)}
+	v := &qwenlayout.Vocab{Tokens: make([]string, n), Types: make([]int32, n), Pre: "qwen2"}
+	// Qwen3.5's split pattern admits combining marks in words (\p{M}),
+	// which llama.cpp names qwen35; Qwen2's has none.
+	if bytes.Contains(tj.PreTokenizer, []byte(`p{M}`)) {
+		v.Pre = "qwen35"
+	}
 	set := make([]bool, n)
 	for tok, id := range tj.Model.Vocab {
 		if id < 0 {

@@ -17,6 +17,9 @@ const (
 // Vocab is a byte-level BPE vocabulary in the form llama.cpp's gpt2 tokenizer
 // reads from GGUF metadata.
 type Vocab struct {
+	// Pre is tokenizer.ggml.pre: "qwen2" ("" too), or "qwen35", Qwen3.5's
+	// pattern, whose words take combining marks.
+	Pre    string
 	Tokens []string
 	Types  []int32
 	Merges []string // "left right", in rank order
@@ -107,12 +110,16 @@ func SplitMerge(m string) (l, r string, ok bool) {
 }
 
 // VocabKVs returns the tokenizer.* metadata of v as llama.cpp's converter
-// writes it for Qwen (model gpt2, pre-tokenizer qwen2), in its order, with
-// the given chat template ("" writes none).
+// writes it for Qwen (model gpt2, pre-tokenizer qwen2 unless v says
+// qwen35), in its order, with the given chat template ("" writes none).
 func VocabKVs(v *Vocab, chatTemplate string) []KV {
+	pre := v.Pre
+	if pre == "" {
+		pre = "qwen2"
+	}
 	kvs := []KV{
 		{"tokenizer.ggml.model", "gpt2"},
-		{"tokenizer.ggml.pre", "qwen2"},
+		{"tokenizer.ggml.pre", pre},
 		{"tokenizer.ggml.tokens", v.Tokens},
 		{"tokenizer.ggml.token_type", v.Types},
 		{"tokenizer.ggml.merges", v.Merges},

@@ -514,7 +514,7 @@ func writeHFJSON(dir string, cfg Config, m hfModel, o HFOptions, v *qwenlayout.V
 		"version":        "1.0",
 		"added_tokens":   added,
 		"normalizer":     map[string]any{"type": "NFC"},
-		"pre_tokenizer":  map[string]any{"type": "Sequence"},
+		"pre_tokenizer":  preTokenizer(cfg),
 		"decoder":        map[string]any{"type": "ByteLevel"},
 		"model":          map[string]any{"type": "BPE", "vocab": vocab, "merges": v.Merges, "byte_fallback": false},
 		"post_processor": nil,

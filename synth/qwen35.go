@@ -130,3 +130,20 @@ func colVec4BPreset() Config {
 	c.LM.Extra = []qwenlayout.KV{{Key: recipeKey, Value: recipeColVec}, {Key: qwenlayout.Qwen35CausalKey, Value: false}}
 	return c
 }
+
+// qwen35Split is Qwen3.5's tokenizer.json split pattern: Qwen2's, with
+// combining marks (\p{M}) in words.
+const qwen35Split = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+
+// preTokenizer is tokenizer.json's pre_tokenizer: Qwen3.5's split pattern
+// for a Qwen3.5 LM (which the converter reads as llama.cpp's qwen35),
+// none stated for the others (read as qwen2).
+func preTokenizer(cfg Config) map[string]any {
+	if !cfg.LM.IsQwen35() {
+		return map[string]any{"type": "Sequence"}
+	}
+	return map[string]any{"type": "Sequence", "pretokenizers": []any{
+		map[string]any{"type": "Split", "pattern": map[string]any{"Regex": qwen35Split}, "behavior": "Isolated", "invert": false},
+		map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false},
+	}}
+}

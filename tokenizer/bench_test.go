@@ -120,7 +120,7 @@ func BenchmarkSplit(b *testing.B) {
 	start := cpuTime()
 	for b.Loop() {
 		for i := 0; i < len(corpus); {
-			i = nextWord(corpus, i)
+			i = nextWord(corpus, i, false)
 		}
 	}
 	reportCPU(b, start, int64(len(corpus)))

@@ -16,12 +16,23 @@ import (
 // case-insensitive group). A code point is a letter (\p{L}), a number
 // (\p{N}), white space (\s, the Unicode White_Space set), or "other", which
 // includes unassigned code points and surrogates.
+//
+// Qwen3.5's pattern (llama.cpp's qwen35) adds the combining marks \p{M}
+// to the letters of a word and removes them from the "other" run:
+//
+//	...|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|...
+//
+// which is Qwen2's with every mark read as a letter: a mark before a word
+// is the optional lead-in or the word's first letter, the match ending at
+// the same place either way. Marks get their own class, read as "other"
+// or as a letter by the pattern in use.
 const (
 	clsOther  uint8 = 0
 	clsLetter uint8 = 1 << iota
 	clsNumber
 	clsSpace
-	clsMask = clsLetter | clsNumber | clsSpace
+	clsMark
+	clsMask = clsLetter | clsNumber | clsSpace | clsMark
 
 	// nfcSafe marks a code point that starts a normalization segment (no
 	// combining class, never composes with what precedes it) and is NFC on
@@ -60,6 +71,8 @@ func classify(r rune) uint8 {
 		return clsNumber
 	case unicode.IsSpace(r):
 		return clsSpace
+	case unicode.IsMark(r):
+		return clsMark
 	}
 	return clsOther
 }
@@ -122,8 +135,10 @@ func safeNFC(r rune, n int) bool {
 }
 
 // at decodes the code point at s[i:] of a sanitized string and returns it
-// with its size and class. It is only called with i < len(s).
-func at(s string, i int) (rune, int, uint8) {
+// with its size and class, a mark read as a letter when marks is set
+// (Qwen3.5's pattern) and as "other" otherwise. It is only called with
+// i < len(s).
+func at(s string, i int, marks bool) (rune, int, uint8) {
 	if b := s[i]; b < 0x80 {
 		return rune(b), 1, bmpClass[b] & clsMask
 	}
@@ -131,16 +146,24 @@ func at(s string, i int) (rune, int, uint8) {
 	if !ok { // cannot happen after sanitize; stay total anyway
 		return 0xFFFD, 1, clsOther
 	}
-	return r, n, classOf(r)
+	c := classOf(r)
+	if c == clsMark {
+		c = clsOther
+		if marks {
+			c = clsLetter
+		}
+	}
+	return r, n, c
 }
 
 func isCRLF(r rune) bool { return r == '\r' || r == '\n' }
 
 // nextWord returns the end of the pre-token that starts at s[i:], for a
-// sanitized s and i < len(s). The alternatives are tried in the pattern's
-// order and each returns the match a backtracking regex engine would find.
-func nextWord(s string, i int) int {
-	r0, n0, c0 := at(s, i)
+// sanitized s and i < len(s), under Qwen2's pattern or, with marks,
+// Qwen3.5's. The alternatives are tried in the pattern's order and each
+// returns the match a backtracking regex engine would find.
+func nextWord(s string, i int, marks bool) int {
+	r0, n0, c0 := at(s, i, marks)
 	j := i + n0
 
 	// '[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]: ASCII letters
@@ -160,11 +183,11 @@ func nextWord(s string, i int) int {
 
 	// [^\r\n\p{L}\p{N}]?\p{L}+
 	if c0 == clsLetter {
-		return letters(s, j)
+		return letters(s, j, marks)
 	}
 	if c0 != clsNumber && !isCRLF(r0) && j < len(s) {
-		if _, n1, c1 := at(s, j); c1 == clsLetter {
-			return letters(s, j+n1)
+		if _, n1, c1 := at(s, j, marks); c1 == clsLetter {
+			return letters(s, j+n1, marks)
 		}
 	}
 
@@ -176,13 +199,13 @@ func nextWord(s string, i int) int {
 	// ' '?[^\s\p{L}\p{N}]+[\r\n]*
 	k := i
 	if r0 == ' ' && j < len(s) {
-		if _, _, c1 := at(s, j); c1 == clsOther {
+		if _, _, c1 := at(s, j, marks); c1 == clsOther {
 			k = j
 		}
 	}
-	if _, _, ck := at(s, k); ck == clsOther {
+	if _, _, ck := at(s, k, marks); ck == clsOther {
 		for k < len(s) {
-			_, n, c := at(s, k)
+			_, n, c := at(s, k, marks)
 			if c != clsOther {
 				break
 			}
@@ -200,7 +223,7 @@ func nextWord(s string, i int) int {
 	count := 0
 	k = i
 	for k < len(s) {
-		r, n, c := at(s, k)
+		r, n, c := at(s, k, marks)
 		if c != clsSpace {
 			break
 		}
@@ -223,9 +246,9 @@ func nextWord(s string, i int) int {
 }
 
 // letters returns the end of the run of letters starting at s[i:].
-func letters(s string, i int) int {
+func letters(s string, i int, marks bool) int {
 	for i < len(s) {
-		_, n, c := at(s, i)
+		_, n, c := at(s, i, marks)
 		if c != clsLetter {
 			break
 		}

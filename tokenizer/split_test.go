@@ -8,13 +8,16 @@ import (
 	"unicode/utf8"
 )
 
-// words splits s with the hand-written pre-tokenizer.
-func words(s string) []string {
+// words splits s with the hand-written pre-tokenizer (Qwen2's pattern).
+func words(s string) []string { return splitWords(s, false) }
+
+// splitWords splits s with Qwen2's pattern, or Qwen3.5's with marks.
+func splitWords(s string, marks bool) []string {
 	initClasses()
 	s = sanitize(s)
 	var out []string
 	for i := 0; i < len(s); {
-		j := nextWord(s, i)
+		j := nextWord(s, i, marks)
 		if j <= i {
 			panic("nextWord made no progress")
 		}
@@ -77,10 +80,17 @@ var oracle = regexp.MustCompile(`(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][
 	`|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^` + white + `\p{L}\p{N}]+[\r\n]*` +
 	`|[` + white + `]*[\r\n]+|([` + white + `]+)`)
 
-func oracleWords(s string) []string {
+// oracle35 is Qwen3.5's pattern (llama.cpp's qwen35) likewise.
+var oracle35 = regexp.MustCompile(`(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])` +
+	`|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^` + white + `\p{L}\p{M}\p{N}]+[\r\n]*` +
+	`|[` + white + `]*[\r\n]+|([` + white + `]+)`)
+
+func oracleWords(s string) []string { return oracleSplit(oracle, s) }
+
+func oracleSplit(re *regexp.Regexp, s string) []string {
 	var out []string
 	for len(s) > 0 {
-		m := oracle.FindStringSubmatchIndex(s)
+		m := re.FindStringSubmatchIndex(s)
 		if m == nil || m[0] != 0 {
 			panic("oracle: no match at the start of " + s)
 		}
@@ -107,6 +117,33 @@ func TestSplitMatchesRegexp(t *testing.T) {
 	}
 }
 
+// TestSplitQwen35 checks Qwen3.5's pattern, where combining marks join
+// words, against the regexp on the corpus and on texts of marks.
+func TestSplitQwen35(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"e\u0301té", []string{"e\u0301té"}},
+		{"हिन्दी भाषा", []string{"हिन्दी", " भाषा"}}, // virama and vowel signs are marks
+		{"\u0301a", []string{"\u0301a"}},
+		{"$\u0301", []string{"$\u0301"}},
+		{"x \u0301\u0302!", []string{"x", " \u0301\u0302", "!"}},
+		{"1\u0301", []string{"1", "\u0301"}},
+	} {
+		if got := splitWords(tc.in, true); !slices.Equal(got, tc.want) {
+			t.Errorf("qwen35 split %q = %q, want %q", tc.in, got, tc.want)
+		}
+		if got, want := splitWords(tc.in, true), oracleSplit(oracle35, tc.in); !slices.Equal(got, want) {
+			t.Errorf("qwen35 split %q = %q, regexp %q", tc.in, got, want)
+		}
+	}
+	corpus := benchCorpus(1<<14) + " ค่ะ ครับ नमस्ते e\u0301 \u0301\u0301 a\u20dd"
+	if got, want := splitWords(corpus, true), oracleSplit(oracle35, corpus); !slices.Equal(got, want) {
+		t.Fatalf("qwen35 split of the corpus differs from the regexp's (%d words, %d)", len(got), len(want))
+	}
+}
+
 func FuzzSplit(f *testing.F) {
 	for _, s := range []string{"Hello world", "it's  \n\n x", "1,000 ½ ①", " !!\r\n", "中\u3000文 🚀", "e\u0301té", "\t\v\f\u2028 a"} {
 		f.Add(s)
@@ -121,6 +158,9 @@ func FuzzSplit(f *testing.F) {
 		}
 		if want := oracleWords(s); !slices.Equal(got, want) {
 			t.Fatalf("split %q = %q, regexp %q", s, got, want)
+		}
+		if got, want := splitWords(s, true), oracleSplit(oracle35, s); !slices.Equal(got, want) {
+			t.Fatalf("qwen35 split %q = %q, regexp %q", s, got, want)
 		}
 	})
 }

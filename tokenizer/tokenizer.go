@@ -38,7 +38,7 @@ const (
 // tokenizer.ggml.* hold it.
 type Vocab struct {
 	Model      string   // tokenizer.ggml.model; must be "gpt2" (byte-level BPE)
-	Pre        string   // tokenizer.ggml.pre; must be "qwen2"
+	Pre        string   // tokenizer.ggml.pre: "qwen2", or "qwen35" (Qwen3.5's pattern: combining marks are letters)
 	Tokens     []string // token texts in the GPT-2 byte-to-unicode alphabet
 	TokenTypes []int32  // one per token; nil means every token is normal
 	Merges     []string // "left right", in rank order
@@ -79,6 +79,7 @@ type Tokenizer struct {
 	bos, eos, pad int32
 	addBOS        bool
 	nfc           bool
+	marks         bool // Qwen3.5's pre-tokenizer: combining marks are letters
 	cache         *wordCache
 }
 
@@ -100,8 +101,8 @@ func New(v Vocab, opts Options) (*Tokenizer, error) {
 	if v.Model != "gpt2" {
 		return nil, fmt.Errorf("tokenizer: model %q is not supported (want gpt2, byte-level BPE)", v.Model)
 	}
-	if v.Pre != "qwen2" {
-		return nil, fmt.Errorf("tokenizer: pre-tokenizer %q is not supported (want qwen2)", v.Pre)
+	if v.Pre != "qwen2" && v.Pre != "qwen35" {
+		return nil, fmt.Errorf("tokenizer: pre-tokenizer %q is not supported (want qwen2 or qwen35)", v.Pre)
 	}
 	n := len(v.Tokens)
 	if n == 0 || n > math.MaxInt32/2 {
@@ -122,6 +123,7 @@ func New(v Vocab, opts Options) (*Tokenizer, error) {
 		vision: map[int32]bool{},
 		addBOS: v.AddBOS,
 		nfc:    !opts.DisableNFC,
+		marks:  v.Pre == "qwen35",
 	}
 	for _, f := range []struct {
 		name string
@@ -308,7 +310,7 @@ func (t *Tokenizer) appendText(dst []int32, s string) []int32 {
 		s = norm.NFC.String(s)
 	}
 	for i := 0; i < len(s); {
-		j := nextWord(s, i)
+		j := nextWord(s, i, t.marks)
 		dst = t.appendWord(dst, s[i:j])
 		i = j
 	}

@@ -81,6 +81,9 @@ func TestQwen35Convert(t *testing.T) {
 				t.Fatal(err)
 			}
 			arch, _ := lm.String("general.architecture")
+			if pre, _ := lm.String("tokenizer.ggml.pre"); pre != "qwen35" {
+				t.Errorf("LM pre-tokenizer %q, want qwen35 (the checkpoint's split pattern admits combining marks)", pre)
+			}
 			name, _ := lm.String(recipe.Key)
 			causal, cerr := lm.Bool(qwenlayout.Qwen35CausalKey)
 			wantRecipe := map[string]string{qwenlayout.LayoutColQwen35: recipe.ColQwen35Name, qwenlayout.LayoutColVec: recipe.ColVecName}[r.layout]

@@ -51,12 +51,12 @@ func (lm *Decoder) convDim() int { return 2*lm.nK*lm.dK + lm.nV*lm.dV }
 // LoadDecoder binds the decoder of a "qwen35" LM GGUF, checking every shape
 // against the metadata.
 func LoadDecoder(f *gguf.File) (*Decoder, error) {
+	if arch, _ := f.String("general.architecture"); arch != "qwen35" {
+		return nil, fmt.Errorf("general.architecture is %q, not a Qwen3.5 language model (qwen35)", arch)
+	}
 	c, err := f.LMConfig()
 	if err != nil {
 		return nil, err
-	}
-	if c.Arch != "qwen35" {
-		return nil, fmt.Errorf("general.architecture is %q, not a Qwen3.5 language model (qwen35)", c.Arch)
 	}
 	lm := &Decoder{
 		Hidden: c.EmbeddingLength, NHead: c.HeadCount, NKV: c.HeadCountKV, HeadDim: c.KeyLength,
@@ -148,9 +148,9 @@ func LoadDecoder(f *gguf.File) (*Decoder, error) {
 			l.net = &deltaNet{
 				qkv: b.Matrix(p+"attn_qkv.weight", lm.convDim(), H), z: b.Matrix(p+"attn_gate.weight", vw, H),
 				beta: b.Matrix(p+"ssm_beta.weight", lm.nV, H), alpha: b.Matrix(p+"ssm_alpha.weight", lm.nV, H),
-				out:  b.Matrix(p+"ssm_out.weight", H, vw),
-				conv: b.Floats(p+"ssm_conv1d.weight", lm.convK, lm.convDim()),
-				dtB:  b.Vector(p+"ssm_dt.bias", lm.nV), a: b.Vector(p+"ssm_a", lm.nV),
+				out:   b.Matrix(p+"ssm_out.weight", H, vw),
+				convT: transpose(b.Floats(p+"ssm_conv1d.weight", lm.convK, lm.convDim()), lm.convDim(), lm.convK),
+				dtB:   b.Vector(p+"ssm_dt.bias", lm.nV), a: b.Vector(p+"ssm_a", lm.nV),
 				norm: b.Vector(p+"ssm_norm.weight", lm.dV),
 			}
 			lm.attnIndex = append(lm.attnIndex, -1)
@@ -164,6 +164,21 @@ func LoadDecoder(f *gguf.File) (*Decoder, error) {
 		return nil, b.Err
 	}
 	return lm, nil
+}
+
+// transpose returns the cols×rows transpose of a rows×cols matrix (nil
+// stays nil: a binding error already recorded).
+func transpose(a []float32, rows, cols int) []float32 {
+	if a == nil {
+		return nil
+	}
+	t := make([]float32, len(a))
+	for r := range rows {
+		for c := range cols {
+			t[c*rows+r] = a[r*cols+c]
+		}
+	}
+	return t
 }
 
 // Layers is the number of decoder layers.
@@ -269,6 +284,7 @@ type scratch struct {
 	*vlm.Scratch
 	qg, gate              []float32 // attention: [query | gate] rows, the gates
 	qkv, conv, z, b, a, o []float32 // DeltaNet
+	ones                  []float32 // 1s, for SiLU as SwiGLU
 }
 
 // ForwardChunks runs one decoder pass over chunks of several sequences
@@ -311,6 +327,10 @@ func (lm *Decoder) ForwardChunks(chunks []model.Chunk) ([][]float32, error) {
 		qg:      make([]float32, n*2*qw), gate: make([]float32, n*qw),
 		qkv: make([]float32, n*C), conv: make([]float32, maxPart*C),
 		z: make([]float32, n*vw), b: make([]float32, n*lm.nV), a: make([]float32, n*lm.nV), o: make([]float32, n*vw),
+		ones: make([]float32, maxPart*C),
+	}
+	for i := range s.ones {
+		s.ones[i] = 1
 	}
 	var mask kernels.Mask // a bidirectional pass: one segment per sequence
 	if !lm.Causal {

@@ -18,7 +18,7 @@ type deltaNet struct {
 	beta  *kernels.Matrix // nV ← hidden
 	alpha *kernels.Matrix // nV ← hidden
 	out   *kernels.Matrix // hidden ← nV·dV
-	conv  []float32       // per qkv channel its convK taps, oldest first
+	convT []float32       // per tap (oldest first) its weight for every qkv channel
 	dtB   []float32       // nV
 	a     []float32       // nV: −exp(A_log)
 	norm  []float32       // dV: the per-head RMSNorm weight (plain, no +1)
@@ -65,23 +65,27 @@ func (d *deltaNet) forward(lm *Decoder, l int, x, xn []float32, n int, parts []p
 		// The causal depthwise convolution over the sequence's projected
 		// rows, then SiLU; rows before the sequence count as zero.
 		y := s.conv[:m*C]
-		for t := range m {
-			for c := range C {
-				var acc float32
-				for j := range K {
-					src := t - (K - 1) + j
-					var v float32
-					switch {
-					case src >= 0:
-						v = rows[src*C+c]
-					case ns != nil:
-						v = ns.hist[(K-1+src)*C+c]
-					}
-					acc += d.conv[c*K+j] * v
+		clear(y)
+		for j := range K {
+			wj := d.convT[j*C : (j+1)*C]
+			for t := range m {
+				src := t - (K - 1) + j
+				var in []float32
+				switch {
+				case src >= 0:
+					in = rows[src*C : (src+1)*C]
+				case ns != nil:
+					in = ns.hist[(K-1+src)*C : (K+src)*C]
+				default:
+					continue
 				}
-				y[t*C+c] = silu(acc)
+				yt := y[t*C : (t+1)*C]
+				for c, w := range wj {
+					yt[c] += w * in[c]
+				}
 			}
 		}
+		kernels.SwiGLU(y, y, s.ones[:m*C])
 		if ns != nil {
 			keepHistory(ns.hist, rows, m, C, K-1)
 		}
@@ -103,9 +107,7 @@ func (d *deltaNet) forward(lm *Decoder, l int, x, xn []float32, n int, parts []p
 	}
 	// The gated per-head RMSNorm: norm(o)·w·silu(z).
 	kernels.RMSNorm(o, o, d.norm, dV, lm.eps)
-	for i := range o {
-		o[i] *= silu(z[i])
-	}
+	kernels.SwiGLU(o, z, o)
 	vlm.MatMul(xn, o, n, d.out, nil)
 	kernels.Add(x, x, xn)
 }
@@ -206,8 +208,6 @@ func keepHistory(hist, rows []float32, m, C, k int) {
 }
 
 func sigmoid(x float32) float32 { return float32(1 / (1 + math.Exp(-float64(x)))) }
-
-func silu(x float32) float32 { return x * sigmoid(x) }
 
 // softplus is log(1 + eˣ), linear above 20 as in torch.
 func softplus(x float32) float32 {

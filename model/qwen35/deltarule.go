@@ -50,6 +50,8 @@ func deltaRuleRef(o, st, q, k, v, g, beta []float32, n, dk, dv int) {
 type deltaScratch struct {
 	dk, dv int
 	G, eG  []float32 // cumulative log-decay in the block, its exp
+	eg     []float32 // each token's decay e^(g_i)
+	dec    []float32 // one row's e^(G_i−G_j)
 	kk, qk []float32 // n×chunkLen: k_i·k_j, q_i·k_j
 	T, P   []float32 // n×chunkLen: (I + A)⁻¹ and the masked, decayed q·k
 	sk, sq []float32 // n×dv: Sᵀk_i, Sᵀq_i with the block's starting state
@@ -88,7 +90,7 @@ func newDeltaScratch(dk, dv int) *deltaScratch {
 	c := chunkLen
 	return &deltaScratch{
 		dk: dk, dv: dv,
-		G: make([]float32, c), eG: make([]float32, c),
+		G: make([]float32, c), eG: make([]float32, c), eg: make([]float32, c), dec: make([]float32, c),
 		kk: make([]float32, c*c), qk: make([]float32, c*c), T: make([]float32, c*c), P: make([]float32, c*c),
 		sk: make([]float32, c*dv), sq: make([]float32, c*dv), w: make([]float32, c*dv), o: make([]float32, c*dv),
 		upd: make([]float32, dv*dk),
@@ -122,6 +124,7 @@ func deltaBlock(o, st, q, k, v, g, beta []float32, n, dk, dv int, update bool, s
 		acc += g[i]
 		G[i] = acc
 		eG[i] = float32(math.Exp(float64(acc)))
+		s.eg[i] = float32(math.Exp(float64(g[i])))
 	}
 	s.kw.zero()
 	s.kt.zero()
@@ -150,8 +153,15 @@ func deltaBlock(o, st, q, k, v, g, beta []float32, n, dk, dv int, update bool, s
 	for i := range n {
 		Ti := T[i*c : i*c+i+1]
 		Ti[i] = 1
+		// e^(G_i−G_j) for j = i−1 down to 0 as a running product of the
+		// tokens' decays (relative error below i·u, no underflow trap).
+		dec := s.dec[:i+1]
+		dec[i] = 1
+		for j := i - 1; j >= 0; j-- {
+			dec[j] = dec[j+1] * s.eg[j+1]
+		}
 		for j := range i {
-			d := float32(math.Exp(float64(G[i] - G[j])))
+			d := dec[j]
 			P[i*c+j] = d * qk[i*c+j]
 			if a := beta[i] * d * kk[i*c+j]; a != 0 {
 				axpy(Ti[:j+1], -a, T[j*c:j*c+j+1])

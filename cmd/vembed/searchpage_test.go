@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -17,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
 	"github.com/vembed/vembed/internal/browsertest"
@@ -179,7 +182,10 @@ func sameIDs(t *testing.T, what string, page, api []string) {
 // images; the query is in the URL, and loading that URL runs it again; a
 // filter that matches nothing says so; a picture chosen with the file
 // picker is sent as an image query, and its own page comes first; a
-// reranked search shows the reranker's order and both scores.
+// reranked search shows the reranker's order and both scores; so do text
+// beside a picture and a dropped picture; the keyboard opens and closes
+// a card; nothing overflows a phone's width; a refused search shows the
+// server's message.
 func TestSearchPage(t *testing.T) {
 	b := browsertest.Start(t)
 	art := browsertest.Artifacts(t)
@@ -278,8 +284,123 @@ func TestSearchPage(t *testing.T) {
 	sameIDs(t, "image query", pageIDs(t, b), hitIDs(hits))
 	waitThumbnails(t, b)
 	screenshot(t, b, art, "image-query.png")
+
+	// Text typed beside a picture: one interleaved query.
+	const words = "a picture of"
+	dataURL := func(raw []byte) string { return "data:image/png;base64," + base64.StdEncoding.EncodeToString(raw) }
+	both := apiSearch(t, base, "", map[string]any{"query": map[string]any{"content": []any{map[string]any{"text": words}, map[string]any{"image": dataURL(raw)}}}, "top_k": 10})
+	if slices.Equal(hitIDs(both), hitIDs(hits)) {
+		t.Fatal("text beside the picture ranks as the picture alone: the page's query could not be told apart")
+	}
+	expectSearch(t, b)
+	err = chromedp.Do(b.Ctx,
+		chromedp.SendKeys(chromedp.CSS("#q"), words),
+		chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{photo}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameIDs(t, "text and picture", pageIDs(t, b), hitIDs(both))
+
+	// A picture dropped on the page.
+	other, err := os.ReadFile(filepath.Join(corpus, "photos/05.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropped := apiSearch(t, base, "", map[string]any{"query": map[string]any{"image": dataURL(other)}, "top_k": 10})
+	if err := chromedp.Do(b.Ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("#q"))); err != nil {
+		t.Fatal(err)
+	}
+	expectSearch(t, b)
+	drop := fmt.Sprintf(`(() => {
+		const bytes = Uint8Array.from(atob(%q), (c) => c.charCodeAt(0));
+		const dt = new DataTransfer();
+		dt.items.add(new File([bytes], "05.png", {type: "image/png"}));
+		document.getElementById("results").dispatchEvent(new DragEvent("drop", {dataTransfer: dt, bubbles: true, cancelable: true}));
+	})()`, base64.StdEncoding.EncodeToString(other))
+	if err := chromedp.Do(b.Ctx, chromedp.Evaluate[chromedp.Void](drop)); err != nil {
+		t.Fatal(err)
+	}
+	sameIDs(t, "dropped picture", pageIDs(t, b), hitIDs(dropped))
+
+	// The keyboard: "/" goes to the query box; Enter on a card opens it
+	// large, Escape closes it and gives the card its focus back.
+	focused := func() string {
+		t.Helper()
+		s, err := chromedp.Run(b.Ctx, chromedp.Evaluate[string](`(document.activeElement.closest("li") || {dataset: {}}).dataset.rank || document.activeElement.id`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// The key as a keyboard sends it, with no separate character event
+	// (chromedp.KeyEvent sends one, which a page cannot cancel).
+	slash := chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		for _, typ := range []input.DispatchKeyEventType{input.DispatchKeyEventTypeRawKeyDown, input.DispatchKeyEventTypeKeyUp} {
+			if _, err := cdp.Call(ctx, tg, input.DispatchKeyEvent, input.DispatchKeyEventParams{
+				Type: typ, Key: "/", Code: "Slash", WindowsVirtualKeyCode: 191, NativeVirtualKeyCode: 191,
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err := chromedp.Do(b.Ctx, chromedp.Evaluate[chromedp.Void](`document.activeElement.blur()`), slash); err != nil {
+		t.Fatal(err)
+	}
+	if f := focused(); f != "q" {
+		t.Fatalf("after /, the focus is on %q", f)
+	}
+	err = chromedp.Do(b.Ctx,
+		chromedp.Focus(chromedp.CSS("#results > li:nth-child(2) > button")),
+		chromedp.KeyEvent("\r"),
+		chromedp.WaitVisible(chromedp.CSS("#viewer")),
+		chromedp.KeyEvent("\u001b"),
+		chromedp.WaitNotVisible(chromedp.CSS("#viewer")),
+	)
+	if err != nil {
+		t.Fatalf("opening and closing a card with the keyboard: %v", err)
+	}
+	if f := focused(); f != "2" {
+		t.Fatalf("after the large view closed, the focus is on %q, not card 2", f)
+	}
+
+	// A phone's width: one or two columns, nothing wider than the screen.
+	err = chromedp.Do(b.Ctx, chromedp.EmulateViewport(390, 844), chromedp.Sleep(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wide, err := chromedp.Run(b.Ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth - document.documentElement.clientWidth`))
+	if err != nil || wide > 0 {
+		t.Fatalf("at 390 px the page is %d px too wide (%v)", wide, err)
+	}
+	screenshot(t, b, art, "window-phone.png")
+	if err := chromedp.Do(b.Ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
+		t.Fatal(err)
+	}
+
+	// A search the server refuses (a malformed glob): its message, shown.
+	expectSearch(t, b)
+	if err := chromedp.Do(b.Ctx, chromedp.Navigate(base+"/?"+url.Values{"q": {q}, "filter": {"reports/["}}.Encode())); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := chromedp.Run(b.Ctx, chromedp.Poll[string](`document.body.dataset.state === "error" && document.getElementById("errortext").textContent`,
+		chromedp.WithPollingTimeout(60*time.Second)))
+	if err != nil || !strings.HasPrefix(msg, "The search failed: ") || !strings.Contains(msg, "filter") {
+		t.Fatalf("a refused search shows %q (%v)", msg, err)
+	}
 	if errs := b.Errors(); len(errs) > 0 {
 		t.Fatalf("the page logged errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// expectSearch clears the page's state before an action that starts a
+// search without leaving the page, so that pageIDs waits for that search
+// and not the one before.
+func expectSearch(t *testing.T, b *browsertest.Browser) {
+	t.Helper()
+	if err := chromedp.Do(b.Ctx, chromedp.Evaluate[chromedp.Void](`document.body.dataset.state = ""`)); err != nil {
+		t.Fatal(err)
 	}
 }
 

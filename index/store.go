@@ -181,9 +181,11 @@ func (s *store) markSeen(seen []seenItem, gen uint64) error {
 // firstMoved returns the part of a queued moved item, clearing the queued
 // items whose part is gone; ok is false when none is queued.
 func (s *store) firstMoved() (part string, ok bool, err error) {
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	// Read first: a run with nothing queued commits nothing.
+	var stale []Key
+	err = s.db.View(func(tx *bolt.Tx) error {
 		items, c := tx.Bucket(bItems), tx.Bucket(bMoved).Cursor()
-		for k, _ := c.First(); k != nil; k, _ = c.First() {
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
 			r, found, err := getItem(items, Key(k))
 			if err != nil {
 				return err
@@ -192,12 +194,13 @@ func (s *store) firstMoved() (part string, ok bool, err error) {
 				part, ok = r.Part, true
 				return nil
 			}
-			if err := c.Delete(); err != nil {
-				return err
-			}
+			stale = append(stale, Key(k))
 		}
 		return nil
 	})
+	if err == nil && len(stale) > 0 {
+		err = s.unqueueMoved(stale)
+	}
 	return part, ok, err
 }
 

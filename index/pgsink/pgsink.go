@@ -20,6 +20,11 @@
 //
 // queries.sql holds the SQL that searches them (cosine over the table,
 // MaxSim over the child table).
+//
+// The sink names no prepared statement in the server's session (pgx's
+// cache_describe mode, or describe_exec, exec or simple_protocol when the
+// URL asks), so runs one after another work behind transaction-mode
+// poolers and PGlite, whose sessions outlive a client's connections.
 package pgsink
 
 import (

@@ -94,11 +94,13 @@ func TestConvertQwen3VL(t *testing.T) {
 
 // TestCheckpointRepoConverted: --model hf://org/repo naming a checkpoint
 // repository pulls it, converts it once into the cache and serves it; a
-// second run reuses the conversion.
+// second run reuses the conversion. The Qwen3.5 retrievers come with their
+// head (the mvproj) and serve multi-vector rows.
 func TestCheckpointRepoConverted(t *testing.T) {
-	for _, layout := range []string{qwenlayout.LayoutJinaV4, qwenlayout.LayoutGME} {
+	for _, layout := range []string{qwenlayout.LayoutJinaV4, qwenlayout.LayoutGME, qwenlayout.LayoutColQwen35, qwenlayout.LayoutColVec} {
 		t.Run(layout, func(t *testing.T) {
-			preset := map[string]string{qwenlayout.LayoutJinaV4: "tiny", qwenlayout.LayoutGME: "tiny-qwen2vl"}[layout]
+			preset := map[string]string{qwenlayout.LayoutJinaV4: "tiny", qwenlayout.LayoutGME: "tiny-qwen2vl",
+				qwenlayout.LayoutColQwen35: "tiny-qwen35", qwenlayout.LayoutColVec: "tiny-qwen35"}[layout]
 			cfg, err := synth.Preset(preset)
 			if err != nil {
 				t.Fatal(err)
@@ -129,8 +131,8 @@ func TestCheckpointRepoConverted(t *testing.T) {
 			embed := func() (string, string) {
 				var o, e bytes.Buffer
 				args := []string{"embed", "--model", "hf://" + repo, "--text", "a short query"}
-				if layout == qwenlayout.LayoutJinaV4 {
-					args = append(args, "--multivector")
+				if layout != qwenlayout.LayoutGME {
+					args = append(args, "--multivector", "--json")
 				}
 				if code := run(args, &o, &e); code != 0 {
 					t.Fatalf("embed: exit %d: %s", code, e.String())
@@ -144,6 +146,14 @@ func TestCheckpointRepoConverted(t *testing.T) {
 			}
 			if first == "" || first != second {
 				t.Errorf("the cached conversion embeds differently:\n%s\n%s", first, second)
+			}
+			if layout == qwenlayout.LayoutColQwen35 || layout == qwenlayout.LayoutColVec {
+				var out struct {
+					Embeddings [][][]float32 `json:"embeddings"`
+				}
+				if err := json.Unmarshal([]byte(first), &out); err != nil || len(out.Embeddings) != 1 || len(out.Embeddings[0]) < 2 || len(out.Embeddings[0][0]) != cfg.MVProj.OutputDim {
+					t.Errorf("want one row per token of the head's %d values; got %.300s", cfg.MVProj.OutputDim, first)
+				}
 			}
 			converted, _ := filepath.Glob(filepath.Join(home, "xdg", "vembed", "converted", "models--org--"+layout+"-tiny", "*", "*.gguf"))
 			if len(converted) < 2 || layout == qwenlayout.LayoutGME && !strings.Contains(converted[0], "gme-tiny-F16.gguf") {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -394,5 +395,40 @@ func TestQwen35ImageRows(t *testing.T) {
 	q2, _ := embedQ35(t, masked, "--text", "total")
 	if len(q1) != len(q2) {
 		t.Errorf("a query keeps %d rows of %d", len(q2), len(q1))
+	}
+}
+
+// TestQwen35Bounds: a converted Qwen3.5 retriever refuses, with HTTP 400
+// naming the bound, a query beyond the one-pass limit of its
+// bidirectional decoder and an image budget beyond the one its mmproj
+// states (ColVec1.1's 1792 tokens).
+func TestQwen35Bounds(t *testing.T) {
+	_, fs := writeQ35Release(t, q35Releases[len(q35Releases)-1])
+	eng, err := engine.New(engine.Config{Model: fs[0], MVProj: fs[1], MMProj: fs[2]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	srv := httptest.NewServer(server.New(eng, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	defer srv.Close()
+	png := writePNG(t, filepath.Join(t.TempDir(), "p.png"), 64, 64, 1)
+	page := map[string]any{"image": "data:image/png;base64," + base64.StdEncoding.EncodeToString(png)}
+	for _, c := range []struct {
+		body map[string]any
+		want string
+	}{
+		{map[string]any{"input": []any{strings.Repeat("word ", 9000)}, "return_multivector": true}, "8192"},
+		{map[string]any{"input": []any{page}, "return_multivector": true, "max_pixels": 1 << 24}, "65536..1835008"},
+	} {
+		b, _ := json.Marshal(c.body)
+		resp, err := http.Post(srv.URL+"/v1/embeddings", "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || !strings.Contains(string(raw), c.want) {
+			t.Errorf("%d %.300s; want 400 naming %s", resp.StatusCode, raw, c.want)
+		}
 	}
 }

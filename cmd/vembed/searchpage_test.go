@@ -180,7 +180,8 @@ func sameIDs(t *testing.T, what string, page, api []string) {
 // model, then vembed serve --index, and uses the page at / in Chromium: a
 // typed query's cards are /v1/search's top hits in order, with their page
 // images; the query is in the URL, and loading that URL runs it again; a
-// filter that matches nothing says so; a picture chosen with the file
+// filter that matches nothing says so; items a second vembed index run
+// adds make the page offer to search again; a picture chosen with the file
 // picker is sent as an image query, and its own page comes first; a
 // reranked search shows the reranker's order and both scores; so do text
 // beside a picture and a dropped picture; the keyboard opens and closes
@@ -221,6 +222,37 @@ func TestSearchPage(t *testing.T) {
 		t.Fatalf("%d map overlays on a single-vector index (%v)", maps, err)
 	}
 	screenshot(t, b, art, "single-vector.png")
+
+	// The server follows the folder: a second vembed index run adds two
+	// items, and the page says its results are out of date and runs the
+	// search again on request.
+	writeText(t, filepath.Join(corpus, "notes/market.txt"), "The weather in town was fine for the market this week.")
+	writeTestPNG(t, filepath.Join(corpus, "photos/new.png"), 120, 90, 42)
+	runIndexCmd(t, corpus, "--out", idx, "--dpi", "72")
+	err = chromedp.Do(b.Ctx, chromedp.Poll[chromedp.Void](`!document.getElementById("stale").hidden`, chromedp.WithPollingTimeout(90*time.Second)))
+	if err != nil {
+		t.Fatalf("the page did not notice the new items: %v", err)
+	}
+	var ix struct{ Items int }
+	if resp, err := http.Get(base + "/v1/index"); err != nil {
+		t.Fatal(err)
+	} else {
+		err := json.NewDecoder(resp.Body).Decode(&ix)
+		resp.Body.Close()
+		if err != nil || ix.Items != 12 {
+			t.Fatalf("/v1/index after the second run: %d items (%v), want 12", ix.Items, err)
+		}
+	}
+	want = hitIDs(apiSearch(t, base, "", map[string]any{"query": q, "top_k": 10}))
+	expectSearch(t, b)
+	if err := chromedp.Do(b.Ctx, chromedp.Click(chromedp.CSS("#again"))); err != nil {
+		t.Fatal(err)
+	}
+	sameIDs(t, "search again after the index changed", pageIDs(t, b), want)
+	info, err := chromedp.Run(b.Ctx, chromedp.Evaluate[string](`document.getElementById("stale").hidden && document.getElementById("indexinfo").textContent`))
+	if err != nil || !strings.Contains(info, "12 items") {
+		t.Fatalf("after the second search the index line says %q (%v)", info, err)
+	}
 
 	// A link with the query in it runs the query on load.
 	const q2 = "quarterly revenue"

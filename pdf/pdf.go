@@ -581,23 +581,26 @@ func (d *Document) text(page requests.Page, i int) (string, error) {
 // is killed; an instance that trapped is killed as well, so its memory is
 // never reused.
 //
-// Why the kill waits for f. go-pdfium's Kill cancels the instance's
-// context and closes its wazero module at once, in the killing goroutine.
-// Closing a module frees its resources: it clears the memory's allocator
+// Why the kill waits for f (as read in go-pdfium v1.21.4's
+// pdfiumInstance.Kill and wazero v1.12.0's ModuleInstance and
+// MemoryInstance). Kill cancels the instance's context and closes its
+// wazero module at once, in the killing goroutine. Closing a module frees
+// its resources: it clears the memory's allocator
 // (MemoryInstance.expBuffer, an interface value, set to nil after Free)
 // and the module's Sys, without a lock, while the interrupted call may
 // still be running: its memory.grow reads expBuffer in Grow, its host
 // functions read Sys. Those are data races on the fields (a torn read of
-// the interface gave Reallocate a nil receiver), and the Go memory model
-// promises nothing about a racy read of a multiword value. So no kill
-// runs beside a call. A call is interrupted by cancelling the context it
-// runs with (wazero's WithCloseOnContextDone): wazero's watcher then only
-// marks the module closed (a compare-and-swap, no resource touched), and
-// the call itself frees the resources, in its own goroutine, when it next
-// checks that mark (at a function entry or loop back-edge, so it returns
-// promptly); every later call of f fails at once the same way. When f
-// has returned, Kill finds the module closed, or closes a module nothing
-// runs in.
+// the interface can hand Reallocate a nil receiver), and the Go memory
+// model promises nothing about a racy read of a multiword value. So no
+// kill runs beside a call. A call is interrupted by cancelling the
+// context it runs with (wazero's WithCloseOnContextDone): wazero's
+// watcher goroutine then only marks the module closed (a compare-and-swap)
+// and unlinks it from the runtime's store under the store's lock,
+// touching no resource of the module, and the call frees the resources
+// itself, in its own goroutine, when it next checks that mark (at every
+// loop iteration, so it returns promptly); every later call of f fails
+// at once the same way. When f has returned, Kill finds the module
+// closed, or closes a module nothing runs in.
 func (d *Document) guard(ctx context.Context, what string, f func() error) error {
 	d.running.Lock()
 	defer d.running.Unlock()

@@ -54,6 +54,9 @@ type part struct {
 	// an item has none, empty[i] set).
 	single *kernels.Matrix
 	empty  []bool
+	// q8 is the same rows in Q8_0 (a quarter of the bytes), which the
+	// first stage scans; nil when the width is not a multiple of 32.
+	q8 *kernels.Matrix
 
 	// Multi-vectors: row i's tokens are off[i]..off[i+1]; codes holds
 	// words uint64 a token (sign bits); vecs the float32 token vectors,
@@ -212,8 +215,24 @@ func (p *part) readSingle(pf *parquet.File) error {
 	if len(rows) == 0 || p.dims == 0 {
 		return nil
 	}
-	p.single, err = kernels.NewMatrix(gguf.TypeF32, len(rows), p.dims, raw)
-	return err
+	if p.single, err = kernels.NewMatrix(gguf.TypeF32, len(rows), p.dims, raw); err != nil {
+		return err
+	}
+	if p.dims%32 == 0 {
+		flat := make([]float32, len(rows)*p.dims)
+		for i := range flat {
+			flat[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+		}
+		q, err := gguf.Quantize(gguf.TypeQ8_0, flat)
+		if err != nil {
+			return err
+		}
+		p.q8, err = kernels.NewMatrix(gguf.TypeQ8_0, len(rows), p.dims, q)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // putNormalized writes v scaled to unit length (as eval.Score scores) as

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/kernels"
 )
 
@@ -40,11 +41,12 @@ type Options struct {
 	// Filter keeps the rows whose path matches this glob (path.Match;
 	// a pattern without a slash also matches the file's base name).
 	Filter string
-	// Exact scores every page by exact MaxSim (multi-vectors), instead of
-	// the two stages.
+	// Exact scores every row exactly (float32 cosine, or MaxSim),
+	// instead of the two stages.
 	Exact bool
-	// Candidates is the first stage's count (0: DefaultCandidates, or
-	// 4 × TopK when more).
+	// Candidates is the first stage's count (0: DefaultCandidates for
+	// multi-vectors, DefaultSingleCandidates for single vectors, or 4 ×
+	// TopK when more).
 	Candidates int
 	// Maps adds each multi-vector hit's token similarities (Hit.Sims).
 	Maps bool
@@ -95,7 +97,7 @@ func (x *Index) Search(q Query, o Options) (*Result, error) {
 	if s.multi {
 		res.Hits, res.Candidates, err = s.searchMulti(q.Multi, rows, o)
 	} else {
-		res.Hits, err = s.searchSingle(q.Single, rows, o.TopK)
+		res.Hits, err = s.searchSingle(q.Single, rows, o)
 	}
 	res.Elapsed = time.Since(start)
 	return res, err
@@ -223,31 +225,64 @@ func (s *snapshot) hits(best []scored) []Hit {
 	return out
 }
 
+// DefaultSingleCandidates is how many rows the first stage of a
+// single-vector search (Q8_0 copies) passes to exact float32 scoring at
+// least (more when TopK asks for more: 4 × TopK).
+const DefaultSingleCandidates = 100
+
 // searchSingle ranks by cosine: the query normalized, times each part's
 // normalized rows through kernels.MatMul in float32 (eval.Score's
-// arithmetic); rows without a vector rank last (−Inf).
-func (s *snapshot) searchSingle(q []float32, rows []rowRef, k int) ([]Hit, error) {
+// arithmetic); rows without a vector rank last (−Inf). Unless exact, the
+// parts' Q8_0 copies are scanned first and only the best candidates are
+// scored in float32.
+func (s *snapshot) searchSingle(q []float32, rows []rowRef, o Options) ([]Hit, error) {
 	if len(q) != s.dims && len(rows) > 0 {
 		return nil, fmt.Errorf("%w: a query vector of %d values, the index's %d", ErrBadQuery, len(q), s.dims)
 	}
 	qn := normalized(q)
-	// Scores of a whole part at once (one product), then the filter's
-	// rows are offered.
+	c := cmp.Or(o.Candidates, max(DefaultSingleCandidates, 4*o.TopK))
+	quantized := !o.Exact && c < len(rows)
+	for _, p := range uniqueParts(rows) {
+		quantized = quantized && (p.q8 != nil || p.single == nil)
+	}
+	if !quantized {
+		return s.hits(scoreParts(qn, rows, o.TopK, func(p *part) *kernels.Matrix { return p.single })), nil
+	}
+	cands := scoreParts(qn, rows, c, func(p *part) *kernels.Matrix { return p.q8 })
+	t := &topK{k: o.TopK}
+	one := make([]float32, 1)
+	for _, cd := range cands {
+		p, i := cd.r.p, cd.r.i
+		v := math.Inf(-1)
+		if p.single != nil && !p.empty[i] {
+			rb := p.single.RowBytes()
+			w, _ := kernels.NewMatrix(gguf.TypeF32, 1, p.dims, p.single.Data[i*rb:(i+1)*rb])
+			kernels.MatMul(one, qn, 1, w, nil)
+			v = float64(one[0])
+		}
+		t.offer(scored{cd.r, v})
+	}
+	return s.hits(t.sorted()), nil
+}
+
+// scoreParts scores the rows with each part's matrix (one product a part,
+// the parts shared among the cores) and keeps the k best.
+func scoreParts(qn []float32, rows []rowRef, k int, mat func(*part) *kernels.Matrix) []scored {
 	byPart := map[*part][]float32{}
 	var mu sync.Mutex
-	parts := uniqueParts(rows)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for _, p := range parts {
-		if p.single == nil {
+	for _, p := range uniqueParts(rows) {
+		w := mat(p)
+		if w == nil {
 			continue
 		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			dst := make([]float32, p.single.Rows)
-			kernels.MatMul(dst, qn, 1, p.single, nil)
+			dst := make([]float32, w.Rows)
+			kernels.MatMul(dst, qn, 1, w, nil)
 			mu.Lock()
 			byPart[p] = dst
 			mu.Unlock()
@@ -262,7 +297,7 @@ func (s *snapshot) searchSingle(q []float32, rows []rowRef, k int) ([]Hit, error
 		}
 		t.offer(scored{r, v})
 	}
-	return s.hits(t.sorted()), nil
+	return t.sorted()
 }
 
 func uniqueParts(rows []rowRef) []*part {

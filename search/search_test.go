@@ -182,12 +182,16 @@ func TestSingleAsEval(t *testing.T) {
 	qs := queries(100, false)
 	want := exactTop(t, out, qs, false, 10)
 	for i, q := range qs {
-		res, err := x.Search(Query{Single: q.Single}, Options{TopK: 10})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := ids(res.Hits); !slices.Equal(got, want[i]) {
-			t.Fatalf("query %d: top-10\n%v\nwant\n%v", i, got, want[i])
+		// Exact (float32 over every row), and two stages (the Q8_0 copy,
+		// then float32 over 40 candidates of 300).
+		for _, o := range []Options{{TopK: 10, Exact: true}, {TopK: 10, Candidates: 40}, {TopK: 10}} {
+			res, err := x.Search(Query{Single: q.Single}, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ids(res.Hits); !slices.Equal(got, want[i]) {
+				t.Fatalf("query %d, %+v: top-10\n%v\nwant\n%v", i, o, got, want[i])
+			}
 		}
 	}
 }

@@ -1,0 +1,84 @@
+package search
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/vembed/vembed/index"
+)
+
+// benchIndex writes n pages of 768 random 128-dimension tokens.
+func benchIndex(b *testing.B, n int) *Index {
+	dir := b.TempDir()
+	r := rand.New(rand.NewPCG(1, 2))
+	for first := 0; first < n; first += 64 {
+		var rows []index.Row
+		for i := first; i < min(n, first+64); i++ {
+			row := index.Row{ID: fmt.Sprint(i), Path: "p", Page: 1}
+			for range 768 {
+				v := make([]float32, 128)
+				for k := range v {
+					v[k] = float32(r.NormFloat64())
+				}
+				row.Vectors = append(row.Vectors, v)
+			}
+			rows = append(rows, row)
+		}
+		if err := index.WritePart(dir, fmt.Sprintf("s0of1-g000001-%06d.parquet", first/64+1), rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+	x, err := Open(dir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { x.Close() })
+	return x
+}
+
+func benchQuery() Query {
+	r := rand.New(rand.NewPCG(3, 4))
+	var q Query
+	for range 20 {
+		v := make([]float32, 128)
+		for k := range v {
+			v[k] = float32(r.NormFloat64())
+		}
+		q.Multi = append(q.Multi, normalized(v))
+	}
+	return q
+}
+
+// BenchmarkExactStage: exact MaxSim over 256 pages from the mapped
+// sidecars (the second stage's work for 256 candidates), with and
+// without releasing the pages read.
+func BenchmarkExactStage(b *testing.B) {
+	x := benchIndex(b, 256)
+	q := benchQuery()
+	for _, keep := range []bool{false, true} {
+		b.Run(fmt.Sprintf("keep-pages=%v", keep), func(b *testing.B) {
+			if keep {
+				for _, p := range x.snap.Load().parts {
+					p.drop = nil
+				}
+			}
+			for b.Loop() {
+				if _, err := x.Search(q, Options{TopK: 10, Exact: true}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkHammingStage: the first stage over 2048 pages.
+func BenchmarkHammingStage(b *testing.B) {
+	x := benchIndex(b, 2048)
+	q := benchQuery()
+	s := x.snap.Load()
+	rows := s.candidates("")
+	for b.Loop() {
+		hammingStage(q.Multi, rows, 128, 200)
+	}
+}

@@ -22,6 +22,12 @@ const (
 	// products by SDOT: bit for bit avx2-int8's products. Needs the dot
 	// product (ARMv8.2 FEAT_DotProd: Neoverse N1, Ampere Altra, Apple M1).
 	TierNEONDotProd Tier = "neon-dotprod"
+	// TierI8MM is neon-dotprod with the byte products by SMMLA (2×8 by
+	// 8×2 int8 matrix multiply-accumulate), on activations and weight
+	// panels laid out in its operands' eight-byte chunks: the same block
+	// sums, so the same bits. Needs FEAT_I8MM (Neoverse V1/V2,
+	// Graviton3/4, Google Axion, Apple M2 and later).
+	TierI8MM Tier = "i8mm"
 )
 
 // ARM feature flags, as Linux's /proc/cpuinfo names them (the HWCAP and

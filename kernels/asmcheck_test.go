@@ -24,6 +24,8 @@ var asmUses = []asmUse{
 	{"arm64", "kernel6x16NEON", []string{"fmla", "ld1r"}},
 	{"arm64", "kernelSDOTUnit4x16", []string{"sdot"}},
 	{"arm64", "kernelSDOTMul2x16", []string{"sdot", "mul", "mla"}},
+	{"arm64", "kernelSMMLAUnit4x16", []string{"smmla", "zip1", "zip2"}},
+	{"arm64", "kernelSMMLAMul2x16", []string{"smmla", "mul", "mla", "dup"}},
 }
 
 // TestAsmInstructions decodes the machine code of every function of

@@ -64,6 +64,7 @@ var tierNeeds = func() map[Tier][]string {
 	return map[Tier][]string{
 		TierNEON:        neon,
 		TierNEONDotProd: dot,
+		TierI8MM:        append(slices.Clone(dot), flagI8MM),
 		TierReference:   nil,
 		TierGeneric:     nil,
 		TierAVX2:        avx2,
@@ -172,8 +173,8 @@ var defaultRules = []DefaultRule{
 	{
 		Name:   "Arm Neoverse V1, V2, V3 and N2 (Graviton3/4, Google Axion, NVIDIA Grace)",
 		Vendor: "ARM", Family: implARM, Models: []int{partNeoverseV1, partNeoverseV2, partNeoverseV3, partNeoverseN2},
-		Tier: TierNEONDotProd,
-		Why:  "SDOT: 16 int8 multiply-adds an instruction, 4 a cycle on V1/V2 (LLVM's scheduling models)",
+		Tier: TierI8MM,
+		Why:  "SMMLA does 32 int8 multiply-adds an instruction, SDOT 16, both 4 a cycle on V1/V2 (LLVM's scheduling models)",
 	},
 	{
 		Name:   "Arm Neoverse N1 (Graviton2, Ampere Altra and Altra Max)",
@@ -182,11 +183,19 @@ var defaultRules = []DefaultRule{
 		Why:  "SDOT: 16 int8 multiply-adds an instruction, 2 a cycle (32 a cycle against FMLA's 8 float32); no I8MM",
 	},
 	{
-		Name:   "Apple M1 and later",
+		Name:   "Apple M2 and later (I8MM)",
+		Vendor: "Apple", Family: implApple,
+		Tier: TierI8MM,
+		Why:  "SMMLA: twice SDOT's multiply-adds an instruction",
+	},
+	{
+		Name:   "Apple M1",
 		Vendor: "Apple", Family: implApple,
 		Tier: TierNEONDotProd,
-		Why:  "SDOT",
+		Why:  "SDOT; no I8MM",
 	},
+	{Name: "any ARM CPU with I8MM", Tier: TierI8MM,
+		Why: "the best tier it has: int8 products by SMMLA"},
 	{Name: "any ARM CPU with the dot product", Tier: TierNEONDotProd,
 		Why: "the best tier it has: int8 products by SDOT"},
 	{Name: "any ARM CPU with NEON", Tier: TierNEON,

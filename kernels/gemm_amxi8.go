@@ -290,7 +290,7 @@ func gemmAMXI8(dst, x []float32, m int, w *Matrix, bias []float32, g *amxI8Tier,
 
 	preset := false
 	if mins, ok := halfMins[w.Type]; ok {
-		halfMinProductLayout(dst, m, w, bias, mins, xa, ds, amxRows, true, true)
+		halfMinProductLayout(dst, m, w, bias, mins, xa, ds, amxRows, i8Block, true)
 		bias, preset = nil, true
 	}
 

@@ -1,7 +1,5 @@
 #include "textflag.h"
-
-// fadd vd.4s, vn.4s, vm.4s (the Go assembler has no vector FADD)
-#define FADD4(d, n, m) WORD $(0x4E20D400 | (m)<<16 | (n)<<5 | (d))
+#include "neon_arm64.h"
 
 // One row's part of a k step of the 6x16 kernel: the row's a value
 // broadcast to bc (advancing its pointer), four FMLAs by the panel row in
@@ -17,10 +15,10 @@
 // VADDPS does.
 #define ADDROW(p, d0) \
 	VLD1 (p), [V24.S4, V25.S4, V26.S4, V27.S4] \
-	FADD4(d0, d0, 24)                          \
-	FADD4(d0+1, d0+1, 25)                      \
-	FADD4(d0+2, d0+2, 26)                      \
-	FADD4(d0+3, d0+3, 27)
+	FADD4S(d0, d0, 24)                          \
+	FADD4S(d0+1, d0+1, 25)                      \
+	FADD4S(d0+2, d0+2, 26)                      \
+	FADD4S(d0+3, d0+3, 27)
 
 // func kernel6x16NEON(kc int, a *float32, lda int, b *float32, c *float32, ldc int, acc int)
 // The 6x16 tile c (+)= a·b: row r in V(4r)..V(4r+3); each k step loads one

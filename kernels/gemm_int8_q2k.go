@@ -118,21 +118,22 @@ var q2kMinValues = [16]float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
 // holds each weight row's offsets (w.Rows × k/16), read from w's blocks
 // as the float32 GEMM decodes its panels, T each activation row's half
 // sums dx·S_h, read from the quantized activations xa (q+128, groups of
-// rows rows as the kernels read them: interleaved by four-byte groups, or
-// by block and row when rowMajor) and their scales ds ([group][block][row]
-// pairs of dx, dx·Σq).
-func halfMinProduct(dst []float32, m int, w *Matrix, bias []float32, mins halfMinDecoder, xa []uint8, ds []float32, rows int, rowMajor bool) {
-	halfMinProductLayout(dst, m, w, bias, mins, xa, ds, rows, rowMajor, false)
+// rows rows as the kernels read them: interleaved by chunks of chunk
+// bytes, chunk p of row r at (p·rows+r)·chunk: four for the VNNI and SDOT
+// kernels, eight for SMMLA's, i8Block for a layout by block and row) and
+// their scales ds ([group][block][row] pairs of dx, dx·Σq).
+func halfMinProduct(dst []float32, m int, w *Matrix, bias []float32, mins halfMinDecoder, xa []uint8, ds []float32, rows, chunk int) {
+	halfMinProductLayout(dst, m, w, bias, mins, xa, ds, rows, chunk, false)
 }
 
 // halfMinProductLayout is halfMinProduct for activations stored as q+128
-// or, when signed (the amx tier's, row-major only), as q.
-func halfMinProductLayout(dst []float32, m int, w *Matrix, bias []float32, mins halfMinDecoder, xa []uint8, ds []float32, rows int, rowMajor, signed bool) {
+// or, when signed (the amx tier's, by block and row), as q.
+func halfMinProductLayout(dst []float32, m int, w *Matrix, bias []float32, mins halfMinDecoder, xa []uint8, ds []float32, rows, chunk int, signed bool) {
 	kh := w.Cols / 16
 	tp := getScratch(m * kh)
 	defer putScratch(tp)
 	t := *tp
-	halfSums(t, m, w.Cols, xa, ds, rows, rowMajor, signed)
+	halfSums(t, m, w.Cols, xa, ds, rows, chunk, signed)
 	view := &Matrix{Type: w.Type, Rows: w.Rows, Cols: kh, Data: w.Data}
 	gemmDecoding(dst, t, m, view, bias, halfMinGEMM, decoder{mins.blockSize, mins.typeSize, mins.decode}, mins.row, w.RowBytes())
 }
@@ -141,7 +142,7 @@ func halfMinProductLayout(dst []float32, m int, w *Matrix, bias []float32, mins 
 // k values, t[i*k/16+h] = dx·S_h: the block's scale times the sum of the
 // half's codes q (stored as q+128 in xa; layouts as for halfMinProduct).
 // The sums are exact (|S_h| ≤ 16·127) and dx·S_h rounds once.
-func halfSums(t []float32, m, k int, xa []uint8, ds []float32, rows int, rowMajor, signed bool) {
+func halfSums(t []float32, m, k int, xa []uint8, ds []float32, rows, chunk int, signed bool) {
 	var flip uint64
 	if signed {
 		// q as a byte, flipped to q+128.
@@ -156,14 +157,15 @@ func halfSums(t []float32, m, k int, xa []uint8, ds []float32, rows int, rowMajo
 				dx := dg[(b*rows+r)*2]
 				for h := 0; h < 2; h++ {
 					var lo, hi uint64
-					if rowMajor {
-						o := (b*rows+r)*i8Block + 16*h
-						lo, hi = le64(xg[o:])^flip, le64(xg[o+8:])^flip
+					// Value kk of the row at (kk/chunk·rows+r)·chunk
+					// + kk%chunk: a chunk of eight or more holds
+					// whole eight-byte words of the half.
+					at := func(kk int) int { return (kk/chunk*rows+r)*chunk + kk%chunk }
+					k0 := b*i8Block + 16*h
+					if chunk >= 8 {
+						lo, hi = le64(xg[at(k0):])^flip, le64(xg[at(k0+8):])^flip
 					} else {
-						// Four-byte group p of the row at (p·rows+r)·4:
-						// the half is groups 8b+4h … 8b+4h+3.
-						p := 8*b + 4*h
-						g := func(i int) uint64 { return uint64(binary.LittleEndian.Uint32(xg[((p+i)*rows+r)*4:])) }
+						g := func(i int) uint64 { return uint64(binary.LittleEndian.Uint32(xg[at(k0+4*i):])) }
 						lo, hi = g(0)|g(1)<<32, g(2)|g(3)<<32
 					}
 					s := int32(byteSum16(lo)+byteSum16(hi)) - 16*128

@@ -22,11 +22,11 @@ func TestHalfSums(t *testing.T) {
 	const k = 96
 	nb, kh := k/i8Block, k/16
 	for _, l := range []struct {
-		rows             int
-		rowMajor, signed bool
-	}{{3, false, false}, {6, false, false}, {16, true, false}, {16, true, true}} {
+		rows, chunk int
+		signed      bool
+	}{{3, 4, false}, {6, 4, false}, {4, 8, false}, {2, 8, false}, {16, i8Block, false}, {16, i8Block, true}} {
 		for _, m := range []int{1, l.rows, l.rows + 2, 3*l.rows - 1} {
-			t.Run(fmt.Sprintf("rows%d/signed%v/m%d", l.rows, l.signed, m), func(t *testing.T) {
+			t.Run(fmt.Sprintf("rows%d/chunk%d/signed%v/m%d", l.rows, l.chunk, l.signed, m), func(t *testing.T) {
 				x := randVec(m*k, rng)
 				clear(x[:i8Block])
 				x[k-1] = float32(math.Inf(1))
@@ -36,10 +36,8 @@ func TestHalfSums(t *testing.T) {
 					xg := xa[gi*l.rows*k : (gi+1)*l.rows*k]
 					for b := 0; b < nb; b++ {
 						for i := 0; i < i8Block; i++ {
-							o := (b*l.rows+r)*i8Block + i
-							if !l.rowMajor {
-								o = ((8*b+i/4)*l.rows+r)*4 + i%4
-							}
+							kk := b*i8Block + i
+							o := (kk/l.chunk*l.rows+r)*l.chunk + kk%l.chunk
 							xg[o] = q[b*i8Block+i]
 							if l.signed {
 								xg[o] ^= 0x80
@@ -48,7 +46,7 @@ func TestHalfSums(t *testing.T) {
 					}
 				})
 				got := make([]float32, m*kh)
-				halfSums(got, m, k, xa, ds, l.rows, l.rowMajor, l.signed)
+				halfSums(got, m, k, xa, ds, l.rows, l.chunk, l.signed)
 				q, d := make([]uint8, k), make([]float32, 2*nb)
 				for i := 0; i < m; i++ {
 					quantizeRowU8(x[i*k:(i+1)*k], q, d)

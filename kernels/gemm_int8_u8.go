@@ -373,7 +373,7 @@ func gemmU8(dst, x []float32, m int, w *Matrix, bias []float32, g *u8Tier) {
 	// slice on.
 	preset := false
 	if mins, ok := halfMins[w.Type]; ok {
-		halfMinProduct(dst, m, w, bias, mins, xa, ds, rows, false)
+		halfMinProduct(dst, m, w, bias, mins, xa, ds, rows, 4)
 		bias, preset = nil, true
 	}
 

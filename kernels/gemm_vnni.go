@@ -175,6 +175,10 @@ type vnniTier struct {
 	spanMul       int
 	pack8         func(src []int8, kc int, dst []int8)
 	quant         func(x []float32, q []uint8, ds []float32)
+	// chunk, when set, is the number of a row's bytes the activations of a
+	// group interleave by (chunk p of row r at (p·rows+r)·chunk): eight
+	// for SMMLA, whose operands are two rows of eight. Unset, four.
+	chunk int
 	// signed is set when the kernels flip the activations back to the
 	// signed codes q and multiply signed by signed (SDOT, SMMLA): the
 	// block sums Σ m·w·q need no start, which they do not read.
@@ -216,9 +220,18 @@ func gemmVNNI(dst, x []float32, m int, w *Matrix, bias []float32, g *vnniTier) {
 	defer byteScratch.put(xap)
 	defer putScratch(dsp)
 	xa, ds := *xap, *dsp
-	if g.quantStrided != nil {
+	chunk := g.chunkBytes()
+	switch {
+	case chunk == 8:
+		quantizeGroups(x, m, k, rows, ds, g.quant, func(gi, r int, q []uint8) {
+			xg := uint64s(xa[gi*rows*k : (gi+1)*rows*k])
+			for p, v := range uint64s(q[:k]) {
+				xg[p*rows+r] = v
+			}
+		})
+	case g.quantStrided != nil:
 		quantizeInterleaved(x, m, k, rows, xa, ds, g.quantStrided)
-	} else {
+	default:
 		quantizeGroups(x, m, k, rows, ds, g.quant, func(gi, r int, q []uint8) {
 			xg := uint32s(xa[gi*rows*k : (gi+1)*rows*k])
 			for p, v := range uint32s(q[:k]) {
@@ -230,7 +243,7 @@ func gemmVNNI(dst, x []float32, m int, w *Matrix, bias []float32, g *vnniTier) {
 	// The per-16 minimums (halfMins): as in gemmU8, written to dst first.
 	preset := false
 	if mins, ok := halfMins[w.Type]; ok {
-		halfMinProduct(dst, m, w, bias, mins, xa, ds, rows, false)
+		halfMinProduct(dst, m, w, bias, mins, xa, ds, rows, chunk)
 		bias, preset = nil, true
 	}
 
@@ -336,7 +349,15 @@ func (g *vnniTier) decodePanel(w *Matrix, dec u8Decoder, row0, n1, k0 int, pp []
 		vnniAuxCol(mul, sum, nb, as, r, dec.unit)
 	}
 	g.pack8(rowBuf, kc, pp)
-	g.pack8(rowBuf[8*kc:], kc, pp[4*8:])
+	g.pack8(rowBuf[8*kc:], kc, pp[8*g.chunkBytes():])
+}
+
+// chunkBytes is g.chunk, or four when unset.
+func (g *vnniTier) chunkBytes() int {
+	if g.chunk == 0 {
+		return 4
+	}
+	return g.chunk
 }
 
 // quantizeInterleaved is quantizeGroups for the interleaved layout with a
@@ -377,6 +398,15 @@ func uint32s(b []byte) []uint32 {
 		return nil
 	}
 	return unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
+
+// uint64s views bytes (a multiple of eight) as uint64 values of the same
+// memory.
+func uint64s(b []byte) []uint64 {
+	if len(b) < 8 {
+		return nil
+	}
+	return unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), len(b)/8)
 }
 
 // vnniTileRows is tileRows for tiles width columns wide: the full groups
@@ -488,4 +518,4 @@ var vnniGo = &vnniTier{
 
 // int8Tiers are the tiers that multiply quantized weights in integers.
 var int8Tiers = map[Tier]bool{TierAVX2Int8: true, TierAVX512VNNI: true, TierAVXVNNI: true, TierAMX: true,
-	TierNEONDotProd: true}
+	TierNEONDotProd: true, TierI8MM: true}

@@ -42,3 +42,20 @@
 #define FCVTL22D(d, n) ENC2(0x4e617800, d, n)
 #define FCVTN2S(d, n) ENC2(0x0e616800, d, n)
 #define FCVTN24S(d, n) ENC2(0x4e616800, d, n)
+
+// The products' instructions. By element: lane i of vm (ENCE places the
+// index's two bits).
+#define ENCE(op, d, n, m, i) WORD $((op) | (((i)&1)<<21) | ((m)<<16) | (((i)>>1)<<11) | ((n)<<5) | (d))
+// sdot vd.4s, vn.16b, vm.4b[i]: four 4-byte dot products (FEAT_DotProd).
+#define SDOTE(d, n, m, i) ENCE(0x4f80e000, d, n, m, i)
+// smmla vd.4s, vn.16b, vm.16b: the 2x2 int32 tile of two rows of eight
+// (vn) by two columns of eight (vm) (FEAT_I8MM).
+#define SMMLA(d, n, m) ENC3(0x4e80a400, d, n, m)
+// fmul vd.4s, vn.4s, vm.s[i] and fmla vd.4s, vn.4s, vm.s[i].
+#define FMULE(d, n, m, i) ENCE(0x4f809000, d, n, m, i)
+#define FMLAE(d, n, m, i) ENCE(0x4f801000, d, n, m, i)
+// scvtf vd.4s, vn.4s: int32 to float32, rounding to nearest even.
+#define SCVTF4S(d, n) ENC2(0x4e21d800, d, n)
+// mul vd.4s, vn.4s, vm.4s and mla vd.4s, vn.4s, vm.4s (int32 lanes).
+#define MUL4S(d, n, m) ENC3(0x4ea09c00, d, n, m)
+#define MLA4S(d, n, m) ENC3(0x4ea09400, d, n, m)

@@ -9,6 +9,7 @@ import (
 var (
 	hasNEON    = cpu.ARM64.HasASIMD
 	hasDotProd = hasNEON && cpu.ARM64.HasASIMDDP
+	hasI8MM    = hasDotProd && cpu.ARM64.HasI8MM
 )
 
 //go:noescape
@@ -45,6 +46,30 @@ var sdotGEMM = &vnniTier{
 	pack8: pack8U8Go, quant: quantizeRowU8, signed: true,
 }
 
+// smmlaGEMM is the integer GEMM of the i8mm tier: sdotGEMM's driver with
+// the byte products by SMMLA (gemm_smmla_arm64.s), on activations
+// interleaved by eight bytes and panels of eight-byte column chunks
+// (pack8S8x8), the operands SMMLA reads whole. The same block sums, so the
+// same bits.
+var smmlaGEMM = &vnniTier{
+	kern: vnniAsm(4, 1, kernelSMMLAUnit4x16), kernMul: vnniAsm(2, 1, kernelSMMLAMul2x16),
+	rows: 4, span: 1, rowsMul: 2, spanMul: 1, chunk: 8,
+	pack8: pack8S8x8, quant: quantizeRowU8, signed: true,
+}
+
+// pack8S8x8 moves the eight-byte chunks of eight decoded rows (kc bytes
+// each, kc apart) into columns 0..7 of a panel: chunk q of row r to
+// dst[(q*vnniNR+r)*8:].
+func pack8S8x8(src []int8, kc int, dst []int8) {
+	s, d := bytesOf(src), bytesOf(dst)
+	for r := 0; r < 8; r++ {
+		row := s[r*kc : (r+1)*kc]
+		for q := 0; q < kc/8; q++ {
+			put64(d[(q*vnniNR+r)*8:], le64(row[8*q:]))
+		}
+	}
+}
+
 // archTiers lists the tiers specific to arm64, best first.
 func archTiers() []*impl {
 	if !hasNEON {
@@ -69,6 +94,9 @@ func archTiers() []*impl {
 	out := []*impl{&t}
 	if hasDotProd {
 		out = append([]*impl{armInt8Tier(t, TierNEONDotProd, sdotGEMM)}, out...)
+	}
+	if hasI8MM {
+		out = append([]*impl{armInt8Tier(t, TierI8MM, smmlaGEMM)}, out...)
 	}
 	return out
 }
@@ -103,9 +131,18 @@ func archVNNIKernels() map[string]*vnniTier {
 	if hasDotProd {
 		out[string(TierNEONDotProd)] = sdotGEMM
 	}
+	if hasI8MM {
+		out[string(TierI8MM)] = smmlaGEMM
+	}
 	return out
 }
 
 func fmaProbe() (func(n int), float64) { return nil, 0 }
 
 func archPeakProbes() map[PeakUnit]peakProbe { return map[PeakUnit]peakProbe{} }
+
+//go:noescape
+func kernelSMMLAUnit4x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
+
+//go:noescape
+func kernelSMMLAMul2x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)

@@ -52,26 +52,67 @@ func randVNNIOperands(rng *rand.Rand, ng, nb, rows, span, maxW, maxM int) (a []u
 	return a, ds, b, aux, f
 }
 
-// TestSDOTKernels checks the SDOT kernels against the portable kernel of
-// their geometry, bit for bit, on random operands: several groups and
-// blocks, every flag, weights over the whole int8 range (SDOT has no
-// intermediate sums to saturate). The portable epilogue rounds a float64
-// FMA to float32, which differs from FMLA only in rare ties; the inputs
-// are fixed, so a difference is a wrong kernel.
-func TestSDOTKernels(t *testing.T) {
+// rechunk returns the activations a of ng groups of rows rows (nb blocks
+// each), interleaved by four-byte groups, interleaved by chunk bytes
+// instead (chunk p of row r at (p·rows+r)·chunk).
+func rechunk(a []uint8, ng, nb, rows, chunk int) []uint8 {
+	out := make([]uint8, len(a))
+	k := nb * i8Block
+	for g := 0; g < ng; g++ {
+		src, dst := a[g*rows*k:], out[g*rows*k:]
+		for r := 0; r < rows; r++ {
+			for kk := 0; kk < k; kk++ {
+				dst[(kk/chunk*rows+r)*chunk+kk%chunk] = src[(kk/4*rows+r)*4+kk%4]
+			}
+		}
+	}
+	return out
+}
+
+// rechunkPanels returns the weight panels b (4-byte groups, column c's
+// group p at (p·vnniNR+c)·4) in eight-byte chunks (pack8S8x8's layout).
+func rechunkPanels(b []int8) []int8 {
+	out := make([]int8, len(b))
+	for blk := 0; blk < len(b)/vnniPanel; blk++ {
+		src, dst := b[blk*vnniPanel:], out[blk*vnniPanel:]
+		for c := 0; c < vnniNR; c++ {
+			for kk := 0; kk < i8Block; kk++ {
+				dst[(kk/8*vnniNR+c)*8+kk%8] = src[(kk/4*vnniNR+c)*4+kk%4]
+			}
+		}
+	}
+	return out
+}
+
+// TestARMInt8Kernels checks the SDOT and SMMLA kernels against the
+// portable kernel of their geometry, bit for bit, on random operands
+// (the SMMLA ones in their eight-byte layouts): several groups and
+// blocks, every flag, weights over the whole int8 range (neither
+// instruction has intermediate sums to saturate). The portable epilogue
+// rounds a float64 FMA to float32, which differs from FMLA only in rare
+// ties; the inputs are fixed, so a difference is a wrong kernel.
+func TestARMInt8Kernels(t *testing.T) {
 	if !hasDotProd {
 		t.Skip("no dot product on this CPU")
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, c := range []struct {
 		name       string
+		has        bool
 		kern       vnniKernel
 		rows, span int
 		mul        bool
+		chunk      int
 	}{
-		{"unit4x16", vnniAsm(4, 1, kernelSDOTUnit4x16), 4, 1, false},
-		{"mul2x16", vnniAsm(2, 1, kernelSDOTMul2x16), 2, 1, true},
+		{"sdot/unit4x16", hasDotProd, vnniAsm(4, 1, kernelSDOTUnit4x16), 4, 1, false, 4},
+		{"sdot/mul2x16", hasDotProd, vnniAsm(2, 1, kernelSDOTMul2x16), 2, 1, true, 4},
+		{"smmla/unit4x16", hasI8MM, vnniAsm(4, 1, kernelSMMLAUnit4x16), 4, 1, false, 8},
+		{"smmla/mul2x16", hasI8MM, vnniAsm(2, 1, kernelSMMLAMul2x16), 2, 1, true, 8},
 	} {
+		if !c.has {
+			t.Logf("%s: not on this CPU", c.name)
+			continue
+		}
 		ref := vnniKernelGo(c.rows, c.span)
 		for _, flags := range []int{0, i8FlagAcc, i8FlagMin, i8FlagAcc | i8FlagMin} {
 			if c.mul {
@@ -93,6 +134,9 @@ func TestSDOTKernels(t *testing.T) {
 				want, got := append([]float32(nil), c0...), append([]float32(nil), c0...)
 				tile := make([]float32, c.rows*width)
 				ref(ng, nb, a, c.rows*nb*i8Block, ds, c.rows*2*nb, b, aux, f, tile, want, ldc, flags)
+				if c.chunk == 8 {
+					a, b = rechunk(a, ng, nb, c.rows, 8), rechunkPanels(b)
+				}
 				c.kern(ng, nb, a, c.rows*nb*i8Block, ds, c.rows*2*nb, b, aux, f, tile, got, ldc, flags)
 				if err := firstDiff(got, want); err != nil {
 					t.Errorf("%s flags %d ng %d nb %d: %v", c.name, flags, ng, nb, err)

@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/vembed/vembed/internal/browsertest"
 	"github.com/vembed/vembed/synth"
@@ -383,15 +384,38 @@ func TestSearchPage(t *testing.T) {
 	if f := focused(); f != "q" {
 		t.Fatalf("after /, the focus is on %q", f)
 	}
+	title := func() string {
+		t.Helper()
+		s, err := chromedp.Run(b.Ctx, chromedp.TextContent(chromedp.CSS("#vtitle")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
 	err = chromedp.Do(b.Ctx,
 		chromedp.Focus(chromedp.CSS("#results > li:nth-child(2) > button")),
 		chromedp.KeyEvent("\r"),
 		chromedp.WaitVisible(chromedp.CSS("#viewer")),
-		chromedp.KeyEvent("\u001b"),
-		chromedp.WaitNotVisible(chromedp.CSS("#viewer")),
 	)
 	if err != nil {
-		t.Fatalf("opening and closing a card with the keyboard: %v", err)
+		t.Fatalf("opening a card with the keyboard: %v", err)
+	}
+	// ← and → step through the results in the large view.
+	for _, step := range []struct {
+		key  string
+		card int
+	}{{"", 1}, {kb.ArrowRight, 2}, {kb.ArrowLeft, 1}} {
+		if step.key != "" {
+			if err := chromedp.Do(b.Ctx, chromedp.KeyEvent(step.key)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, h := title(), dropped[step.card]; !strings.HasPrefix(got, h.Path) {
+			t.Fatalf("the large view shows %q, want result %d (%s)", got, step.card+1, h.Path)
+		}
+	}
+	if err := chromedp.Do(b.Ctx, chromedp.KeyEvent(kb.Escape), chromedp.WaitNotVisible(chromedp.CSS("#viewer"))); err != nil {
+		t.Fatalf("closing the large view with Escape: %v", err)
 	}
 	if f := focused(); f != "2" {
 		t.Fatalf("after the large view closed, the focus is on %q, not card 2", f)

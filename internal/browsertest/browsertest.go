@@ -93,7 +93,7 @@ func Start(t testing.TB) *Browser {
 }
 
 // Limit bounds the time of everything a test does in one Browser.
-const Limit = 4 * time.Minute
+const Limit = 6 * time.Minute
 
 // Errors returns the page's uncaught exceptions and the errors it logged,
 // Content-Security-Policy refusals included, but not failed requests

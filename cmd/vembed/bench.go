@@ -26,12 +26,17 @@ func init() {
 	})
 }
 
+// benchCommands are the other benchmarks, "vembed bench NAME": each file
+// of one registers it from init, so adding one never touches runBench.
+var benchCommands = map[string]func(args []string, stdout, stderr io.Writer) error{}
+
+// runBench is "vembed bench", the kernel benchmark and, with --model, the
+// end-to-end one; "vembed bench NAME" runs benchCommands[NAME].
 func runBench(args []string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "serve" {
-		return runBenchServe(args[1:], stdout, stderr)
-	}
-	if len(args) > 0 && args[0] == "regress" {
-		return runBenchRegress(args[1:], stdout, stderr)
+	if len(args) > 0 {
+		if sub, ok := benchCommands[args[0]]; ok {
+			return sub(args[1:], stdout, stderr)
+		}
 	}
 	if len(args) > 0 && args[0] == "search" {
 		return runBenchSearch(args[1:], stdout, stderr)

@@ -13,6 +13,8 @@ import (
 const benchRegressUsage = `--lm LM.gguf --mmproj MMPROJ.gguf (--against OLD_VEMBED | --baseline FIGURES.json)
        [--rounds 3] [--texts 8] [--text-tokens 137] [--image 448] [--max-ratio 1.05] [--binary VEMBED]`
 
+func init() { benchCommands["regress"] = runBenchRegress }
+
 // runBenchRegress is "vembed bench regress", whole "vembed embed"
 // processes of this binary against a baseline (bench.Regress says why).
 func runBenchRegress(args []string, stdout, stderr io.Writer) error {

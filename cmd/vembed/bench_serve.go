@@ -14,6 +14,8 @@ import (
 	"github.com/vembed/vembed/engine"
 )
 
+func init() { benchCommands["serve"] = runBenchServe }
+
 // runBenchServe is "vembed bench serve", the load benchmark of a server
 // (bench.Serve says what each scenario measures).
 func runBenchServe(args []string, stdout, stderr io.Writer) error {

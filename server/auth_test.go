@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -57,5 +58,38 @@ func TestRequestIDInErrorBody(t *testing.T) {
 		if out.Error.RequestID != "req-42" || rec.Header().Get("X-Request-ID") != "req-42" {
 			t.Errorf("status %d: request_id %q, header %q", rec.Code, out.Error.RequestID, rec.Header().Get("X-Request-ID"))
 		}
+	}
+}
+
+// TestSearchPageWithoutKey: with keys, the search page at / loads without
+// one (it holds no data and asks for the key itself), and only it: the
+// search routes, other paths and other methods on / still need the key.
+func TestSearchPageWithoutKey(t *testing.T) {
+	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("<!doctype html>")) })
+	h := newTestHandler(&fakeEmbedder{}, Options{APIKeys: []string{"k"}, Search: &SearchOptions{Page: page}})
+	for _, c := range []struct {
+		method, path string
+		want         int
+	}{
+		{"GET", "/", http.StatusOK},
+		{"HEAD", "/", http.StatusOK},
+		{"POST", "/", http.StatusUnauthorized},
+		{"GET", "/v1/index", http.StatusUnauthorized},
+		{"POST", "/v1/search", http.StatusUnauthorized},
+		{"GET", "/v1/pages/x", http.StatusUnauthorized},
+		{"GET", "/index.html", http.StatusUnauthorized},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, nil))
+		if rec.Code != c.want {
+			t.Errorf("%s %s without a key: %d, want %d", c.method, c.path, rec.Code, c.want)
+		}
+	}
+	// Without a page, / is the API's 404 behind the key like any path.
+	h = newTestHandler(&fakeEmbedder{}, Options{APIKeys: []string{"k"}, Search: &SearchOptions{}})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	if rec.Code != http.StatusUnauthorized {
+		t.Errorf("GET / without a page or a key: %d", rec.Code)
 	}
 }

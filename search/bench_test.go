@@ -82,3 +82,42 @@ func BenchmarkHammingStage(b *testing.B) {
 		hammingStage(q.Multi, rows, 128, 200)
 	}
 }
+
+// BenchmarkSingle: 8192 vectors of 2048 dimensions, exact (float32 over
+// every row) against two stages (the packed Q8_0 copy, then float32 over
+// 100 candidates).
+func BenchmarkSingle(b *testing.B) {
+	dir := b.TempDir()
+	r := rand.New(rand.NewPCG(1, 2))
+	for first := 0; first < 8192; first += 256 {
+		var rows []index.Row
+		for i := first; i < first+256; i++ {
+			v := make([]float32, 2048)
+			for k := range v {
+				v[k] = float32(r.NormFloat64())
+			}
+			rows = append(rows, index.Row{ID: fmt.Sprint(i), Path: "p", Page: 1, Embedding: v})
+		}
+		if err := index.WritePart(dir, fmt.Sprintf("s0of1-g000001-%06d.parquet", first/256+1), rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+	x, err := Open(dir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	q := Query{Single: make([]float32, 2048)}
+	for k := range q.Single {
+		q.Single[k] = float32(r.NormFloat64())
+	}
+	for _, exact := range []bool{true, false} {
+		b.Run(fmt.Sprintf("exact=%v", exact), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := x.Search(q, Options{TopK: 10, Exact: exact}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

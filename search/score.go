@@ -249,16 +249,29 @@ func (s *snapshot) searchSingle(q []float32, rows []rowRef, o Options) ([]Hit, e
 		return s.hits(scoreParts(qn, rows, o.TopK, func(p *part) *kernels.Matrix { return p.single })), nil
 	}
 	cands := scoreParts(qn, rows, c, func(p *part) *kernels.Matrix { return p.q8 })
-	t := &topK{k: o.TopK}
-	one := make([]float32, 1)
+	// The candidates' float32 rows side by side: one product.
+	rb := 4 * s.dims
+	raw := make([]byte, 0, len(cands)*rb)
 	for _, cd := range cands {
-		p, i := cd.r.p, cd.r.i
+		if p := cd.r.p; p.single != nil {
+			raw = append(raw, p.single.Data[cd.r.i*rb:(cd.r.i+1)*rb]...)
+		} else {
+			raw = append(raw, make([]byte, rb)...)
+		}
+	}
+	dst := make([]float32, len(cands))
+	if len(cands) > 0 {
+		w, err := kernels.NewMatrix(gguf.TypeF32, len(cands), s.dims, raw)
+		if err != nil {
+			return nil, err
+		}
+		kernels.MatMul(dst, qn, 1, w, nil)
+	}
+	t := &topK{k: o.TopK}
+	for j, cd := range cands {
 		v := math.Inf(-1)
-		if p.single != nil && !p.empty[i] {
-			rb := p.single.RowBytes()
-			w, _ := kernels.NewMatrix(gguf.TypeF32, 1, p.dims, p.single.Data[i*rb:(i+1)*rb])
-			kernels.MatMul(one, qn, 1, w, nil)
-			v = float64(one[0])
+		if p := cd.r.p; p.single != nil && !p.empty[cd.r.i] {
+			v = float64(dst[j])
 		}
 		t.offer(scored{cd.r, v})
 	}

@@ -7,16 +7,20 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/internal/fixtures"
 	"github.com/vembed/vembed/kernels"
 	"github.com/vembed/vembed/model"
 	"github.com/vembed/vembed/model/internal/modeltest"
+	"github.com/vembed/vembed/tokenizer"
 )
 
 // fixCase is a case.json of the qwen35 fixtures.
 type fixCase struct {
 	ID           string  `json:"id"`
 	Kind         string  `json:"kind"`
+	Text         string  `json:"text"`
+	Prompt       string  `json:"prompt"`
 	IDs          []int32 `json:"ids"`
 	Causal       bool    `json:"causal"`
 	NTokens      int     `json:"n_tokens"`
@@ -57,7 +61,8 @@ func loadFixturePair(t *testing.T) (dir string, ix fixIndex, causal, bidir *Mode
 }
 
 // TestFixtures runs every case of the qwen35 fixtures from its ids (and
-// patches): every final hidden row within cosine 0.99999 of the goldens for
+// patches), after checking the ids against the LM's tokenizer: every final
+// hidden row within cosine 0.99999 of the goldens for
 // text and 0.9999 for images, the merger rows and the M-RoPE positions,
 // causal and bidirectional. It runs on the float32 tier: on a bfloat16
 // tier the tower's MLPs multiply in bfloat16 (vlm.Binder.NarrowMatrix),
@@ -71,6 +76,7 @@ func TestFixtures(t *testing.T) {
 	}
 	defer kernels.Use(saved)
 	dir, ix, causal, bidir := loadFixturePair(t)
+	tok := fixtureTokenizer(t, filepath.Join(dir, ix.LM))
 	for _, ic := range ix.Cases {
 		t.Run(ic.ID, func(t *testing.T) {
 			cdir := filepath.Join(dir, "cases", ic.ID)
@@ -80,6 +86,7 @@ func TestFixtures(t *testing.T) {
 			if !c.Causal {
 				m = bidir
 			}
+			checkIDs(t, tok, c)
 			D := m.Info().Hidden
 			seq := model.Sequence{IDs: c.IDs}
 			minCos := 0.99999
@@ -118,6 +125,40 @@ func TestFixtures(t *testing.T) {
 			}
 			t.Logf("%d tokens: worst hidden row 1 - cos = %.2g", c.NTokens, 1-cs)
 		})
+	}
+}
+
+// fixtureTokenizer loads the LM's tokenizer as llama.cpp applies it (the
+// fixtures' ids are llama.cpp's; their texts are NFC already).
+func fixtureTokenizer(t *testing.T, lm string) *tokenizer.Tokenizer {
+	f, err := gguf.Open(lm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tok, err := tokenizer.FromGGUF(f, tokenizer.Options{DisableNFC: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// checkIDs wants the case's ids from its text (special tokens parsed), or
+// from its prompt with the image's pads expanded.
+func checkIDs(t *testing.T, tok *tokenizer.Tokenizer, c fixCase) {
+	t.Helper()
+	var got []int32
+	if c.Kind == "image" {
+		p, err := tok.RawPrompt(c.Prompt, []int{len(c.ImageRows)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = p.IDs
+	} else {
+		got = tok.Encode(c.Text, true)
+	}
+	if !slices.Equal(got, c.IDs) {
+		t.Fatalf("ids %v, the fixture's %v", got, c.IDs)
 	}
 }
 

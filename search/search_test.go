@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/bits"
@@ -279,5 +280,71 @@ func TestHammingKernels(t *testing.T) {
 	}
 	if !hasVPOPCNTOrFalse() {
 		t.Log("no AVX-512 VPOPCNTDQ here: only the generic kernel was checked")
+	}
+}
+
+// TestBadIndexes: a folder that is not an index, an empty one, a part or
+// a sidecar that fails to read (reported, the rest served), shards of
+// different models, a bad filter and top_k.
+func TestBadIndexes(t *testing.T) {
+	if _, err := Open(t.TempDir(), nil); !errors.Is(err, ErrNotIndex) {
+		t.Errorf("an empty folder: %v", err)
+	}
+	if _, err := Open(filepath.Join(t.TempDir(), "nope"), nil); err == nil {
+		t.Error("a missing folder opened")
+	}
+	empty := t.TempDir()
+	os.Mkdir(filepath.Join(empty, index.PartsDir), 0o755)
+	x, err := Open(empty, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := x.Search(Query{Single: []float32{1}}, Options{}); err != nil || len(res.Hits) != 0 {
+		t.Errorf("an empty index: %v %v", res, err)
+	}
+
+	_, out := writeCorpus(t, 150, true)
+	parts, _ := filepath.Glob(filepath.Join(out, index.PartsDir, "*.parquet"))
+	if len(parts) < 2 {
+		t.Fatalf("%d parts", len(parts))
+	}
+	// A corrupt part beside the others, and a part whose sidecar is cut.
+	os.WriteFile(filepath.Join(out, index.PartsDir, "s0of1-g000009-000001.parquet"), []byte("PAR1 not really"), 0o644)
+	sc := filepath.Join(out, index.SidecarDir, index.SidecarName(filepath.Base(parts[0])))
+	b, _ := os.ReadFile(sc)
+	os.WriteFile(sc, b[:len(b)-3], 0o644)
+	// A temporary file of a write in progress is not read.
+	os.WriteFile(filepath.Join(out, index.PartsDir, ".s0of1-g000009-000002.parquet.tmp123"), []byte("half"), 0o644)
+	x, err = Open(out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := x.Info()
+	if len(in.Problems) != 2 {
+		t.Fatalf("problems %+v", in.Problems)
+	}
+	rows, _ := index.ReadPart(parts[0])
+	if in.Items != 150-len(rows) {
+		t.Errorf("%d items served, want %d", in.Items, 150-len(rows))
+	}
+	q := queries(1, true)[0]
+	if res, err := x.Search(Query{Multi: q.Multi}, Options{TopK: 5}); err != nil || len(res.Hits) != 5 {
+		t.Errorf("search beside bad parts: %v", err)
+	}
+	for _, o := range []Options{{TopK: MaxTopK + 1}, {TopK: -1}, {Filter: "["}} {
+		if _, err := x.Search(Query{Multi: q.Multi}, o); !errors.Is(err, ErrBadQuery) {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+	if _, err := x.Search(Query{Multi: [][]float32{{1, 2}}}, Options{}); !errors.Is(err, ErrBadQuery) {
+		t.Errorf("a query of another width: %v", err)
+	}
+
+	// A second shard's manifest of another model.
+	m, _ := os.ReadFile(filepath.Join(out, "manifest-0of1.json"))
+	other := strings.Replace(string(m), `"model_identity": "test-model"`, `"model_identity": "another-model"`, 1)
+	os.WriteFile(filepath.Join(out, "manifest-1of2.json"), []byte(other), 0o644)
+	if _, err := Open(out, nil); err == nil || !strings.Contains(err.Error(), "different models") {
+		t.Errorf("shards of two models: %v", err)
 	}
 }

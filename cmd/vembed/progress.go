@@ -22,6 +22,10 @@ func newBar(w io.Writer, total int64, desc string, bytes bool) *progressbar.Prog
 	return newBarOn(w, total, desc, bytes, isTerminal(w))
 }
 
+// barThrottle is the least time between two redraws of a bar (a
+// variable: tests draw every position).
+var barThrottle = 100 * time.Millisecond
+
 // newBarOn is newBar drawn on w when visible.
 func newBarOn(w io.Writer, total int64, desc string, bytes, visible bool) *progressbar.ProgressBar {
 	return progressbar.NewOptions64(total,
@@ -31,7 +35,7 @@ func newBarOn(w io.Writer, total int64, desc string, bytes, visible bool) *progr
 		progressbar.OptionShowBytes(bytes),
 		progressbar.OptionShowCount(),
 		progressbar.OptionSetWidth(30),
-		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionThrottle(barThrottle),
 		progressbar.OptionSetPredictTime(true),
 		progressbar.OptionOnCompletion(func() { io.WriteString(w, "\n") }),
 	)

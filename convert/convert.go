@@ -289,6 +289,19 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 		return nil, err
 	}
 	defer src.Close()
+	// A ColQwen3.5 adapter saves its head whole beside its LoRA pairs
+	// (PEFT's modules_to_save, base_model.model.custom_text_proj): it
+	// stands for the base's, which a Qwen3.5 base lacks.
+	saved := map[string]bool{}
+	if pp.adapter != "" && cfg.isQwen35() {
+		names, err := src.addSaved(pp.adapter)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			saved[n] = true
+		}
+	}
 	layout, err := detectLayout(dir, cfg, src, o)
 	if err != nil {
 		return nil, err
@@ -305,10 +318,12 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 		info.recipe = o.Recipe
 	}
 	var warnings []string
+	// ColQwen2/2.5 ship as base + adapter; ColQwen3.5 may too.
+	adaptable := isColQwen(layout) || layout == qwenlayout.LayoutColQwen35 && pp.adapter != ""
 	switch {
-	case pp.adapter != "" && !isColQwen(layout):
+	case pp.adapter != "" && !adaptable:
 		return nil, fmt.Errorf("convert: %s is a %s checkpoint, which takes no separate adapter (ColQwen bases do)", dir, cmpOr(layout, "plain"))
-	case !isColQwen(layout):
+	case !adaptable:
 	case pp.adapter != "":
 		info.adapter = pp.adapter
 		// Given with --base or --adapter (not found by the name): a base
@@ -427,7 +442,8 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 		if err := a.check(src, func(n string) bool {
 			// The tower's pairs are merged into the mmproj: the single
 			// adapter's into the one mmproj, a task's into the task's.
-			return isDecoder(n) || info.head != "" && strings.HasPrefix(n, info.head+".") || strings.HasPrefix(n, "visual.")
+			// A head the adapter saved whole takes no pair.
+			return !saved[n] && (isDecoder(n) || info.head != "" && strings.HasPrefix(n, info.head+".") || strings.HasPrefix(n, "visual."))
 		}); err != nil {
 			a.Close()
 			if pp.adapter != "" {

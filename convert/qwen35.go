@@ -361,6 +361,15 @@ func parseVisualTokens(b []byte) (int, error) {
 	return int(*pc.N), nil
 }
 
+// merge adds an adapter's update to whole rows of a checkpoint matrix,
+// from row r0, before any reordering.
+func (c *converter) merge(name string, vals []float64, r0, cols int64) error {
+	if c.adapter == nil || !c.adapter.touches(name) {
+		return nil
+	}
+	return c.adapter.mergeRows(name, vals, int(r0), int(cols))
+}
+
 // transformed fills a tensor whose values change on the way (Qwen3.5's):
 // whole heads of rows in the GGUF's order, or each row's columns (and a
 // vector's values) permuted, then the value transform.
@@ -386,6 +395,9 @@ func (c *converter) transformed(dst io.Writer, t qwenlayout.TensorLayout, src qw
 			if err != nil {
 				return err
 			}
+			if err := c.merge(src.Name, vals, s, cols); err != nil {
+				return err
+			}
 			src.Transform.Apply(vals)
 			if err := c.emit(dst, t.Type, vals); err != nil {
 				return err
@@ -403,6 +415,11 @@ func (c *converter) transformed(dst io.Writer, t qwenlayout.TensorLayout, src qw
 		vals, err := c.src.values(src.Name, s, min(per, n-s))
 		if err != nil {
 			return err
+		}
+		if len(t.NE) > 1 {
+			if err := c.merge(src.Name, vals, s/cols, cols); err != nil {
+				return err
+			}
 		}
 		if h != nil {
 			for a := int64(0); a < int64(len(vals)); a += cols {

@@ -48,6 +48,39 @@ type source struct {
 	ck   *safetensors.Checkpoint
 	real map[string]string // canonical → stored name
 	used map[string]bool
+	// saved holds, by canonical name, the whole tensors a PEFT adapter
+	// saved beside its LoRA pairs (modules_to_save: ColQwen3.5's head),
+	// which stand for the base's.
+	saved     map[string]string
+	savedFile *safetensors.File
+}
+
+// addSaved overlays the whole (non-LoRA) tensors of an adapter's
+// adapter_model.safetensors; it returns their canonical names.
+func (s *source) addSaved(dir string) ([]string, error) {
+	f, err := safetensors.Open(filepath.Join(dir, "adapter_model.safetensors"))
+	if err != nil {
+		return nil, fmt.Errorf("convert: adapter: %w", err)
+	}
+	s.savedFile, s.saved = f, map[string]string{}
+	var names []string
+	for _, n := range f.Names() {
+		if _, _, _, lora := parseLoRAName(n); lora {
+			continue
+		}
+		switch f.Tensors[n].DType {
+		case safetensors.BF16, safetensors.F16, safetensors.F32, safetensors.F64:
+		default:
+			return nil, fmt.Errorf("convert: %s: adapter tensor %q is %s; weights must be BF16, F16 or F32", dir, n, f.Tensors[n].DType)
+		}
+		c := canonical(n)
+		s.saved[c] = n
+		if _, ok := s.real[c]; !ok {
+			s.real[c] = n
+		}
+		names = append(names, c)
+	}
+	return names, nil
 }
 
 func openSource(dir string) (*source, error) {
@@ -75,6 +108,9 @@ func openSource(dir string) (*source, error) {
 }
 
 func (s *source) tensor(canon string) (safetensors.Tensor, bool) {
+	if n, ok := s.saved[canon]; ok {
+		return s.savedFile.Tensors[n], true
+	}
 	t, _, ok := s.ck.Tensor(s.real[canon])
 	return t, ok
 }
@@ -84,6 +120,10 @@ func (s *source) names() []string { return slices.Sorted(maps.Keys(s.real)) }
 
 // values reads n values of a tensor from value start, widened to float64.
 func (s *source) values(canon string, start, n int64) ([]float64, error) {
+	if saved, ok := s.saved[canon]; ok {
+		s.used[canon] = true
+		return s.savedFile.Float64Range(saved, start, n)
+	}
 	name := s.real[canon]
 	_, f, ok := s.ck.Tensor(name)
 	if !ok {
@@ -104,4 +144,9 @@ func (s *source) unused() []string {
 	return out
 }
 
-func (s *source) Close() error { return s.ck.Close() }
+func (s *source) Close() error {
+	if s.savedFile != nil {
+		s.savedFile.Close()
+	}
+	return s.ck.Close()
+}

@@ -65,6 +65,9 @@ type hfModel struct {
 	headRows               int    // the head's rows when not MVProj.OutputDim (Ops-ColQwen3: H)
 	adapter                string // adapter directory relative to the checkpoint, "" for none
 	tasks                  []string
+	// savedHead: the head is not in the base but saved whole in the
+	// adapter (ColQwen3.5's adapter releases).
+	savedHead bool
 }
 
 func (o HFOptions) model() (hfModel, string, error) {
@@ -123,6 +126,12 @@ func WriteHF(dir string, cfg Config, o HFOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.Layout == qwenlayout.LayoutColQwen35 && o.AdapterDir != "" {
+		// A ColQwen3.5 adapter release: a stock Qwen3.5 base without a
+		// head, and the adapter with the LoRA pairs and the head saved
+		// whole (modules_to_save), under ColQwen3_5's module names.
+		m = hfModel{lmPrefix: "model.language_model.", visionPrefix: "model.visual.", head: "custom_text_proj", adapter: ".", savedHead: true}
+	}
 	// The adapter options are checked before anything is written.
 	switch {
 	case m.adapter == "" && (o.AdapterDir != "" || o.AdapterNewNames || o.AdapterVision):
@@ -135,6 +144,9 @@ func WriteHF(dir string, cfg Config, o HFOptions) error {
 	}
 	if q35 := o.Layout == qwenlayout.LayoutColQwen35 || o.Layout == qwenlayout.LayoutColVec; q35 != cfg.LM.IsQwen35() {
 		return fmt.Errorf("synth: layout %s with a Qwen3.5 LM %v: the Qwen3.5 layouts and a Qwen3.5 LM go together (pick tiny-qwen35 for them)", o.Layout, cfg.LM.IsQwen35())
+	}
+	if len(o.HeadDims) > 0 && m.savedHead {
+		return fmt.Errorf("synth: an adapter release of ColQwen3.5 gets a single head (its base's config.json has no head_dims)")
 	}
 	if len(o.HeadDims) > 0 && o.Layout != qwenlayout.LayoutColQwen35 {
 		return fmt.Errorf("synth: HeadDims are ColQwen3.5's head forms, not layout %s's", o.Layout)
@@ -202,8 +214,13 @@ func WriteHF(dir string, cfg Config, o HFOptions) error {
 	for i := range ts {
 		ts[i].Name = m.rename(ts[i].Name)
 	}
+	var saved []qwenlayout.HFTensor // written into the adapter
 	if cfg.LM.IsQwen35() {
-		ts = append(ts, qwen35Head(cfg, o, m.head)...)
+		if m.savedHead {
+			saved = qwen35Head(cfg, o, m.head)
+		} else {
+			ts = append(ts, qwen35Head(cfg, o, m.head)...)
+		}
 	} else if m.head != "" {
 		H, D := int64(cfg.LM.Hidden), int64(cfg.MVProj.OutputDim)
 		if m.headRows < 0 { // a square head, of which the model uses the first OutputDim rows
@@ -221,7 +238,7 @@ func WriteHF(dir string, cfg Config, o HFOptions) error {
 		if o.AdapterDir != "" {
 			ad = o.AdapterDir
 		}
-		if err := writeAdapter(ad, dir, cfg, m, o, ts); err != nil {
+		if err := writeAdapter(ad, dir, cfg, m, o, ts, saved); err != nil {
 			return err
 		}
 		if o.AdapterDir != "" {
@@ -326,11 +343,14 @@ func (g hfGen) writeShards(dir, name string, ts []qwenlayout.HFTensor, shardByte
 // writeAdapter writes a PEFT LoRA adapter for every decoder projection and
 // the multi-vector head: one A/B pair per module, or per task
 // ("lora_A.<task>.weight", jina-embeddings-v4's multi-task form).
-func writeAdapter(dir, base string, cfg Config, m hfModel, o HFOptions, ts []qwenlayout.HFTensor) error {
+func writeAdapter(dir, base string, cfg Config, m hfModel, o HFOptions, ts, saved []qwenlayout.HFTensor) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("synth: %w", err)
 	}
 	targets := []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+	if m.savedHead { // and the DeltaNet's projections
+		targets = append(targets, "in_proj_qkv", "in_proj_z", "out_proj")
+	}
 	var lora []qwenlayout.HFTensor
 	for _, t := range ts {
 		module, ok := strings.CutSuffix(t.Name, ".weight")
@@ -350,6 +370,9 @@ func writeAdapter(dir, base string, cfg Config, m hfModel, o HFOptions, ts []qwe
 		}
 		if !target {
 			continue
+		}
+		if m.savedHead { // ColQwen3_5, a Qwen3_5Model, names its decoder language_model.
+			module = "language_model." + strings.TrimPrefix(module, m.lmPrefix)
 		}
 		if o.AdapterNewNames {
 			if rest, ok := strings.CutPrefix(module, m.lmPrefix); ok {
@@ -371,6 +394,9 @@ func writeAdapter(dir, base string, cfg Config, m hfModel, o HFOptions, ts []qwe
 				qwenlayout.HFTensor{Name: p + ".lora_A" + in + ".weight", Shape: []int64{int64(o.Rank), t.Shape[1]}},
 				qwenlayout.HFTensor{Name: p + ".lora_B" + in + ".weight", Shape: []int64{t.Shape[0], int64(o.Rank)}})
 		}
+	}
+	for _, t := range saved { // PEFT saves modules_to_save under the wrapper's name
+		lora = append(lora, qwenlayout.HFTensor{Name: "base_model.model." + t.Name, Shape: t.Shape})
 	}
 	slices.SortFunc(lora, func(a, b qwenlayout.HFTensor) int { return strings.Compare(a.Name, b.Name) })
 	baseName := cfg.Name
@@ -440,7 +466,9 @@ func writeHFJSON(dir string, cfg Config, m hfModel, o HFOptions, v *qwenlayout.V
 	}
 	if cfg.LM.IsQwen35() {
 		c = qwen35HFConfig(cfg, v, o, id)
-		qwen35Release(c, cfg, o)
+		if !m.savedHead { // an adapter release's base is stock Qwen3.5
+			qwen35Release(c, cfg, o)
+		}
 	} else if cfg.Projector == qwenlayout.ProjectorQwen3VL {
 		c = qwen3HFConfig(cfg, v, o, id)
 	} else if cfg.Projector == qwenlayout.ProjectorQwen2VL {

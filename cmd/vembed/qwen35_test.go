@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -231,9 +232,15 @@ func headRows(t *testing.T, sc *safetensors.Checkpoint, head string, rows int, h
 	if err != nil {
 		t.Fatal(err)
 	}
+	return applyHead(w, b, hidden)
+}
+
+// applyHead is y = W·h + b, L2-normalized (the norm clamped at 1e-12), for
+// every hidden state.
+func applyHead(w, b []float64, hidden [][]float64) [][]float64 {
 	out := make([][]float64, len(hidden))
 	for i, h := range hidden {
-		y := linear(w, h, rows)
+		y := linear(w, h, len(b))
 		var ss float64
 		for j := range y {
 			y[j] += b[j]
@@ -308,13 +315,7 @@ func TestQwen35RetrieverRows(t *testing.T) {
 				t.Errorf("the rows also match the causal reference (worst cosine %.6f): the check cannot tell the modes apart", wc)
 			}
 
-			eng, err := engine.New(engine.Config{Model: fs[0], MVProj: fs[1], MMProj: fs[2]})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer eng.Close()
-			srv := httptest.NewServer(server.New(eng, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
-			defer srv.Close()
+			srv := serveQ35(t, fs)
 			var resp struct {
 				Data []struct {
 					Embeddings [][]float32 `json:"embeddings"`
@@ -342,6 +343,20 @@ func TestQwen35RetrieverRows(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serveQ35 serves a converted release's files (LM, mvproj, mmproj) as
+// vembed serve does, until the test ends.
+func serveQ35(t *testing.T, fs []string) *httptest.Server {
+	t.Helper()
+	eng, err := engine.New(engine.Config{Model: fs[0], MVProj: fs[1], MMProj: fs[2]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	srv := httptest.NewServer(server.New(eng, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 // worstCosine is the least cosine of a row of got to the same row of
@@ -404,13 +419,7 @@ func TestQwen35ImageRows(t *testing.T) {
 // states (ColVec1.1's 1792 tokens).
 func TestQwen35Bounds(t *testing.T) {
 	_, fs := writeQ35Release(t, q35Releases[len(q35Releases)-1])
-	eng, err := engine.New(engine.Config{Model: fs[0], MVProj: fs[1], MMProj: fs[2]})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	srv := httptest.NewServer(server.New(eng, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
-	defer srv.Close()
+	srv := serveQ35(t, fs)
 	png := writePNG(t, filepath.Join(t.TempDir(), "p.png"), 64, 64, 1)
 	page := map[string]any{"image": "data:image/png;base64," + base64.StdEncoding.EncodeToString(png)}
 	for _, c := range []struct {
@@ -430,5 +439,80 @@ func TestQwen35Bounds(t *testing.T) {
 		if resp.StatusCode != 400 || !strings.Contains(string(raw), c.want) {
 			t.Errorf("%d %.300s; want 400 naming %s", resp.StatusCode, raw, c.want)
 		}
+	}
+}
+
+// TestQwen35AdapterRelease converts ColQwen3.5 released as a PEFT adapter
+// over a stock Qwen3.5 base (LoRA pairs on the decoder's projections,
+// DeltaNet ones included; the head saved whole as
+// base_model.model.custom_text_proj): convert of the adapter's directory
+// finds the base, and a query's rows are within cosine 0.9999 of the
+// float64 reference on W + (α/r)·B·A, which the unmerged base fails.
+func TestQwen35AdapterRelease(t *testing.T) {
+	cfg, err := synth.Preset("tiny-qwen35")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	base, ad := filepath.Join(root, "base"), filepath.Join(root, "adapter")
+	if err := synth.WriteHF(base, cfg, synth.HFOptions{Layout: qwenlayout.LayoutColQwen35, DType: safetensors.F32, AdapterDir: ad}); err != nil {
+		t.Fatal(err)
+	}
+	fs := convertMV(t, ad, "--type", "F32", "--mmproj-type", "F32")
+	if len(fs) != 3 {
+		t.Fatalf("convert wrote %v", fs)
+	}
+	ref, sc := q35RefFrom(t, base)
+	defer sc.Close()
+	af, err := safetensors.Open(filepath.Join(ad, "adapter_model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer af.Close()
+	var ac struct {
+		R     int     `json:"r"`
+		Alpha float64 `json:"lora_alpha"`
+	}
+	b, _ := os.ReadFile(filepath.Join(ad, "adapter_config.json"))
+	if err := json.Unmarshal(b, &ac); err != nil || ac.R <= 0 {
+		t.Fatalf("adapter_config.json: %v", err)
+	}
+	plain, merged := ref.w, 0
+	ref.w = func(name string) []float64 {
+		w := plain(name)
+		module, ok := strings.CutSuffix(name, ".weight")
+		pa, pb := "base_model.model.language_model."+module+".lora_A.weight", "base_model.model.language_model."+module+".lora_B.weight"
+		if _, has := af.Tensors[pa]; !ok || !has {
+			return w
+		}
+		a, _ := af.Float64(pa)
+		bb, _ := af.Float64(pb)
+		in := len(a) / ac.R
+		out := len(bb) / ac.R
+		w = append([]float64(nil), w...)
+		for o := range out {
+			for k := range ac.R {
+				f := ac.Alpha / float64(ac.R) * bb[o*ac.R+k]
+				for i := range in {
+					w[o*in+i] += f * a[k*in+i]
+				}
+			}
+		}
+		merged++
+		return w
+	}
+	rows, ids := embedQ35(t, fs, "--text", "Which table lists the quarterly revenue?")
+	// The head the adapter saved whole, with its bias.
+	hw, _ := af.Float64("base_model.model.custom_text_proj.weight")
+	hb, _ := af.Float64("base_model.model.custom_text_proj.bias")
+	head := func(hidden [][]float64) [][]float64 { return applyHead(hw, hb, hidden) }
+	worst := worstCosine(rows, head(ref.forward(ids, false)))
+	t.Logf("adapter release: %d rows, %d merged matrix reads, worst cosine 1 - %.2g", len(rows), merged, 1-worst)
+	if merged == 0 || !(worst >= 0.9999) {
+		t.Errorf("worst row cosine %.6f to the merged reference (%d merged reads), want >= 0.9999", worst, merged)
+	}
+	ref.w = plain
+	if w := worstCosine(rows, head(ref.forward(ids, false))); w >= 0.9999 {
+		t.Errorf("the rows also match the unmerged base (worst cosine %.6f): the adapter changed nothing", w)
 	}
 }

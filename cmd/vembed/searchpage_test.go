@@ -156,6 +156,10 @@ func screenshot(t *testing.T, b *browsertest.Browser, dir, name string) {
 	if strings.HasPrefix(name, "window-") {
 		shot = chromedp.CaptureScreenshot()
 	}
+	// Let the thumbnails' fade-in end first.
+	if err := chromedp.Do(b.Ctx, chromedp.Sleep(300*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
 	png, err := chromedp.Run(b.Ctx, shot)
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)

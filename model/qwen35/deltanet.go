@@ -135,31 +135,33 @@ func (d *deltaNet) scan(lm *Decoder, o, y, beta, g []float32, m int, ns *netStat
 	full := T / chunkLen * chunkLen // rows whose blocks are complete
 	eachHead(nV, func(h int, s *deltaScratch) {
 		kh := h % nK
-		q, k, v := make([]float32, T*dK), make([]float32, T*dK), make([]float32, T*dV)
-		gh, bh := make([]float32, T), make([]float32, T)
-		for t := range T {
-			r, bt, gt := row(t)
-			copy(q[t*dK:], r[kh*dK:(kh+1)*dK])
-			copy(k[t*dK:], r[(nK+kh)*dK:(nK+kh+1)*dK])
-			copy(v[t*dV:], r[2*nK*dK+h*dV:2*nK*dK+(h+1)*dV])
-			gh[t], bh[t] = gt[h], bt[h]
-		}
 		var st []float32
 		if ns != nil {
 			st = ns.st[h*dV*dK : (h+1)*dV*dK]
 		} else {
-			st = make([]float32, dV*dK)
+			st = s.st
+			clear(st)
 		}
-		oh := make([]float32, T*dV)
+		// One block at a time: the head's rows gathered, solved, the
+		// outputs of the new rows scattered.
+		q, k, v, gh, bh, oh := s.q, s.k, s.v, s.g, s.beta, s.out
 		for lo := 0; lo < T; lo += chunkLen {
 			hi := min(lo+chunkLen, T)
+			for t := lo; t < hi; t++ {
+				r, bt, gt := row(t)
+				i := t - lo
+				copy(q[i*dK:(i+1)*dK], r[kh*dK:(kh+1)*dK])
+				copy(k[i*dK:(i+1)*dK], r[(nK+kh)*dK:(nK+kh+1)*dK])
+				copy(v[i*dV:(i+1)*dV], r[2*nK*dK+h*dV:2*nK*dK+(h+1)*dV])
+				gh[i], bh[i] = gt[h], bt[h]
+			}
 			// Only complete blocks advance a kept state; the rows of the
 			// last, incomplete one are solved again with the next chunk.
 			update := hi <= full && (ns != nil || hi < T)
-			deltaBlock(oh[lo*dV:], st, q[lo*dK:], k[lo*dK:], v[lo*dV:], gh[lo:], bh[lo:], hi-lo, dK, dV, update, s)
-		}
-		for t := np; t < T; t++ {
-			copy(o[(t-np)*nV*dV+h*dV:], oh[t*dV:(t+1)*dV])
+			deltaBlock(oh, st, q, k, v, gh, bh, hi-lo, dK, dV, update, s)
+			for t := max(lo, np); t < hi; t++ {
+				copy(o[(t-np)*nV*dV+h*dV:(t-np)*nV*dV+(h+1)*dV], oh[(t-lo)*dV:(t-lo+1)*dV])
+			}
 		}
 	}, func() *deltaScratch { return newDeltaScratch(dK, dV) })
 	if ns == nil || last {

@@ -62,6 +62,9 @@ type deltaScratch struct {
 	stw    *f32      // dv×dk: the state
 	rt, wt *f32      // dv×chunkLen: right-hand sides and writes, transposed
 	wd     []float32 // dv×chunkLen: the writes decayed to the block's end, transposed
+
+	// One head's rows of a block and its state, for the layer's scan.
+	q, k, v, g, beta, out, st []float32
 }
 
 // f32 is a float32 matrix as kernels.MatMul takes its right-hand operand.
@@ -96,6 +99,8 @@ func newDeltaScratch(dk, dv int) *deltaScratch {
 		upd: make([]float32, dv*dk),
 		kw:  newF32(c, dk), kt: newF32(dk, c), stw: newF32(dv, dk),
 		rt: newF32(dv, c), wt: newF32(dv, c), wd: make([]float32, dv*c),
+		q: make([]float32, c*dk), k: make([]float32, c*dk), v: make([]float32, c*dv),
+		g: make([]float32, c), beta: make([]float32, c), out: make([]float32, c*dv), st: make([]float32, dv*dk),
 	}
 }
 

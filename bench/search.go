@@ -56,7 +56,11 @@ type SearchConfig struct {
 	// DemoQueries is the number of text queries the demo model embeds,
 	// for the query's own embedding time (0: none).
 	DemoQueries int
-	Load        Loader
+	// RerankQueries is the number of searches whose best RerankDepth
+	// hits the tiny synthetic Qwen3-VL reranker rescores on their text,
+	// for the rerank stage's cost (0: none).
+	RerankQueries, RerankDepth int
+	Load                       Loader
 	Log         io.Writer
 }
 
@@ -96,10 +100,20 @@ type EmbedFigure struct {
 	P95ms       float64 `json:"p95_ms"`
 }
 
+// RerankFigure is the rerank stage's cost a query.
+type RerankFigure struct {
+	Model   string  `json:"model"`
+	Depth   int     `json:"depth"`
+	Queries int     `json:"queries"`
+	P50ms   float64 `json:"p50_ms"`
+	P95ms   float64 `json:"p95_ms"`
+}
+
 // SearchReport is what Search measured.
 type SearchReport struct {
-	Cases []SearchFigure `json:"cases"`
-	Embed []EmbedFigure  `json:"embed,omitempty"`
+	Cases  []SearchFigure `json:"cases"`
+	Embed  []EmbedFigure  `json:"embed,omitempty"`
+	Rerank *RerankFigure  `json:"rerank,omitempty"`
 }
 
 func (c *SearchConfig) defaults() {
@@ -127,7 +141,7 @@ func Search(c SearchConfig) (*SearchReport, error) {
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	rep := &SearchReport{}
+	rep := &SearchReport{Cases: []SearchFigure{}}
 	if c.Single > 0 {
 		f, err := c.runCase(filepath.Join(dir, "single"), c.Single, false, log)
 		if err != nil {
@@ -149,7 +163,54 @@ func Search(c SearchConfig) (*SearchReport, error) {
 		}
 		rep.Embed = figs
 	}
+	if c.RerankQueries > 0 {
+		f, err := c.rerankCost()
+		if err != nil {
+			return nil, err
+		}
+		rep.Rerank = f
+	}
 	return rep, nil
+}
+
+// rerankCost measures search.Rerank with the tiny synthetic Qwen3-VL
+// reranker over RerankDepth hits holding the bench's item texts.
+func (c *SearchConfig) rerankCost() (*RerankFigure, error) {
+	dir, err := os.MkdirTemp("", "vembed-bench-reranker-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	cfg, err := synth.Preset("tiny-qwen3vl")
+	if err != nil {
+		return nil, err
+	}
+	cfg.LM.Pooling, cfg.Name = "rank", cfg.Name+"-reranker"
+	lm, mmproj, err := synth.WritePair(dir, cfg)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := c.Load.load(engine.Config{Model: lm, MMProj: mmproj, RandomWeights: true})
+	if err != nil {
+		return nil, err
+	}
+	defer eng.Close()
+	depth := cmp.Or(c.RerankDepth, 20)
+	var lat []float64
+	for q := range c.RerankQueries + 1 {
+		hits := make([]search.Hit, depth)
+		for i := range hits {
+			hits[i] = search.Hit{Meta: search.Meta{ID: fmt.Sprint(i), Text: fmt.Sprintf("synthetic item %d of topic %d, a page of the report", q*depth+i, i%7)}}
+		}
+		t := time.Now()
+		if _, _, err := search.Rerank(context.Background(), eng, nil, engine.TextInput(fmt.Sprintf("which page shows topic %d?", q)), hits, 10); err != nil {
+			return nil, err
+		}
+		if q > 0 {
+			lat = append(lat, float64(time.Since(t).Microseconds())/1000)
+		}
+	}
+	return &RerankFigure{Model: eng.Info().Name, Depth: depth, Queries: c.RerankQueries, P50ms: round4(percentile(lat, 50)), P95ms: round4(percentile(lat, 95))}, nil
 }
 
 // gen makes the clustered vectors of a case, deterministically.
@@ -484,6 +545,9 @@ func PrintSearch(w io.Writer, r *SearchReport) {
 			kind = "multi-vector"
 		}
 		fmt.Fprintf(w, "query embedding, %s (%s), %d short texts: p50 %.4g ms, p95 %.4g ms\n", e.Model, kind, e.Queries, e.P50ms, e.P95ms)
+	}
+	if f := r.Rerank; f != nil {
+		fmt.Fprintf(w, "rerank stage, %s, %d hits on their text, %d queries: p50 %.4g ms, p95 %.4g ms a query\n", f.Model, f.Depth, f.Queries, f.P50ms, f.P95ms)
 	}
 }
 

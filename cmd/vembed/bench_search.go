@@ -13,7 +13,7 @@ import (
 // float32 brute force on synthetic indexes (bench.SearchConfig says how
 // the vectors are made).
 func runBenchSearch(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench search", "[--single 100000] [--single-dims 2048] [--pages 10000[,100000]] [--tokens 768] [--dims 128] [--query-tokens 20] [--queries 50] [--candidates N,...] [--dir DIR] [--demo-queries 20] [--json]", stderr)
+	fs := newFlags("bench search", "[--single 100000] [--single-dims 2048] [--pages 10000[,100000]] [--tokens 768] [--dims 128] [--query-tokens 20] [--queries 50] [--candidates N,...] [--dir DIR] [--demo-queries 20] [--rerank-queries 10] [--rerank-depth 20] [--json]", stderr)
 	single := fs.Int("single", 100000, "items of the single-vector case (0: none)")
 	singleDims := fs.Int("single-dims", 2048, "dimensions of the single vectors")
 	pages := fs.String("pages", "10000", "page counts of the multi-vector cases, comma-separated (empty: none; 100000 writes about 40 GB)")
@@ -24,6 +24,8 @@ func runBenchSearch(args []string, stdout, stderr io.Writer) error {
 	cands := fs.String("candidates", "", "pages the first stage passes to exact MaxSim, comma-separated counts measured in turn (default: search's)")
 	dir := fs.String("dir", "", "keep the synthetic indexes in `DIR` and reuse them in later runs (default: a temporary folder, removed)")
 	demo := fs.Int("demo-queries", 20, "short text queries embedded by the demo model, for the query's own time (0: none)")
+	rerankQ := fs.Int("rerank-queries", 10, "searches whose best --rerank-depth hits the tiny synthetic Qwen3-VL reranker rescores, for the rerank stage's cost (0: none)")
+	rerankDepth := fs.Int("rerank-depth", 20, "hits a reranked search rescores")
 	asJSON := fs.Bool("json", false, "print the figures as JSON only")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -45,7 +47,7 @@ func runBenchSearch(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	cfg := bench.SearchConfig{Single: *single, SingleDims: *singleDims, Pages: pageCounts, Tokens: *tokens, Dims: *dims,
-		QueryTokens: *qtok, Queries: *queries, Candidates: candCounts, Dir: *dir, DemoQueries: *demo, Log: stderr,
+		QueryTokens: *qtok, Queries: *queries, Candidates: candCounts, Dir: *dir, DemoQueries: *demo, RerankQueries: *rerankQ, RerankDepth: *rerankDepth, Log: stderr,
 		Load: func(c engine.Config) (*engine.Engine, error) { return loadEngine(stderr, c) }}
 	rep, err := bench.Search(cfg)
 	if err != nil {

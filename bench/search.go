@@ -61,7 +61,7 @@ type SearchConfig struct {
 	// for the rerank stage's cost (0: none).
 	RerankQueries, RerankDepth int
 	Load                       Loader
-	Log         io.Writer
+	Log                        io.Writer
 }
 
 // SearchFigure is one case's figures.

@@ -366,7 +366,13 @@ func Convert(ctx context.Context, dir, outDir string, o Options) (*Result, error
 		return nil, fmt.Errorf("convert: --query-template, --head-dim, --max-visual-tokens and --multivector-rows are for the Qwen3.5 retrievers (%s, %s)", qwenlayout.LayoutColQwen35, qwenlayout.LayoutColVec)
 	}
 	if qwen35 {
-		plan, err := qwen35Retriever(dir, src, cfg, &base, layout, o, log)
+		// colpali-engine loads an adapter release's processor from the
+		// adapter, as for ColQwen2.5.
+		proc := dir
+		if pp.adapter != "" && (exists(filepath.Join(pp.adapter, "preprocessor_config.json")) || exists(filepath.Join(pp.adapter, "processor_config.json"))) {
+			proc = pp.adapter
+		}
+		plan, err := qwen35Retriever(dir, proc, src, cfg, &base, layout, o, log)
 		if err != nil {
 			return nil, err
 		}

@@ -164,8 +164,9 @@ type qwen35Plan struct {
 }
 
 // qwen35Retriever checks a Qwen3.5 retriever checkpoint before anything is
-// written and plans its head, keys and image budget (into base).
-func qwen35Retriever(dir string, src *source, cfg *hfConfig, base *qwenlayout.Config, layout string, o Options, log *slog.Logger) (qwen35Plan, error) {
+// written and plans its head, keys and image budget (into base), the
+// budget from the processor files in proc.
+func qwen35Retriever(dir, proc string, src *source, cfg *hfConfig, base *qwenlayout.Config, layout string, o Options, log *slog.Logger) (qwen35Plan, error) {
 	var p qwen35Plan
 	var odd []string
 	for _, n := range src.names() {
@@ -280,7 +281,7 @@ func qwen35Retriever(dir string, src *source, cfg *hfConfig, base *qwenlayout.Co
 	default:
 		return p, fmt.Errorf("convert: --multivector-rows %q: all or image", o.Rows)
 	}
-	lo, hi, err := qwen35Budget(dir, cfg, layout, o.MaxVisualTokens, log)
+	lo, hi, err := qwen35Budget(proc, cfg, layout, o.MaxVisualTokens, log)
 	if err != nil {
 		return p, err
 	}

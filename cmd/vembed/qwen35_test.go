@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -411,6 +412,24 @@ func TestQwen35ImageRows(t *testing.T) {
 	if len(q1) != len(q2) {
 		t.Errorf("a query keeps %d rows of %d", len(q2), len(q1))
 	}
+	// A page's patch grid (similarity maps) starts at its first image
+	// row: after the prompt's text rows, or first when only image rows
+	// are kept.
+	firstPad := slices.IndexFunc(ids, func(id int) bool { return tokens[id] == "<|image_pad|>" })
+	for _, c := range []struct {
+		files []string
+		first int
+	}{{all, firstPad}, {masked, 0}} {
+		eng, err := engine.New(engine.Config{Model: c.files[0], MVProj: c.files[1], MMProj: c.files[2]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, rows, cols, err := eng.ImageGrid(engine.Request{}, 200, 150)
+		eng.Close()
+		if err != nil || first != c.first || rows*cols != len(want) {
+			t.Errorf("image grid: first row %d, %dx%d (%v); want first %d, %d cells", first, rows, cols, err, c.first, len(want))
+		}
+	}
 }
 
 // TestQwen35Bounds: a converted Qwen3.5 retriever refuses, with HTTP 400
@@ -446,7 +465,8 @@ func TestQwen35Bounds(t *testing.T) {
 // over a stock Qwen3.5 base (LoRA pairs on the decoder's projections,
 // DeltaNet ones included; the head saved whole as
 // base_model.model.custom_text_proj): convert of the adapter's directory
-// finds the base, and a query's rows are within cosine 0.9999 of the
+// finds the base and takes the image budget of the adapter's processor
+// files, and a query's rows are within cosine 0.9999 of the
 // float64 reference on W + (α/r)·B·A, which the unmerged base fails.
 func TestQwen35AdapterRelease(t *testing.T) {
 	cfg, err := synth.Preset("tiny-qwen35")
@@ -458,9 +478,23 @@ func TestQwen35AdapterRelease(t *testing.T) {
 	if err := synth.WriteHF(base, cfg, synth.HFOptions{Layout: qwenlayout.LayoutColQwen35, DType: safetensors.F32, AdapterDir: ad}); err != nil {
 		t.Fatal(err)
 	}
+	// The processor's budget comes from the adapter's files, as
+	// colpali-engine loads the processor from the adapter.
+	if err := os.WriteFile(filepath.Join(ad, "processor_config.json"), []byte(`{"max_num_visual_tokens": 200}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	fs := convertMV(t, ad, "--type", "F32", "--mmproj-type", "F32")
 	if len(fs) != 3 {
 		t.Fatalf("convert wrote %v", fs)
+	}
+	mm, err := gguf.Open(fs[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	hi, _ := mm.Uint("clip.vision.image_max_pixels")
+	mm.Close()
+	if hi != 200*1024 {
+		t.Errorf("mmproj budget %d pixels, want the adapter processor's 200 tokens (204800)", hi)
 	}
 	ref, sc := q35RefFrom(t, base)
 	defer sc.Close()

@@ -49,7 +49,7 @@ type ModelConfig struct {
 	// serve packs).
 	Unpacked bool
 	// CPUProfile and MemProfile, when set, are where the profiles of the
-	// measured runs go (Profiles).
+	// measured runs go (profile.go says what each covers).
 	CPUProfile, MemProfile string
 	// Load loads the engine from a configuration naming the model files
 	// and no caches (every measured run must compute, not replay the

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/vembed/vembed/synth"
 )
 
 // searchPost sends a POST /v1/search body and decodes the answer.
@@ -298,5 +300,55 @@ func TestServeIndexLive(t *testing.T) {
 			t.Fatalf("10 s after the run the server holds %d items, the dataset %d", len(got), len(want))
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestServeIndexPDF: a PDF's page is rendered again from the document at
+// the index's DPI for /v1/pages/{id} (the size the row records), its text
+// layer is the hit's snippet, and the relative path the run recorded is
+// read from the run's folder (the manifest's root), wherever the server
+// runs.
+func TestServeIndexPDF(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache")) // PDFium's compilation cache
+	doc := synth.PDF([]synth.PDFPage{
+		{WidthPt: 200, HeightPt: 120, Text: []string{"Quarterly report", "Revenue grew."}},
+		{WidthPt: 150, HeightPt: 100, Text: []string{"Appendix"}},
+	}, synth.PDFOptions{})
+	writeText(t, filepath.Join(dir, "corpus", "doc.pdf"), string(doc))
+	t.Chdir(dir)
+	runIndexCmd(t, "corpus", "--out", "idx", "--dpi", "72", "--multivector")
+	t.Chdir(t.TempDir()) // the server runs elsewhere
+	url := startServer(t, serveOptions{index: filepath.Join(dir, "idx")})
+	code, res := searchPost(t, url, `{"query": "revenue", "top_k": 2, "maps": true}`)
+	if code != 200 {
+		t.Fatalf("search: %d %v", code, res)
+	}
+	for _, h := range hitList(t, res) {
+		if h["path"] != "corpus/doc.pdf" {
+			t.Fatalf("path %v", h["path"])
+		}
+		if h["map"] == nil {
+			t.Errorf("page %v has no map", h["page"])
+		}
+		resp, err := http.Get(url + "/v1/pages/" + h["id"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("page %v: %d %s", h["page"], resp.StatusCode, b)
+		}
+		im, err := png.Decode(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if im.Bounds().Dx() != int(h["width"].(float64)) || im.Bounds().Dy() != int(h["height"].(float64)) {
+			t.Errorf("page %v rendered %v, indexed %vx%v", h["page"], im.Bounds(), h["width"], h["height"])
+		}
+		if h["page"] == 1.0 && !strings.Contains(h["snippet"].(string), "Revenue grew.") {
+			t.Errorf("page 1 snippet %q", h["snippet"])
+		}
 	}
 }

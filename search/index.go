@@ -190,7 +190,7 @@ func (x *Index) Refresh() error {
 			continue // removed since the listing
 		}
 		stamp := fileStamp{fi.Size(), fi.ModTime()}
-		if p, ok := x.loaded[n]; ok && p.stamp == stamp {
+		if p, ok := x.loaded[n]; ok && p.stamp == stamp && !p.broken.Load() {
 			parts = append(parts, p)
 			continue
 		}
@@ -205,6 +205,7 @@ func (x *Index) Refresh() error {
 			}
 			x.log.Warn("search: a part file could not be read; the rest is served", "part", n, "err", err)
 			x.failed[n] = failure{stamp, err}
+			delete(x.loaded, n) // a broken part's mapping goes once no search holds it
 			problems = append(problems, Problem{Part: n, Reason: err.Error()})
 			continue
 		}

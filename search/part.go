@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sync"
+	"sync/atomic"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -73,6 +75,8 @@ type part struct {
 	// read (nil for vectors in memory); unmap ends the mapping, once.
 	drop  func(b []byte)
 	unmap func()
+	// broken: a read of the mapped sidecar faulted (tokens).
+	broken atomic.Bool
 }
 
 // close ends the part's mapping at once: only when no search can run
@@ -84,15 +88,54 @@ func (p *part) close() {
 	}
 }
 
-// tokens returns row i's token vectors as an F32 matrix.
-func (p *part) tokens(i int) *kernels.Matrix {
+// tokens returns row i's token vectors as an F32 matrix. A mapped
+// sidecar's row is first copied into buf (grown as needed; the matrix
+// is then over buf) by a read that turns a fault into errCut: a sidecar
+// cut short under its mapping (a file truncated in place; index runs
+// rename whole files in) raises SIGBUS on the pages past its new end, which
+// in the kernels' worker goroutines would end the process. The part is
+// then marked broken, so that the next Refresh reads it again (and
+// reports it).
+func (p *part) tokens(i int, buf []byte) (*kernels.Matrix, []byte, error) {
 	a, b := int(p.off[i]), int(p.off[i+1])
-	w, _ := kernels.NewMatrix(gguf.TypeF32, b-a, p.dims, p.vecs[a*p.dims*4:b*p.dims*4])
-	return w
+	src := p.vecs[a*p.dims*4 : b*p.dims*4]
+	if p.drop != nil {
+		if cap(buf) < len(src) {
+			buf = make([]byte, len(src))
+		}
+		buf = buf[:len(src)]
+		if err := copyMapped(buf, src); err != nil {
+			p.broken.Store(true)
+			return nil, buf, fmt.Errorf("sidecar %s: %w", index.SidecarName(p.name), err)
+		}
+		p.drop(src)
+		runtime.KeepAlive(p) // src is its mapping
+		src = buf
+	}
+	w, _ := kernels.NewMatrix(gguf.TypeF32, b-a, p.dims, src)
+	return w, buf, nil
+}
+
+// errCut is a read of a mapped sidecar that faulted.
+var errCut = errors.New("cut short under its mapping (the file shrank since it was opened)")
+
+// copyMapped copies from a mapping, a fault while reading it an error.
+func copyMapped(dst, src []byte) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = errCut
+		}
+	}()
+	copy(dst, src)
+	return nil
 }
 
 // loadPart reads parts/name (and its sidecar, for multi-vectors).
 func loadPart(dir, name string, stamp fileStamp) (p *part, err error) {
+	// A sidecar cut short while its header and codes are read faults
+	// (SIGBUS); recovered below as a corrupt part.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			p, err = nil, fmt.Errorf("corrupt part file: %v", r)

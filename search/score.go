@@ -363,9 +363,14 @@ func (s *snapshot) searchMulti(q [][]float32, rows []rowRef, o Options) ([]Hit, 
 	}
 	ts := parallel(len(cands), o.TopK, func(lo, hi int, t *topK) {
 		var dst []float32
+		var buf []byte
 		for _, r := range cands[lo:hi] {
 			var v float64
-			v, dst = maxSim(flat, len(q), r, dst)
+			var err error
+			v, dst, buf, err = maxSim(flat, len(q), r, dst, buf)
+			if err != nil {
+				continue // the part is left out; Refresh reports it
+			}
 			t.offer(scored{r, v})
 		}
 	})
@@ -382,25 +387,24 @@ func (s *snapshot) searchMulti(q [][]float32, rows []rowRef, o Options) ([]Hit, 
 // maxSim is the exact MaxSim of m query vectors (flat) with row r: for
 // each query vector its largest dot product with a token of the row,
 // summed in float64, as eval.Score sums. A row without tokens scores
-// −Inf.
-func maxSim(flat []float32, m int, r rowRef, dst []float32) (float64, []float32) {
-	p := r.p
-	w := p.tokens(r.i)
+// −Inf. buf is scratch for a mapped row (part.tokens); an error is a
+// sidecar that could not be read.
+func maxSim(flat []float32, m int, r rowRef, dst []float32, buf []byte) (float64, []float32, []byte, error) {
+	w, buf, err := r.p.tokens(r.i, buf)
+	if err != nil {
+		return 0, dst, buf, err
+	}
 	if w.Rows == 0 {
-		return math.Inf(-1), dst
+		return math.Inf(-1), dst, buf, nil
 	}
 	if m == 0 {
-		return 0, dst
+		return 0, dst, buf, nil
 	}
 	if cap(dst) < m*w.Rows {
 		dst = make([]float32, m*w.Rows)
 	}
 	dst = dst[:m*w.Rows]
 	kernels.MatMul(dst, flat, m, w, nil)
-	if p.drop != nil {
-		p.drop(w.Data)
-	}
-	runtime.KeepAlive(p) // w.Data may be its mapping
 	var total float64
 	for i := range m {
 		best := float32(math.Inf(-1))
@@ -409,21 +413,20 @@ func maxSim(flat []float32, m int, r rowRef, dst []float32) (float64, []float32)
 		}
 		total += float64(best)
 	}
-	return total, dst
+	return total, dst, buf, nil
 }
 
 // tokenSims returns the dot product of every query vector with every
-// token of row r.
+// token of row r; nil when its sidecar could not be read.
 func tokenSims(flat []float32, m int, r rowRef) [][]float32 {
-	w := r.p.tokens(r.i)
+	w, _, err := r.p.tokens(r.i, nil)
+	if err != nil {
+		return nil
+	}
 	dst := make([]float32, m*w.Rows)
 	if w.Rows > 0 && m > 0 {
 		kernels.MatMul(dst, flat, m, w, nil)
 	}
-	if r.p.drop != nil {
-		r.p.drop(w.Data)
-	}
-	runtime.KeepAlive(r.p)
 	out := make([][]float32, m)
 	for i := range out {
 		out[i] = dst[i*w.Rows : (i+1)*w.Rows]

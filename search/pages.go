@@ -47,16 +47,17 @@ type Pages struct {
 	pdf     *pdf.Renderer
 	pdfErr  error
 
-	mu     sync.Mutex
-	hashes map[string]hashed // path -> content hash at a size and time
-	cache  map[string][]byte // "id/width" -> PNG
-	order  []string
-	held   int
+	mu    sync.Mutex
+	cache map[string]kept // "id/width" -> PNG
+	order []string
+	held  int
 }
 
-type hashed struct {
-	stamp fileStamp
-	sum   string
+// kept is a rendered page and the file it was read from.
+type kept struct {
+	png  []byte
+	path string
+	file os.FileInfo
 }
 
 // pageCacheBytes bounds the PNGs Pages keeps.
@@ -71,7 +72,7 @@ func NewPages(x *Index, newPDF func() (*pdf.Renderer, error)) *Pages {
 	if newPDF == nil {
 		newPDF = func() (*pdf.Renderer, error) { return pdf.NewRenderer(pdf.Options{}) }
 	}
-	return &Pages{x: x, newPDF: newPDF, hashes: map[string]hashed{}, cache: map[string][]byte{}}
+	return &Pages{x: x, newPDF: newPDF, cache: map[string]kept{}}
 }
 
 // Close stops the PDF renderer.
@@ -94,20 +95,24 @@ func (pg *Pages) Image(ctx context.Context, id string, width int) ([]byte, error
 	}
 	key := fmt.Sprintf("%s/%d", id, width)
 	pg.mu.Lock()
-	b, ok := pg.cache[key]
+	c, ok := pg.cache[key]
 	pg.mu.Unlock()
 	if ok {
-		return b, nil
+		// A kept image stands while its file is the one it was read
+		// from; else the file is read again, to say gone or changed.
+		if st, err := os.Stat(c.path); err == nil && os.SameFile(st, c.file) && st.Size() == c.file.Size() && st.ModTime().Equal(c.file.ModTime()) {
+			return c.png, nil
+		}
 	}
-	src, err := pg.source(m)
+	src, data, fi, err := pg.source(m)
 	if err != nil {
 		return nil, err
 	}
 	var img *image.RGBA
 	if strings.EqualFold(filepath.Ext(src), ".pdf") {
-		img, err = pg.renderPDF(ctx, src, int(m.Page))
+		img, err = pg.renderPDF(ctx, data, int(m.Page))
 	} else {
-		img, err = decodeImage(src)
+		img, err = decodeImage(data)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("search: page of %s: %w", m.Path, err)
@@ -119,32 +124,40 @@ func (pg *Pages) Image(ctx context.Context, id string, width int) ([]byte, error
 	if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&buf, img); err != nil {
 		return nil, err
 	}
-	b = buf.Bytes()
-	pg.keep(key, b)
+	b := buf.Bytes()
+	pg.keep(key, kept{png: b, path: src, file: fi})
 	return b, nil
 }
 
-func (pg *Pages) keep(key string, b []byte) {
+func (pg *Pages) keep(key string, c kept) {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
-	if len(b) > pageCacheBytes/8 {
+	if len(c.png) > pageCacheBytes/8 {
 		return
 	}
-	pg.cache[key] = b
-	pg.order = append(pg.order, key)
-	pg.held += len(b)
+	if old, ok := pg.cache[key]; ok {
+		// Replaced after its file changed: its place in the order stays.
+		pg.held -= len(old.png)
+	} else {
+		pg.order = append(pg.order, key)
+	}
+	pg.cache[key] = c
+	pg.held += len(c.png)
 	for pg.held > pageCacheBytes && len(pg.order) > 0 {
 		old := pg.order[0]
 		pg.order = pg.order[1:]
-		pg.held -= len(pg.cache[old])
+		pg.held -= len(pg.cache[old].png)
 		delete(pg.cache, old)
 	}
 }
 
 // source finds the item's file: its path as indexed, absolute, or
 // relative to the indexing run's folder (the manifest's root) or to the
-// current folder; and checks its content hash.
-func (pg *Pages) source(m Meta) (string, error) {
+// current folder; it reads the file once and returns its bytes only when
+// their SHA-256 is the indexed one, so that what is rendered is what was
+// hashed (a file swapped between a check and a read, or for a symbolic
+// link to another file of the same size and time, is never rendered).
+func (pg *Pages) source(m Meta) (string, []byte, os.FileInfo, error) {
 	s := pg.x.snap.Load()
 	var tries []string
 	if filepath.IsAbs(m.Path) {
@@ -156,53 +169,28 @@ func (pg *Pages) source(m Meta) (string, error) {
 		tries = append(tries, m.Path)
 	}
 	for _, p := range tries {
-		st, err := os.Stat(p)
-		if err != nil || !st.Mode().IsRegular() {
+		// Stat first: opening a FIFO or a device could block or never
+		// end.
+		if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
 			continue
 		}
-		sum, err := pg.hash(p, fileStamp{st.Size(), st.ModTime()})
+		data, fi, err := readBounded(p)
 		if err != nil {
-			return "", err
+			return "", nil, nil, fmt.Errorf("search: %w", err)
 		}
-		if sum != m.SHA256 {
-			return "", ErrSourceChanged
+		d := sha256.Sum256(data)
+		if hex.EncodeToString(d[:]) != m.SHA256 {
+			return "", nil, nil, ErrSourceChanged
 		}
-		return p, nil
+		return p, data, fi, nil
 	}
-	return "", ErrSourceGone
+	return "", nil, nil, ErrSourceGone
 }
 
-func (pg *Pages) hash(p string, stamp fileStamp) (string, error) {
-	pg.mu.Lock()
-	h, ok := pg.hashes[p]
-	pg.mu.Unlock()
-	if ok && h.stamp == stamp {
-		return h.sum, nil
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return "", fmt.Errorf("search: %w", err)
-	}
-	defer f.Close()
-	d := sha256.New()
-	if _, err := io.Copy(d, f); err != nil {
-		return "", fmt.Errorf("search: %w", err)
-	}
-	sum := hex.EncodeToString(d.Sum(nil))
-	pg.mu.Lock()
-	pg.hashes[p] = hashed{stamp, sum}
-	pg.mu.Unlock()
-	return sum, nil
-}
-
-func (pg *Pages) renderPDF(ctx context.Context, path string, page int) (*image.RGBA, error) {
+func (pg *Pages) renderPDF(ctx context.Context, data []byte, page int) (*image.RGBA, error) {
 	pg.pdfOnce.Do(func() { pg.pdf, pg.pdfErr = pg.newPDF() })
 	if pg.pdfErr != nil {
 		return nil, pg.pdfErr
-	}
-	data, err := readBounded(path)
-	if err != nil {
-		return nil, err
 	}
 	doc, err := pg.pdf.Open(ctx, data, "")
 	if err != nil {
@@ -223,27 +211,32 @@ func (pg *Pages) renderPDF(ctx context.Context, path string, page int) (*image.R
 	return p.Image, nil
 }
 
-func readBounded(path string) ([]byte, error) {
+// readBounded reads a regular file of at most maxSourceBytes, with the
+// file's information as opened.
+func readBounded(path string) ([]byte, os.FileInfo, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil, errors.New("the source is no longer a regular file")
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxSourceBytes+1))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(data) > maxSourceBytes {
-		return nil, fmt.Errorf("source file over %d bytes", maxSourceBytes)
+		return nil, nil, fmt.Errorf("source file over %d bytes", maxSourceBytes)
 	}
-	return data, nil
+	return data, fi, nil
 }
 
-func decodeImage(path string) (*image.RGBA, error) {
-	data, err := readBounded(path)
-	if err != nil {
-		return nil, err
-	}
+func decodeImage(data []byte) (*image.RGBA, error) {
 	im, err := imageproc.Decode(data, imageproc.DecodeOptions{Limits: imageproc.DefaultLimits()})
 	if err != nil {
 		return nil, err

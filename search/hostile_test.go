@@ -1,0 +1,169 @@
+//go:build unix
+
+package search
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"image"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/vembed/vembed/index"
+)
+
+// TestSidecarCutUnderMapping: a sidecar truncated in place while it is
+// mapped (not what an index run does, which renames whole files in)
+// faults on the pages past its new end. Searches go on without its part
+// instead of the process dying of SIGBUS, and the next Refresh reports
+// the part.
+func TestSidecarCutUnderMapping(t *testing.T) {
+	_, out := writeCorpus(t, 150, true)
+	parts, _ := filepath.Glob(filepath.Join(out, index.PartsDir, "*.parquet"))
+	if len(parts) < 2 {
+		t.Fatalf("%d parts", len(parts))
+	}
+	x, err := Open(out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	cut := filepath.Base(parts[0])
+	cutRows, err := index.ReadPart(parts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Past the header and offsets: the vectors' pages are gone.
+	if err := os.Truncate(filepath.Join(out, index.SidecarDir, index.SidecarName(cut)), 64); err != nil {
+		t.Fatal(err)
+	}
+	q := queries(1, true)[0]
+	for _, o := range []Options{{TopK: 150, Exact: true, Maps: true}, {TopK: 10}} {
+		res, err := x.Search(Query{Multi: q.Multi}, o)
+		if err != nil {
+			t.Fatalf("%+v: %v", o, err)
+		}
+		if len(res.Hits) == 0 {
+			t.Fatalf("%+v: no hits", o)
+		}
+		for _, h := range res.Hits {
+			for _, r := range cutRows {
+				if h.ID == r.ID {
+					t.Errorf("%+v: hit %s of the cut part", o, h.ID)
+				}
+			}
+		}
+	}
+	if err := x.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	in := x.Info()
+	if len(in.Problems) != 1 || in.Problems[0].Part != cut || !strings.Contains(in.Problems[0].Reason, "sidecar") {
+		t.Errorf("problems after the cut: %+v", in.Problems)
+	}
+	if in.Items != 150-len(cutRows) {
+		t.Errorf("%d items served, want %d", in.Items, 150-len(cutRows))
+	}
+}
+
+// writePNG writes a w x h picture of one colour, padded with zeros to
+// pad bytes when shorter (a PNG decoder stops at its end chunk).
+func writePNG(t *testing.T, path string, w, h int, c uint8, pad int) []byte {
+	t.Helper()
+	im := image.NewRGBA(image.Rect(0, 0, w, h))
+	for i := range im.Pix {
+		im.Pix[i] = c
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, im); err != nil {
+		t.Fatal(err)
+	}
+	data := b.Bytes()
+	if len(data) < pad {
+		data = append(data, make([]byte, pad-len(data))...)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestPagesServeOnlyIndexedBytes: the page route renders the bytes it
+// hashed. A source replaced by a symbolic link to a file outside the
+// indexed folder, of the same size and modification time, is refused as
+// changed (a check by size and time, then a second read, served the
+// outside file); a source changed or removed after its page was rendered
+// is said so, not served from the page cache.
+func TestPagesServeOnlyIndexedBytes(t *testing.T) {
+	src, outside, out := t.TempDir(), t.TempDir(), t.TempDir()
+	page := filepath.Join(src, "page.png")
+	data := writePNG(t, page, 40, 30, 200, 4096)
+	sum := sha256.Sum256(data)
+	row := index.Row{ID: "a", Path: page, Page: 1, SHA256: hex.EncodeToString(sum[:]), Width: 40, Height: 30, Embedding: []float32{1, 0}}
+	if err := index.WritePart(out, "s0of1-g000001-000001.parquet", []index.Row{row}); err != nil {
+		t.Fatal(err)
+	}
+	x, err := Open(out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	pg := NewPages(x, nil)
+	defer pg.Close()
+	ctx := context.Background()
+	for _, w := range []int{0, 10} {
+		b, err := pg.Image(ctx, "a", w)
+		if err != nil {
+			t.Fatalf("width %d: %v", w, err)
+		}
+		if im, err := png.Decode(bytes.NewReader(b)); err != nil || (w > 0 && im.Bounds().Dx() != w) {
+			t.Fatalf("width %d: %v", w, err)
+		}
+	}
+	for _, id := range []string{"b", "../a", "a/../a", page, ""} {
+		if _, err := pg.Image(ctx, id, 0); !errors.Is(err, ErrNoItem) {
+			t.Errorf("id %q: %v", id, err)
+		}
+	}
+
+	st, _ := os.Stat(page)
+	secret := filepath.Join(outside, "secret.png")
+	writePNG(t, secret, 40, 30, 7, len(data))
+	os.Chtimes(secret, st.ModTime(), st.ModTime())
+	if err := os.Remove(page); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, page); err != nil {
+		t.Skipf("no symbolic links here: %v", err)
+	}
+	for _, w := range []int{0, 10, 20} {
+		if b, err := pg.Image(ctx, "a", w); !errors.Is(err, ErrSourceChanged) {
+			t.Errorf("width %d of a source swapped for a link outside: %d bytes, %v", w, len(b), err)
+		}
+	}
+	os.Remove(page)
+	for _, w := range []int{0, 10} {
+		if _, err := pg.Image(ctx, "a", w); !errors.Is(err, ErrSourceGone) {
+			t.Errorf("width %d of a source gone: %v", w, err)
+		}
+	}
+	// Back as it was: served again.
+	os.WriteFile(page, data, 0o644)
+	if _, err := pg.Image(ctx, "a", 10); err != nil {
+		t.Errorf("the source restored: %v", err)
+	}
+	// A FIFO in its place is not opened (it would block).
+	os.Remove(page)
+	if err := syscall.Mkfifo(page, 0o644); err == nil {
+		if _, err := pg.Image(ctx, "a", 15); !errors.Is(err, ErrSourceGone) {
+			t.Errorf("a FIFO for the source: %v", err)
+		}
+	}
+}

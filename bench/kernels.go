@@ -25,9 +25,10 @@ type Report struct {
 	// Default is the tier this CPU gets by default, the row of the table
 	// that picked it and which tier computes each kind of product.
 	Default Default `json:"default"`
-	// Peak is the AVX2 FMA peak by thread count (wall clock), CorePeak its
-	// rate per CPU-second of one thread; Peaks and CorePeaks the same for
-	// every unit a measured tier multiplies with (kernels.PeakUnit).
+	// Peak is the AVX2 FMA peak (FMLA on arm64: kernels.BasePeak) by
+	// thread count (wall clock), CorePeak its rate per CPU-second of one
+	// thread; Peaks and CorePeaks the same for every unit a measured tier
+	// multiplies with (kernels.PeakUnit).
 	Peak      map[string]float64            `json:"peak_gflops"`
 	CorePeak  float64                       `json:"core_peak_gflops_per_cpu_second"`
 	Peaks     map[string]map[string]float64 `json:"peaks,omitempty"`
@@ -172,7 +173,8 @@ func Kernels(c KernelConfig) (*Report, error) {
 	m := measurer{threads: threads, dur: c.Time, rounds: c.Rounds, corePeak: map[kernels.PeakUnit]float64{}}
 	// The peaks of every unit the measured tiers multiply with, at 1 and
 	// all threads.
-	units := []kernels.PeakUnit{kernels.PeakFMA256}
+	base := kernels.BasePeak() // the AVX2 FMA, or FMLA on arm64
+	units := []kernels.PeakUnit{base}
 	for _, tier := range tiers {
 		for _, typ := range append(slices.Clone(c.Types), gguf.TypeF32) { // F32: attention
 			if u, ok := kernels.TierPeak(tier, typ); ok && !slices.Contains(units, u) {
@@ -180,11 +182,16 @@ func Kernels(c KernelConfig) (*Report, error) {
 			}
 		}
 	}
+	// BFMMLA, which no tier multiplies with yet, is probed beside BFDOT:
+	// what a BFMMLA kernel could gain on that CPU.
+	if slices.Contains(kernels.PeakUnits(), kernels.PeakBFMMLA) && !slices.Contains(units, kernels.PeakBFMMLA) {
+		units = append(units, kernels.PeakBFMMLA)
+	}
 	for _, u := range units {
 		for _, th := range slices.Compact([]int{1, threads}) {
 			p, ok := kernels.Peak(u, th, c.Time)
 			if !ok {
-				if u == kernels.PeakFMA256 {
+				if u == base {
 					fmt.Fprintln(log, "vembed bench: no FMA peak probe for this CPU; percentages are omitted")
 				}
 				break
@@ -193,7 +200,7 @@ func Kernels(c KernelConfig) (*Report, error) {
 				rep.Peaks[string(u)] = map[string]float64{}
 			}
 			rep.Peaks[string(u)][strconv.Itoa(th)] = round1(p)
-			if u == kernels.PeakFMA256 {
+			if u == base {
 				rep.Peak[strconv.Itoa(th)] = round1(p)
 			}
 		}
@@ -202,7 +209,7 @@ func Kernels(c KernelConfig) (*Report, error) {
 			rep.CorePeaks[string(u)] = round1(c)
 		}
 	}
-	rep.CorePeak = rep.CorePeaks[string(kernels.PeakFMA256)]
+	rep.CorePeak = rep.CorePeaks[string(base)]
 
 	rng := rand.New(rand.NewPCG(1, 2))
 	// Every measurement takes rounds × (time + two peak probes); a full

@@ -28,6 +28,15 @@ const (
 	// sums, so the same bits. Needs FEAT_I8MM (Neoverse V1/V2,
 	// Graviton3/4, Google Axion, Apple M2 and later).
 	TierI8MM Tier = "i8mm"
+	// TierNEONBF16 is the best integer tier (i8mm, else neon-dotprod) with
+	// MatMul by the float weights a model marks (Matrix.BF16: the vision
+	// towers' MLPs) in bfloat16, as avx512-bf16 does: weights and
+	// activations rounded to bfloat16 pairs by the same Go code, products
+	// summed by BFDOT on a 6×16 tile, within the bfloat16 bound (BFDOT
+	// rounds to odd where VDPBF16PS rounds to nearest even, so the bits
+	// differ from x86's). Needs FEAT_BF16. Opt-in (VEMBED_CPU): its speed
+	// against FMLA has not been measured on ARM hardware.
+	TierNEONBF16 Tier = "neon-bf16"
 )
 
 // ARM feature flags, as Linux's /proc/cpuinfo names them (the HWCAP and

@@ -65,6 +65,7 @@ var tierNeeds = func() map[Tier][]string {
 		TierNEON:        neon,
 		TierNEONDotProd: dot,
 		TierI8MM:        append(slices.Clone(dot), flagI8MM),
+		TierNEONBF16:    append(slices.Clone(dot), flagBF16),
 		TierReference:   nil,
 		TierGeneric:     nil,
 		TierAVX2:        avx2,

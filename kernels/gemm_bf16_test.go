@@ -22,6 +22,14 @@ func bf16Slack(typ gguf.Type, k int, mag float64) float64 {
 	if !tierRounding[Active()].BF16 || !bf16Types[typ] {
 		return 0
 	}
+	if Active() == TierNEONBF16 {
+		// BFDOT rounds its pair sums and additions to odd: each of the
+		// K roundings errs by up to 2u, not u, which doubles the
+		// summation term the callers allow (γ_{K+1} of the rounded
+		// products, whose magnitudes are within 1+2⁻⁷+2⁻¹⁶ < 1+2⁻⁶ of
+		// mag).
+		return bf16Err(typ, k, mag) + gamma(k+1)*(1+0x1p-6)*mag
+	}
 	return bf16Err(typ, k, mag)
 }
 

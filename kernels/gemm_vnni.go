@@ -518,4 +518,4 @@ var vnniGo = &vnniTier{
 
 // int8Tiers are the tiers that multiply quantized weights in integers.
 var int8Tiers = map[Tier]bool{TierAVX2Int8: true, TierAVX512VNNI: true, TierAVXVNNI: true, TierAMX: true,
-	TierNEONDotProd: true, TierI8MM: true}
+	TierNEONDotProd: true, TierI8MM: true, TierNEONBF16: true}

@@ -59,3 +59,10 @@
 // mul vd.4s, vn.4s, vm.4s and mla vd.4s, vn.4s, vm.4s (int32 lanes).
 #define MUL4S(d, n, m) ENC3(0x4ea09c00, d, n, m)
 #define MLA4S(d, n, m) ENC3(0x4ea09400, d, n, m)
+// bfdot vd.4s, vn.8h, vm.8h: per lane, the two bfloat16 products of a
+// pair added to the float32 sum (FEAT_BF16).
+#define BFDOT(d, n, m) ENC3(0x6e40fc00, d, n, m)
+// sdot vd.4s, vn.16b, vm.16b (vector form) and bfmmla vd.4s, vn.8h, vm.8h
+// (the 2x2 float32 tile of two rows by two columns of four bfloat16).
+#define SDOT(d, n, m) ENC3(0x4e809400, d, n, m)
+#define BFMMLA(d, n, m) ENC3(0x6e40ec00, d, n, m)

@@ -86,7 +86,33 @@ const (
 	// PeakAMXBF16 is TDPBF16PS on AMX tiles: 16×16 float32 sums of 32
 	// bfloat16 products each, 16384 flops an instruction.
 	PeakAMXBF16 PeakUnit = "amx-bf16"
+	// PeakFMLA is FMLA on 128-bit NEON registers (arm64): 4 float32
+	// lanes, 8 flops an instruction.
+	PeakFMLA PeakUnit = "fmla-q"
+	// PeakSDOT is SDOT .4S (FEAT_DotProd): 16 signed byte products
+	// summed by fours into 4 int32 lanes, 32 operations an instruction.
+	PeakSDOT PeakUnit = "sdot-q"
+	// PeakSMMLA is SMMLA (FEAT_I8MM): a 2×8 by 8×2 signed byte product
+	// into a 2×2 int32 tile, 64 operations an instruction.
+	PeakSMMLA PeakUnit = "smmla-q"
+	// PeakBFDOT is BFDOT .4S (FEAT_BF16): 8 bfloat16 products summed by
+	// pairs into 4 float32 lanes, 16 flops an instruction.
+	PeakBFDOT PeakUnit = "bfdot-q"
+	// PeakBFMMLA is BFMMLA (FEAT_BF16): a 2×4 by 4×2 bfloat16 product into
+	// a 2×2 float32 tile, 32 flops an instruction. No tier multiplies with
+	// it yet; probed to show what a BFMMLA kernel could gain over BFDOT.
+	PeakBFMMLA PeakUnit = "bfmmla-q"
 )
+
+// BasePeak is the unit of the float32 products of the tiers without
+// their own instruction on this architecture (reference, generic): the
+// AVX2 FMA on x86, FMLA on arm64.
+func BasePeak() PeakUnit {
+	if _, ok := peakProbes()[PeakFMLA]; ok {
+		return PeakFMLA
+	}
+	return PeakFMA256
+}
 
 // peakProbe is one probe loop: n iterations of independent chains of its
 // instruction over the operands at src (two 64-byte operands), storing
@@ -100,7 +126,8 @@ type peakProbe struct {
 // PeakUnits lists the units this CPU and build can probe.
 func PeakUnits() []PeakUnit {
 	var out []PeakUnit
-	for _, u := range []PeakUnit{PeakFMA256, PeakFMA512, PeakVNNI256, PeakVNNI512, PeakBF16, PeakAMXInt8, PeakAMXBF16} {
+	for _, u := range []PeakUnit{PeakFMA256, PeakFMA512, PeakVNNI256, PeakVNNI512, PeakBF16, PeakAMXInt8, PeakAMXBF16,
+		PeakFMLA, PeakSDOT, PeakSMMLA, PeakBFDOT, PeakBFMMLA} {
 		if _, ok := peakProbes()[u]; ok {
 			out = append(out, u)
 		}
@@ -142,14 +169,33 @@ func Peak(u PeakUnit, threads int, d time.Duration) (float64, bool) {
 //     the float products of avx512 for the rest;
 //   - amx-bf16: as avx512-bf16, but TDPBF16PS for float weights;
 //   - amx: TDPBUSD for the types it multiplies in integers, the float
-//     products of avx512 for the rest.
+//     products of avx512 for the rest;
+//   - on arm64 reference, generic and neon: FMLA; neon-dotprod and i8mm:
+//     SDOT and SMMLA for the types they multiply in integers, FMLA for the
+//     rest; neon-bf16: BFDOT for float weights (those marked, as bench's
+//     are), its integer tier's unit for the integer types, FMLA else.
 func TierPeak(t Tier, typ gguf.Type) (PeakUnit, bool) {
 	float := PeakFMA256
 	if slices.Contains(Available(), TierAVX512) {
 		float = PeakFMA512
 	}
-	u := PeakFMA256
+	u := BasePeak()
+	intARM := PeakSDOT
+	if slices.Contains(Available(), TierI8MM) {
+		intARM = PeakSMMLA
+	}
 	switch t {
+	case TierNEONDotProd, TierI8MM:
+		if int8Types[typ] {
+			u = map[Tier]PeakUnit{TierNEONDotProd: PeakSDOT, TierI8MM: PeakSMMLA}[t]
+		}
+	case TierNEONBF16:
+		switch {
+		case bf16Types[typ]:
+			u = PeakBFDOT
+		case int8Types[typ]:
+			u = intARM
+		}
 	case TierAVX512:
 		u = PeakFMA512
 	case TierAVX512VNNI, TierAVXVNNI:
@@ -189,6 +235,8 @@ func AttentionPeak(t Tier) (PeakUnit, bool) {
 	switch t {
 	case TierAVX512BF16, TierAMXBF16, TierAMX:
 		t = TierAVX512VNNI // whose float32 products are avx512's
+	case TierNEONBF16:
+		t = TierNEON
 	}
 	return TierPeak(t, gguf.TypeF32)
 }

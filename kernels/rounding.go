@@ -35,6 +35,7 @@ var tierRounding = map[Tier]Rounding{
 	TierNEON:        {},
 	TierNEONDotProd: {Int8: true},
 	TierI8MM:        {Int8: true},
+	TierNEONBF16:    {BF16: true, Int8: true},
 }
 
 // TierRounding returns the roundings tier t adds to the float32 path; false
@@ -49,7 +50,7 @@ func TierRounding(t Tier) (Rounding, bool) {
 // and build run it, in a fixed order.
 func AllTiers() []Tier {
 	return []Tier{TierAMXBF16, TierAMX, TierAVX512BF16, TierAVX512VNNI, TierAVXVNNI,
-		TierAVX2Int8, TierAVX512, TierAVX2, TierI8MM, TierNEONDotProd, TierNEON, TierGeneric, TierReference}
+		TierAVX2Int8, TierAVX512, TierAVX2, TierNEONBF16, TierI8MM, TierNEONDotProd, TierNEON, TierGeneric, TierReference}
 }
 
 // BF16Tiers lists the tiers of this CPU and build whose Rounding has BF16:

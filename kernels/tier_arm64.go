@@ -10,6 +10,7 @@ var (
 	hasNEON    = cpu.ARM64.HasASIMD
 	hasDotProd = hasNEON && cpu.ARM64.HasASIMDDP
 	hasI8MM    = hasDotProd && cpu.ARM64.HasI8MM
+	hasBF16Ext = hasDotProd && hasBF16()
 )
 
 //go:noescape
@@ -98,6 +99,9 @@ func archTiers() []*impl {
 	if hasI8MM {
 		out = append([]*impl{armInt8Tier(t, TierI8MM, smmlaGEMM)}, out...)
 	}
+	if hasBF16Ext {
+		out = append([]*impl{neonBF16Tier(*out[0])}, out...)
+	}
 	return out
 }
 
@@ -121,6 +125,37 @@ func armInt8Tier(t impl, name Tier, g *vnniTier) *impl {
 	return &t
 }
 
+//go:noescape
+func kernelBF16x6x16NEON(kp int, a *float32, lda int, b *float32, c *float32, ldc int, acc int)
+
+// neonBF16GEMM is the bfloat16 GEMM of the neon-bf16 tier: the portable
+// rounding to pairs (gemm_bf16.go) and the BFDOT 6×16 kernel.
+var neonBF16GEMM = &gemmTier{
+	tile: tile{kern: asmKernel6x16(kernelBF16x6x16NEON), mr: gemmMR, nr: gemmNR},
+	narrow: &narrower{
+		x:     bf16RowsGo,
+		panel: func(pan []float32, kc, nr int) { bf16PanelGo(pan, kc, nr, 0) },
+	},
+}
+
+// neonBF16Tier returns the neon-bf16 tier built on the integer tier base:
+// marked float weights in bfloat16, everything else as base. Opt-in.
+func neonBF16Tier(base impl) *impl {
+	t := base
+	t.tier = TierNEONBF16
+	t.optIn = true
+	t.products.Marked = TierNEONBF16
+	t.bits = string(TierNEONBF16) + "+" + base.bits
+	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
+		if !w.BF16 || !bf16Types[w.Type] || w.Cols == 0 {
+			base.matMul(dst, x, m, w, bias)
+			return
+		}
+		gemm(dst, x, m, w, bias, neonBF16GEMM)
+	}
+	return &t
+}
+
 // archIntKernels lists the avx2-int8 kernels of this architecture: none
 // (the integer tiers here are VNNI-style GEMMs, archVNNIKernels).
 func archIntKernels() (map[string]*i8Tier, map[string]*u8Tier) { return nil, nil }
@@ -137,9 +172,9 @@ func archVNNIKernels() map[string]*vnniTier {
 	return out
 }
 
+// fmaProbe is the x86 FMA probe (PeakFMA256): none here; the FMLA probe
+// is PeakFMLA (archPeakProbes).
 func fmaProbe() (func(n int), float64) { return nil, 0 }
-
-func archPeakProbes() map[PeakUnit]peakProbe { return map[PeakUnit]peakProbe{} }
 
 //go:noescape
 func kernelSMMLAUnit4x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)

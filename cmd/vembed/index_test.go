@@ -36,6 +36,13 @@ import (
 // writeTestPNG writes a w x h picture whose pixels depend on seed.
 func writeTestPNG(t *testing.T, path string, w, h, seed int) {
 	t.Helper()
+	if err := writePNGFile(path, w, h, seed); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writePNGFile is writeTestPNG for goroutines other than the test's.
+func writePNGFile(path string, w, h, seed int) error {
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	for y := range h {
 		for x := range w {
@@ -44,14 +51,12 @@ func writeTestPNG(t *testing.T, path string, w, h, seed int) {
 	}
 	var b bytes.Buffer
 	if err := png.Encode(&b, img); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
+		return err
 	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }
 
 func writeText(t *testing.T, path, s string) {

@@ -167,3 +167,43 @@ func TestPagesServeOnlyIndexedBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchBounds: a filter as long as a request body, a malformed one
+// (the pattern not repeated in the error), and maps whose similarities
+// (query vectors x page tokens over the hits) pass MaxMapValues are
+// refused as bad queries; within the bounds, maps come back.
+func TestSearchBounds(t *testing.T) {
+	_, out := writeCorpus(t, 150, true)
+	x, err := Open(out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	q := queries(1, true)[0]
+	long := strings.Repeat("*a", MaxFilterBytes/2) + "b"
+	for _, f := range []string{long, "secret-pattern-[", "d1/[z-"} {
+		_, err := x.Search(Query{Multi: q.Multi}, Options{Filter: f})
+		if !errors.Is(err, ErrBadQuery) || !strings.Contains(err.Error(), "filter") {
+			t.Errorf("filter of %d bytes: %v", len(f), err)
+		} else if strings.Contains(err.Error(), f[:min(len(f), 10)]) {
+			t.Errorf("the error repeats the filter: %v", err)
+		}
+	}
+	if res, err := x.Search(Query{Multi: q.Multi}, Options{Filter: strings.Repeat("*", MaxFilterBytes-4) + ".txt", TopK: 150}); err != nil || len(res.Hits) != 150 {
+		t.Errorf("a filter of %d bytes: %v", MaxFilterBytes, err)
+	}
+	res, err := x.Search(Query{Multi: q.Multi}, Options{TopK: 10, Maps: true})
+	if err != nil || len(res.Hits) != 10 || len(res.Hits[0].Sims) != len(q.Multi) {
+		t.Fatalf("maps of 10 hits: %v", err)
+	}
+	var huge [][]float32
+	for len(huge) < 2000 {
+		huge = append(huge, q.Multi...)
+	}
+	if _, err := x.Search(Query{Multi: huge}, Options{TopK: 150, Maps: true}); !errors.Is(err, ErrBadQuery) || !strings.Contains(err.Error(), "maps") {
+		t.Errorf("maps of 150 hits x %d query vectors: %v", len(huge), err)
+	}
+	if res, err := x.Search(Query{Multi: huge}, Options{TopK: 150}); err != nil || len(res.Hits) != 150 {
+		t.Errorf("the same search without maps: %v", err)
+	}
+}

@@ -20,6 +20,18 @@ import (
 // MaxTopK bounds Options.TopK.
 const MaxTopK = 1000
 
+// MaxFilterBytes bounds Options.Filter: path.Match reads the whole
+// pattern for every row it rejects (to report a malformed rest), so a
+// filter as long as a request body made one search cost rows x body
+// bytes.
+const MaxFilterBytes = 1024
+
+// MaxMapValues bounds the similarities a search with Options.Maps
+// returns (query vectors x row tokens, summed over the hits: 16 MiB of
+// float32), which a long query and a large TopK would otherwise take
+// without limit.
+const MaxMapValues = 1 << 22
+
 // DefaultCandidates is how many pages the first stage of a multi-vector
 // search passes to exact MaxSim at least (more when TopK asks for more:
 // 4 × TopK). On vembed bench search's 10,000 clustered pages, 100 gave a
@@ -85,9 +97,13 @@ func (x *Index) Search(q Query, o Options) (*Result, error) {
 	if o.TopK < 1 || o.TopK > MaxTopK {
 		return nil, fmt.Errorf("%w: top_k %d: want 1 to %d", ErrBadQuery, o.TopK, MaxTopK)
 	}
+	if len(o.Filter) > MaxFilterBytes {
+		return nil, fmt.Errorf("%w: a filter of %d bytes: at most %d", ErrBadQuery, len(o.Filter), MaxFilterBytes)
+	}
 	if o.Filter != "" {
+		// The pattern is the client's: not repeated in the error.
 		if _, err := path.Match(o.Filter, ""); err != nil {
-			return nil, fmt.Errorf("%w: filter %q: %v", ErrBadQuery, o.Filter, err)
+			return nil, fmt.Errorf("%w: filter: %v", ErrBadQuery, err)
 		}
 	}
 	res := &Result{Multi: s.multi}
@@ -377,6 +393,13 @@ func (s *snapshot) searchMulti(q [][]float32, rows []rowRef, o Options) ([]Hit, 
 	best := merge(ts, o.TopK)
 	hits := s.hits(best)
 	if o.Maps {
+		n := 0
+		for _, b := range best {
+			n += len(q) * int(b.r.p.off[b.r.i+1]-b.r.p.off[b.r.i])
+		}
+		if n > MaxMapValues {
+			return nil, 0, fmt.Errorf("%w: maps of %d hits would hold %d similarities (query vectors x page tokens), at most %d: ask for fewer hits or a shorter query", ErrBadQuery, len(best), n, MaxMapValues)
+		}
 		for i, b := range best {
 			hits[i].Sims = tokenSims(flat, len(q), b.r)
 		}

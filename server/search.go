@@ -183,8 +183,11 @@ func (h *Handler) search(w http.ResponseWriter, r *http.Request) {
 	res, err := so.Index.Search(q, search.Options{TopK: depth, Filter: sr.Filter, Exact: sr.Exact, Maps: sr.Maps && info.Multivector})
 	if errors.Is(err, search.ErrBadQuery) {
 		param := ""
-		if strings.Contains(err.Error(), "filter") {
+		switch msg := err.Error(); {
+		case strings.Contains(msg, "filter"):
 			param = "filter"
+		case strings.Contains(msg, "maps of"):
+			param = "maps"
 		}
 		refuse(w, &badRequest{http.StatusBadRequest, param, engine.CodeInvalid, err.Error()})
 		return

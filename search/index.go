@@ -3,12 +3,14 @@
 // every shard, follows the folder while a run writes into it, and ranks
 // its rows against a query's vectors.
 //
-// Single vectors rank by cosine through the kernels, as eval.Score does.
-// Multi-vectors rank by MaxSim in two stages: every page is scored by a
-// MaxSim over sign-quantized token vectors (one bit a dimension, Hamming
-// similarity), then the best candidates by exact float32 MaxSim over their
-// vectors, read from the part's memory-mapped sidecar (index.Sidecar).
-// Options.Exact scores every page exactly (one stage).
+// Single vectors rank by cosine in two stages: a Q8_0 copy of the rows is
+// scanned, then the best candidates are scored in float32 through the
+// kernels, as eval.Score scores. Multi-vectors rank by MaxSim in two
+// stages: every page is scored by a MaxSim over sign-quantized token
+// vectors (one bit a dimension, Hamming similarity), then the best
+// candidates by exact float32 MaxSim over their vectors, read from the
+// part's memory-mapped sidecar (index.Sidecar). Options.Exact scores
+// every row exactly (one stage).
 package search
 
 import (

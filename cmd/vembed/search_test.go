@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"image/png"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -369,5 +370,35 @@ func TestServeIndexPDF(t *testing.T) {
 		if h["page"] == 1.0 && !strings.Contains(h["snippet"].(string), "Revenue grew.") {
 			t.Errorf("page 1 snippet %q", h["snippet"])
 		}
+	}
+}
+
+// TestSearchRefusesAnotherModel: vembed search and serve --index refuse a
+// model whose identity is not the index's, naming both.
+func TestSearchRefusesAnotherModel(t *testing.T) {
+	dir := t.TempDir()
+	corpus, out := filepath.Join(dir, "corpus"), filepath.Join(dir, "idx")
+	writeText(t, filepath.Join(corpus, "a.txt"), "a short passage")
+	runIndexCmd(t, corpus, "--out", out)
+	cfg, err := synth.Preset("tiny-qwen3vl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lm, mmproj, err := synth.WritePair(filepath.Join(dir, "other"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var so, se bytes.Buffer
+	code := run([]string{"search", "--index", out, "--model", lm, "--mmproj", mmproj, "a", "query"}, &so, &se)
+	if code == 0 || !strings.Contains(se.String(), "vembed-demo-tiny-random-weights") || !strings.Contains(se.String(), lm) {
+		t.Fatalf("exit %d: %s", code, se.String())
+	}
+	err = serve(t.Context(), serveOptions{index: out, addr: "127.0.0.1:0", models: modelFlags{model: lm, mmproj: mmproj}}, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "identity") {
+		t.Fatalf("serve --index with another model: %v", err)
+	}
+	// Not an index at all.
+	if code := run([]string{"search", "--index", corpus, "x"}, &so, &se); code == 0 {
+		t.Fatal("a folder that is not an index was searched")
 	}
 }

@@ -5,22 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vembed/vembed/synth"
 	"github.com/vembed/vembed/tokenizer"
 )
 
 // TestColQwenPrompts builds colpali-engine's query and image prompts from
 // the token ids the test assembles itself.
 func TestColQwenPrompts(t *testing.T) {
-	v, err := synth.SmallVocab(230, 512)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := tokenizer.New(tokenizer.Vocab{Model: "gpt2", Pre: "qwen2", Tokens: v.Tokens, TokenTypes: v.Types, Merges: v.Merges,
-		BOS: int(v.BOS), EOS: int(v.EOS), PAD: int(v.PAD)}, tokenizer.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := smallTokenizer(t, "qwen2")
 	id := func(s string) int32 {
 		i, ok := tok.TokenID(s)
 		if !ok {
@@ -73,15 +64,7 @@ func TestColQwenPrompts(t *testing.T) {
 // TestGMEOneImage: GME's prompt has one image slot; an input with two
 // images is refused naming the limit, one with one image and text is not.
 func TestGMEOneImage(t *testing.T) {
-	v, err := synth.SmallVocab(230, 512)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := tokenizer.New(tokenizer.Vocab{Model: "gpt2", Pre: "qwen2", Tokens: v.Tokens, TokenTypes: v.Types, Merges: v.Merges,
-		BOS: int(v.BOS), EOS: int(v.EOS), PAD: int(v.PAD)}, tokenizer.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := smallTokenizer(t, "qwen2")
 	g := GME{}
 	task, err := g.Task("")
 	if err != nil {

@@ -31,15 +31,7 @@ func selectQwen35(t *testing.T, kvs ...qwenlayout.KV) (Recipe, error) {
 // template makes it, a page as ColQwen3_5Processor's), the file keys they
 // need or read, and the rows a page keeps.
 func TestQwen35Recipes(t *testing.T) {
-	v, err := synth.SmallVocab(230, 512)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := tokenizer.New(tokenizer.Vocab{Model: "gpt2", Pre: "qwen2", Tokens: v.Tokens, TokenTypes: v.Types, Merges: v.Merges,
-		BOS: int(v.BOS), EOS: int(v.EOS), PAD: int(v.PAD)}, tokenizer.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := smallTokenizer(t, "qwen2")
 	ids := func(s string, images ...int) *tokenizer.Prompt {
 		p, err := tok.RawPrompt(s, images)
 		if err != nil {
@@ -108,4 +100,41 @@ func TestColVecPresetRecipe(t *testing.T) {
 	if !slices.Contains(cfg.LM.Extra, qwenlayout.KV{Key: Key, Value: ColVecName}) {
 		t.Errorf("the colvec1.1-4b preset's keys %v do not name the %s recipe", cfg.LM.Extra, ColVecName)
 	}
+}
+
+// FuzzQueryTemplate: a template CheckQueryTemplate accepts builds a query
+// prompt that holds the query's tokens (or fails with an error, never a
+// panic); one it refuses never reaches a recipe.
+func FuzzQueryTemplate(f *testing.F) {
+	for _, s := range []string{DefaultQueryTemplate, "Query: {query}", "{query}{query}", "no placeholder", "<|im_start|>{query}<|im_end|>", "\xff{query}", ""} {
+		f.Add(s, "where is the total?")
+	}
+	tok := smallTokenizer(f, "qwen35")
+	f.Fuzz(func(t *testing.T, template, query string) {
+		if CheckQueryTemplate(template) != nil {
+			return
+		}
+		r := Qwen3MultiVector{family: familyColVec, query: template}
+		task, _ := r.Task("retrieval.query")
+		p, err := r.Prompt(tok, task, []tokenizer.Part{{Text: query}})
+		if err == nil && len(p.Images) != 0 {
+			t.Fatalf("a text query's prompt holds %d images", len(p.Images))
+		}
+	})
+}
+
+// smallTokenizer is a tokenizer of synth's small vocabulary with the given
+// pre-tokenizer.
+func smallTokenizer(tb testing.TB, pre string) *tokenizer.Tokenizer {
+	tb.Helper()
+	v, err := synth.SmallVocab(230, 512)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tok, err := tokenizer.New(tokenizer.Vocab{Model: "gpt2", Pre: pre, Tokens: v.Tokens, TokenTypes: v.Types, Merges: v.Merges,
+		BOS: int(v.BOS), EOS: int(v.EOS), PAD: int(v.PAD)}, tokenizer.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tok
 }

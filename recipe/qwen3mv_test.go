@@ -10,7 +10,6 @@ import (
 	"github.com/vembed/vembed/internal/fixtures"
 	"github.com/vembed/vembed/model"
 	"github.com/vembed/vembed/qwenlayout"
-	"github.com/vembed/vembed/synth"
 	"github.com/vembed/vembed/tokenizer"
 )
 
@@ -136,15 +135,7 @@ func TestNemotronRefusesCausalFiles(t *testing.T) {
 // are whole. A page whose images leave no room, or whose cut would reach
 // its image, is refused. The other families cut nothing.
 func TestNemotronTruncation(t *testing.T) {
-	v, err := synth.SmallVocab(230, 512)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := tokenizer.New(tokenizer.Vocab{Model: "gpt2", Pre: "qwen2", Tokens: v.Tokens, TokenTypes: v.Types, Merges: v.Merges,
-		BOS: int(v.BOS), EOS: int(v.EOS), PAD: int(v.PAD)}, tokenizer.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := smallTokenizer(t, "qwen2")
 	// The whole prompts, as the reference's chat template renders them.
 	query := func(q string) []int32 {
 		p, err := tok.RawPrompt("<|im_start|>user\nQuery: query: "+q+"<|im_end|>\n<|im_start|>assistant\n", nil)

@@ -132,7 +132,7 @@ func detectQwen35(dir string, cfg *hfConfig, src *source, o Options) (string, er
 		return "", fmt.Errorf("convert: %s is a Qwen3.5 checkpoint; --layout %s is another family's (Qwen3.5 layouts: %s, %s)", dir, o.Layout, qwenlayout.LayoutColQwen35, qwenlayout.LayoutColVec)
 	}
 	if found == "" {
-		return "", fmt.Errorf("convert: %s: a Qwen3.5 checkpoint without a retriever head (custom_text_proj or embedding_proj_layer); vembed converts the Qwen3.5 retrievers ColQwen3.5 and ColVec1.1", dir)
+		return "", fmt.Errorf("convert: %s: a Qwen3.5 checkpoint without a retriever head (custom_text_proj or embedding_proj_layer); vembed converts the Qwen3.5 retrievers ColQwen3.5 and ColVec1.1 (a ColQwen3.5 adapter release: convert the adapter's directory, which finds this base, or give it with --adapter DIR)", dir)
 	}
 	return found, nil
 }

@@ -171,6 +171,15 @@ func TestQwen35ConvertRefusals(t *testing.T) {
 	if code := run([]string{"convert", ck, "--out", t.TempDir()}, &o, &e); code == 0 || !strings.Contains(e.String(), "extra.custom_text_proj.bias") {
 		t.Errorf("convert of a stray tensor: exit %d, %q", code, e.String())
 	}
+	// A stock Qwen3.5 base alone is no retriever: the error says to
+	// convert its adapter.
+	base := filepath.Join(t.TempDir(), "base")
+	if err := synth.WriteHF(base, cfg, synth.HFOptions{Layout: qwenlayout.LayoutColQwen35, AdapterDir: filepath.Join(t.TempDir(), "ad")}); err != nil {
+		t.Fatal(err)
+	}
+	if code := run([]string{"convert", base, "--out", t.TempDir()}, &o, &e); code == 0 || !strings.Contains(e.String(), "convert the adapter's directory") {
+		t.Errorf("convert of a bare Qwen3.5 base: exit %d, %q", code, e.String())
+	}
 	// A Qwen3-VL checkpoint is no Qwen3.5 retriever.
 	q3, err := synth.Preset("tiny-qwen3vl")
 	if err != nil {

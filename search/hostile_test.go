@@ -207,3 +207,76 @@ func TestSearchBounds(t *testing.T) {
 		t.Errorf("the same search without maps: %v", err)
 	}
 }
+
+// TestHostileFolderFiles: a manifest that is a FIFO or a link to an
+// endless device, and a sidecar that is a FIFO, are errors, not a
+// refresh blocked for ever or a read without end.
+func TestHostileFolderFiles(t *testing.T) {
+	_, out := writeCorpus(t, 70, true)
+	parts, _ := filepath.Glob(filepath.Join(out, index.PartsDir, "*.parquet"))
+	if len(parts) < 2 {
+		t.Fatalf("%d parts", len(parts))
+	}
+	sc := filepath.Join(out, index.SidecarDir, index.SidecarName(filepath.Base(parts[0])))
+	os.Remove(sc)
+	if err := syscall.Mkfifo(sc, 0o644); err != nil {
+		t.Skipf("no FIFOs here: %v", err)
+	}
+	x, err := Open(out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := x.Info()
+	if len(in.Problems) != 1 || !strings.Contains(in.Problems[0].Reason, "regular") {
+		t.Errorf("a FIFO for a sidecar: %+v", in.Problems)
+	}
+	x.Close()
+
+	man := filepath.Join(out, "manifest-0of1.json")
+	for _, mk := range []func() error{
+		func() error { return syscall.Mkfifo(man, 0o644) },
+		func() error { return os.Symlink("/dev/zero", man) },
+	} {
+		os.Remove(man)
+		if err := mk(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(out, nil); err == nil || !strings.Contains(err.Error(), "manifest-0of1.json") {
+			t.Errorf("a manifest that is no file: %v", err)
+		}
+	}
+}
+
+// FuzzManifest: any bytes as a shard's manifest beside a part open as an
+// index or fail with an error, and an opened index answers Info and
+// searches of either kind without a panic.
+func FuzzManifest(f *testing.F) {
+	tmpl := f.TempDir()
+	row := index.Row{ID: "a", Path: "a.png", Page: 1, SHA256: "00", Width: 4, Height: 4, Embedding: []float32{1, 2, 3}}
+	if err := index.WritePart(tmpl, "s0of1-g000001-000001.parquet", []index.Row{row}); err != nil {
+		f.Fatal(err)
+	}
+	part := filepath.Join(tmpl, index.PartsDir, "s0of1-g000001-000001.parquet")
+	f.Add([]byte(`{"model": "m", "model_identity": "i", "vectors": "embedding", "dimensions": 3, "shard": 0, "shards": 1, "items": 1, "dpi": 72, "root": "/"}`))
+	f.Add([]byte(`{"vectors": "multivector", "dimensions": -5, "items": -1, "dpi": -1}`))
+	f.Add([]byte(`{"vectors": "embedding", "dimensions": 1e9, "written": "2026-01-01T00:00:00Z"}`))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`[`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dir := t.TempDir()
+		os.Mkdir(filepath.Join(dir, index.PartsDir), 0o755)
+		if err := os.Link(part, filepath.Join(dir, index.PartsDir, filepath.Base(part))); err != nil {
+			t.Skip(err)
+		}
+		os.WriteFile(filepath.Join(dir, "manifest-0of1.json"), b, 0o644)
+		x, err := Open(dir, nil)
+		if err != nil {
+			return
+		}
+		defer x.Close()
+		x.Info()
+		x.Search(Query{Single: []float32{1, 0, 0}}, Options{})
+		x.Search(Query{Multi: [][]float32{{1, 0, 0}}}, Options{Maps: true})
+		x.Search(Query{}, Options{Exact: true})
+	})
+}

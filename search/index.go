@@ -118,6 +118,10 @@ func Open(dir string, log *slog.Logger) (*Index, error) {
 // Dir is the index folder.
 func (x *Index) Dir() string { return x.dir }
 
+// maxManifestBytes bounds a manifest read (one names its parts and model
+// files: kilobytes).
+const maxManifestBytes = 16 << 20
+
 // readManifests reads every shard's manifest. Shards of different models,
 // options or arithmetic are an error naming both.
 func readManifests(dir string) ([]index.Manifest, error) {
@@ -128,9 +132,9 @@ func readManifests(dir string) ([]index.Manifest, error) {
 	sort.Strings(names)
 	var out []index.Manifest
 	for _, n := range names {
-		b, err := os.ReadFile(n)
+		b, _, err := readBounded(n, maxManifestBytes)
 		if err != nil {
-			return nil, fmt.Errorf("search: %w", err)
+			return nil, fmt.Errorf("search: %s: %w", filepath.Base(n), err)
 		}
 		var m index.Manifest
 		if err := json.Unmarshal(b, &m); err != nil {

@@ -16,6 +16,12 @@ import (
 // cache keeps it): the float vectors are read for a few candidates a
 // query, and would otherwise stay resident as queries touch them all.
 func openSidecar(path string) (*index.Sidecar, func() error, func([]byte), error) {
+	// Not opened unless regular: a FIFO would block the refresh.
+	if st, err := os.Stat(path); err != nil {
+		return nil, nil, nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, nil, nil, errNotRegular
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, nil, err

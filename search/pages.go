@@ -10,6 +10,7 @@ import (
 	"image"
 	"image/png"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,12 +170,10 @@ func (pg *Pages) source(m Meta) (string, []byte, os.FileInfo, error) {
 		tries = append(tries, m.Path)
 	}
 	for _, p := range tries {
-		// Stat first: opening a FIFO or a device could block or never
-		// end.
-		if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
+		data, fi, err := readBounded(p, maxSourceBytes)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotRegular) {
 			continue
 		}
-		data, fi, err := readBounded(p)
 		if err != nil {
 			return "", nil, nil, fmt.Errorf("search: %w", err)
 		}
@@ -211,9 +210,19 @@ func (pg *Pages) renderPDF(ctx context.Context, data []byte, page int) (*image.R
 	return p.Image, nil
 }
 
-// readBounded reads a regular file of at most maxSourceBytes, with the
+// errNotRegular: a path that is not a regular file (a folder, a FIFO, a
+// device), which is never opened: a FIFO blocks its opener, a device may
+// never end.
+var errNotRegular = errors.New("not a regular file")
+
+// readBounded reads a regular file of at most limit bytes, with the
 // file's information as opened.
-func readBounded(path string) ([]byte, os.FileInfo, error) {
+func readBounded(path string, limit int64) ([]byte, os.FileInfo, error) {
+	if st, err := os.Stat(path); err != nil {
+		return nil, nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, nil, errNotRegular
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
@@ -224,14 +233,14 @@ func readBounded(path string) ([]byte, os.FileInfo, error) {
 		return nil, nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, nil, errors.New("the source is no longer a regular file")
+		return nil, nil, errNotRegular
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxSourceBytes+1))
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(data) > maxSourceBytes {
-		return nil, nil, fmt.Errorf("source file over %d bytes", maxSourceBytes)
+	if int64(len(data)) > limit {
+		return nil, nil, fmt.Errorf("a file over %d bytes", limit)
 	}
 	return data, fi, nil
 }

@@ -1,10 +1,6 @@
 package kernels
 
-import (
-	"unsafe"
-
-	"github.com/vembed/vembed/gguf"
-)
+import "github.com/vembed/vembed/gguf"
 
 //go:noescape
 func decodeQ8_0AVX2(src *byte, nb int, dst *float32)
@@ -51,36 +47,6 @@ func legacyBlocks(src []byte, n int, dst []float32, size, mOff, qhOff, qsOff int
 	}
 }
 
-// q4Codes maps a Q4_0 nibble to its signed value, so that Q4_0 shares the
-// table-driven decoder of the IQ4 types.
-var q4Codes = func() (t [16]int8) {
-	for i := range t {
-		t[i] = int8(i - 8)
-	}
-	return
-}()
-
-// iq4Codes is iq4nlValues as the bytes the table lookup reads.
-var iq4Codes = iq4nlValues
-
-// nib4Blocks decodes nb 32-value blocks of 18 bytes (f16 scale, 16 code
-// bytes), the layout of Q4_0 and IQ4_NL.
-func nib4Blocks(src []byte, n int, dst []float32, tab *[16]int8) {
-	nb := n / 32
-	if nb == 0 {
-		return
-	}
-	_, _ = src[18*nb-1], dst[32*nb-1]
-	var f [gemmKC / 32]float32
-	for lo := 0; lo < nb; lo += len(f) {
-		cnt := min(len(f), nb-lo)
-		for i := range cnt {
-			f[i] = f16(src[18*(lo+i):])
-		}
-		decodeNib4AVX2(&src[18*lo+2], 18, (*byte)(unsafe.Pointer(&tab[0])), &f[0], cnt, &dst[32*lo])
-	}
-}
-
 // kBlocks decodes the super-blocks of a Q4_K or Q5_K row: the scale and
 // min unpacking in Go, the values by asm called with the block at byte off.
 func kBlocks(src []byte, n int, dst []float32, size, off int, asm func(blk *byte, f *float32, dst *float32)) {
@@ -101,33 +67,15 @@ func kBlocks(src []byte, n int, dst []float32, size, off int, asm func(blk *byte
 // gguf.Dequantize). The per-block scale unpacking of the K types stays in
 // Go; the assembly does the per-value work.
 var rowDecodersAVX2 = map[gguf.Type]func(src []byte, n int, dst []float32){
-	gguf.TypeQ8_0: func(src []byte, n int, dst []float32) {
-		nb := n / 32
-		if nb == 0 {
-			return
-		}
-		_, _ = src[34*nb-1], dst[32*nb-1]
-		decodeQ8_0AVX2(&src[0], nb, &dst[0])
-	},
+	gguf.TypeQ8_0:   func(src []byte, n int, dst []float32) { q8Blocks(decodeQ8_0AVX2, src, n, dst) },
 	gguf.TypeQ4_K:   func(src []byte, n int, dst []float32) { kBlocks(src, n, dst, 144, 16, decodeQ4KAVX2) },
 	gguf.TypeQ5_K:   func(src []byte, n int, dst []float32) { kBlocks(src, n, dst, 176, 0, decodeQ5KAVX2) },
 	gguf.TypeQ4_1:   func(src []byte, n int, dst []float32) { legacyBlocks(src, n, dst, 20, 2, -1, 4, 0) },
 	gguf.TypeQ5_0:   func(src []byte, n int, dst []float32) { legacyBlocks(src, n, dst, 22, -1, 2, 6, 16) },
 	gguf.TypeQ5_1:   func(src []byte, n int, dst []float32) { legacyBlocks(src, n, dst, 24, 2, 4, 8, 0) },
-	gguf.TypeQ4_0:   func(src []byte, n int, dst []float32) { nib4Blocks(src, n, dst, &q4Codes) },
-	gguf.TypeIQ4_NL: func(src []byte, n int, dst []float32) { nib4Blocks(src, n, dst, &iq4Codes) },
-	gguf.TypeIQ4_XS: func(src []byte, n int, dst []float32) {
-		var f [8]float32
-		for b := 0; b < n/256; b++ {
-			blk := src[136*b : 136*b+136]
-			d := f16(blk)
-			for ib := range f {
-				f[ib] = iq4xsScale(blk, ib, d)
-			}
-			out := dst[256*b : 256*b+256]
-			decodeNib4AVX2(&blk[8], 16, (*byte)(unsafe.Pointer(&iq4Codes[0])), &f[0], 8, &out[0])
-		}
-	},
+	gguf.TypeQ4_0:   func(src []byte, n int, dst []float32) { nib4Blocks(decodeNib4AVX2, src, n, dst, &q4Codes) },
+	gguf.TypeIQ4_NL: func(src []byte, n int, dst []float32) { nib4Blocks(decodeNib4AVX2, src, n, dst, &iq4Codes) },
+	gguf.TypeIQ4_XS: func(src []byte, n int, dst []float32) { iq4xsBlocks(decodeNib4AVX2, src, n, dst) },
 	gguf.TypeQ6_K: func(src []byte, n int, dst []float32) {
 		var f [16]float32
 		for b := 0; b < n/256; b++ {

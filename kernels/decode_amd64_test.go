@@ -1,11 +1,8 @@
 package kernels
 
 import (
-	"math"
 	"math/rand/v2"
 	"testing"
-
-	"github.com/vembed/vembed/gguf"
 )
 
 // TestRowDecodersAVX2 checks the assembly row decoders bit for bit against
@@ -14,24 +11,7 @@ func TestRowDecodersAVX2(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("no AVX2")
 	}
-	rng := rand.New(rand.NewPCG(15, 16))
-	for typ, dec := range rowDecodersAVX2 {
-		const cols = 1024
-		w := randMatrix(t, typ, 4, cols, rng)
-		want, got := make([]float32, cols), make([]float32, cols)
-		for r := 0; r < 4; r++ {
-			src := w.Data[r*w.RowBytes() : (r+1)*w.RowBytes()]
-			if err := gguf.Dequantize(typ, src, want); err != nil {
-				t.Fatal(err)
-			}
-			dec(src, cols, got)
-			for i := range want {
-				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("%s row %d value %d: decoded %v, Dequantize %v", typ, r, i, got[i], want[i])
-				}
-			}
-		}
-	}
+	checkRowDecoders(t, rowDecodersAVX2)
 }
 
 // BenchmarkRowDecodersAVX2 reports ns per value of the assembly row

@@ -5,7 +5,7 @@ import "math"
 // Elementwise operations and norms. They cost O(n) against the O(n·d) of the
 // products around them; the fast tiers vectorize the exp-based activations,
 // and on every tier but the reference the additions, RoPE and both norms
-// take vector loops (on AVX2 CPUs) that give the same bits as the Go ones
+// take vector loops (on AVX2 CPUs and on arm64) that give the same bits as the Go ones
 // (addVec, ropeHeads, rmsRows, layerRows). Large inputs are spread over
 // the worker pool.
 
@@ -42,14 +42,14 @@ func rmsNormPar(dst, x, w []float32, dim int, eps float32) {
 }
 
 // rmsRows is rmsNormRows, replaced at start-up by vector code giving the
-// same bits where the CPU has it (norm_amd64.go).
+// same bits where the CPU has it (norm_amd64.go, vecmath_arm64.go).
 var rmsRows = rmsNormRows
 
 func layerNormPar(dst, x, w, b []float32, dim int, eps float32) {
 	rowsOp(len(x), dim, func(lo, hi int) { layerRows(dst[lo:hi], x[lo:hi], w, b, dim, eps) })
 }
 
-// layerRows is layerNormRows, replaced like rmsRows (norm_amd64.go).
+// layerRows is layerNormRows, replaced like rmsRows (norm_amd64.go, vecmath_arm64.go).
 var layerRows = layerNormRows
 
 // sum4 and sumSq4 return Σ v and Σ (v−c)² in float64 over four
@@ -132,7 +132,7 @@ func ropePar(x []float32, nTok, nHead, headDim int, cos, sin []float32) {
 
 // addVec and ropeHeads are the inner loops of the additions (residuals,
 // biases) and of RoPE: portable Go, replaced at start-up by vector code
-// where the CPU has it (vecmath_amd64.go). Each output is the same
+// where the CPU has it (vecmath_amd64.go, vecmath_arm64.go). Each output is the same
 // correctly rounded sum or product either way, so every tier may use them
 // without changing a bit.
 var (

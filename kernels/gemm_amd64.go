@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"slices"
-	"unsafe"
 
 	"github.com/vembed/vembed/gguf"
 	"golang.org/x/sys/cpu"
@@ -92,26 +91,8 @@ func pack8F16(src *byte, stride int, n8 int, dst *float32)
 //go:noescape
 func pack8BF16(src *byte, stride int, n8 int, dst *float32)
 
-// packer wraps an assembly panel packer for values of size bytes with the
-// bounds checks that keep it inside its slices.
-func packer(f func(src *byte, stride int, n8 int, dst *float32), size int) pack8Func {
-	return func(src []byte, stride int, n8 int, dst []float32) {
-		if n8 == 0 {
-			return
-		}
-		_ = src[7*stride+n8*8*size-1]
-		_ = dst[(n8*8-1)*gemmNR+7]
-		f(&src[0], stride, n8, &dst[0])
-	}
-}
-
 // transpose8AVX2 packs eight float32 rows, stride floats apart, into
 // columns 0..7 of n8·8 rows of a gemmNR-wide panel (avx2Tile's width).
 func transpose8AVX2(src []float32, stride, n8 int, dst []float32) {
-	if n8 == 0 {
-		return
-	}
-	_ = src[7*stride+n8*8-1]
-	_ = dst[(n8*8-1)*gemmNR+7]
-	pack8F32((*byte)(unsafe.Pointer(&src[0])), 4*stride, n8, &dst[0])
+	transpose8With(pack8F32, src, stride, n8, dst)
 }

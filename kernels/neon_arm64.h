@@ -42,6 +42,9 @@
 #define FCVTL22D(d, n) ENC2(0x4e617800, d, n)
 #define FCVTN2S(d, n) ENC2(0x0e616800, d, n)
 #define FCVTN24S(d, n) ENC2(0x4e616800, d, n)
+// fcvtl vd.4s, vn.4h and fcvtl2 vd.4s, vn.8h: binary16 to float32, exactly.
+#define FCVTL4S(d, n) ENC2(0x0e217800, d, n)
+#define FCVTL24S(d, n) ENC2(0x4e217800, d, n)
 
 // The products' instructions. By element: lane i of vm (ENCE places the
 // index's two bits).

@@ -25,7 +25,8 @@ const (
 	TierReference Tier = "reference"
 	// TierGeneric is portable Go: blocked, packed and parallel. On AVX2
 	// CPUs its additions, RoPE and norms take the AVX2 loops every fast
-	// tier shares, which give the Go code's bits (elementwise.go).
+	// tier shares, on arm64 the NEON ones, which give the Go code's bits
+	// (elementwise.go).
 	TierGeneric Tier = "generic"
 	// TierAVX2 adds AVX2+FMA assembly: a 6×16 GEMM microkernel, vectorized
 	// weight decoding and exp. Needs AVX2, FMA and F16C.

@@ -25,9 +25,11 @@ var microKernelNEON = asmKernel6x16(kernel6x16NEON)
 // neonTile is the 6×16 tile of the arm64 tiers.
 var neonTile = tile{kern: microKernelNEON, mr: gemmMR, nr: gemmNR}
 
-// neonGEMM is the float32 GEMM of the arm64 tiers: weight types decode
-// with the portable decoders into panels the FMLA kernel multiplies.
-var neonGEMM = &gemmTier{tile: neonTile}
+// neonGEMM is the float32 GEMM of the arm64 tiers: weights decode into
+// panels the FMLA kernel multiplies, the float types and Q8_0 and the
+// 4-bit table types by NEON (pack_arm64.s, decode_arm64.s), the others by
+// the portable decoders; all exact, so the same panels.
+var neonGEMM = &gemmTier{tile: neonTile, pack8: pack8NEON, rowDecode: rowDecodersNEON, transpose8: transpose8NEON}
 
 //go:noescape
 func kernelSDOTUnit4x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
@@ -83,7 +85,7 @@ func archTiers() []*impl {
 	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
 		matMul(dst, x, m, w, bias, neonGEMM)
 	}
-	at := &attnTier{tile: neonTile, scaleMax: scaleMaxVec, expSum: expSumVec}
+	at := &attnTier{tile: neonTile, scaleMax: scaleMaxVec, expSum: expSumVec, transpose8: transpose8NEON}
 	t.attention = at.attention
 	t.attentionKV = at.attentionKV
 	t.swiGLU = swiGLUWith(siluMulVec)

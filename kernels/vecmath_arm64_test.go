@@ -8,7 +8,7 @@ import (
 
 // TestNEONLoopsInUse checks that the elementwise entry points run the NEON
 // loops on arm64 (no portable Go loop left behind them), and decodes each
-// loop's machine code to check that it holds the vector instructions of
+// loop's machine code (those, the panel packers' and the row decoders') to check that it holds the vector instructions of
 // its arithmetic: a WORD with a wrong encoding decodes as another
 // instruction or none.
 func TestNEONLoopsInUse(t *testing.T) {
@@ -37,6 +37,11 @@ func TestNEONLoopsInUse(t *testing.T) {
 		"sumRows4NEON":   {"fcvtl", "fcvtl2", "fadd"},
 		"rmsScaleNEON":   {"fcvtl", "fcvtl2", "fmul", "fcvtn", "fcvtn2"},
 		"layerScaleNEON": {"fcvtl", "fcvtl2", "fsub", "fmul", "fcvtn", "fcvtn2", "fmla"},
+		"pack8F32NEON":   {"trn1", "trn2"},
+		"pack8F16NEON":   {"fcvtl", "fcvtl2", "trn1", "trn2"},
+		"pack8BF16NEON":  {"zip1", "zip2", "trn1", "trn2"},
+		"decodeQ8_0NEON": {"fcvtl", "sxtl", "sxtl2", "scvtf", "fmul"},
+		"decodeNib4NEON": {"and", "ushr", "tbl", "sxtl", "sxtl2", "scvtf", "fmul"},
 	}
 	// The arrangement each kernel computes in: single-precision lanes,
 	// double-precision ones for the norms' sums.
@@ -51,7 +56,7 @@ func TestNEONLoopsInUse(t *testing.T) {
 		have := map[string]bool{}
 		for _, in := range insns {
 			op, args, _ := strings.Cut(in, " ")
-			if strings.Contains(args, ".4s") || strings.Contains(args, ".2d") || strings.Contains(args, ".16b") ||
+			if strings.Contains(args, ".4s") || strings.Contains(args, ".2d") || strings.Contains(args, ".16b") || strings.Contains(args, ".8h") ||
 				strings.HasPrefix(op, "fmaxv") || strings.HasPrefix(op, "fcvt") {
 				have[op] = true
 				if l, ok := lanes[n]; ok && strings.HasPrefix(op, "fadd") && !strings.Contains(args, l) {

@@ -60,9 +60,14 @@ func TestBidirectionalServing(t *testing.T) {
 	})
 	reqs := mixedRequests(t, 30)
 	want := make([]*Response, len(reqs))
+	t0 := time.Now()
 	for i, r := range reqs {
 		want[i] = embed(t, alone, r)
 	}
+	// A request may wait for all the others: the deadline is a few times
+	// what they took one after the other, at least a minute (slow
+	// machines and emulated runs take many minutes for the lot).
+	deadline := max(time.Minute, 3*time.Since(t0))
 	got := make([]*Response, len(reqs))
 	errs := make([]error, len(reqs))
 	var wg sync.WaitGroup
@@ -71,7 +76,7 @@ func TestBidirectionalServing(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			// A sequence the scheduler never runs shows as a timeout.
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
 			defer cancel()
 			got[i], errs[i] = busy.Embed(ctx, r)
 		}()

@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,8 +19,11 @@ import (
 )
 
 // TestContainerImage checks what the Dockerfile promises without a
-// container engine: its build command, run as written, makes a static
-// binary (no interpreter, no shared libraries); its final stage runs no
+// container engine: its build stage cross-compiles for the platform
+// buildx names (TARGETOS, TARGETARCH) and nothing in it names an
+// architecture; its build command sets GOOS and GOARCH from them and,
+// run as written for this machine, makes a static binary (no
+// interpreter, no shared libraries); its final stage runs no
 // command and starts that binary as a non-root user; and, when the test
 // runs as root, the binary serves from an empty root directory holding
 // only itself and /tmp, as user 65532 (distroless's nonroot), the way the
@@ -50,10 +55,49 @@ func TestContainerImage(t *testing.T) {
 		t.Error("Dockerfile's final stage runs a command: the image has no shell")
 	}
 
-	// The build stage's go build line, with the output redirected.
-	m := regexp.MustCompile(`(?m)^RUN (CGO_ENABLED=0) go build (.*)$`).FindStringSubmatch(strings.Join(stages[1:len(stages)-1], "\n"))
+	// The build stage runs on the builder's platform and cross-compiles
+	// for the target buildx gives it, so that one multi-platform build
+	// serves x86 and Arm nodes: nothing may name an architecture.
+	buildStage := strings.Join(stages[1:len(stages)-1], "\n")
+	if !strings.HasPrefix(stages[1], "--platform=$BUILDPLATFORM ") {
+		t.Error("Dockerfile's build stage does not run on $BUILDPLATFORM")
+	}
+	for _, arg := range []string{"TARGETOS", "TARGETARCH"} {
+		if !regexp.MustCompile(`(?m)^ARG ` + arg + `$`).MatchString(buildStage) {
+			t.Errorf("Dockerfile's build stage does not take ARG %s", arg)
+		}
+	}
+	if m := regexp.MustCompile(`(?i)amd64|x86_64|aarch64|arm64`).FindString(stripComments(string(raw))); m != "" {
+		t.Errorf("Dockerfile names an architecture (%s) outside its comments", m)
+	}
+
+	// The build stage's go build line, with the output redirected, run
+	// as buildx runs it for each platform of the image.
+	m := regexp.MustCompile(`(?m)^RUN ((?:[A-Z0-9_]+=\S*\s+)+)go build (.*)$`).FindStringSubmatch(buildStage)
 	if m == nil {
-		t.Fatal("Dockerfile: no RUN CGO_ENABLED=0 go build line in the build stage")
+		t.Fatal("Dockerfile: no RUN CGO_ENABLED=0 ... go build line in the build stage")
+	}
+	env := strings.Fields(m[1])
+	if !slices.Contains(env, "CGO_ENABLED=0") {
+		t.Errorf("Dockerfile's go build line does not set CGO_ENABLED=0: %v", env)
+	}
+	// The line as buildx expands it for each platform of the image must
+	// build for that platform: cross-compiling, which .ci/arm64 checks
+	// for linux/arm64 (here only this machine's build runs: a second
+	// whole build of the binary would double the test's time).
+	expand := func(goos, goarch string) []string {
+		targets := map[string]string{"TARGETOS": goos, "TARGETARCH": goarch}
+		var out []string
+		for _, kv := range env {
+			out = append(out, os.Expand(kv, func(k string) string { return targets[k] }))
+		}
+		return out
+	}
+	for _, arch := range []string{"amd64", "arm64"} {
+		e := expand("linux", arch)
+		if !slices.Contains(e, "GOOS=linux") || !slices.Contains(e, "GOARCH="+arch) {
+			t.Errorf("Dockerfile's go build line for linux/%s sets %v", arch, e)
+		}
 	}
 	args := shellWords(m[2])
 	out := filepath.Join(t.TempDir(), "vembed")
@@ -64,7 +108,7 @@ func TestContainerImage(t *testing.T) {
 	}
 	build := exec.Command(goBin, append([]string{"build"}, args...)...)
 	build.Dir = src
-	build.Env = append(os.Environ(), m[1])
+	build.Env = append(os.Environ(), expand(runtime.GOOS, runtime.GOARCH)...)
 	if msg, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build %v: %v\n%s", args, err, msg)
 	}
@@ -191,4 +235,15 @@ func shellWords(s string) []string {
 		words = append(words, w.String())
 	}
 	return words
+}
+
+// stripComments drops a Dockerfile's comment lines.
+func stripComments(s string) string {
+	var b strings.Builder
+	for line := range strings.Lines(s) {
+		if !strings.HasPrefix(strings.TrimSpace(line), "#") {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
 }

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/vembed/vembed/index"
+	"golang.org/x/sys/unix"
 )
 
 // openSidecar maps a sidecar read-only. drop tells the kernel that a
@@ -58,7 +59,8 @@ func openSidecar(path string) (*index.Sidecar, func() error, func([]byte), error
 		if end <= start {
 			return
 		}
-		syscall.Madvise(data[start-base:end-base], syscall.MADV_DONTNEED)
+		// x/sys/unix: the syscall package has no Madvise on macOS.
+		unix.Madvise(data[start-base:end-base], unix.MADV_DONTNEED)
 	}
 	return sc, unmap, drop, nil
 }

@@ -23,6 +23,7 @@ type asmUse struct {
 var asmUses = []asmUse{
 	{"arm64", "kernel6x16NEON", []string{"fmla", "ld1r"}},
 	{"arm64", "kernelBF16x6x16NEON", []string{"bfdot", "ld1r"}},
+	{"arm64", "quantizeU8NEON", []string{"umaxv", "fcvtns", "uzp1"}},
 	{"arm64", "kernelSDOTUnit4x16", []string{"sdot"}},
 	{"arm64", "kernelSDOTMul2x16", []string{"sdot", "mul", "mla"}},
 	{"arm64", "kernelSMMLAUnit4x16", []string{"smmla", "zip1", "zip2"}},

@@ -155,3 +155,42 @@ func firstDiff(got, want []float32) error {
 	}
 	return nil
 }
+
+// TestQuantizeRowU8NEON checks the NEON quantizer against quantizeRowU8,
+// bit for bit: random blocks of several scales, a block of zeros, one of
+// tiny values, ones with ±Inf and NaN, one of ±1 (every |q| 127) and one
+// of halves (x·(1/d) at .5, rounded to even).
+func TestQuantizeRowU8NEON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const nb = 12
+	x := make([]float32, nb*i8Block)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64() * math.Pow(10, float64(i/i8Block%5-2)))
+	}
+	blk := func(b int) []float32 { return x[b*i8Block : (b+1)*i8Block] }
+	clear(blk(5))
+	for i := range blk(6) {
+		blk(6)[i] = 1e-35
+	}
+	blk(7)[3] = float32(math.Inf(-1))
+	blk(8)[9] = float32(math.NaN())
+	for i := range blk(9) {
+		blk(9)[i] = float32(1 - 2*(i%2))
+	}
+	for i := range blk(10) {
+		blk(10)[i] = float32(i) - 15.5 // 127/16 steps: x·(1/d) hits halves
+	}
+	blk(10)[31] = 127
+	want, got := make([]uint8, len(x)), make([]uint8, len(x))
+	wd, gd := make([]float32, 2*nb), make([]float32, 2*nb)
+	quantizeRowU8(x, want, wd)
+	quantizeRowU8NEON(x, got, gd)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("q[%d] (block %d) = %d, want %d", i, i/i8Block, got[i], want[i])
+		}
+	}
+	if err := firstDiff(gd, wd); err != nil {
+		t.Fatalf("ds: %v", err)
+	}
+}

@@ -69,3 +69,9 @@
 // (the 2x2 float32 tile of two rows by two columns of four bfloat16).
 #define SDOT(d, n, m) ENC3(0x4e809400, d, n, m)
 #define BFMMLA(d, n, m) ENC3(0x6e40ec00, d, n, m)
+// umaxv sd, vn.4s and addv sd, vn.4s: the largest (unsigned) and the sum
+// of the four lanes.
+#define UMAXV4S(d, n) ENC2(0x6eb0a800, d, n)
+#define ADDV4S(d, n) ENC2(0x4eb1b800, d, n)
+// fcvtns vd.4s, vn.4s: float32 to int32, rounding to nearest even.
+#define FCVTNS4S(d, n) ENC2(0x4e21a800, d, n)

@@ -46,7 +46,7 @@ func kernelSDOTMul2x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, b
 var sdotGEMM = &vnniTier{
 	kern: vnniAsm(4, 1, kernelSDOTUnit4x16), kernMul: vnniAsm(2, 1, kernelSDOTMul2x16),
 	rows: 4, span: 1, rowsMul: 2, spanMul: 1,
-	pack8: pack8U8Go, quant: quantizeRowU8, signed: true,
+	pack8: pack8U8Go, quant: quantizeRowU8NEON, signed: true,
 }
 
 // smmlaGEMM is the integer GEMM of the i8mm tier: sdotGEMM's driver with
@@ -57,7 +57,7 @@ var sdotGEMM = &vnniTier{
 var smmlaGEMM = &vnniTier{
 	kern: vnniAsm(4, 1, kernelSMMLAUnit4x16), kernMul: vnniAsm(2, 1, kernelSMMLAMul2x16),
 	rows: 4, span: 1, rowsMul: 2, spanMul: 1, chunk: 8,
-	pack8: pack8S8x8, quant: quantizeRowU8, signed: true,
+	pack8: pack8S8x8, quant: quantizeRowU8NEON, signed: true,
 }
 
 // pack8S8x8 moves the eight-byte chunks of eight decoded rows (kc bytes
@@ -183,3 +183,16 @@ func kernelSMMLAUnit4x16(ng int, nb int, a *uint8, as int, ds *float32, dss int,
 
 //go:noescape
 func kernelSMMLAMul2x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, b *int8, aux *int32, f *float32, t *float32, c *float32, ldc int, flags int)
+
+//go:noescape
+func quantizeU8NEON(x *float32, nb int, q *uint8, ds *float32)
+
+// quantizeRowU8NEON is quantizeRowU8 in assembly (the same bits, tested).
+func quantizeRowU8NEON(x []float32, q []uint8, ds []float32) {
+	nb := len(x) / i8Block
+	if nb == 0 {
+		return
+	}
+	_, _, _ = x[nb*i8Block-1], q[nb*i8Block-1], ds[2*nb-1]
+	quantizeU8NEON(&x[0], nb, &q[0], &ds[0])
+}

@@ -2,6 +2,7 @@ package qwen3vl
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/vembed/vembed/internal/fixtures"
@@ -16,6 +17,11 @@ import (
 // float32 path (avx2): the last-token embeddings must keep a cosine of
 // 0.9999 (the bound model/qwenvl's bf16MinCos derives).
 func TestBF16Fixtures(t *testing.T) {
+	// The float32 path: avx2, or neon on arm64 (the same bits).
+	f32Tier := kernels.TierAVX2
+	if !slices.Contains(kernels.Available(), f32Tier) {
+		f32Tier = kernels.TierNEON
+	}
 	bfTiers := kernels.BF16Tiers()
 	if len(bfTiers) == 0 {
 		t.Skip("no bfloat16 tier on this CPU (avx512-bf16 needs AVX512_BF16)")
@@ -66,7 +72,7 @@ func TestBF16Fixtures(t *testing.T) {
 			heads.Normalize(last)
 			return last
 		}
-		f32 := run(kernels.TierAVX2)
+		f32 := run(f32Tier)
 		for _, tier := range bfTiers {
 			bf := run(tier)
 			cos := fixtures.Cosine(bf, f32)

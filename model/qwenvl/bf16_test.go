@@ -23,7 +23,7 @@ import (
 const bf16MinCos = 0.9999
 
 // needBF16 skips a test on CPUs without a tier that rounds products to
-// bfloat16 (kernels.BF16Tiers: avx512-bf16, amx-bf16) and returns those
+// bfloat16 (kernels.BF16Tiers: avx512-bf16, amx-bf16, neon-bf16) and returns those
 // tiers and a function that restores the active tier.
 func needBF16(t *testing.T) ([]kernels.Tier, func()) {
 	t.Helper()
@@ -36,7 +36,7 @@ func needBF16(t *testing.T) ([]kernels.Tier, func()) {
 }
 
 // TestBF16Fixtures runs every float fixture model on every bfloat16 tier
-// and on the float32 path (avx2): the tiny Qwen2.5-VL pair (F32) on its
+// and on the float32 path (avx2, or neon on arm64): the tiny Qwen2.5-VL pair (F32) on its
 // text, image and interleaved cases, and the text models of the quant
 // fixtures stored in F32, F16 and BF16.
 func TestBF16Fixtures(t *testing.T) {
@@ -59,7 +59,7 @@ func TestBF16Fixtures(t *testing.T) {
 			}
 			return pooled(c, runCase(t, m, cdir, c).hidden, D)
 		}
-		f32 := run(kernels.TierAVX2)
+		f32 := run(float32Tier())
 		want := c.Embedding
 		if c.Kind == "interleaved" {
 			want = c.Alternatives.TextRule // what pooled computes
@@ -88,7 +88,7 @@ func TestBF16Fixtures(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, c := range ref.Cases {
-			f32 := embedText(t, qm, kernels.TierAVX2, c.IDs)
+			f32 := embedText(t, qm, float32Tier(), c.IDs)
 			for _, tier := range bfTiers {
 				bf := embedText(t, qm, tier, c.IDs)
 				cos := cosine(bf, f32)
@@ -133,7 +133,7 @@ func TestBF16Synthetic(t *testing.T) {
 				heads.Normalize(e)
 				return out[0], e
 			}
-			f32Rows, f32 := run(kernels.TierAVX2)
+			f32Rows, f32 := run(float32Tier())
 			for _, tier := range bfTiers {
 				bfRows, bf := run(tier)
 				name := fmt.Sprintf("%s LM %s mmproj %s on %s", preset, w[0], w[1], tier)

@@ -30,14 +30,14 @@ import (
 // logs both).
 const int8MinCos = 0.9999
 
-// needInt8 skips a test on CPUs without the avx2-int8 tier and otherwise
+// needInt8 skips a test on CPUs without an integer tier and otherwise
 // lets the tier multiply products of any height in integers (the small
 // inputs here are below its default row threshold); it returns a function
 // that restores the active tier and the threshold.
 func needInt8(t *testing.T) func() {
 	t.Helper()
-	if !slices.Contains(kernels.Available(), kernels.TierAVX2Int8) {
-		t.Skip("no avx2-int8 tier on this CPU")
+	if len(int8Tiers()) == 0 {
+		t.Skip("no integer tier on this CPU (avx2-int8, neon-dotprod)")
 	}
 	saved := kernels.Active()
 	rows := kernels.SetInt8MinRows(0)
@@ -47,11 +47,23 @@ func needInt8(t *testing.T) func() {
 	}
 }
 
+// float32Tier is the tier of float32 products the lower-precision tiers
+// are compared with: avx2, or neon on arm64 (the same bits).
+func float32Tier() kernels.Tier {
+	if slices.Contains(kernels.Available(), kernels.TierAVX2) {
+		return kernels.TierAVX2
+	}
+	return kernels.TierNEON
+}
+
 // int8Tiers lists the integer tiers this CPU has: avx2-int8 and the VNNI
-// tiers, whose results equal its bit for bit.
+// tiers, whose results equal its bit for bit, or on arm64 neon-dotprod and
+// i8mm, whose products are avx2-int8's (the Go code around them is
+// compiled with fused multiply-adds there, so equal to each other).
 func int8Tiers() []kernels.Tier {
 	var out []kernels.Tier
-	for _, t := range []kernels.Tier{kernels.TierAVX2Int8, kernels.TierAVX512VNNI, kernels.TierAVXVNNI} {
+	for _, t := range []kernels.Tier{kernels.TierAVX2Int8, kernels.TierAVX512VNNI, kernels.TierAVXVNNI,
+		kernels.TierNEONDotProd, kernels.TierI8MM} {
 		if slices.Contains(kernels.Available(), t) {
 			out = append(out, t)
 		}
@@ -93,7 +105,7 @@ func TestInt8Fixtures(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, c := range ref.Cases {
-			f32 := embedText(t, m, kernels.TierAVX2, c.IDs)
+			f32 := embedText(t, m, float32Tier(), c.IDs)
 			for _, tier := range int8Tiers() {
 				i8 := embedText(t, m, tier, c.IDs)
 				cos := cosine(i8, f32)
@@ -134,7 +146,7 @@ func TestInt8Synthetic(t *testing.T) {
 			heads.Normalize(e)
 			return e
 		}
-		f32 := run(kernels.TierAVX2)
+		f32 := run(float32Tier())
 		for _, tier := range int8Tiers() {
 			cos := cosine(run(tier), f32)
 			t.Logf("%s %s: cos(int8, f32) %.7f", typ, tier, cos)

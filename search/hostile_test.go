@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/vembed/vembed/index"
 )
@@ -158,6 +159,22 @@ func TestPagesServeOnlyIndexedBytes(t *testing.T) {
 	os.WriteFile(page, data, 0o644)
 	if _, err := pg.Image(ctx, "a", 10); err != nil {
 		t.Errorf("the source restored: %v", err)
+	}
+	// While every rendering slot is taken, a page not kept waits for one
+	// until its request's time is up.
+	for range cap(pg.slots) {
+		pg.slots <- struct{}{}
+	}
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	if _, err := pg.Image(short, "a", 11); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("every slot taken: %v", err)
+	}
+	cancel()
+	for range cap(pg.slots) {
+		<-pg.slots
+	}
+	if _, err := pg.Image(ctx, "a", 11); err != nil {
+		t.Errorf("a slot free again: %v", err)
 	}
 	// A FIFO in its place is not opened (it would block).
 	os.Remove(page)

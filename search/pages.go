@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -48,6 +49,9 @@ type Pages struct {
 	pdf     *pdf.Renderer
 	pdfErr  error
 
+	// slots bounds the renderings in progress (one a core).
+	slots chan struct{}
+
 	mu    sync.Mutex
 	cache map[string]kept // "id/width" -> PNG
 	order []string
@@ -73,7 +77,7 @@ func NewPages(x *Index, newPDF func() (*pdf.Renderer, error)) *Pages {
 	if newPDF == nil {
 		newPDF = func() (*pdf.Renderer, error) { return pdf.NewRenderer(pdf.Options{}) }
 	}
-	return &Pages{x: x, newPDF: newPDF, cache: map[string]kept{}}
+	return &Pages{x: x, newPDF: newPDF, slots: make(chan struct{}, runtime.GOMAXPROCS(0)), cache: map[string]kept{}}
 }
 
 // Close stops the PDF renderer.
@@ -104,6 +108,15 @@ func (pg *Pages) Image(ctx context.Context, id string, width int) ([]byte, error
 		if st, err := os.Stat(c.path); err == nil && os.SameFile(st, c.file) && st.Size() == c.file.Size() && st.ModTime().Equal(c.file.ModTime()) {
 			return c.png, nil
 		}
+	}
+	// A rendering holds its source file (up to maxSourceBytes) and its
+	// bitmaps: concurrent ones are bounded, so that many requests at once
+	// wait instead of holding that much memory each.
+	select {
+	case pg.slots <- struct{}{}:
+		defer func() { <-pg.slots }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 	src, data, fi, err := pg.source(m)
 	if err != nil {

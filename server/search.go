@@ -339,6 +339,9 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusGone, "not_found_error", "id", "source_gone", err.Error())
 	case errors.Is(err, search.ErrSourceChanged):
 		writeError(w, http.StatusConflict, "invalid_request_error", "id", "source_changed", err.Error())
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		// Waited for a rendering slot or rendered past the request's time.
+		h.writeEngineError(w, r, err)
 	case err != nil:
 		h.log.Error("page image failed", "err", err)
 		writeError(w, http.StatusInternalServerError, "server_error", "", "", "rendering the page failed")

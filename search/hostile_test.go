@@ -297,3 +297,47 @@ func FuzzManifest(f *testing.F) {
 		x.Search(Query{}, Options{Exact: true})
 	})
 }
+
+// TestCorruptParts: a part cut in half, a part given another part's
+// sidecar and one whose sidecar's header claims more tokens are each
+// reported and left out; the rest is searched.
+func TestCorruptParts(t *testing.T) {
+	_, out := writeCorpus(t, 260, true)
+	parts, _ := filepath.Glob(filepath.Join(out, index.PartsDir, "*.parquet"))
+	if len(parts) < 4 {
+		t.Fatalf("%d parts", len(parts))
+	}
+	sidecar := func(i int) string {
+		return filepath.Join(out, index.SidecarDir, index.SidecarName(filepath.Base(parts[i])))
+	}
+	lost := 0
+	for i := range 3 {
+		rows, err := index.ReadPart(parts[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		lost += len(rows)
+	}
+	b, _ := os.ReadFile(parts[0])
+	os.WriteFile(parts[0], b[:len(b)/2], 0o644)
+	b, _ = os.ReadFile(sidecar(3))
+	os.WriteFile(sidecar(1), b, 0o644)
+	b, _ = os.ReadFile(sidecar(2))
+	b[24]++ // the token count
+	os.WriteFile(sidecar(2), b, 0o644)
+	x, err := Open(out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	in := x.Info()
+	if len(in.Problems) != 3 || in.Items != 260-lost {
+		t.Fatalf("%d items, problems %+v", in.Items, in.Problems)
+	}
+	q := queries(1, true)[0]
+	for _, o := range []Options{{TopK: 300, Exact: true}, {TopK: 10}} {
+		if res, err := x.Search(Query{Multi: q.Multi}, o); err != nil || len(res.Hits) != min(o.TopK, 260-lost) {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+}

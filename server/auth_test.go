@@ -78,6 +78,16 @@ func TestSearchPageWithoutKey(t *testing.T) {
 		{"POST", "/v1/search", http.StatusUnauthorized},
 		{"GET", "/v1/pages/x", http.StatusUnauthorized},
 		{"GET", "/index.html", http.StatusUnauthorized},
+		// Other spellings of the search routes, and of / with a path behind it.
+		{"HEAD", "/v1/pages/x", http.StatusUnauthorized},
+		{"GET", "/v1/pages/..%2f..%2fv1%2findex", http.StatusUnauthorized},
+		{"GET", "//v1/index", http.StatusUnauthorized},
+		{"GET", "/./v1/index", http.StatusUnauthorized},
+		{"GET", "/v1/../v1/index", http.StatusUnauthorized},
+		{"GET", "/%2e/v1/index", http.StatusUnauthorized},
+		{"GET", "/%2Fv1%2Findex", http.StatusUnauthorized},
+		{"OPTIONS", "/", http.StatusUnauthorized},
+		{"GET", "/?q=x&filter=*.pdf", http.StatusOK},
 	} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, nil))

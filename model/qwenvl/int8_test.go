@@ -106,8 +106,17 @@ func TestInt8Fixtures(t *testing.T) {
 		}
 		for i, c := range ref.Cases {
 			f32 := embedText(t, m, float32Tier(), c.IDs)
+			// Tiers of one arithmetic name (kernels.Arithmetic: the VNNI
+			// tiers avx2-int8's, i8mm neon-dotprod's) must agree bit for
+			// bit on the whole model, not only on the products.
+			byName := map[string][]float32{}
 			for _, tier := range int8Tiers() {
 				i8 := embedText(t, m, tier, c.IDs)
+				name := kernels.Arithmetic()
+				if prev, ok := byName[name]; ok && !slices.Equal(prev, i8) {
+					t.Errorf("%s case %d %s: other bits than the earlier tier of arithmetic %s", typ, i, tier, name)
+				}
+				byName[name] = i8
 				cos := cosine(i8, f32)
 				t.Logf("%s case %d %s: cos(int8, f32) %.7f; vs reference: int8 %.7f f32 %.7f; llama.cpp vs reference %.7f",
 					typ, i, tier, cos, cosine(i8, c.Reference), cosine(f32, c.Reference), cosine(c.LlamaCpp, c.Reference))

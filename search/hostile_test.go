@@ -7,9 +7,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"image"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -339,5 +342,66 @@ func TestCorruptParts(t *testing.T) {
 		if res, err := x.Search(Query{Multi: q.Multi}, o); err != nil || len(res.Hits) != min(o.TopK, 260-lost) {
 			t.Errorf("%+v: %v", o, err)
 		}
+	}
+}
+
+// TestNonFiniteScores: a row whose vectors hold NaN (a corrupt part) or
+// that has none scores no number a JSON answer can carry; such rows are
+// left out of the hits instead of failing every answer they reach (and
+// a NaN no longer takes a place among the best).
+func TestNonFiniteScores(t *testing.T) {
+	nan := float32(math.NaN())
+	for _, multi := range []bool{false, true} {
+		dir := t.TempDir()
+		var rows []index.Row
+		for i := range 40 {
+			r := index.Row{ID: fmt.Sprintf("r%02d", i), Path: "p", Page: 1}
+			v := []float32{1, float32(i), 2, 3}
+			switch {
+			case i%10 == 3:
+				v[1] = nan
+			case i%10 == 7 && !multi:
+				v = nil
+			}
+			if multi {
+				r.Vectors = [][]float32{v, {0, 1, 0, 1}}
+			} else {
+				r.Embedding = v
+			}
+			rows = append(rows, r)
+		}
+		if err := index.WritePart(dir, "s0of1-g000001-000001.parquet", rows); err != nil {
+			t.Fatal(err)
+		}
+		x, err := Open(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := Query{Single: []float32{1, 1, 1, 1}, Multi: [][]float32{{1, 1, 1, 1}, {0, 1, 1, 0}}}
+		for _, o := range []Options{{TopK: 40}, {TopK: 40, Exact: true}, {TopK: 3, Candidates: 5}} {
+			res, err := x.Search(q, o)
+			if err != nil {
+				t.Fatalf("multi %v %+v: %v", multi, o, err)
+			}
+			want := o.TopK
+			if o.TopK == 40 {
+				want = 36
+				if !multi {
+					want = 32
+				}
+			}
+			if len(res.Hits) != want {
+				t.Errorf("multi %v %+v: %d hits, want %d", multi, o, len(res.Hits), want)
+			}
+			for _, h := range res.Hits {
+				if math.IsNaN(h.Score) || math.IsInf(h.Score, 0) {
+					t.Errorf("multi %v %+v: %s scores %v", multi, o, h.ID, h.Score)
+				}
+			}
+			if _, err := json.Marshal(res.Hits); err != nil {
+				t.Errorf("multi %v %+v: %v", multi, o, err)
+			}
+		}
+		x.Close()
 	}
 }

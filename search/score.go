@@ -115,6 +115,9 @@ func (x *Index) Search(q Query, o Options) (*Result, error) {
 	} else {
 		res.Hits, err = s.searchSingle(q.Single, rows, o)
 	}
+	// Rows that scored no number (no vectors, or corrupt ones) are no
+	// hits: a JSON answer could not carry their score.
+	res.Hits = slices.DeleteFunc(res.Hits, func(h Hit) bool { return math.IsInf(h.Score, -1) })
 	res.Elapsed = time.Since(start)
 	return res, err
 }
@@ -179,6 +182,11 @@ func (t *topK) Push(x any)         { t.h = append(t.h, x.(scored)) }
 func (t *topK) Pop() any           { x := t.h[len(t.h)-1]; t.h = t.h[:len(t.h)-1]; return x }
 
 func (t *topK) offer(s scored) {
+	if math.IsNaN(s.score) || math.IsInf(s.score, 1) {
+		// Vectors of a corrupt part (NaN or infinite values): ranked as
+		// a row without vectors, never above a number.
+		s.score = math.Inf(-1)
+	}
 	if len(t.h) < t.k {
 		heap.Push(t, s)
 		return

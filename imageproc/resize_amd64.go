@@ -2,11 +2,20 @@ package imageproc
 
 import "golang.org/x/sys/cpu"
 
-// useAVX2 selects the AVX2 kernels of the two resampling passes. They
+// useVec selects the AVX2 kernels of the two resampling passes. They
 // compute the same int32 sums as the portable loops (integer arithmetic is
 // exact, so only the order of additions changes), which the tests check by
 // running both.
-var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasAVX
+var useVec = cpu.X86.HasAVX2 && cpu.X86.HasAVX
+
+// vecHoriz reports whether the horizontal pass has a vector kernel here.
+const vecHoriz = true
+
+// The kernels resize_vec.go drives.
+var (
+	vertAccKern = vertAccAVX2
+	splitKern   = splitAVX2
+)
 
 //go:noescape
 func vertAccAVX2(acc *int32, src *uint8, n int, w int32)
@@ -14,38 +23,15 @@ func vertAccAVX2(acc *int32, src *uint8, n int, w int32)
 //go:noescape
 func splitAVX2(pr, pg, pb *int32, src *uint8, n int)
 
-// splitVec widens the leading pixels of an RGB row into the planes (a
-// multiple of 16 of them) and returns how many it did.
-func splitVec(srow []uint8, r, g, b []int32) int {
-	n := min(len(r), len(srow)/3) &^ 15
-	if !useAVX2 || n == 0 {
-		return 0
-	}
-	_, _ = g[n-1], b[n-1]
-	splitAVX2(&r[0], &g[0], &b[0], &srow[0], n)
-	return n
-}
-
 //go:noescape
 func horizAVX2(dst *uint8, pr, pg, pb *int32, first *int32, w *int32, taps int, nout int)
-
-// vertAcc adds src[i]*w to acc[i] for all i, returning how many leading
-// elements it handled (a multiple of 8); the caller does the rest.
-func vertAcc(acc []int32, src []uint8, w int32) int {
-	n := min(len(acc), len(src)) &^ 7
-	if !useAVX2 || n == 0 {
-		return 0
-	}
-	vertAccAVX2(&acc[0], &src[0], n, w)
-	return n
-}
 
 // horiz computes one row of the horizontal pass into dst (3 bytes per
 // output pixel) and reports whether it did. The planes must extend
 // k.size entries past the last pixel any output reads.
 func horiz(dst []uint8, r, g, b []int32, k *kernel) bool {
 	nout := len(k.first32)
-	if !useAVX2 || nout == 0 || k.size%8 != 0 {
+	if !useVec || nout == 0 || k.size%8 != 0 {
 		return false
 	}
 	// The assembly reads through raw pointers; these checks keep every

@@ -1,8 +1,10 @@
-//go:build !amd64
+//go:build !amd64 && !arm64
 
 package imageproc
 
-var useAVX2 = false
+var useVec = false
+
+const vecHoriz = false
 
 func vertAcc(acc []int32, src []uint8, w int32) int { return 0 }
 

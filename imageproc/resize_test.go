@@ -79,13 +79,13 @@ func resizeReference(src *Image, width, height int) *Image {
 // forEachPath runs f with the assembly kernels (where the CPU has them)
 // and with the portable loops.
 func forEachPath(t *testing.T, f func(t *testing.T)) {
-	saved := useAVX2
-	defer func() { useAVX2 = saved }()
+	saved := useVec
+	defer func() { useVec = saved }()
 	for _, simd := range []bool{true, false} {
 		if simd && !saved {
 			continue
 		}
-		useAVX2 = simd
+		useVec = simd
 		t.Run(fmt.Sprintf("simd=%v", simd), f)
 	}
 }
@@ -182,7 +182,7 @@ func TestResizeDegenerateSizes(t *testing.T) {
 // TestSplitVector compares the vector widening of RGB rows into planes with
 // the plain loop, for every row length up to 70 pixels.
 func TestSplitVector(t *testing.T) {
-	if !useAVX2 {
+	if !useVec {
 		t.Skip("no vector kernel on this machine")
 	}
 	for n := 1; n <= 70; n++ {

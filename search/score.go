@@ -458,6 +458,13 @@ func tokenSims(flat []float32, m int, r rowRef) [][]float32 {
 	if w.Rows > 0 && m > 0 {
 		kernels.MatMul(dst, flat, m, w, nil)
 	}
+	for i, v := range dst {
+		// A corrupt token's infinities (its row's MaxSim a number by its
+		// other tokens) as the largest float32s: a map is sent as JSON.
+		if math.IsInf(float64(v), 0) {
+			dst[i] = float32(math.Copysign(math.MaxFloat32, float64(v)))
+		}
+	}
 	out := make([][]float32, m)
 	for i := range out {
 		out[i] = dst[i*w.Rows : (i+1)*w.Rows]

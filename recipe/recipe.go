@@ -144,12 +144,13 @@ func init() {
 	Register(colqwenName, colqwenFrom)
 	Register(Qwen3VLEmbedding{}.Name(), fixed(Qwen3VLEmbedding{}))
 	Register(Qwen3VLReranker{}.Name(), fixed(Qwen3VLReranker{}))
+	Register(Qwen35LM{}.Name(), fixed(Qwen35LM{}))
 }
 
 // Select returns the recipe for a language model file: the one named by
 // its vembed.recipe key, else the family its architecture implies (files
 // converted by llama.cpp: qwen2vl as jina-embeddings-v4, qwen3vl by its
-// pooling type).
+// pooling type, qwen35 as the plain language model it is).
 func Select(f *gguf.File) (Recipe, error) {
 	name, err := f.String(Key)
 	if err != nil || name == "" {
@@ -168,6 +169,8 @@ func Select(f *gguf.File) (Recipe, error) {
 			default:
 				return nil, fmt.Errorf("recipe: %s.pooling_type %d: Qwen3-VL files are embedders (LAST or none) or rerankers (RANK)", arch, p)
 			}
+		case qwen35Arch:
+			name = Qwen35LM{}.Name()
 		default:
 			return nil, fmt.Errorf("recipe: no embedding recipe for architecture %q (%s not set; known recipes: %s)", arch, Key, strings.Join(Known(), ", "))
 		}

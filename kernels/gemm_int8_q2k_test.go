@@ -195,7 +195,11 @@ func FuzzQ2KDecoders(f *testing.F) {
 		rows["avx2-int8"] = u8["avx2"].rows[gguf.TypeQ2_K]
 	}
 	for name, g := range archVNNIKernels() {
-		rows[name] = g.dec[gguf.TypeQ2_K]
+		// The GEMMs without a decoder of their own (arm64's) decode with
+		// the portable one, the reference here.
+		if row := g.dec[gguf.TypeQ2_K]; row != nil {
+			rows[name] = row
+		}
 	}
 	same := func(a, b float32) bool {
 		return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b

@@ -51,9 +51,18 @@ func openSidecar(path string) (*index.Sidecar, func() error, func([]byte), error
 		if len(b) == 0 {
 			return
 		}
+		// The range widened to whole 2 MiB windows of the mapping: a read
+		// fault maps the page cache's whole folio (large folios, up to 2
+		// MiB), pages of the neighbouring rows included, and those would
+		// stay resident if only the row's own pages were dropped (measured:
+		// half the float32 size resident after 30 queries of 10,000 pages).
+		// Dropping a neighbour's pages is harmless: a reader faults them in
+		// again.
+		const window = 2 << 20
 		start := uintptr(unsafe.Pointer(&b[0]))
 		end := start + uintptr(len(b))
-		// Whole pages inside the range only.
+		start = max(base, start&^(window-1))
+		end = min(base+uintptr(len(data)), (end+window-1)&^(window-1))
 		start = (start + page - 1) &^ (page - 1)
 		end &^= page - 1
 		if end <= start {

@@ -107,7 +107,7 @@ func TestFixtures(t *testing.T) {
 					t.Errorf("merger rows: worst cosine %.8f", cs)
 				}
 				for i, r := range c.ImageRows {
-					if r != c.ImageRows[0]+i || c.IDs[r] != m.lm.ImagePad {
+					if r != c.ImageRows[0]+i || c.IDs[r] != m.LM.ImagePad {
 						t.Fatalf("image row %d is token %d (id %d): not a run of <|image_pad|>", i, r, c.IDs[r])
 					}
 				}

@@ -48,7 +48,7 @@ func TestLoadRefusals(t *testing.T) {
 	if _, err := m.NewState(model.Sequence{IDs: make([]int32, ctx+1)}); err == nil || !strings.Contains(err.Error(), "exceed the context length") {
 		t.Errorf("%d tokens: %v", ctx+1, err)
 	}
-	pad := m.lm.ImagePad
+	pad := m.LM.ImagePad
 	im := model.ImageEmbedding{Rows: make([]float32, 64), Deep: [][]float32{make([]float32, 64)}, First: 1, GridT: 1, GridH: 2, GridW: 2}
 	if _, err := m.NewState(model.Sequence{IDs: []int32{1, pad, 2}, Images: []model.ImageEmbedding{im}}); err == nil || !strings.Contains(err.Error(), "DeepStack") {
 		t.Errorf("an image with DeepStack rows: %v", err)

@@ -21,21 +21,17 @@
 package qwen35
 
 import (
-	"errors"
 	"fmt"
 
-	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/model"
+	"github.com/vembed/vembed/model/internal/vlm"
 	"github.com/vembed/vembed/model/qwen3vl"
 )
 
 // Model is a loaded Qwen3.5 pair. Its methods may be called from several
 // goroutines at once: all state is read-only after Load.
 type Model struct {
-	lmFile, mmFile *gguf.File
-	lm             *Decoder
-	tower          *qwen3vl.Tower // nil for a text-only model
-	info           model.Info
+	vlm.Pair[*Decoder, *qwen3vl.Tower]
 }
 
 // Model implements the engine's model contract.
@@ -44,111 +40,35 @@ var _ model.Model = (*Model)(nil)
 // Load opens the LM GGUF and, when mmprojPath is not empty, its mmproj GGUF,
 // and binds every weight after checking its shape against the metadata.
 func Load(lmPath, mmprojPath string) (*Model, error) {
-	m := &Model{}
-	var err error
-	if m.lmFile, err = gguf.Open(lmPath); err != nil {
-		return nil, fmt.Errorf("qwen35: %w", err)
+	p, err := vlm.OpenPair("qwen35", lmPath, mmprojPath, LoadDecoder, qwen3vl.LoadTower)
+	if err != nil {
+		return nil, err
 	}
-	if m.lm, err = LoadDecoder(m.lmFile); err != nil {
-		m.Close()
-		return nil, fmt.Errorf("qwen35: %s: %w", lmPath, err)
-	}
-	m.info = model.Info{
+	m := &Model{p}
+	lm := m.LM
+	m.Meta = model.Info{
 		Arch:          "qwen35",
-		Hidden:        m.lm.Hidden,
-		Layers:        m.lm.Layers(),
-		ContextLength: m.lm.Ctx,
-		Vocab:         m.lm.Vocab,
-		FlopsPerToken: m.lm.Flops(),
-		Bidirectional: !m.lm.Causal,
+		Hidden:        lm.Hidden,
+		Layers:        lm.Layers(),
+		ContextLength: lm.Ctx,
+		Vocab:         lm.Vocab,
+		FlopsPerToken: lm.Flops(),
+		Bidirectional: !lm.Causal,
 		OutputNorm:    true,
 	}
 	if mmprojPath == "" {
 		return m, nil
 	}
-	if m.mmFile, err = gguf.Open(mmprojPath); err != nil {
-		m.Close()
-		return nil, fmt.Errorf("qwen35: %w", err)
-	}
-	if m.tower, err = qwen3vl.LoadTower(m.mmFile); err != nil {
-		m.Close()
-		return nil, fmt.Errorf("qwen35: %s: %w", mmprojPath, err)
-	}
-	switch t := m.tower; {
-	case t.OutDim() != m.lm.Hidden:
-		err = fmt.Errorf("mmproj %s projects to %d values but the LM hidden width is %d: not a matching pair", mmprojPath, t.OutDim(), m.lm.Hidden)
+	switch t := m.Vision; {
+	case t.OutDim() != lm.Hidden:
+		err = fmt.Errorf("mmproj %s projects to %d values but the LM hidden width is %d: not a matching pair", mmprojPath, t.OutDim(), lm.Hidden)
 	case t.DeepStack() != 0:
 		err = fmt.Errorf("mmproj %s has %d DeepStack taps; Qwen3.5 adds none: not a matching pair", mmprojPath, t.DeepStack())
 	}
 	if err != nil {
-		m.Close()
-		return nil, fmt.Errorf("qwen35: %w", err)
+		return nil, m.Mismatch(err)
 	}
-	m.lm.MergeSize = m.tower.MergeSize()
-	m.tower.Describe(&m.info)
+	lm.MergeSize = m.Vision.MergeSize()
+	m.Vision.Describe(&m.Meta)
 	return m, nil
-}
-
-// Close releases the mapped files. The model must not be used afterwards.
-func (m *Model) Close() error {
-	var errs []error
-	for _, f := range []*gguf.File{m.lmFile, m.mmFile} {
-		if f != nil {
-			errs = append(errs, f.Close())
-		}
-	}
-	m.lmFile, m.mmFile, m.lm, m.tower = nil, nil, nil, nil
-	return errors.Join(errs...)
-}
-
-// Info describes the model.
-func (m *Model) Info() model.Info { return m.info }
-
-// NewVisionPass checks the images and prepares a resumable pass of the
-// tower over them (model.Model).
-func (m *Model) NewVisionPass(imgs []model.ImageInput, trace bool) (model.VisionPass, error) {
-	if m.tower == nil {
-		return nil, errors.New("qwen35: the model has no vision tower (no mmproj loaded)")
-	}
-	return m.tower.NewVisionPass(imgs, trace)
-}
-
-// NewState checks a sequence (ids, image placement) and computes its
-// positions (model.Model).
-func (m *Model) NewState(seq model.Sequence) (model.State, error) {
-	if m.lm == nil {
-		return nil, errors.New("qwen35: model is closed")
-	}
-	st, err := m.lm.NewState(seq)
-	if err != nil {
-		return nil, fmt.Errorf("qwen35: %w", err)
-	}
-	return st, nil
-}
-
-// ForwardChunks runs one decoder pass over chunks of several sequences
-// (model.Model): every row is bit for bit what a pass over its whole
-// sequence alone gives.
-func (m *Model) ForwardChunks(chunks []model.Chunk) ([][]float32, error) {
-	if m.lm == nil {
-		return nil, errors.New("qwen35: model is closed")
-	}
-	out, err := m.lm.ForwardChunks(chunks)
-	if err != nil {
-		return nil, fmt.Errorf("qwen35: %w", err)
-	}
-	return out, nil
-}
-
-// Forward runs one sequence alone and returns its final hidden states.
-func (m *Model) Forward(seq model.Sequence) ([]float32, error) {
-	st, err := m.NewState(seq)
-	if err != nil {
-		return nil, err
-	}
-	out, err := m.ForwardChunks([]model.Chunk{{State: st, N: st.Len()}})
-	if err != nil {
-		return nil, err
-	}
-	return out[0], nil
 }

@@ -78,7 +78,7 @@ func TestServingInvariance(t *testing.T) {
 			{300, nil},
 			{70, []model.ImageEmbedding{place(2, 62)}},
 		} {
-			seqs = append(seqs, modeltest.Sequence(r, s.n, m.lm.ImagePad, info.MergeSize, s.imgs))
+			seqs = append(seqs, modeltest.Sequence(r, s.n, m.LM.ImagePad, info.MergeSize, s.imgs))
 		}
 		modeltest.SequenceInvariance(t, m, seqs)
 	})

@@ -62,7 +62,7 @@ func TestBF16Fixtures(t *testing.T) {
 				}
 				enc := p.Result()[0]
 				g := c.Images[0].GridTHW
-				seq.Images = []model.ImageEmbedding{{Rows: enc.Rows, Deep: enc.Deep, First: imageSpans(c.TokenIDs, m.lm.ImagePad)[0], GridT: g[0], GridH: g[1], GridW: g[2]}}
+				seq.Images = []model.ImageEmbedding{{Rows: enc.Rows, Deep: enc.Deep, First: imageSpans(c.TokenIDs, m.LM.ImagePad)[0], GridT: g[0], GridH: g[1], GridW: g[2]}}
 			}
 			h, err := m.Forward(seq)
 			if err != nil {

@@ -42,10 +42,10 @@ func TestBidirectional(t *testing.T) {
 	enc := modeltest.VisionInvariance(t, bidi, imgs)
 	place := func(i, first int) model.ImageEmbedding { return modeltest.Place(enc[i], imgs[i], first) }
 	seqs := []model.Sequence{
-		modeltest.Sequence(r, 7, bidi.lm.ImagePad, info.MergeSize, nil),
-		modeltest.Sequence(r, 150, bidi.lm.ImagePad, info.MergeSize, []model.ImageEmbedding{place(1, 4), place(0, 100)}),
-		modeltest.Sequence(r, 1, bidi.lm.ImagePad, info.MergeSize, nil),
-		modeltest.Sequence(r, 300, bidi.lm.ImagePad, info.MergeSize, nil),
+		modeltest.Sequence(r, 7, bidi.LM.ImagePad, info.MergeSize, nil),
+		modeltest.Sequence(r, 150, bidi.LM.ImagePad, info.MergeSize, []model.ImageEmbedding{place(1, 4), place(0, 100)}),
+		modeltest.Sequence(r, 1, bidi.LM.ImagePad, info.MergeSize, nil),
+		modeltest.Sequence(r, 300, bidi.LM.ImagePad, info.MergeSize, nil),
 	}
 	for _, m := range []*Model{bidi, raw} {
 		D := m.Info().Hidden
@@ -68,7 +68,7 @@ func TestBidirectional(t *testing.T) {
 
 	// Changing the last token changes the first row only without the
 	// causal mask.
-	a := modeltest.Sequence(r, 12, bidi.lm.ImagePad, info.MergeSize, nil)
+	a := modeltest.Sequence(r, 12, bidi.LM.ImagePad, info.MergeSize, nil)
 	b := model.Sequence{IDs: append([]int32(nil), a.IDs...)}
 	b.IDs[11] = (a.IDs[11] + 1) % 200
 	D := info.Hidden
@@ -91,7 +91,7 @@ func TestBidirectional(t *testing.T) {
 	got := modeltest.Forward(t, raw, seqs)
 	for i := range seqs {
 		normed := make([]float32, len(got[i]))
-		kernels.RMSNorm(normed, got[i], raw.lm.OutputNormWeight(), D, raw.lm.Eps())
+		kernels.RMSNorm(normed, got[i], raw.LM.OutputNormWeight(), D, raw.LM.Eps())
 		modeltest.SameBits(t, "output norm applied to the raw rows", normed, want[i])
 		if slices.Equal(got[i], want[i]) {
 			t.Fatal("rows without the output norm equal those with it")

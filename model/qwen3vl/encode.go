@@ -33,17 +33,8 @@ type visionPass struct {
 	vitOut [][]float32
 }
 
-// NewVisionPass checks the images and prepares a resumable pass over them
-// (model.Model).
-func (m *Model) NewVisionPass(imgs []model.ImageInput, trace bool) (model.VisionPass, error) {
-	if m.vis == nil {
-		return nil, errors.New("qwen3vl: the model has no vision tower (no mmproj loaded)")
-	}
-	return m.vis.newPass(imgs, trace)
-}
-
-// newPass checks the images and prepares a resumable pass over them.
-func (vm *visionModel) newPass(imgs []model.ImageInput, trace bool) (model.VisionPass, error) {
+// NewVisionPass checks the images and prepares a resumable pass over them.
+func (vm *visionModel) NewVisionPass(imgs []model.ImageInput, trace bool) (model.VisionPass, error) {
 	if len(imgs) == 0 {
 		return nil, errors.New("qwen3vl: a vision pass needs images")
 	}

@@ -116,10 +116,10 @@ func TestFixtures(t *testing.T) {
 						t.Errorf("DeepStack %d rows: worst cosine %.8f", k, cs)
 					}
 				}
-				firsts := imageSpans(c.TokenIDs, m.lm.ImagePad)
+				firsts := imageSpans(c.TokenIDs, m.LM.ImagePad)
 				g := c.Images[0].GridTHW
 				seq.Images = []model.ImageEmbedding{{Rows: enc[0].Rows, Deep: enc[0].Deep, First: firsts[0], GridT: g[0], GridH: g[1], GridW: g[2]}}
-				imgs, err := m.lm.PlaceImages(seq.IDs, seq.Images)
+				imgs, err := m.LM.PlaceImages(seq.IDs, seq.Images)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -21,7 +21,6 @@
 package qwen3vl
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/vembed/vembed/gguf"
@@ -32,10 +31,7 @@ import (
 // Model is a loaded Qwen3-VL pair. Its methods may be called from several
 // goroutines at once: all state is read-only after Load.
 type Model struct {
-	lmFile, mmFile *gguf.File
-	lm             *vlm.Decoder
-	vis            *visionModel // nil for a text-only model
-	info           model.Info
+	vlm.Pair[*vlm.Decoder, *visionModel]
 }
 
 // Model implements the engine's model contract.
@@ -44,115 +40,52 @@ var _ model.Model = (*Model)(nil)
 // Load opens the LM GGUF and, when mmprojPath is not empty, its mmproj GGUF,
 // and binds every weight after checking its shape against the metadata.
 func Load(lmPath, mmprojPath string) (*Model, error) {
-	m := &Model{}
-	var err error
-	if m.lmFile, err = gguf.Open(lmPath); err != nil {
-		return nil, fmt.Errorf("qwen3vl: %w", err)
+	p, err := vlm.OpenPair("qwen3vl", lmPath, mmprojPath, loadLM, loadVision)
+	if err != nil {
+		return nil, err
 	}
-	if arch, _ := m.lmFile.String("general.architecture"); arch != "qwen3vl" {
-		m.Close()
-		return nil, fmt.Errorf("qwen3vl: %s: general.architecture is %q, not a Qwen3-VL language model (qwen3vl)", lmPath, arch)
-	}
-	if m.lm, err = vlm.LoadDecoder(m.lmFile); err != nil {
-		m.Close()
-		return nil, fmt.Errorf("qwen3vl: %s: %w", lmPath, err)
-	}
+	m := &Model{p}
+	lm := m.LM
 	// Still images have one frame pair: Qwen3-VL gives every frame
 	// temporal position 0 (time is written as text between frames).
-	m.lm.TemporalStride = 0
-	m.info = model.Info{
-		Arch:              m.lm.Arch,
-		Hidden:            m.lm.Hidden,
-		Layers:            m.lm.Layers(),
-		ContextLength:     m.lm.Ctx,
-		Vocab:             m.lm.Vocab,
+	lm.TemporalStride = 0
+	m.Meta = model.Info{
+		Arch:              lm.Arch,
+		Hidden:            lm.Hidden,
+		Layers:            lm.Layers(),
+		ContextLength:     lm.Ctx,
+		Vocab:             lm.Vocab,
 		PatchSize:         16,
 		MergeSize:         2,
 		TemporalPatchSize: temporalPatchSize,
 		ImageMean:         [3]float32{0.5, 0.5, 0.5},
 		ImageStd:          [3]float32{0.5, 0.5, 0.5},
-		FlopsPerToken:     m.lm.Flops(),
-		Bidirectional:     !m.lm.Causal,
-		OutputNorm:        m.lm.OutputNorm,
+		FlopsPerToken:     lm.Flops(),
+		Bidirectional:     !lm.Causal,
+		OutputNorm:        lm.OutputNorm,
 	}
 	if mmprojPath == "" {
 		return m, nil
 	}
-	if m.mmFile, err = gguf.Open(mmprojPath); err != nil {
-		m.Close()
-		return nil, fmt.Errorf("qwen3vl: %w", err)
-	}
-	if m.vis, err = loadVision(m.mmFile); err != nil {
-		m.Close()
-		return nil, fmt.Errorf("qwen3vl: %s: %w", mmprojPath, err)
-	}
-	v := m.vis
+	v := m.Vision
 	switch {
-	case v.outDim != m.lm.Hidden:
-		err = fmt.Errorf("mmproj %s projects to %d values but the LM hidden width is %d: not a matching pair", mmprojPath, v.outDim, m.lm.Hidden)
-	case len(v.deep) != m.lm.DeepStack:
-		err = fmt.Errorf("mmproj %s has %d DeepStack taps but the LM adds %d (n_deepstack_layers): not a matching pair", mmprojPath, len(v.deep), m.lm.DeepStack)
+	case v.outDim != lm.Hidden:
+		err = fmt.Errorf("mmproj %s projects to %d values but the LM hidden width is %d: not a matching pair", mmprojPath, v.outDim, lm.Hidden)
+	case len(v.deep) != lm.DeepStack:
+		err = fmt.Errorf("mmproj %s has %d DeepStack taps but the LM adds %d (n_deepstack_layers): not a matching pair", mmprojPath, len(v.deep), lm.DeepStack)
 	}
 	if err != nil {
-		m.Close()
-		return nil, fmt.Errorf("qwen3vl: %w", err)
+		return nil, m.Mismatch(err)
 	}
-	m.lm.MergeSize = v.mergeSize
-	(&Tower{vm: v}).Describe(&m.info)
+	lm.MergeSize = v.mergeSize
+	(&Tower{vm: v}).Describe(&m.Meta)
 	return m, nil
 }
 
-// Close releases the mapped files. The model must not be used afterwards.
-func (m *Model) Close() error {
-	var errs []error
-	for _, f := range []*gguf.File{m.lmFile, m.mmFile} {
-		if f != nil {
-			errs = append(errs, f.Close())
-		}
+// loadLM binds the decoder of a Qwen3-VL language model file.
+func loadLM(f *gguf.File) (*vlm.Decoder, error) {
+	if arch, _ := f.String("general.architecture"); arch != "qwen3vl" {
+		return nil, fmt.Errorf("general.architecture is %q, not a Qwen3-VL language model (qwen3vl)", arch)
 	}
-	m.lmFile, m.mmFile, m.lm, m.vis = nil, nil, nil, nil
-	return errors.Join(errs...)
-}
-
-// Info describes the model.
-func (m *Model) Info() model.Info { return m.info }
-
-// NewState checks a sequence (ids, image placement and DeepStack rows) and
-// computes its positions (model.Model).
-func (m *Model) NewState(seq model.Sequence) (model.State, error) {
-	if m.lm == nil {
-		return nil, errors.New("qwen3vl: model is closed")
-	}
-	st, err := m.lm.NewState(seq)
-	if err != nil {
-		return nil, fmt.Errorf("qwen3vl: %w", err)
-	}
-	return st, nil
-}
-
-// ForwardChunks runs one decoder pass over chunks of several sequences
-// (model.Model): every row is bit for bit what a pass over its whole
-// sequence alone gives.
-func (m *Model) ForwardChunks(chunks []model.Chunk) ([][]float32, error) {
-	if m.lm == nil {
-		return nil, errors.New("qwen3vl: model is closed")
-	}
-	out, err := m.lm.ForwardChunks(chunks)
-	if err != nil {
-		return nil, fmt.Errorf("qwen3vl: %w", err)
-	}
-	return out, nil
-}
-
-// Forward runs one sequence alone and returns its final hidden states.
-func (m *Model) Forward(seq model.Sequence) ([]float32, error) {
-	st, err := m.NewState(seq)
-	if err != nil {
-		return nil, err
-	}
-	out, err := m.ForwardChunks([]model.Chunk{{State: st, N: st.Len()}})
-	if err != nil {
-		return nil, err
-	}
-	return out[0], nil
+	return vlm.LoadDecoder(f)
 }

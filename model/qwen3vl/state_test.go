@@ -55,8 +55,8 @@ func servingInvariance(t *testing.T, m *Model) {
 		imgs = append(imgs, modeltest.RandomImage(r, info.PatchValues, g[0], g[1], g[2]))
 	}
 	enc := modeltest.VisionInvariance(t, m, imgs)
-	if len(enc[0].Deep) != m.lm.DeepStack || m.lm.DeepStack == 0 {
-		t.Fatalf("%d DeepStack sets per image, the LM adds %d", len(enc[0].Deep), m.lm.DeepStack)
+	if len(enc[0].Deep) != m.LM.DeepStack || m.LM.DeepStack == 0 {
+		t.Fatalf("%d DeepStack sets per image, the LM adds %d", len(enc[0].Deep), m.LM.DeepStack)
 	}
 	place := func(i, first int) model.ImageEmbedding { return modeltest.Place(enc[i], imgs[i], first) }
 	var seqs []model.Sequence
@@ -71,7 +71,7 @@ func servingInvariance(t *testing.T, m *Model) {
 		{300, nil},
 		{60, []model.ImageEmbedding{place(3, 30)}},
 	} {
-		seqs = append(seqs, modeltest.Sequence(r, s.n, m.lm.ImagePad, info.MergeSize, s.imgs))
+		seqs = append(seqs, modeltest.Sequence(r, s.n, m.LM.ImagePad, info.MergeSize, s.imgs))
 	}
 	modeltest.SequenceInvariance(t, m, seqs)
 }

@@ -44,5 +44,5 @@ func (t *Tower) Describe(info *model.Info) {
 // NewVisionPass checks the images and prepares a resumable pass over them
 // (model.Model's method of the same name).
 func (t *Tower) NewVisionPass(imgs []model.ImageInput, trace bool) (model.VisionPass, error) {
-	return t.vm.newPass(imgs, trace)
+	return t.vm.NewVisionPass(imgs, trace)
 }

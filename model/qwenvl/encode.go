@@ -41,10 +41,11 @@ func (m *Model) encode(imgs []ImageInput, trace bool) ([][]float32, *Trace, erro
 	if len(imgs) == 0 {
 		return nil, nil, nil
 	}
-	p, err := m.newVisionPass(imgs, trace)
+	vp, err := m.NewVisionPass(imgs, trace)
 	if err != nil {
 		return nil, nil, err
 	}
+	p := vp.(*visionPass)
 	if err := p.Step(p.Stages()); err != nil {
 		return nil, nil, err
 	}
@@ -71,16 +72,8 @@ type visionPass struct {
 	out, vitOut [][]float32
 }
 
-// NewVisionPass prepares a resumable pass over imgs (model.Model).
-func (m *Model) NewVisionPass(imgs []ImageInput, trace bool) (model.VisionPass, error) {
-	return m.newVisionPass(imgs, trace)
-}
-
-func (m *Model) newVisionPass(imgs []ImageInput, trace bool) (*visionPass, error) {
-	vm := m.vis
-	if vm == nil {
-		return nil, fmt.Errorf("qwenvl: the model has no vision tower (no mmproj loaded)")
-	}
+// NewVisionPass prepares a resumable pass over imgs.
+func (vm *visionModel) NewVisionPass(imgs []ImageInput, trace bool) (model.VisionPass, error) {
 	if len(imgs) == 0 {
 		return nil, fmt.Errorf("qwenvl: a vision pass needs images")
 	}

@@ -33,12 +33,12 @@ func (m *Model) Forward(ids []int32, images []ImageEmbedding) ([]float32, error)
 // never crosses a sequence boundary, so each result equals Forward of that
 // sequence alone while the matrix products run over all tokens at once.
 func (m *Model) ForwardBatch(seqs []Sequence) ([][]float32, error) {
-	if m.lm == nil {
+	if m.LM == nil {
 		return nil, fmt.Errorf("qwenvl: model is closed")
 	}
 	chunks := make([]model.Chunk, len(seqs))
 	for i, sq := range seqs {
-		st, err := m.lm.NewState(sq)
+		st, err := m.LM.NewState(sq)
 		if err != nil {
 			if len(seqs) == 1 {
 				return nil, fmt.Errorf("qwenvl: %w", err)
@@ -48,29 +48,4 @@ func (m *Model) ForwardBatch(seqs []Sequence) ([][]float32, error) {
 		chunks[i] = model.Chunk{State: st, N: st.Len()}
 	}
 	return m.ForwardChunks(chunks)
-}
-
-// NewState checks a sequence and computes its positions (model.Model).
-func (m *Model) NewState(seq Sequence) (model.State, error) {
-	if m.lm == nil {
-		return nil, fmt.Errorf("qwenvl: model is closed")
-	}
-	st, err := m.lm.NewState(seq)
-	if err != nil {
-		return nil, fmt.Errorf("qwenvl: %w", err)
-	}
-	return st, nil
-}
-
-// ForwardChunks runs one decoder pass over chunks of several sequences
-// (model.Model); see vlm.Decoder.ForwardChunks.
-func (m *Model) ForwardChunks(chunks []model.Chunk) ([][]float32, error) {
-	if m.lm == nil {
-		return nil, fmt.Errorf("qwenvl: model is closed")
-	}
-	out, err := m.lm.ForwardChunks(chunks)
-	if err != nil {
-		return nil, fmt.Errorf("qwenvl: %w", err)
-	}
-	return out, nil
 }

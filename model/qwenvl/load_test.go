@@ -162,7 +162,7 @@ func TestDefaultWindowPattern(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	for i, b := range m.vis.blocks {
+	for i, b := range m.Vision.blocks {
 		if b.fullAttn != ((i+1)%8 == 0) {
 			t.Errorf("block %d: full attention %v", i, b.fullAttn)
 		}

@@ -11,7 +11,6 @@
 package qwenvl
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/vembed/vembed/gguf"
@@ -26,10 +25,7 @@ const temporalPatchSize = 2
 // Model is a loaded Qwen-VL model pair. Its methods may be called from
 // several goroutines at once: all state is read-only after Load.
 type Model struct {
-	lmFile, mmFile *gguf.File
-	lm             *vlm.Decoder
-	vis            *visionModel // nil for a text-only model
-	info           Info
+	vlm.Pair[*vlm.Decoder, *visionModel]
 }
 
 // Info describes a loaded model for the layers above.
@@ -38,74 +34,52 @@ type Info = model.Info
 // Load opens the LM GGUF and, when mmprojPath is not empty, its mmproj GGUF,
 // and binds every weight after checking its shape against the metadata.
 func Load(lmPath, mmprojPath string) (*Model, error) {
-	m := &Model{}
-	var err error
-	if m.lmFile, err = gguf.Open(lmPath); err != nil {
-		return nil, fmt.Errorf("qwenvl: %w", err)
-	}
-	if err = checkArch(m.lmFile, "qwen2vl", "language model"); err == nil {
-		m.lm, err = vlm.LoadDecoder(m.lmFile)
-	}
+	p, err := vlm.OpenPair("qwenvl", lmPath, mmprojPath, loadLM, loadVision)
 	if err != nil {
-		m.Close()
-		return nil, fmt.Errorf("qwenvl: %s: %w", lmPath, err)
+		return nil, err
 	}
-	m.info = Info{
-		Arch:              m.lm.Arch,
-		Hidden:            m.lm.Hidden,
-		Layers:            m.lm.Layers(),
-		ContextLength:     m.lm.Ctx,
-		Vocab:             m.lm.Vocab,
+	m := &Model{p}
+	lm := m.LM
+	m.Meta = Info{
+		Arch:              lm.Arch,
+		Hidden:            lm.Hidden,
+		Layers:            lm.Layers(),
+		ContextLength:     lm.Ctx,
+		Vocab:             lm.Vocab,
 		PatchSize:         14,
 		MergeSize:         2,
 		TemporalPatchSize: temporalPatchSize,
 	}
-	m.info.FlopsPerToken = m.lm.Flops()
-	m.info.Bidirectional, m.info.OutputNorm = !m.lm.Causal, m.lm.OutputNorm
+	m.Meta.FlopsPerToken = lm.Flops()
+	m.Meta.Bidirectional, m.Meta.OutputNorm = !lm.Causal, lm.OutputNorm
 	if mmprojPath == "" {
 		return m, nil
 	}
-	if m.mmFile, err = gguf.Open(mmprojPath); err != nil {
-		m.Close()
-		return nil, fmt.Errorf("qwenvl: %w", err)
+	v := m.Vision
+	if out, hidden := v.outDim, lm.Hidden; out != hidden {
+		return nil, m.Mismatch(fmt.Errorf("mmproj %s projects to %d values but the LM hidden width is %d: not a matching pair", mmprojPath, out, hidden))
 	}
-	if m.vis, err = loadVision(m.mmFile); err != nil {
-		m.Close()
-		return nil, fmt.Errorf("qwenvl: %s: %w", mmprojPath, err)
-	}
-	if out, hidden := m.vis.outDim, m.lm.Hidden; out != hidden {
-		m.Close()
-		return nil, fmt.Errorf("qwenvl: mmproj %s projects to %d values but the LM hidden width is %d: not a matching pair", mmprojPath, out, hidden)
-	}
-	v := m.vis
 	vlm.TowerInfo{
 		Projector: v.projector, Width: v.width, Layers: len(v.blocks), PatchValues: v.patchVals,
 		PatchSize: v.patchSize, MergeSize: v.mergeSize, Flops: v.flops(),
 		Mean: v.mean, Std: v.std, MinPixels: v.minPixels, MaxPixels: v.maxPixels,
-	}.Describe(&m.info)
-	m.lm.MergeSize = v.mergeSize
+	}.Describe(&m.Meta)
+	lm.MergeSize = v.mergeSize
 	if v.windowed {
 		// Qwen2.5-VL scales the temporal position by seconds per frame,
 		// which is 0 for still images; Qwen2-VL counts frames.
-		m.lm.TemporalStride = 0
+		lm.TemporalStride = 0
 	}
 	return m, nil
 }
 
-// Close releases the mapped files. The model must not be used afterwards.
-func (m *Model) Close() error {
-	var errs []error
-	for _, f := range []*gguf.File{m.lmFile, m.mmFile} {
-		if f != nil {
-			errs = append(errs, f.Close())
-		}
+// loadLM binds the decoder of a Qwen2-VL language model file.
+func loadLM(f *gguf.File) (*vlm.Decoder, error) {
+	if err := checkArch(f, "qwen2vl", "language model"); err != nil {
+		return nil, err
 	}
-	m.lmFile, m.mmFile, m.lm, m.vis = nil, nil, nil, nil
-	return errors.Join(errs...)
+	return vlm.LoadDecoder(f)
 }
-
-// Info describes the model.
-func (m *Model) Info() Info { return m.info }
 
 // checkArch fails unless the file's general.architecture is want.
 func checkArch(f *gguf.File, want, kind string) error {

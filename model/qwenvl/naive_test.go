@@ -240,7 +240,7 @@ func TestVisionAgainstNaive(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			nv := &naiveVision{f: f, windowed: m.vis.windowed, W: vc.EmbeddingLength, heads: vc.HeadCount}
+			nv := &naiveVision{f: f, windowed: m.Vision.windowed, W: vc.EmbeddingLength, heads: vc.HeadCount}
 			want := nv.encode(img.Patches, 12, 18, vc.WAPattern)
 			flat := make([]float32, 0, len(got[0]))
 			for _, row := range want {

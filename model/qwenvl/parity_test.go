@@ -111,11 +111,11 @@ func checkPositions(t *testing.T, m *Model, c *fixtureCase) {
 		g := im.GridTHW
 		embs = append(embs, ImageEmbedding{Rows: make([]float32, g[0]*g[1]*g[2]/4*m.Info().Hidden), First: c.ImageTokenRanges[k][0], GridT: g[0], GridH: g[1], GridW: g[2]})
 	}
-	imgs, err := m.lm.PlaceImages(c.TokenIDs, embs)
+	imgs, err := m.LM.PlaceImages(c.TokenIDs, embs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pos := vlm.MRoPEPositions(len(c.TokenIDs), imgs, m.lm.TemporalStride)
+	pos := vlm.MRoPEPositions(len(c.TokenIDs), imgs, m.LM.TemporalStride)
 	for i, p := range pos {
 		for a := 0; a < 3; a++ {
 			if p[a] != c.MropePositions[a][i] {

@@ -119,7 +119,7 @@ func TestWeightTypes(t *testing.T) {
 	// Products on the path to a hidden row: the token embedding, 7 per LM
 	// layer; to a merger row: the patch embedding, 6 per ViT block, 2 in
 	// the merger.
-	lmInfo, vis := ref.Info(), ref.vis
+	lmInfo, vis := ref.Info(), ref.Vision
 	mLM := float64(1 + 7*lmInfo.Layers)
 	mVis := float64(1 + 6*len(vis.blocks) + 2)
 	for _, typ := range []string{"F16", "BF16", "Q8_0", "Q6_K", "Q5_K", "Q5_1", "Q5_0", "Q4_K", "Q4_1", "Q4_0", "IQ4_NL", "IQ4_XS", "Q3_K", "Q2_K", "Q4_K_M"} {

@@ -26,7 +26,7 @@ func loadSynth(t testing.TB, preset, lmType, mmType string, edit func(*synth.Con
 // randomImage returns an image input of the grid with values like
 // normalized pixels.
 func randomImage(r *rand.Rand, m *Model, gt, gh, gw int) ImageInput {
-	p := make([]float32, gt*gh*gw*m.vis.patchVals)
+	p := make([]float32, gt*gh*gw*m.Vision.patchVals)
 	for i := range p {
 		p[i] = float32(r.NormFloat64())
 	}
@@ -90,7 +90,7 @@ func sequence(r *rand.Rand, m *Model, n int, imgs []ImageEmbedding) []int32 {
 	}
 	for _, im := range imgs {
 		for j := 0; j < im.GridT*im.GridH*im.GridW/4; j++ {
-			ids[im.First+j] = m.lm.ImagePad
+			ids[im.First+j] = m.LM.ImagePad
 		}
 	}
 	return ids

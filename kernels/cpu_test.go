@@ -20,89 +20,88 @@ const (
 	flagsM2 = flagsM1 + " i8mm bf16 bti ecv"
 )
 
+// Recorded CPU identities, by vendor.
+func intel(model int, flags string) CPU { return CPU{"GenuineIntel", 6, model, strings.Fields(flags)} }
+func amd(family, model int, flags string) CPU {
+	return CPU{"AuthenticAMD", family, model, strings.Fields(flags)}
+}
+func arm(impl, part int, flags string) CPU { return armCPU(impl, part, strings.Fields(flags)) }
+
 // TestDefaultFor pins the default tier of recorded CPU identities and the
 // row of the table that picks it.
 func TestDefaultFor(t *testing.T) {
-	for _, c := range []struct {
+	const amx = " amx_tile amx_int8 amx_bf16"
+	type named struct {
 		name string
 		cpu  CPU
+	}
+	for _, c := range []struct {
 		tier Tier
 		row  string
+		cpus []named
 	}{
-		// The Xeon of the AMX measurements, as its hypervisor reports it.
-		{"Xeon with AMX (family 6 model 167)",
-			CPU{"GenuineIntel", 6, 167, strings.Fields(flagsXeonAM + " amx_tile amx_int8 amx_bf16")},
-			TierAMXBF16, "Intel Sapphire Rapids and later, with AMX-BF16"},
-		{"Sapphire Rapids (family 6 model 143)",
-			CPU{"GenuineIntel", 6, 143, strings.Fields(flagsXeonAM + " amx_tile amx_int8 amx_bf16")},
-			TierAMXBF16, "Intel Sapphire Rapids and later, with AMX-BF16"},
-		{"Granite Rapids (family 6 model 173)",
-			CPU{"GenuineIntel", 6, 173, strings.Fields(flagsXeonAM + " amx_tile amx_int8 amx_bf16")},
-			TierAMXBF16, "Intel Sapphire Rapids and later, with AMX-BF16"},
-		// The same Xeon where the OS does not grant the tile state.
-		{"Xeon without the AMX state (family 6 model 167)",
-			CPU{"GenuineIntel", 6, 167, strings.Fields(flagsXeonAM)},
-			TierAVX512VNNI, "Intel Sapphire Rapids and later, without AMX-BF16"},
-		{"Sapphire Rapids with AMX int8 only",
-			CPU{"GenuineIntel", 6, 143, strings.Fields(flagsXeonAM + " amx_tile amx_int8")},
-			TierAVX512VNNI, "Intel Sapphire Rapids and later, without AMX-BF16"},
-		{"Rocket Lake (family 6 model 167 on a client, no AVX512_BF16)",
-			CPU{"GenuineIntel", 6, 167, strings.Fields(flagsAVX2 + " avx512f avx512bw avx512vl avx512dq avx512_vnni")},
-			TierAVX512VNNI, "any CPU with AVX-512 VNNI"},
-		{"Cooper Lake (family 6 model 85, AVX512_BF16, no AMX)",
-			CPU{"GenuineIntel", 6, 85, strings.Fields(flagsZen4)},
-			TierAVX512VNNI, "other Intel CPUs with AVX512_BF16"},
-		{"Ice Lake server (family 6 model 106, no AMX)",
-			CPU{"GenuineIntel", 6, 106, strings.Fields(flagsAVX2 + " avx512f avx512bw avx512vl avx512dq avx512_vnni")},
-			TierAVX512VNNI, "any CPU with AVX-512 VNNI"},
-		{"Skylake server (family 6 model 85, no VNNI)",
-			CPU{"GenuineIntel", 6, 85, strings.Fields(flagsAVX2 + " avx512f avx512bw avx512vl avx512dq")},
-			TierAVX2Int8, "any CPU with AVX2, FMA and F16C"},
-		{"Alder Lake (family 6 model 151, AVX-VNNI)",
-			CPU{"GenuineIntel", 6, 151, strings.Fields(flagsAVX2 + " avx_vnni")},
-			TierAVXVNNI, "any CPU with AVX-VNNI"},
-		{"Zen 4 (family 25 model 17)",
-			CPU{"AuthenticAMD", 25, 17, strings.Fields(flagsZen4)},
-			TierAVX512BF16, "AMD Zen 4"},
-		{"Zen 5 (family 26 model 2)",
-			CPU{"AuthenticAMD", 26, 2, strings.Fields(flagsZen4 + " avx_vnni")},
-			TierAVX512BF16, "AMD Zen 5"},
-		{"Zen 3 (family 25 model 1, AVX2 only)",
-			CPU{"AuthenticAMD", 25, 1, strings.Fields(flagsAVX2)},
-			TierAVX2Int8, "any CPU with AVX2, FMA and F16C"},
-		{"Graviton2 (Neoverse N1)", armCPU(0x41, 0xd0c, strings.Fields(flagsN1)),
-			TierNEONDotProd, "Arm Neoverse N1 (Graviton2, Ampere Altra and Altra Max)"},
-		// Ampere Altra's cores are Neoverse N1s: the MIDR names Arm.
-		{"Ampere Altra (Neoverse N1)", armCPU(0x41, 0xd0c, strings.Fields(flagsN1)),
-			TierNEONDotProd, "Arm Neoverse N1 (Graviton2, Ampere Altra and Altra Max)"},
-		{"Graviton3 (Neoverse V1)", armCPU(0x41, 0xd40, strings.Fields(flagsV1)),
-			TierI8MM, "Arm Neoverse V1, V2, V3 and N2 (Graviton3/4, Google Axion, NVIDIA Grace)"},
-		{"Graviton4 (Neoverse V2)", armCPU(0x41, 0xd4f, strings.Fields(flagsV1)),
-			TierI8MM, "Arm Neoverse V1, V2, V3 and N2 (Graviton3/4, Google Axion, NVIDIA Grace)"},
-		{"Apple M1 on macOS", armCPU(0x61, 0, strings.Fields(flagsM1)),
-			TierNEONDotProd, "Apple M1"},
-		{"Apple M1 Firestorm on Linux", armCPU(0x61, 0x23, strings.Fields(flagsM1)),
-			TierNEONDotProd, "Apple M1"},
-		{"Apple M2 on macOS", armCPU(0x61, 0, strings.Fields(flagsM2)),
-			TierI8MM, "Apple M2 and later (I8MM)"},
-		{"Apple M4 on macOS", armCPU(0x61, 0, strings.Fields(flagsM2)),
-			TierI8MM, "Apple M2 and later (I8MM)"},
-		{"AmpereOne (implementer 0xc0, I8MM)", armCPU(0xc0, 0xac3, strings.Fields(flagsV1)),
-			TierI8MM, "any ARM CPU with I8MM"},
-		{"an ARM CPU that the OS does not name (qemu -cpu cortex-a76)", armCPU(0, 0, []string{"asimd", "asimddp"}),
-			TierNEONDotProd, "any ARM CPU with the dot product"},
-		{"Cortex-A72 (Raspberry Pi 4, no dot product)", armCPU(0x41, 0xd08, []string{"fp", "asimd", "crc32"}),
-			TierNEON, "any ARM CPU with NEON"},
-		{"a CPU without AVX2", CPU{"AuthenticAMD", 16, 2, []string{"avx"}},
-			TierGeneric, "any other CPU"},
-		{"an unknown CPU", CPU{}, TierGeneric, "any other CPU"},
+		{TierAMXBF16, "Intel Sapphire Rapids and later, with AMX-BF16", []named{
+			// The Xeon of the AMX measurements, as its hypervisor reports it.
+			{"Xeon with AMX (family 6 model 167)", intel(167, flagsXeonAM+amx)},
+			{"Sapphire Rapids (family 6 model 143)", intel(143, flagsXeonAM+amx)},
+			{"Granite Rapids (family 6 model 173)", intel(173, flagsXeonAM+amx)},
+		}},
+		{TierAVX512VNNI, "Intel Sapphire Rapids and later, without AMX-BF16", []named{
+			// The same Xeon where the OS does not grant the tile state.
+			{"Xeon without the AMX state (family 6 model 167)", intel(167, flagsXeonAM)},
+			{"Sapphire Rapids with AMX int8 only", intel(143, flagsXeonAM+" amx_tile amx_int8")},
+		}},
+		{TierAVX512VNNI, "any CPU with AVX-512 VNNI", []named{
+			{"Rocket Lake (family 6 model 167 on a client, no AVX512_BF16)", intel(167, flagsAVX2+" avx512f avx512bw avx512vl avx512dq avx512_vnni")},
+			{"Ice Lake server (family 6 model 106, no AMX)", intel(106, flagsAVX2+" avx512f avx512bw avx512vl avx512dq avx512_vnni")},
+		}},
+		{TierAVX512VNNI, "other Intel CPUs with AVX512_BF16", []named{
+			{"Cooper Lake (family 6 model 85, AVX512_BF16, no AMX)", intel(85, flagsZen4)},
+		}},
+		{TierAVXVNNI, "any CPU with AVX-VNNI", []named{
+			{"Alder Lake (family 6 model 151, AVX-VNNI)", intel(151, flagsAVX2+" avx_vnni")},
+		}},
+		{TierAVX512BF16, "AMD Zen 4", []named{{"Zen 4 (family 25 model 17)", amd(25, 17, flagsZen4)}}},
+		{TierAVX512BF16, "AMD Zen 5", []named{{"Zen 5 (family 26 model 2)", amd(26, 2, flagsZen4+" avx_vnni")}}},
+		{TierAVX2Int8, "any CPU with AVX2, FMA and F16C", []named{
+			{"Skylake server (family 6 model 85, no VNNI)", intel(85, flagsAVX2+" avx512f avx512bw avx512vl avx512dq")},
+			{"Zen 3 (family 25 model 1, AVX2 only)", amd(25, 1, flagsAVX2)},
+		}},
+		{TierNEONDotProd, "Arm Neoverse N1 (Graviton2, Ampere Altra and Altra Max)", []named{
+			{"Graviton2 (Neoverse N1)", arm(0x41, 0xd0c, flagsN1)},
+			// Ampere Altra's cores are Neoverse N1s: the MIDR names Arm.
+			{"Ampere Altra (Neoverse N1)", arm(0x41, 0xd0c, flagsN1)},
+		}},
+		{TierI8MM, "Arm Neoverse V1, V2, V3 and N2 (Graviton3/4, Google Axion, NVIDIA Grace)", []named{
+			{"Graviton3 (Neoverse V1)", arm(0x41, 0xd40, flagsV1)},
+			{"Graviton4 (Neoverse V2)", arm(0x41, 0xd4f, flagsV1)},
+		}},
+		{TierNEONDotProd, "Apple M1", []named{
+			{"Apple M1 on macOS", arm(0x61, 0, flagsM1)},
+			{"Apple M1 Firestorm on Linux", arm(0x61, 0x23, flagsM1)},
+		}},
+		{TierI8MM, "Apple M2 and later (I8MM)", []named{
+			{"Apple M2 on macOS", arm(0x61, 0, flagsM2)},
+			{"Apple M4 on macOS", arm(0x61, 0, flagsM2)},
+		}},
+		{TierI8MM, "any ARM CPU with I8MM", []named{{"AmpereOne (implementer 0xc0, I8MM)", arm(0xc0, 0xac3, flagsV1)}}},
+		{TierNEONDotProd, "any ARM CPU with the dot product", []named{
+			{"an ARM CPU that the OS does not name (qemu -cpu cortex-a76)", arm(0, 0, "asimd asimddp")},
+		}},
+		{TierNEON, "any ARM CPU with NEON", []named{{"Cortex-A72 (Raspberry Pi 4, no dot product)", arm(0x41, 0xd08, "fp asimd crc32")}}},
+		{TierGeneric, "any other CPU", []named{
+			{"a CPU without AVX2", amd(16, 2, "avx")},
+			{"an unknown CPU", CPU{}},
+		}},
 	} {
-		tier, row := DefaultFor(c.cpu)
-		if tier != c.tier || row.Name != c.row {
-			t.Errorf("%s (%v): default %s by row %q, want %s by row %q", c.name, c.cpu, tier, row.Name, c.tier, c.row)
-		}
-		if row.Tier != tier || row.Why == "" {
-			t.Errorf("%s: row %+v", c.name, row)
+		for _, n := range c.cpus {
+			tier, row := DefaultFor(n.cpu)
+			if tier != c.tier || row.Name != c.row {
+				t.Errorf("%s (%v): default %s by row %q, want %s by row %q", n.name, n.cpu, tier, row.Name, c.tier, c.row)
+			}
+			if row.Tier != tier || row.Why == "" {
+				t.Errorf("%s: row %+v", n.name, row)
+			}
 		}
 	}
 }

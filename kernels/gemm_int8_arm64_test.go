@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -192,5 +193,58 @@ func TestQuantizeRowU8NEON(t *testing.T) {
 	}
 	if err := firstDiff(gd, wd); err != nil {
 		t.Fatalf("ds: %v", err)
+	}
+}
+
+// TestU8RowsNEON checks the integer tiers' NEON decoders against the
+// portable ones (the u8 path's, and the VNNI layout's of Q8_0 and the IQ4
+// types), every output bit for bit, on rows of one block, an odd number of
+// blocks and many; and that the tiers use them for every type.
+func TestU8RowsNEON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for typ, row := range vnniRowsNEON {
+		dec := vnniDecoders[typ]
+		for _, n := range rowSizes(dec.blockSize) {
+			u8RowMatch(t, "neon", typ, n, dec.row, row, rng)
+		}
+	}
+	for _, g := range []*vnniTier{sdotGEMM, smmlaGEMM} {
+		for typ := range vnniDecoders {
+			if g.dec[typ] == nil {
+				t.Errorf("%s: no NEON decoder in the integer tiers", typ)
+			}
+		}
+	}
+}
+
+// TestPack8U8NEON checks the NEON byte panel packers against the
+// portable ones (SDOT's four-byte groups, SMMLA's eight-byte chunks) on
+// random rows of one and several steps, the panel's other columns left
+// alone.
+func TestPack8U8NEON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, c := range []struct {
+		name      string
+		ref, neon func(src []int8, kc int, dst []int8)
+	}{
+		{"sdot", pack8U8Go, pack8U8NEON},
+		{"smmla", pack8S8x8, pack8S8x8NEON},
+	} {
+		for _, kc := range []int{32, 96, 256} {
+			src := make([]int8, 8*kc)
+			for i := range src {
+				src[i] = int8(rng.Uint32())
+			}
+			want, got := make([]int8, kc*vnniNR), make([]int8, kc*vnniNR)
+			for i := range want {
+				want[i] = int8(i)
+				got[i] = want[i]
+			}
+			c.ref(src, kc, want)
+			c.neon(src, kc, got)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s kc=%d: the NEON panel differs from the portable one's", c.name, kc)
+			}
+		}
 	}
 }

@@ -4,14 +4,7 @@ package kernels
 func q2kMinsAVX2(blk *byte, nsb int, dst *float32)
 
 // q2kHalfMinsAVX2 is q2kHalfMinsAt, stride 1, in assembly: n offsets.
-func q2kHalfMinsAVX2(src []byte, n int, dst []float32) {
-	nsb := n / 16
-	if nsb == 0 {
-		return
-	}
-	_, _ = src[84*nsb-1], dst[16*nsb-1]
-	q2kMinsAVX2(&src[0], nsb, &dst[0])
-}
+func q2kHalfMinsAVX2(src []byte, n int, dst []float32) { q2kMinsWith(q2kMinsAVX2, src, n, dst) }
 
 // q2kMins is the row reader of Q2_K's halfMins entry: the assembly where
 // the CPU has AVX2 (with F16C, for dmin), else the portable one.
@@ -27,10 +20,5 @@ func decodeQ2KU8AVX2(blk *byte, nsb int, q *int8, sum *int32, mul *int16, fd *fl
 
 // q2kRowAVX2 is u8RowQ2K in assembly (the same outputs, tested).
 func q2kRowAVX2(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
-	nsb := n / 256
-	if nsb == 0 {
-		return
-	}
-	_, _, _, _, _ = src[84*nsb-1], q[256*nsb-1], sum[16*nsb-1], mul[16*nsb-1], fd[(8*nsb-1)*fs]
-	decodeQ2KU8AVX2(&src[0], nsb, &q[0], &sum[0], &mul[0], &fd[0], fs)
+	q2kRowWith(decodeQ2KU8AVX2, src, n, q, fd, fs, mul, sum)
 }

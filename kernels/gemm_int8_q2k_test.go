@@ -195,8 +195,8 @@ func FuzzQ2KDecoders(f *testing.F) {
 		rows["avx2-int8"] = u8["avx2"].rows[gguf.TypeQ2_K]
 	}
 	for name, g := range archVNNIKernels() {
-		// The GEMMs without a decoder of their own (arm64's) decode with
-		// the portable one, the reference here.
+		// A GEMM without a decoder of its own decodes with the portable
+		// one, the reference here.
 		if row := g.dec[gguf.TypeQ2_K]; row != nil {
 			rows[name] = row
 		}

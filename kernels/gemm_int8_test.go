@@ -462,7 +462,7 @@ func TestU8RowsMatch(t *testing.T) {
 	for name, g := range au8 {
 		for typ, row := range g.rows {
 			for _, n := range rowSizes(u8Decoders[typ].blockSize) {
-				u8RowMatch(t, name, typ, n, row, rng)
+				u8RowMatch(t, name, typ, n, u8Decoders[typ].row, row, rng)
 			}
 		}
 	}
@@ -472,9 +472,9 @@ func TestU8RowsMatch(t *testing.T) {
 // one block, an odd number, and more than the decoders' chunks.
 func rowSizes(bs int) []int { return []int{bs, 3 * bs, 25 * bs} }
 
-// u8RowMatch compares a u8 path decoder with the portable one of its
-// type on one random row of n values.
-func u8RowMatch(t *testing.T, name string, typ gguf.Type, n int, row func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32), rng *rand.Rand) {
+// u8RowMatch compares a byte decoder with ref, the portable one of its
+// type, on one random row of n values.
+func u8RowMatch(t *testing.T, name string, typ gguf.Type, n int, ref, row func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32), rng *rand.Rand) {
 	w := randMatrix(t, typ, 1, n, rng)
 	type out struct {
 		q      []int8
@@ -487,7 +487,7 @@ func u8RowMatch(t *testing.T, name string, typ gguf.Type, n int, row func(src []
 		f(w.Data, n, o.q, o.fd, o.fm[1:], 2, o.mul, o.sum)
 		return o
 	}
-	want, got := run(u8Decoders[typ].row), run(row)
+	want, got := run(ref), run(row)
 	if !slices.Equal(got.q, want.q) || !slices.Equal(got.fd, want.fd) || !slices.Equal(got.fm, want.fm) ||
 		!slices.Equal(got.mul, want.mul) || !slices.Equal(got.sum, want.sum) {
 		t.Errorf("%s %s n=%d: decoder differs from the portable one", name, typ, n)

@@ -131,15 +131,25 @@ func vnniRowIQ4NL(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []i
 func vnniRowIQ4XS(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
 	for b := 0; b < n/256; b++ {
 		blk := src[136*b : 136*b+136]
-		d, qs := f16(blk), blk[8:136]
-		sh := uint16(blk[2]) | uint16(blk[3])<<8
+		iq4xsFactors(blk, b, fd, fs, mul)
 		for ib := 0; ib < 8; ib++ {
 			s := 8*b + ib
-			fd[s*fs] = d
-			ls := (int16(blk[4+ib/2]>>(4*(ib%2))&15) | int16(sh>>(2*ib)&3)<<4) - 32
-			mul[2*s], mul[2*s+1] = ls, ls
-			iq4Half(q[32*s:32*s+32], qs[16*ib:16*ib+16], sum[2*s:])
+			iq4Half(q[32*s:32*s+32], blk[8+16*ib:24+16*ib], sum[2*s:])
 		}
+	}
+}
+
+// iq4xsFactors writes the factor d and the multipliers ls−32 of the
+// eight blocks of IQ4_XS super-block b (its bytes blk): fd[s*fs] and
+// mul[2s], mul[2s+1] of block s.
+func iq4xsFactors(blk []byte, b int, fd []float32, fs int, mul []int16) {
+	d := f16(blk)
+	sh := uint16(blk[2]) | uint16(blk[3])<<8
+	for ib := 0; ib < 8; ib++ {
+		s := 8*b + ib
+		fd[s*fs] = d
+		ls := (int16(blk[4+ib/2]>>(4*(ib%2))&15) | int16(sh>>(2*ib)&3)<<4) - 32
+		mul[2*s], mul[2*s+1] = ls, ls
 	}
 }
 

@@ -28,19 +28,6 @@ func kernelAVXVNNI3x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, b
 //go:noescape
 func decodeQ8_0S8AVX2(src *byte, nb int, q *int8, sum *int32, fd *float32, fs int)
 
-// q8RowVNNI is vnniRowQ8_0 with the bytes and sums in assembly.
-func q8RowVNNI(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
-	nb := n / 32
-	if nb == 0 {
-		return
-	}
-	_, _, _, _ = src[34*nb-1], q[32*nb-1], sum[2*nb-1], fd[(nb-1)*fs]
-	decodeQ8_0S8AVX2(&src[0], nb, &q[0], &sum[0], &fd[0], fs)
-	for i := range sum[:2*nb] {
-		sum[i] -= 16 * 128
-	}
-}
-
 //go:noescape
 func decodePanelQ8_0AVX512(src *byte, rowBytes int, nrows int, nb int, pan *int8, fs *float32, aux *int32)
 
@@ -104,60 +91,10 @@ func quantizeRowU8StridedAVX2(x []float32, q []uint8, stride int, ds []float32) 
 //go:noescape
 func decodeIQ4S8AVX2(qs *byte, nb int, stride int, q *int8, sum *int32)
 
-// iq4nlRowVNNI is vnniRowIQ4NL with the codebook lookup and sums in
-// assembly.
-func iq4nlRowVNNI(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
-	nb := n / 32
-	if nb == 0 {
-		return
-	}
-	_, _, _ = src[18*nb-1], q[32*nb-1], sum[2*nb-1]
-	for b := 0; b < nb; b++ {
-		fd[b*fs] = f16(src[18*b:])
-	}
-	decodeIQ4S8AVX2(&src[2], nb, 18, &q[0], &sum[0])
-	for i := range sum[:2*nb] {
-		sum[i] -= 16 * 128
-	}
-}
-
-// iq4xsRowVNNI is vnniRowIQ4XS with the codebook lookup and sums in
-// assembly, a super-block (eight blocks of 16 nibble bytes) per call.
-func iq4xsRowVNNI(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
-	nsb := n / 256
-	if nsb == 0 {
-		return
-	}
-	_, _, _, _ = src[136*nsb-1], q[256*nsb-1], sum[16*nsb-1], mul[16*nsb-1]
-	for b := 0; b < nsb; b++ {
-		blk := src[136*b : 136*b+136]
-		d := f16(blk)
-		sh := uint16(blk[2]) | uint16(blk[3])<<8
-		for ib := 0; ib < 8; ib++ {
-			s := 8*b + ib
-			fd[s*fs] = d
-			ls := (int16(blk[4+ib/2]>>(4*(ib%2))&15) | int16(sh>>(2*ib)&3)<<4) - 32
-			mul[2*s], mul[2*s+1] = ls, ls
-		}
-		decodeIQ4S8AVX2(&blk[8], 8, 16, &q[256*b], &sum[16*b])
-	}
-	for i := range sum[:16*nsb] {
-		sum[i] -= 16 * 128
-	}
-}
-
 // vnniRowsAVX2 are the VNNI tiers' decoders with the per-value work in
 // assembly (equal to vnniDecoders' rows, tested).
 var vnniRowsAVX2 = func() map[gguf.Type]func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32) {
-	m := map[gguf.Type]func(src []byte, n int, q []int8, fd, fm []float32, fs int, mul []int16, sum []int32){
-		gguf.TypeQ8_0:   q8RowVNNI,
-		gguf.TypeIQ4_NL: iq4nlRowVNNI,
-		gguf.TypeIQ4_XS: iq4xsRowVNNI,
-	}
-	for t, f := range u8RowsAVX2 {
-		m[t] = f
-	}
-	return m
+	return s8RowsWith(decodeQ8_0S8AVX2, decodeIQ4S8AVX2, u8RowsAVX2)
 }()
 
 // vnniAVX512 and vnniAVX are the GEMMs of the avx512-vnni and avx-vnni

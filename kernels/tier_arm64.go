@@ -1,6 +1,8 @@
 package kernels
 
 import (
+	"unsafe"
+
 	"golang.org/x/sys/cpu"
 )
 
@@ -46,7 +48,19 @@ func kernelSDOTMul2x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, b
 var sdotGEMM = &vnniTier{
 	kern: vnniAsm(4, 1, kernelSDOTUnit4x16), kernMul: vnniAsm(2, 1, kernelSDOTMul2x16),
 	rows: 4, span: 1, rowsMul: 2, spanMul: 1,
-	pack8: pack8U8Go, quant: quantizeRowU8NEON, signed: true,
+	pack8: pack8U8NEON, quant: quantizeRowU8NEON, signed: true, dec: vnniRowsNEON,
+}
+
+// pack8U8NEON is pack8U8Go by the float32 panel packer: a group of four
+// bytes moves as one 32-bit value.
+func pack8U8NEON(src []int8, kc int, dst []int8) {
+	n8 := kc / 32
+	if n8 == 0 {
+		return
+	}
+	_ = src[8*kc-1]
+	_ = dst[((kc/4-1)*gemmNR+7)*4+3]
+	pack8F32NEON((*byte)(unsafe.Pointer(&src[0])), kc, n8, (*float32)(unsafe.Pointer(&dst[0])))
 }
 
 // smmlaGEMM is the integer GEMM of the i8mm tier: sdotGEMM's driver with
@@ -57,7 +71,7 @@ var sdotGEMM = &vnniTier{
 var smmlaGEMM = &vnniTier{
 	kern: vnniAsm(4, 1, kernelSMMLAUnit4x16), kernMul: vnniAsm(2, 1, kernelSMMLAMul2x16),
 	rows: 4, span: 1, rowsMul: 2, spanMul: 1, chunk: 8,
-	pack8: pack8S8x8, quant: quantizeRowU8NEON, signed: true,
+	pack8: pack8S8x8NEON, quant: quantizeRowU8NEON, signed: true, dec: vnniRowsNEON,
 }
 
 // pack8S8x8 moves the eight-byte chunks of eight decoded rows (kc bytes

@@ -42,6 +42,18 @@ func TestNEONLoopsInUse(t *testing.T) {
 		"pack8BF16NEON":  {"zip1", "zip2", "trn1", "trn2"},
 		"decodeQ8_0NEON": {"fcvtl", "sxtl", "sxtl2", "scvtf", "fmul"},
 		"decodeNib4NEON": {"and", "ushr", "tbl", "sxtl", "sxtl2", "scvtf", "fmul"},
+		// The integer tiers' byte decoders (gemm_int8_u8_arm64.s).
+		"decodeQ4KU8NEON":  {"and", "ushr", "uaddlv"},
+		"decodeQ6KU8NEON":  {"and", "ushr", "shl", "orr", "sub", "uaddlv"},
+		"decodeQ5KU8NEON":  {"and", "ushr", "shl", "orr", "uaddlv"},
+		"decodeQ3KU8NEON":  {"and", "ushr", "shl", "orr", "sub", "uaddlv"},
+		"decodeNib4U8NEON": {"and", "ushr", "dup", "sub", "uaddlv"},
+		"decodeNib5U8NEON": {"and", "ushr", "tbl", "cmtst", "orr", "sub", "uaddlv"},
+		"decodeQ8_0S8NEON": {"fcvtl", "eor", "uaddlv"},
+		"decodeIQ4S8NEON":  {"and", "ushr", "tbl", "eor", "uaddlv"},
+		"packChunks8NEON":  {"trn1", "trn2"},
+		"decodeQ2KU8NEON":  {"and", "ushr", "uxtl", "uxtl2", "fcvtl", "uaddlv"},
+		"q2kMinsNEON":      {"ushr", "uxtl", "uxtl2", "scvtf", "fneg", "fmul"},
 	}
 	// The arrangement each kernel computes in: single-precision lanes,
 	// double-precision ones for the norms' sums.

@@ -18,6 +18,7 @@ import (
 	"github.com/vembed/vembed/engine"
 	"github.com/vembed/vembed/eval"
 	"github.com/vembed/vembed/index"
+	"github.com/vembed/vembed/internal/diskfree"
 	"github.com/vembed/vembed/internal/memstat"
 	"github.com/vembed/vembed/search"
 	"github.com/vembed/vembed/synth"
@@ -50,7 +51,10 @@ type SearchConfig struct {
 	// Candidates are the first stage's counts to measure, a row each
 	// (none: search's default).
 	Candidates []int
-	Clusters   int
+	// Sidecars are the element types of the multi-vector cases'
+	// sidecars, each page count measured with each (none: float32).
+	Sidecars []index.SidecarType
+	Clusters int
 	// Dir holds the indexes (default: a temporary folder, removed).
 	Dir string
 	// DemoQueries is the number of text queries the demo model embeds,
@@ -66,17 +70,21 @@ type SearchConfig struct {
 
 // SearchFigure is one case's figures.
 type SearchFigure struct {
-	Case       string  `json:"case"`
-	Items      int     `json:"items"`
-	Tokens     int     `json:"tokens,omitempty"`
-	Dims       int     `json:"dims"`
-	Threads    int     `json:"threads"`
-	Queries    int     `json:"queries"`
-	Candidates int     `json:"candidates,omitempty"`
-	LoadS      float64 `json:"load_s"`
-	P50ms      float64 `json:"p50_ms"`
-	P95ms      float64 `json:"p95_ms"`
-	QPS        float64 `json:"queries_per_s"`
+	Case       string `json:"case"`
+	Items      int    `json:"items"`
+	Tokens     int    `json:"tokens,omitempty"`
+	Dims       int    `json:"dims"`
+	Threads    int    `json:"threads"`
+	Queries    int    `json:"queries"`
+	Candidates int    `json:"candidates,omitempty"`
+	// Sidecar is the multi-vector case's sidecar element type, and
+	// SidecarBytes its sidecars' size on disk.
+	Sidecar      string  `json:"sidecar,omitempty"`
+	SidecarBytes int64   `json:"sidecar_bytes,omitempty"`
+	LoadS        float64 `json:"load_s"`
+	P50ms        float64 `json:"p50_ms"`
+	P95ms        float64 `json:"p95_ms"`
+	QPS          float64 `json:"queries_per_s"`
 	// ExactP50ms is search's one-stage path (Options.Exact) per query;
 	// EvalMsPerQuery eval.Score's time over the same queries, batched,
 	// per query (its Parquet reading not counted).
@@ -141,16 +149,29 @@ func Search(c SearchConfig) (*SearchReport, error) {
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	rep := &SearchReport{Cases: []SearchFigure{}}
+	if len(c.Sidecars) == 0 {
+		c.Sidecars = []index.SidecarType{index.SidecarFloat32}
+	}
+	var cases []benchCase
 	if c.Single > 0 {
-		f, err := c.runCase(filepath.Join(dir, "single"), c.Single, false, log)
-		if err != nil {
-			return nil, err
-		}
-		rep.Cases = append(rep.Cases, f...)
+		cases = append(cases, benchCase{dir: filepath.Join(dir, "single"), items: c.Single})
 	}
 	for _, n := range c.Pages {
-		f, err := c.runCase(filepath.Join(dir, fmt.Sprintf("multi-%d", n)), n, true, log)
+		for _, typ := range c.Sidecars {
+			name := fmt.Sprintf("multi-%d", n)
+			if typ != index.SidecarFloat32 {
+				name += "-" + typ.String()
+			}
+			cases = append(cases, benchCase{dir: filepath.Join(dir, name), items: n, multi: true, sidecar: typ})
+		}
+	}
+	if err := c.checkDisk(dir, cases, log); err != nil {
+		return nil, err
+	}
+	rep := &SearchReport{Cases: []SearchFigure{}}
+	exact := map[int]exactRun{} // by page count: the sidecar changes no vector of the parts
+	for _, bc := range cases {
+		f, err := c.runCase(bc, exact, log)
 		if err != nil {
 			return nil, err
 		}
@@ -320,9 +341,78 @@ func (g *gen) query(q, items int) eval.Vectors {
 // benchPartRows is the rows of one part of a synthetic index.
 const benchPartRows = 256
 
+// benchCase is one index the bench writes and searches.
+type benchCase struct {
+	dir     string
+	items   int
+	multi   bool
+	sidecar index.SidecarType
+}
+
+// exactRun is eval.Score's top 10 of a case's queries, and its time.
+type exactRun struct {
+	want [][]string
+	took time.Duration
+}
+
+// written reports a case whose index a kept --dir already holds.
+func (bc benchCase) written() bool {
+	_, err := os.Stat(filepath.Join(bc.dir, "complete"))
+	return err == nil
+}
+
+// diskBytes estimates what the case writes: its parts (float32 values,
+// which zstd does not shrink: random mantissas) and its sidecars.
+func (c *SearchConfig) diskBytes(bc benchCase) (parts, sidecars int64) {
+	n := int64(bc.items)
+	if !bc.multi {
+		return n * int64(c.SingleDims) * 4, 0
+	}
+	tokens := n * int64(c.Tokens)
+	words := int64(c.Dims+63) / 64
+	nParts := (n + benchPartRows - 1) / benchPartRows
+	sidecars = nParts*(64+64+8) + 8*n + tokens*(8*words+int64(c.Dims)*int64(bc.sidecar.Size()))
+	return tokens * int64(c.Dims) * 4, sidecars
+}
+
+// diskMargin is the space left free beyond a run's estimate.
+const diskMargin = 1 << 30
+
+// checkDisk prints what the cases will write and refuses, before writing
+// anything, when the folder's filesystem has not that much free (plus
+// diskMargin), instead of filling the disk halfway through.
+func (c *SearchConfig) checkDisk(dir string, cases []benchCase, log io.Writer) error {
+	var parts, sidecars int64
+	for _, bc := range cases {
+		if bc.written() {
+			continue
+		}
+		p, s := c.diskBytes(bc)
+		parts += p
+		sidecars += s
+	}
+	if parts+sidecars == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	gb := func(n int64) string { return fmt.Sprintf("%.2f GB", float64(n)/1e9) }
+	free, err := diskfree.Bytes(dir)
+	if err != nil {
+		fmt.Fprintf(log, "bench search: the cases will write about %s in %s (parts %s, sidecars %s); free space unknown: %v\n", gb(parts+sidecars), dir, gb(parts), gb(sidecars), err)
+		return nil
+	}
+	fmt.Fprintf(log, "bench search: the cases will write about %s in %s (parts %s, sidecars %s); %s free\n", gb(parts+sidecars), dir, gb(parts), gb(sidecars), gb(free))
+	if parts+sidecars+diskMargin > free {
+		return fmt.Errorf("bench search: the cases need about %s (parts %s, sidecars %s) and 1 GB to spare in %s, whose filesystem has %s free: give --dir on a larger one, fewer --pages, or --sidecar float16", gb(parts+sidecars), gb(parts), gb(sidecars), dir, gb(free))
+	}
+	return nil
+}
+
 // write writes the case's index (parts and sidecars) unless dir holds it
 // already (a kept --dir).
-func (g *gen) write(dir string, items int, log io.Writer) error {
+func (g *gen) write(dir string, items int, sidecar index.SidecarType, log io.Writer) error {
 	done := filepath.Join(dir, "complete")
 	if _, err := os.Stat(done); err == nil {
 		return nil
@@ -341,7 +431,7 @@ func (g *gen) write(dir string, items int, log io.Writer) error {
 				rows[k].Width, rows[k].Height = 1700, 2200
 			}
 		}
-		if err := index.WritePart(dir, fmt.Sprintf("s0of1-g000001-%06d.parquet", first/benchPartRows+1), rows); err != nil {
+		if err := index.WritePart(dir, fmt.Sprintf("s0of1-g000001-%06d.parquet", first/benchPartRows+1), rows, sidecar); err != nil {
 			return err
 		}
 		fmt.Fprintf(log, "\rwriting %s: %d of %d items (%.0f s)", filepath.Base(dir), first+n, items, time.Since(start).Seconds())
@@ -350,9 +440,10 @@ func (g *gen) write(dir string, items int, log io.Writer) error {
 	return os.WriteFile(done, nil, 0o644)
 }
 
-func (c *SearchConfig) runCase(dir string, items int, multi bool, log io.Writer) ([]SearchFigure, error) {
+func (c *SearchConfig) runCase(bc benchCase, exact map[int]exactRun, log io.Writer) ([]SearchFigure, error) {
+	dir, items, multi := bc.dir, bc.items, bc.multi
 	g := newGen(c, multi)
-	if err := g.write(dir, items, log); err != nil {
+	if err := g.write(dir, items, bc.sidecar, log); err != nil {
 		return nil, err
 	}
 	qs := make([]eval.Vectors, c.Queries)
@@ -361,21 +452,39 @@ func (c *SearchConfig) runCase(dir string, items int, multi bool, log io.Writer)
 	}
 	base := SearchFigure{Items: items, Dims: g.dims, Threads: runtime.GOMAXPROCS(0), Queries: c.Queries}
 	if multi {
-		base.Case = fmt.Sprintf("multi-vector %d pages x %d tokens x %d", items, c.Tokens, c.Dims)
+		base.Case = fmt.Sprintf("multi-vector %d pages x %d tokens x %d, %s", items, c.Tokens, c.Dims, bc.sidecar)
 		base.Tokens = c.Tokens
 		base.Float32Bytes = int64(items) * int64(c.Tokens) * int64(c.Dims) * 4
+		base.Sidecar = bc.sidecar.String()
+		cars, _ := filepath.Glob(filepath.Join(dir, index.SidecarDir, "*.mv"))
+		for _, f := range cars {
+			if st, err := os.Stat(f); err == nil {
+				base.SidecarBytes += st.Size()
+			}
+		}
 	} else {
 		base.Case = fmt.Sprintf("single-vector %d x %d", items, g.dims)
 		base.Float32Bytes = int64(items) * int64(g.dims) * 4
 	}
 
 	// Exact float32 brute force first (eval.Score, part by part, so that
-	// memory holds one part's vectors at a time), for the recall.
-	want, evalTime, err := evalTop(dir, qs, multi, 10, log)
-	if err != nil {
-		return nil, err
+	// memory holds one part's vectors at a time), for the recall; once
+	// per page count, whatever the sidecar (the parts are the same).
+	key := items
+	if !multi {
+		key = -1
 	}
-	base.EvalMsPerQuery = round4(evalTime.Seconds() * 1000 / float64(len(qs)))
+	ex, ok := exact[key]
+	if !ok {
+		want, took, err := evalTop(dir, qs, multi, 10, log)
+		if err != nil {
+			return nil, err
+		}
+		ex = exactRun{want, took}
+		exact[key] = ex
+	}
+	want := ex.want
+	base.EvalMsPerQuery = round4(ex.took.Seconds() * 1000 / float64(len(qs)))
 
 	runtime.GC()
 	debug.FreeOSMemory()
@@ -531,13 +640,13 @@ func (c *SearchConfig) demoEmbed() ([]EmbedFigure, error) {
 
 // PrintSearch writes the report as tables.
 func PrintSearch(w io.Writer, r *SearchReport) {
-	fmt.Fprintf(w, "%-44s %8s %8s %8s %9s %10s %9s %9s %10s %8s\n", "case", "load s", "p50 ms", "p95 ms", "queries/s", "exact p50", "eval ms/q", "recall@10", "RSS MiB", "RSS/f32")
+	fmt.Fprintf(w, "%-54s %8s %8s %8s %9s %10s %9s %9s %10s %8s\n", "case", "load s", "p50 ms", "p95 ms", "queries/s", "exact p50", "eval ms/q", "recall@10", "RSS MiB", "RSS/f32")
 	for _, f := range r.Cases {
 		ex := "-"
 		if f.ExactP50ms > 0 {
 			ex = fmt.Sprintf("%.4g", f.ExactP50ms)
 		}
-		fmt.Fprintf(w, "%-44s %8.4g %8.4g %8.4g %9.4g %10s %9.4g %9.4g %10.1f %8.4g\n", f.Case, f.LoadS, f.P50ms, f.P95ms, f.QPS, ex, f.EvalMsPerQuery, f.Recall10, float64(f.RSS)/(1<<20), f.RSSShare)
+		fmt.Fprintf(w, "%-54s %8.4g %8.4g %8.4g %9.4g %10s %9.4g %9.4g %10.1f %8.4g\n", f.Case, f.LoadS, f.P50ms, f.P95ms, f.QPS, ex, f.EvalMsPerQuery, f.Recall10, float64(f.RSS)/(1<<20), f.RSSShare)
 	}
 	for _, e := range r.Embed {
 		kind := "single vector"

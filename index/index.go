@@ -70,6 +70,10 @@ type Options struct {
 	// (retrieval.passage for models with tasks: texts are otherwise
 	// embedded as queries).
 	TextTask string
+	// Sidecar is the element type of a multi-vector run's sidecars (0:
+	// float32). Changing it between runs rewrites the shard's sidecars
+	// from their parts at the next run's start.
+	Sidecar SidecarType
 	// ChunkTokens bounds a text file's passages, in tokens of Count.
 	ChunkTokens int
 	// Count counts a text's tokens (the model's tokenizer).
@@ -386,6 +390,9 @@ func (r *run) run(ctx context.Context) (*Summary, error) {
 	// Rows of items a killed run removed from the store but not yet from
 	// their parts.
 	if err := r.compact(); err != nil {
+		return nil, err
+	}
+	if err := r.matchSidecars(); err != nil {
 		return nil, err
 	}
 	if err := r.syncSinks(ctx); err != nil {

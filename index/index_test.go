@@ -72,6 +72,19 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 	}
 }
 
+// textCorpus writes n small text files into a folder and returns it and
+// an index folder beside it.
+func textCorpus(t *testing.T, n int) (corpus, out string) {
+	dir := t.TempDir()
+	corpus, out = filepath.Join(dir, "c"), filepath.Join(dir, "idx")
+	files := map[string]string{}
+	for i := range n {
+		files[fmt.Sprintf("f%02d.txt", i)] = fmt.Sprintf("text number %d", i)
+	}
+	writeFiles(t, corpus, files)
+	return corpus, out
+}
+
 func ids(t *testing.T, dir string) []string {
 	t.Helper()
 	rows, err := ReadDataset(dir)
@@ -309,13 +322,7 @@ func TestShardSplit(t *testing.T) {
 // TestCancelKeepsWork: a cancelled run keeps what it committed and removes
 // nothing; the next run finishes.
 func TestCancelKeepsWork(t *testing.T) {
-	dir := t.TempDir()
-	corpus, out := filepath.Join(dir, "c"), filepath.Join(dir, "idx")
-	files := map[string]string{}
-	for i := range 20 {
-		files[fmt.Sprintf("f%02d.txt", i)] = fmt.Sprintf("text number %d", i)
-	}
-	writeFiles(t, corpus, files)
+	corpus, out := textCorpus(t, 20)
 	ctx, cancel := context.WithCancel(context.Background())
 	o := testOptions(out, corpus)
 	o.InFlight = 1
@@ -531,8 +538,9 @@ func TestDuplicatesAndPaths(t *testing.T) {
 }
 
 // sidecarsMatchParts checks that every part has its sidecar, holding its
-// rows, and that no other sidecar is left.
-func sidecarsMatchParts(t *testing.T, out string) {
+// rows, and that no other sidecar is left; each (if not nil) is then
+// called with every part, its rows and its sidecar.
+func sidecarsMatchParts(t *testing.T, out string, each func(part string, rows []Row, sc *Sidecar)) {
 	t.Helper()
 	parts, _ := filepath.Glob(filepath.Join(out, PartsDir, "*.parquet"))
 	cars, _ := filepath.Glob(filepath.Join(out, SidecarDir, "*.mv"))
@@ -551,6 +559,9 @@ func sidecarsMatchParts(t *testing.T, out string) {
 		sc, err := ParseSidecar(b)
 		if err != nil || sc.Rows != len(rows) {
 			t.Fatalf("sidecar of %s: %v rows %d, the part %d", p, err, sc.Rows, len(rows))
+		}
+		if each != nil {
+			each(p, rows, sc)
 		}
 	}
 }
@@ -618,7 +629,7 @@ func testDuplicatesAndPaths(t *testing.T, multi bool) {
 			t.Errorf("%s: the sink holds %d rows", what, len(sink.rows))
 		}
 		if multi {
-			sidecarsMatchParts(t, out)
+			sidecarsMatchParts(t, out, nil)
 		}
 	}
 	// And the dataset is what one fresh run writes.

@@ -332,7 +332,10 @@ type Manifest struct {
 	Items      int               `json:"items"`
 	Vectors    string            `json:"vectors"` // "embedding" or "multivector"
 	Dimensions int               `json:"dimensions,omitempty"`
-	Parts      []string          `json:"parts"`
+	// Sidecar is the element type of a multi-vector shard's sidecars
+	// ("float32" or "float16"; each sidecar's header says its own).
+	Sidecar string   `json:"sidecar,omitempty"`
+	Parts   []string `json:"parts"`
 	// ModelFiles are the model's files (absolute paths), empty for the
 	// demo model (RandomWeights).
 	ModelFiles    []string `json:"model_files,omitempty"`
@@ -363,6 +366,7 @@ func (r *run) writeManifest(sum *Summary) error {
 	if q.Multivector {
 		m.Vectors = "multivector"
 		m.Dimensions = r.emb.Info().MultivectorDim
+		m.Sidecar = r.o.Sidecar.String()
 	} else if m.Dimensions = q.Dimensions; m.Dimensions == 0 {
 		m.Dimensions = r.emb.Info().Hidden
 	}

@@ -8,8 +8,9 @@ import (
 	"github.com/vembed/vembed/index"
 )
 
-// benchIndex writes n pages of 768 random 128-dimension tokens.
-func benchIndex(b *testing.B, n int) *Index {
+// benchIndex writes n pages of 768 random 128-dimension tokens, with
+// sidecars of type typ.
+func benchIndex(b *testing.B, n int, typ index.SidecarType) *Index {
 	dir := b.TempDir()
 	r := rand.New(rand.NewPCG(1, 2))
 	for first := 0; first < n; first += 64 {
@@ -25,7 +26,7 @@ func benchIndex(b *testing.B, n int) *Index {
 			}
 			rows = append(rows, row)
 		}
-		if err := index.WritePart(dir, fmt.Sprintf("s0of1-g000001-%06d.parquet", first/64+1), rows); err != nil {
+		if err := index.WritePart(dir, fmt.Sprintf("s0of1-g000001-%06d.parquet", first/64+1), rows, typ); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -51,30 +52,33 @@ func benchQuery() Query {
 }
 
 // BenchmarkExactStage: exact MaxSim over 256 pages from the mapped
-// sidecars (the second stage's work for 256 candidates), with and
-// without releasing the pages read.
+// sidecars (the second stage's work for 256 candidates), float32 and
+// float16 (converted to float32 first), with and without releasing the
+// pages read.
 func BenchmarkExactStage(b *testing.B) {
-	x := benchIndex(b, 256)
 	q := benchQuery()
-	for _, keep := range []bool{false, true} {
-		b.Run(fmt.Sprintf("keep-pages=%v", keep), func(b *testing.B) {
-			if keep {
-				for _, p := range x.snap.Load().parts {
-					p.drop = nil
+	for _, typ := range []index.SidecarType{index.SidecarFloat32, index.SidecarFloat16} {
+		x := benchIndex(b, 256, typ)
+		for _, keep := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/keep-pages=%v", typ, keep), func(b *testing.B) {
+				if keep {
+					for _, p := range x.snap.Load().parts {
+						p.drop = nil
+					}
 				}
-			}
-			for b.Loop() {
-				if _, err := x.Search(q, Options{TopK: 10, Exact: true}); err != nil {
-					b.Fatal(err)
+				for b.Loop() {
+					if _, err := x.Search(q, Options{TopK: 10, Exact: true}); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 
 // BenchmarkHammingStage: the first stage over 2048 pages.
 func BenchmarkHammingStage(b *testing.B) {
-	x := benchIndex(b, 2048)
+	x := benchIndex(b, 2048, index.SidecarFloat32)
 	q := benchQuery()
 	s := x.snap.Load()
 	rows := s.candidates("")
@@ -98,7 +102,7 @@ func BenchmarkSingle(b *testing.B) {
 			}
 			rows = append(rows, index.Row{ID: fmt.Sprint(i), Path: "p", Page: 1, Embedding: v})
 		}
-		if err := index.WritePart(dir, fmt.Sprintf("s0of1-g000001-%06d.parquet", first/256+1), rows); err != nil {
+		if err := index.WritePart(dir, fmt.Sprintf("s0of1-g000001-%06d.parquet", first/256+1), rows, index.SidecarFloat32); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -27,9 +27,15 @@ import (
 // mapped (not what an index run does, which renames whole files in)
 // faults on the pages past its new end. Searches go on without its part
 // instead of the process dying of SIGBUS, and the next Refresh reports
-// the part.
+// the part; float32 and float16 sidecars alike.
 func TestSidecarCutUnderMapping(t *testing.T) {
-	_, out := writeCorpus(t, 150, true)
+	for _, typ := range []index.SidecarType{index.SidecarFloat32, index.SidecarFloat16} {
+		t.Run(typ.String(), func(t *testing.T) { testSidecarCutUnderMapping(t, typ) })
+	}
+}
+
+func testSidecarCutUnderMapping(t *testing.T, typ index.SidecarType) {
+	_, out := writeCorpusAs(t, 150, true, typ)
 	parts, _ := filepath.Glob(filepath.Join(out, index.PartsDir, "*.parquet"))
 	if len(parts) < 2 {
 		t.Fatalf("%d parts", len(parts))
@@ -111,7 +117,7 @@ func TestPagesServeOnlyIndexedBytes(t *testing.T) {
 	data := writePNG(t, page, 40, 30, 200, 4096)
 	sum := sha256.Sum256(data)
 	row := index.Row{ID: "a", Path: page, Page: 1, SHA256: hex.EncodeToString(sum[:]), Width: 40, Height: 30, Embedding: []float32{1, 0}}
-	if err := index.WritePart(out, "s0of1-g000001-000001.parquet", []index.Row{row}); err != nil {
+	if err := index.WritePart(out, "s0of1-g000001-000001.parquet", []index.Row{row}, index.SidecarFloat32); err != nil {
 		t.Fatal(err)
 	}
 	x, err := Open(out, nil)
@@ -273,7 +279,7 @@ func TestHostileFolderFiles(t *testing.T) {
 func FuzzManifest(f *testing.F) {
 	tmpl := f.TempDir()
 	row := index.Row{ID: "a", Path: "a.png", Page: 1, SHA256: "00", Width: 4, Height: 4, Embedding: []float32{1, 2, 3}}
-	if err := index.WritePart(tmpl, "s0of1-g000001-000001.parquet", []index.Row{row}); err != nil {
+	if err := index.WritePart(tmpl, "s0of1-g000001-000001.parquet", []index.Row{row}, index.SidecarFloat32); err != nil {
 		f.Fatal(err)
 	}
 	part := filepath.Join(tmpl, index.PartsDir, "s0of1-g000001-000001.parquet")
@@ -303,18 +309,26 @@ func FuzzManifest(f *testing.F) {
 
 // TestCorruptParts: a part cut in half, a part given another part's
 // sidecar and one whose sidecar's header claims more tokens are each
-// reported and left out; the rest is searched.
+// reported and left out; the rest is searched. So is a part whose
+// sidecar declares an element type this version does not know. Float32
+// and float16 sidecars alike.
 func TestCorruptParts(t *testing.T) {
-	_, out := writeCorpus(t, 260, true)
+	for _, typ := range []index.SidecarType{index.SidecarFloat32, index.SidecarFloat16} {
+		t.Run(typ.String(), func(t *testing.T) { testCorruptParts(t, typ) })
+	}
+}
+
+func testCorruptParts(t *testing.T, typ index.SidecarType) {
+	_, out := writeCorpusAs(t, 260, true, typ)
 	parts, _ := filepath.Glob(filepath.Join(out, index.PartsDir, "*.parquet"))
-	if len(parts) < 4 {
+	if len(parts) < 5 {
 		t.Fatalf("%d parts", len(parts))
 	}
 	sidecar := func(i int) string {
 		return filepath.Join(out, index.SidecarDir, index.SidecarName(filepath.Base(parts[i])))
 	}
 	lost := 0
-	for i := range 3 {
+	for _, i := range []int{0, 1, 2, 4} {
 		rows, err := index.ReadPart(parts[i])
 		if err != nil {
 			t.Fatal(err)
@@ -328,14 +342,20 @@ func TestCorruptParts(t *testing.T) {
 	b, _ = os.ReadFile(sidecar(2))
 	b[24]++ // the token count
 	os.WriteFile(sidecar(2), b, 0o644)
+	b, _ = os.ReadFile(sidecar(4))
+	b[8] = 9 // the element type
+	os.WriteFile(sidecar(4), b, 0o644)
 	x, err := Open(out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer x.Close()
 	in := x.Info()
-	if len(in.Problems) != 3 || in.Items != 260-lost {
+	if len(in.Problems) != 4 || in.Items != 260-lost {
 		t.Fatalf("%d items, problems %+v", in.Items, in.Problems)
+	}
+	if p := in.Problems[3]; p.Part != filepath.Base(parts[4]) || !strings.Contains(p.Reason, "element type 9") {
+		t.Errorf("the sidecar of an unknown element type: %+v", p)
 	}
 	q := queries(1, true)[0]
 	for _, o := range []Options{{TopK: 300, Exact: true}, {TopK: 10}} {
@@ -374,7 +394,8 @@ func TestNonFiniteScores(t *testing.T) {
 			}
 			rows = append(rows, r)
 		}
-		if err := index.WritePart(dir, "s0of1-g000001-000001.parquet", rows); err != nil {
+		// Multi-vectors in a float16 sidecar: NaN and infinities kept.
+		if err := index.WritePart(dir, "s0of1-g000001-000001.parquet", rows, index.SidecarFloat16); err != nil {
 			t.Fatal(err)
 		}
 		x, err := Open(dir, nil)

@@ -51,9 +51,16 @@ type failure struct {
 	err   error
 }
 
+// fileStamp identifies a part file's version, and its sidecar's: a
+// sidecar rewritten in another element type (vembed index --sidecar)
+// loads the part again.
 type fileStamp struct {
 	size  int64
 	mtime time.Time
+	car   struct {
+		size  int64
+		mtime time.Time
+	}
 }
 
 // snapshot is the index's state between two refreshes.
@@ -195,7 +202,10 @@ func (x *Index) Refresh() error {
 		if err != nil {
 			continue // removed since the listing
 		}
-		stamp := fileStamp{fi.Size(), fi.ModTime()}
+		stamp := fileStamp{size: fi.Size(), mtime: fi.ModTime()}
+		if ci, err := os.Stat(filepath.Join(x.dir, index.SidecarDir, index.SidecarName(n))); err == nil {
+			stamp.car.size, stamp.car.mtime = ci.Size(), ci.ModTime()
+		}
 		if p, ok := x.loaded[n]; ok && p.stamp == stamp && !p.broken.Load() {
 			parts = append(parts, p)
 			continue

@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -61,8 +62,9 @@ type part struct {
 	q8 *kernels.Matrix
 
 	// Multi-vectors: row i's tokens are off[i]..off[i+1]; codes holds
-	// words uint64 a token (sign bits); vecs the float32 token vectors,
-	// little-endian, from the mapped sidecar or read into memory.
+	// words uint64 a token (sign bits); vecs the token vectors,
+	// little-endian, of type elem (float32 or float16), from the mapped
+	// sidecar or read into memory (float32).
 	off   []uint64
 	codes []uint64
 	words int
@@ -71,6 +73,7 @@ type part struct {
 	blocks   []uint64
 	blockOff []int
 	vecs     []byte
+	elem     index.SidecarType
 	// drop lets the kernel reclaim the pages of a mapped range once
 	// read (nil for vectors in memory); unmap ends the mapping, once.
 	drop  func(b []byte)
@@ -88,46 +91,70 @@ func (p *part) close() {
 	}
 }
 
-// tokens returns row i's token vectors as an F32 matrix. A mapped
-// sidecar's row is first copied into buf (grown as needed; the matrix
-// is then over buf) by a read that turns a fault into errCut: a sidecar
-// cut short under its mapping (a file truncated in place; index runs
-// rename whole files in) raises SIGBUS on the pages past its new end, which
-// in the kernels' worker goroutines would end the process. The part is
-// then marked broken, so that the next Refresh reads it again (and
-// reports it).
-func (p *part) tokens(i int, buf []byte) (*kernels.Matrix, []byte, error) {
+// tokenBuf is a search worker's scratch for part.tokens.
+type tokenBuf struct {
+	raw []byte
+	f32 []float32
+}
+
+// tokens returns row i's token vectors as an F32 matrix, over buf's
+// memory unless they are float32 in memory. A mapped sidecar's row is
+// read (copied, or converted from float16) by a read that turns a fault
+// into errCut: a sidecar cut short under its mapping (a file truncated in
+// place; index runs rename whole files in) raises SIGBUS on the pages
+// past its new end, which in the kernels' worker goroutines would end the
+// process. The part is then marked broken, so that the next Refresh reads
+// it again (and reports it). A float16 row is converted exactly to
+// float32 (gguf's binary16 conversion), then scored as a float32 one.
+func (p *part) tokens(i int, buf *tokenBuf) (*kernels.Matrix, error) {
 	a, b := int(p.off[i]), int(p.off[i+1])
-	src := p.vecs[a*p.dims*4 : b*p.dims*4]
-	if p.drop != nil {
-		if cap(buf) < len(src) {
-			buf = make([]byte, len(src))
+	es := p.elem.Size()
+	src := p.vecs[a*p.dims*es : b*p.dims*es]
+	n := (b - a) * p.dims
+	var data []byte
+	var read func()
+	switch {
+	case p.elem == index.SidecarFloat16:
+		if cap(buf.f32) < n {
+			buf.f32 = make([]float32, n)
 		}
-		buf = buf[:len(src)]
-		if err := copyMapped(buf, src); err != nil {
-			p.broken.Store(true)
-			return nil, buf, fmt.Errorf("sidecar %s: %w", index.SidecarName(p.name), err)
+		f := buf.f32[:n]
+		data = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f))), 4*n)
+		read = func() { gguf.Dequantize(gguf.TypeF16, src, f) }
+	case p.drop != nil:
+		if cap(buf.raw) < len(src) {
+			buf.raw = make([]byte, len(src))
 		}
-		p.drop(src)
-		runtime.KeepAlive(p) // src is its mapping
-		src = buf
+		data = buf.raw[:len(src)]
+		read = func() { copy(data, src) }
+	default:
+		data = src
 	}
-	w, _ := kernels.NewMatrix(gguf.TypeF32, b-a, p.dims, src)
-	return w, buf, nil
+	if read != nil {
+		if err := readMapped(read); err != nil {
+			p.broken.Store(true)
+			return nil, fmt.Errorf("sidecar %s: %w", index.SidecarName(p.name), err)
+		}
+		if p.drop != nil {
+			p.drop(src)
+		}
+		runtime.KeepAlive(p) // src is its mapping
+	}
+	return kernels.NewMatrix(gguf.TypeF32, b-a, p.dims, data)
 }
 
 // errCut is a read of a mapped sidecar that faulted.
 var errCut = errors.New("cut short under its mapping (the file shrank since it was opened)")
 
-// copyMapped copies from a mapping, a fault while reading it an error.
-func copyMapped(dst, src []byte) (err error) {
+// readMapped runs read, which reads from a mapping, a fault an error.
+func readMapped(read func()) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			err = errCut
 		}
 	}()
-	copy(dst, src)
+	read()
 	return nil
 }
 
@@ -317,7 +344,7 @@ func (p *part) readMulti(pf *parquet.File) error {
 	if err != nil {
 		return err
 	}
-	p.words = (p.dims + 63) / 64
+	p.words, p.elem = (p.dims+63)/64, index.SidecarFloat32
 	p.codes = make([]uint64, p.words*len(vecs))
 	p.vecs = make([]byte, 4*p.dims*len(vecs))
 	for t, v := range vecs {
@@ -356,7 +383,7 @@ func (p *part) useSidecar(sc *index.Sidecar) error {
 	if h != sc.IDsHash {
 		return errors.New("its ids are not the part's")
 	}
-	p.dims, p.words, p.off, p.vecs = sc.Dims, sc.Words(), sc.Offsets, sc.Vectors
+	p.dims, p.words, p.off, p.vecs, p.elem = sc.Dims, sc.Words(), sc.Offsets, sc.Vectors, sc.Type
 	// The codes are read once into memory (1/32 of the float32 vectors),
 	// since every search reads all of them.
 	p.codes = make([]uint64, len(sc.Codes)/8)

@@ -387,11 +387,11 @@ func (s *snapshot) searchMulti(q [][]float32, rows []rowRef, o Options) ([]Hit, 
 	}
 	ts := parallel(len(cands), o.TopK, func(lo, hi int, t *topK) {
 		var dst []float32
-		var buf []byte
+		var buf tokenBuf
 		for _, r := range cands[lo:hi] {
 			var v float64
 			var err error
-			v, dst, buf, err = maxSim(flat, len(q), r, dst, buf)
+			v, dst, err = maxSim(flat, len(q), r, dst, &buf)
 			if err != nil {
 				continue // the part is left out; Refresh reports it
 			}
@@ -420,16 +420,16 @@ func (s *snapshot) searchMulti(q [][]float32, rows []rowRef, o Options) ([]Hit, 
 // summed in float64, as eval.Score sums. A row without tokens scores
 // −Inf. buf is scratch for a mapped row (part.tokens); an error is a
 // sidecar that could not be read.
-func maxSim(flat []float32, m int, r rowRef, dst []float32, buf []byte) (float64, []float32, []byte, error) {
-	w, buf, err := r.p.tokens(r.i, buf)
+func maxSim(flat []float32, m int, r rowRef, dst []float32, buf *tokenBuf) (float64, []float32, error) {
+	w, err := r.p.tokens(r.i, buf)
 	if err != nil {
-		return 0, dst, buf, err
+		return 0, dst, err
 	}
 	if w.Rows == 0 {
-		return math.Inf(-1), dst, buf, nil
+		return math.Inf(-1), dst, nil
 	}
 	if m == 0 {
-		return 0, dst, buf, nil
+		return 0, dst, nil
 	}
 	if cap(dst) < m*w.Rows {
 		dst = make([]float32, m*w.Rows)
@@ -444,13 +444,13 @@ func maxSim(flat []float32, m int, r rowRef, dst []float32, buf []byte) (float64
 		}
 		total += float64(best)
 	}
-	return total, dst, buf, nil
+	return total, dst, nil
 }
 
 // tokenSims returns the dot product of every query vector with every
 // token of row r; nil when its sidecar could not be read.
 func tokenSims(flat []float32, m int, r rowRef) [][]float32 {
-	w, _, err := r.p.tokens(r.i, nil)
+	w, err := r.p.tokens(r.i, &tokenBuf{})
 	if err != nil {
 		return nil
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vembed/vembed/engine"
 	"github.com/vembed/vembed/eval"
+	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/index"
 )
 
@@ -88,6 +89,12 @@ var testModel = clustered{single: 96, multi: 128, clusters: 12}
 // writeCorpus writes n text files and indexes them into out.
 func writeCorpus(t testing.TB, n int, multi bool) (src, out string) {
 	t.Helper()
+	return writeCorpusAs(t, n, multi, index.SidecarFloat32)
+}
+
+// writeCorpusAs is writeCorpus with sidecars of the given type.
+func writeCorpusAs(t testing.TB, n int, multi bool, sidecar index.SidecarType) (src, out string) {
+	t.Helper()
 	dir := t.TempDir()
 	src, out = filepath.Join(dir, "src"), filepath.Join(dir, "idx")
 	for i := range n {
@@ -97,14 +104,19 @@ func writeCorpus(t testing.TB, n int, multi bool) (src, out string) {
 			t.Fatal(err)
 		}
 	}
-	indexInto(t, testModel, src, out, multi)
+	indexIntoAs(t, testModel, src, out, multi, sidecar)
 	return src, out
 }
 
 func indexInto(t testing.TB, emb index.Embedder, src, out string, multi bool) *index.Summary {
 	t.Helper()
+	return indexIntoAs(t, emb, src, out, multi, index.SidecarFloat32)
+}
+
+func indexIntoAs(t testing.TB, emb index.Embedder, src, out string, multi bool, sidecar index.SidecarType) *index.Summary {
+	t.Helper()
 	sum, err := index.Run(context.Background(), emb, index.Options{
-		Out: out, Paths: []string{src}, Request: engine.Request{Multivector: multi},
+		Out: out, Paths: []string{src}, Request: engine.Request{Multivector: multi}, Sidecar: sidecar,
 		ChunkTokens: 1000, Count: func(s string) int { return len(strings.Fields(s)) },
 		ModelID: "test-model", ModelName: "clustered-test", Arithmetic: "test", PartRows: 64,
 	})
@@ -126,6 +138,13 @@ func queries(n int, multi bool) []eval.Vectors {
 // exactTop is eval.Score's ranking of the dataset's rows for each query:
 // ids, best first, ties by id descending.
 func exactTop(t *testing.T, out string, qs []eval.Vectors, multi bool, k int) [][]string {
+	tops, _ := exactTopScores(t, out, qs, multi, k, nil)
+	return tops
+}
+
+// exactTopScores is exactTop with the scores, the rows' multi-vectors
+// first passed through round (nil: as the dataset holds them).
+func exactTopScores(t *testing.T, out string, qs []eval.Vectors, multi bool, k int, round func(float32) float32) ([][]string, [][]float64) {
 	rows, err := index.ReadDataset(out)
 	if err != nil {
 		t.Fatal(err)
@@ -133,12 +152,20 @@ func exactTop(t *testing.T, out string, qs []eval.Vectors, multi bool, k int) []
 	docs := make([]eval.Vectors, len(rows))
 	for i, r := range rows {
 		docs[i] = eval.Vectors{Single: r.Embedding, Multi: r.Vectors}
+		if round != nil {
+			for _, v := range r.Vectors {
+				for j := range v {
+					v[j] = round(v[j])
+				}
+			}
+		}
 	}
 	scores, err := eval.Score(qs, docs, multi)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tops := make([][]string, len(qs))
+	tscores := make([][]float64, len(qs))
 	for q, sc := range scores {
 		order := make([]int, len(rows))
 		for i := range order {
@@ -155,9 +182,10 @@ func exactTop(t *testing.T, out string, qs []eval.Vectors, multi bool, k int) []
 		})
 		for _, i := range order[:k] {
 			tops[q] = append(tops[q], rows[i].ID)
+			tscores[q] = append(tscores[q], sc[i])
 		}
 	}
-	return tops
+	return tops, tscores
 }
 
 func ids(hits []Hit) []string {
@@ -198,9 +226,20 @@ func TestSingleAsEval(t *testing.T) {
 }
 
 // TestMultiAsEval: on 300 items and 100 queries, the two-stage top-10
-// recalls at least 0.99 of exact MaxSim's, and --exact's is eval.Score's.
+// recalls at least 0.99 of exact float32 MaxSim's (eval.Score over the
+// dataset's vectors), with float32 and with float16 sidecars; --exact's
+// top-10 is eval.Score's, ids and scores bit for bit, over the vectors
+// the sidecar holds: the dataset's for float32, each value rounded to the
+// nearest float16 for float16 (a float16 is exact in float32, so the
+// same products and sums give the same bits).
 func TestMultiAsEval(t *testing.T) {
-	_, out := writeCorpus(t, 300, true)
+	for _, typ := range []index.SidecarType{index.SidecarFloat32, index.SidecarFloat16} {
+		t.Run(typ.String(), func(t *testing.T) { testMultiAsEval(t, typ) })
+	}
+}
+
+func testMultiAsEval(t *testing.T, typ index.SidecarType) {
+	_, out := writeCorpusAs(t, 300, true, typ)
 	if m, _ := filepath.Glob(filepath.Join(out, index.SidecarDir, "*.mv")); len(m) == 0 {
 		t.Fatal("no sidecar written")
 	}
@@ -211,14 +250,27 @@ func TestMultiAsEval(t *testing.T) {
 	defer x.Close()
 	qs := queries(100, true)
 	want := exactTop(t, out, qs, true, 10)
-	found, total := 0, 0
+	var round func(float32) float32
+	if typ == index.SidecarFloat16 {
+		round = func(v float32) float32 { return gguf.F16ToF32(gguf.F32ToF16(v)) }
+	}
+	wantExact, wantScores := exactTopScores(t, out, qs, true, 10, round)
+	found, total, differ := 0, 0, 0
 	for i, q := range qs {
 		res, err := x.Search(Query{Multi: q.Multi}, Options{TopK: 10, Exact: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := ids(res.Hits); !slices.Equal(got, want[i]) {
-			t.Fatalf("query %d: exact top-10\n%v\nwant\n%v", i, got, want[i])
+		if got := ids(res.Hits); !slices.Equal(got, wantExact[i]) {
+			t.Fatalf("query %d: exact top-10\n%v\nwant\n%v", i, got, wantExact[i])
+		}
+		for k, h := range res.Hits {
+			if h.Score != wantScores[i][k] {
+				t.Fatalf("query %d hit %d: exact score %v, eval.Score's %v", i, k, h.Score, wantScores[i][k])
+			}
+		}
+		if !slices.Equal(wantExact[i], want[i]) {
+			differ++
 		}
 		res, err = x.Search(Query{Multi: q.Multi}, Options{TopK: 10, Candidates: 30})
 		if err != nil {
@@ -232,7 +284,7 @@ func TestMultiAsEval(t *testing.T) {
 		total += 10
 	}
 	recall := float64(found) / float64(total)
-	t.Logf("two-stage recall@10 with 30 candidates of 300: %.4f", recall)
+	t.Logf("%s: two-stage recall@10 with 30 candidates of 300, against float32 eval.Score: %.4f; %d of 100 exact top-10s differ from float32's", typ, recall, differ)
 	if recall < 0.99 {
 		t.Errorf("recall@10 %.4f < 0.99", recall)
 	}
@@ -346,5 +398,30 @@ func TestBadIndexes(t *testing.T) {
 	os.WriteFile(filepath.Join(out, "manifest-1of2.json"), []byte(other), 0o644)
 	if _, err := Open(out, nil); err == nil || !strings.Contains(err.Error(), "different models") {
 		t.Errorf("shards of two models: %v", err)
+	}
+}
+
+// TestSidecarRewriteFollowed: a run that rewrites the sidecars in another
+// element type (vembed index --sidecar, the parts unchanged) is followed
+// by Refresh: the parts load again from the new sidecars.
+func TestSidecarRewriteFollowed(t *testing.T) {
+	src, out := writeCorpusAs(t, 100, true, index.SidecarFloat32)
+	x, err := Open(out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	indexIntoAs(t, testModel, src, out, true, index.SidecarFloat16)
+	if err := x.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	s := x.snap.Load()
+	if len(s.parts) == 0 || s.rows != 100 {
+		t.Fatalf("%d parts, %d rows", len(s.parts), s.rows)
+	}
+	for _, p := range s.parts {
+		if p.elem != index.SidecarFloat16 {
+			t.Fatalf("part %s still searched from a %s sidecar", p.name, p.elem)
+		}
 	}
 }

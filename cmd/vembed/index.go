@@ -34,8 +34,8 @@ func init() {
 }
 
 const indexUsage = `PATH... --out DIR [--model LM.gguf [--mmproj MMPROJ.gguf] [--mvproj MV.gguf]]
-       [--task T | --instruction TEXT] [--dimensions N] [--multivector] [--min-pixels N] [--max-pixels N]
-       [--dpi N] [--password P] [--from-jsonl FILE]... [--from-parquet FILE|DIR]... [--chunk-tokens N]
+       [--task T | --instruction TEXT] [--dimensions N] [--multivector [--sidecar float32|float16]]
+       [--min-pixels N] [--max-pixels N] [--dpi N] [--password P] [--from-jsonl FILE]... [--from-parquet FILE|DIR]... [--chunk-tokens N]
        [--shard I/N | --shards N] [--sink postgres://...] [--json-progress FILE|-]
 
 Walks the files and folders given (each folder's entries in name order;
@@ -63,6 +63,7 @@ func runIndex(args []string, stdout, stderr io.Writer) error {
 	instruction := fs.String("instruction", "", "the instruction of models that take one instead of a task (default: the model's)")
 	dims := fs.Int("dimensions", 0, "Matryoshka truncation of single vectors (0: full width)")
 	multi := fs.Bool("multivector", false, "one vector per token (needs a projector): the dataset's multivector column")
+	sidecar := fs.String("sidecar", "float32", "element type of the multi-vector sidecars search maps: float32 (exact search equals eval bit for bit) or float16 (half the disk; values rounded to nearest even)")
 	minPix := fs.Int("min-pixels", 0, "lower bound of the resized image area, within the model's bounds (0: the model's minimum)")
 	maxPix := fs.Int("max-pixels", 0, "upper bound of the resized image area, within the model's bounds (0: the model's maximum)")
 	var jsonl, pq []string
@@ -104,6 +105,10 @@ func runIndex(args []string, stdout, stderr io.Writer) error {
 	}
 	if *chunkTokens < 1 {
 		return usageError(fs, stderr, "--chunk-tokens must be positive")
+	}
+	sidecarType, err := index.ParseSidecarType(*sidecar)
+	if err != nil {
+		return usageError(fs, stderr, "--sidecar: %v", err)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -155,7 +160,7 @@ func runIndex(args []string, stdout, stderr io.Writer) error {
 	opts := index.Options{
 		Out: *out, Paths: paths, JSONL: jsonl, Parquet: pq, Shard: si, Shards: sn,
 		Request:     engine.Request{Task: *task, Instruction: *instruction, Dimensions: *dims, Multivector: *multi, MinPixels: *minPix, MaxPixels: *maxPix},
-		ChunkTokens: *chunkTokens, Count: count,
+		ChunkTokens: *chunkTokens, Count: count, Sidecar: sidecarType,
 		ModelID: modelID, ModelName: info.Name, Arithmetic: kernels.Arithmetic(),
 		DPI: *dpi, Password: *password,
 		PDF: func() (*pdf.Renderer, error) {

@@ -814,9 +814,26 @@ func TestIndexMultivector(t *testing.T) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
-	if m.Vectors != "multivector" || m.Items != 2 || len(m.Parts) == 0 || m.Dimensions == 0 {
+	if m.Vectors != "multivector" || m.Items != 2 || len(m.Parts) == 0 || m.Dimensions == 0 || m.Sidecar != "float32" {
 		t.Fatalf("manifest %+v", m)
 	}
+	// --sidecar float16 on the same folder: the sidecars are rewritten
+	// in float16, the rows unchanged.
+	runIndexCmd(t, corpus, "--out", out, "--multivector", "--sidecar", "float16")
+	cars, _ := filepath.Glob(filepath.Join(out, index.SidecarDir, "*.mv"))
+	if len(cars) != len(m.Parts) {
+		t.Fatalf("%d sidecars for %d parts", len(cars), len(m.Parts))
+	}
+	for _, c := range cars {
+		b, err := os.ReadFile(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc, err := index.ParseSidecar(b); err != nil || sc.Type != index.SidecarFloat16 {
+			t.Fatalf("%s after --sidecar float16: %v", c, err)
+		}
+	}
+	sameIndexRows(t, "after --sidecar float16", datasetByID(t, out), rows)
 	res := npmtest.DuckDB(t, fmt.Sprintf("select count(*)::int as n, min(len(multivector))::int as rows, min(len(multivector[1]))::int as dim from read_parquet('%s/parts/*.parquet')", out))
 	if len(res) != 1 || fmt.Sprint(res[0]["n"]) != "2" || fmt.Sprint(res[0]["dim"]) != fmt.Sprint(m.Dimensions) {
 		t.Fatalf("DuckDB: %v", res)
@@ -887,6 +904,7 @@ func TestIndexRefusals(t *testing.T) {
 		{[]string{corpus, "--out", out, "--shards", "2"}, "JOB_COMPLETION_INDEX"},
 		{[]string{corpus, "--out", out, "--shard", "0/2", "--shards", "2"}, "not both"},
 		{[]string{corpus, "--out", out, "--dpi", "-3"}, "--dpi"},
+		{[]string{corpus, "--out", out, "--multivector", "--sidecar", "bfloat16"}, "want float32 or float16"},
 		{[]string{corpus, "--out", out, "--model", m.model, "--mmproj", m.mmproj, "--multivector"}, "no multi-vector projector"},
 		{[]string{filepath.Join(dir, "gone"), "--out", out}, "no such file"},
 		{[]string{corpus, "--out", out, "--shard", "0/3"}, "1-way split"},

@@ -15,6 +15,7 @@ const vecHoriz = true
 var (
 	vertAccKern = vertAccAVX2
 	splitKern   = splitAVX2
+	horizKern   = horizAVX2
 )
 
 //go:noescape
@@ -25,22 +26,3 @@ func splitAVX2(pr, pg, pb *int32, src *uint8, n int)
 
 //go:noescape
 func horizAVX2(dst *uint8, pr, pg, pb *int32, first *int32, w *int32, taps int, nout int)
-
-// horiz computes one row of the horizontal pass into dst (3 bytes per
-// output pixel) and reports whether it did. The planes must extend
-// k.size entries past the last pixel any output reads.
-func horiz(dst []uint8, r, g, b []int32, k *kernel) bool {
-	nout := len(k.first32)
-	if !useVec || nout == 0 || k.size%8 != 0 {
-		return false
-	}
-	// The assembly reads through raw pointers; these checks keep every
-	// access inside the slices.
-	_ = r[k.span-1]
-	_ = g[k.span-1]
-	_ = b[k.span-1]
-	_ = dst[3*nout-1]
-	_ = k.w[nout*k.size-1]
-	horizAVX2(&dst[0], &r[0], &g[0], &b[0], &k.first32[0], &k.w[0], k.size, nout)
-	return true
-}

@@ -1,11 +1,11 @@
 package imageproc
 
-// useVec selects the NEON widening loops of the resampling passes (every
-// ARMv8-A core has NEON); the tests run them and the portable loops. The
-// horizontal pass has no NEON kernel yet: it takes the portable loop.
+// useVec selects the NEON loops of the resampling passes (every ARMv8-A
+// core has NEON); the tests run them and the portable loops.
 var useVec = true
 
-const vecHoriz = false
+// vecHoriz reports whether the horizontal pass has a vector kernel here.
+const vecHoriz = true
 
 //go:noescape
 func vertAccNEON(acc *int32, src *uint8, n int, w int32)
@@ -13,10 +13,12 @@ func vertAccNEON(acc *int32, src *uint8, n int, w int32)
 //go:noescape
 func splitNEON(pr, pg, pb *int32, src *uint8, n int)
 
+//go:noescape
+func horizNEON(dst *uint8, pr, pg, pb *int32, first *int32, w *int32, taps int, nout int)
+
 // The kernels resize_vec.go drives.
 var (
 	vertAccKern = vertAccNEON
 	splitKern   = splitNEON
+	horizKern   = horizNEON
 )
-
-func horiz(dst []uint8, r, g, b []int32, k *kernel) bool { return false }

@@ -4,11 +4,6 @@
 // Row decoders of decode_amd64.s on NEON: the same products, d·q with q
 // converted exactly to float32, so the bits of the portable decoders.
 
-#define SXTL8H(d, n) ENC2(0x0f08a400, d, n)
-#define SXTL28H(d, n) ENC2(0x4f08a400, d, n)
-#define SXTL4S(d, n) ENC2(0x0f10a400, d, n)
-#define SXTL24S(d, n) ENC2(0x4f10a400, d, n)
-
 // SCALE16 sets o, o+1, o+2, o+3 to the sixteen signed bytes of register
 // v, widened to float32 and multiplied by V20. Clobbers V2, V3.
 #define SCALE16(v, o0, o1, o2, o3) \

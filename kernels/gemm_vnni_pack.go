@@ -159,9 +159,11 @@ func (p *vnniPacked) side(k0, p0, n int, fac []float32, aux []int32) {
 	} else {
 		copySide32(fac, vnniPanelF, p.fd[b0*vnniNR:(b0+nt)*vnniNR], nt)
 	}
-	if p.start16 != nil {
+	switch {
+	case p.g.signed: // the signed kernels (SDOT, SMMLA) read no starts
+	case p.start16 != nil:
 		startsSide(aux, vnniAux, p.start16[b0*vnniNR:(b0+nt)*vnniNR], nt)
-	} else {
+	default:
 		copySide32(aux, vnniAux, p.start[b0*vnniNR:(b0+nt)*vnniNR], nt)
 	}
 	if p.fm != nil {

@@ -75,3 +75,9 @@
 #define ADDV4S(d, n) ENC2(0x4eb1b800, d, n)
 // fcvtns vd.4s, vn.4s: float32 to int32, rounding to nearest even.
 #define FCVTNS4S(d, n) ENC2(0x4e21a800, d, n)
+// sxtl/sxtl2: sign-extend the low/high half's lanes to twice their width
+// (.8b to .8h, .4h to .4s).
+#define SXTL8H(d, n) ENC2(0x0f08a400, d, n)
+#define SXTL28H(d, n) ENC2(0x4f08a400, d, n)
+#define SXTL4S(d, n) ENC2(0x0f10a400, d, n)
+#define SXTL24S(d, n) ENC2(0x4f10a400, d, n)

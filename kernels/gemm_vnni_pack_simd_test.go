@@ -1,3 +1,5 @@
+//go:build amd64 || arm64
+
 package kernels
 
 import (
@@ -7,12 +9,12 @@ import (
 	"testing"
 )
 
-// TestSideCopyAVX2 checks the assembly copies of a packed matrix's side
-// data against the portable ones on random values, for run counts from
-// none to odd ones, leaving the entries between runs alone.
-func TestSideCopyAVX2(t *testing.T) {
-	if !hasAVX2 {
-		t.Skip("needs AVX2")
+// TestSideCopyAsm checks the assembly copies of a packed matrix's side
+// data (AVX2, NEON) against the portable ones on random values, for run
+// counts from none to odd ones, leaving the entries between runs alone.
+func TestSideCopyAsm(t *testing.T) {
+	if !sideAsm.ok {
+		t.Skip("the CPU does not run the side copies' assembly")
 	}
 	rng := rand.New(rand.NewPCG(51, 52))
 	for _, n := range []int{0, 1, 2, 3, 7, 8, 17} {

@@ -73,3 +73,74 @@ loop:
 	CBNZ R1, loop
 done:
 	RET
+
+// FLOATS16 sets V4..V7 to the sixteen signed bytes of V0 as float32
+// (exact). Clobbers V2, V3.
+#define FLOATS16 \
+	SXTL8H(2, 0) \
+	SXTL28H(3, 0) \
+	SXTL4S(4, 2) \
+	SXTL24S(5, 2) \
+	SXTL4S(6, 3) \
+	SXTL24S(7, 3) \
+	SCVTF4S(4, 4) \
+	SCVTF4S(5, 5) \
+	SCVTF4S(6, 6) \
+	SCVTF4S(7, 7)
+
+// func scaleBytesNEON(q *int8, f *float32, n16 int, dst *float32)
+// dst[i] = f[i/16]·q[i] for n16 runs of 16 values: one rounding, as the
+// portable decoders' d·q.
+TEXT ·scaleBytesNEON(SB), NOSPLIT, $0-32
+	MOVD q+0(FP), R0
+	MOVD f+8(FP), R1
+	MOVD n16+16(FP), R2
+	MOVD dst+24(FP), R3
+	CBZ R2, sbdone
+
+sbloop:
+	VLD1.P 16(R0), [V0.B16]
+	VLD1R.P 4(R1), [V20.S4]
+	FLOATS16
+	FMUL4S(4, 4, 20)
+	FMUL4S(5, 5, 20)
+	FMUL4S(6, 6, 20)
+	FMUL4S(7, 7, 20)
+	VST1.P [V4.S4, V5.S4, V6.S4, V7.S4], 64(R3)
+	SUB $1, R2
+	CBNZ R2, sbloop
+
+sbdone:
+	RET
+
+// func scaleAddBytesNEON(q *int8, f *float32, m *float32, n16 int, dst *float32)
+// dst[i] = f[i/16]·q[i] + m[i/16], the product rounded before the sum
+// (FMUL, FADD: no fused multiply-add, as the portable decoders'
+// float32(d·q) + m).
+TEXT ·scaleAddBytesNEON(SB), NOSPLIT, $0-40
+	MOVD q+0(FP), R0
+	MOVD f+8(FP), R1
+	MOVD m+16(FP), R4
+	MOVD n16+24(FP), R2
+	MOVD dst+32(FP), R3
+	CBZ R2, sadone
+
+saloop:
+	VLD1.P 16(R0), [V0.B16]
+	VLD1R.P 4(R1), [V20.S4]
+	VLD1R.P 4(R4), [V21.S4]
+	FLOATS16
+	FMUL4S(4, 4, 20)
+	FMUL4S(5, 5, 20)
+	FMUL4S(6, 6, 20)
+	FMUL4S(7, 7, 20)
+	FADD4S(4, 4, 21)
+	FADD4S(5, 5, 21)
+	FADD4S(6, 6, 21)
+	FADD4S(7, 7, 21)
+	VST1.P [V4.S4, V5.S4, V6.S4, V7.S4], 64(R3)
+	SUB $1, R2
+	CBNZ R2, saloop
+
+sadone:
+	RET

@@ -11,13 +11,14 @@ import (
 )
 
 // checkRowDecoders checks row decoders bit for bit against
-// gguf.Dequantize on random rows of every type they decode, long and
-// short (one block, or one super-block).
+// gguf.Dequantize on random rows of every type they decode, long (past
+// the 2048-value chunks of some NEON decoders) and short (one block, or
+// one super-block).
 func checkRowDecoders(t *testing.T, decs map[gguf.Type]func(src []byte, n int, dst []float32)) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(15, 16))
 	for typ, dec := range decs {
-		for _, cols := range []int{1024, 256} {
+		for _, cols := range []int{1024, 256, 4352} {
 			w := randMatrix(t, typ, 4, cols, rng)
 			want, got := make([]float32, cols), make([]float32, cols)
 			for r := 0; r < 4; r++ {

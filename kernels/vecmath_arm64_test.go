@@ -57,6 +57,8 @@ func TestNEONLoopsInUse(t *testing.T) {
 		"widen32StridedNEON": {"sxtl", "sxtl2"},
 		"halvesStridedNEON":  {"fcvtl", "fcvtl2"},
 		"startsStridedNEON":  {"sshll", "sshll2"},
+		"scaleBytesNEON":     {"sxtl", "sxtl2", "scvtf", "fmul"},
+		"scaleAddBytesNEON":  {"sxtl", "sxtl2", "scvtf", "fmul", "fadd"},
 	}
 	// The arrangement each kernel computes in: single-precision lanes,
 	// double-precision ones for the norms' sums.

@@ -1,8 +1,10 @@
-//go:build !amd64
+//go:build !amd64 && !arm64
 
 package jpeg
 
-var useAVX2 = false
+var useVec = false
+
+const hasIDCTVec = false
 
 func yccVec(out, y, cb, cr []uint8) int { return 0 }
 

@@ -8,16 +8,16 @@ import (
 
 // withPortable runs fn with the vector kernels switched off.
 func withPortable(fn func()) {
-	saved := useAVX2
-	useAVX2 = false
-	defer func() { useAVX2 = saved }()
+	saved := useVec
+	useVec = false
+	defer func() { useVec = saved }()
 	fn()
 }
 
 // TestYCCVectorExhaustive converts every (Y, Cb, Cr) triple with the
 // dispatching yccRow and with the portable loop.
 func TestYCCVectorExhaustive(t *testing.T) {
-	if !useAVX2 {
+	if !useVec {
 		t.Skip("no vector kernel on this machine")
 	}
 	const n = 1 << 16

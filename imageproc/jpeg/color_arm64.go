@@ -1,12 +1,11 @@
 package jpeg
 
-// useVec selects the NEON colour conversion and upsampling kernels (every
-// ARMv8-A core has NEON).
+// useVec selects the NEON colour conversion, upsampling and IDCT kernels
+// (every ARMv8-A core has NEON).
 var useVec = true
 
-// hasIDCTVec reports whether idctVec has a vector kernel here: not yet on
-// arm64, where the IDCT is the portable one.
-const hasIDCTVec = false
+// hasIDCTVec reports whether idctVec has a vector kernel here.
+const hasIDCTVec = true
 
 //go:noescape
 func yccNEON(out *uint8, y, cb, cr *uint8, n int)
@@ -24,4 +23,15 @@ var (
 	h2FancyKern   = h2FancyNEON
 )
 
-func idctVec(in *[64]int16, q *[64]int32, dst []uint8, stride int) bool { return false }
+//go:noescape
+func idctIslowNEON(in *[64]int16, q *[64]int32, dst *uint8, stride int) bool
+
+// idctVec runs the NEON IDCT and reports whether it did; it declines
+// blocks whose values could overflow its 32-bit lanes.
+func idctVec(in *[64]int16, q *[64]int32, dst []uint8, stride int) bool {
+	if !useVec {
+		return false
+	}
+	_ = dst[7*stride+7]
+	return idctIslowNEON(in, q, &dst[0], stride)
+}

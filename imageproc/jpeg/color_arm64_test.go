@@ -6,8 +6,8 @@ import (
 	"github.com/vembed/vembed/internal/objdump"
 )
 
-// TestColorNEONInstructions decodes the colour conversion and upsampling
-// NEON loops with the AArch64 objdump and checks that each holds the
+// TestColorNEONInstructions decodes the colour conversion, upsampling and
+// IDCT NEON loops with the AArch64 objdump and checks that each holds the
 // vector instructions of its arithmetic.
 func TestColorNEONInstructions(t *testing.T) {
 	if !useVec {
@@ -18,5 +18,6 @@ func TestColorNEONInstructions(t *testing.T) {
 		"yccNEON":       {"uxtl", "uxtl2", "sxtl", "sxtl2", "sub", "mul", "mla", "add", "sshr", "sqxtn", "sqxtn2", "sqxtun", "sqxtun2", "st3"},
 		"h2FancyNEON":   fancy,
 		"h2v2FancyNEON": fancy,
+		"idctIslowNEON": {"sxtl", "sxtl2", "mul", "add", "sub", "shl", "sshr", "abs", "umaxv", "trn1", "trn2", "sqxtn", "sqxtn2", "sqxtun"},
 	})
 }

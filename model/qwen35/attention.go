@@ -39,14 +39,14 @@ func (d *attention) forward(lm *Decoder, l int, x, xn []float32, n int, cos, sin
 	} else {
 		spans := make([]kernels.KVSpan, len(parts))
 		for i, p := range parts {
-			r0, r1 := p.row, p.row+p.b-p.a
+			r0, r1 := p.Row, p.Row+p.B-p.A
 			kk, vv := k[r0*kvw:r1*kvw], v[r0*kvw:r1*kvw]
-			if kv := p.st.cache(lm, l); kv != nil {
-				copy(kv.k[p.a*kvw:], kk)
-				copy(kv.v[p.a*kvw:], vv)
-				kk, vv = kv.k[:p.b*kvw], kv.v[:p.b*kvw]
+			if kv := p.St.cache(lm, l); kv != nil {
+				copy(kv.k[p.A*kvw:], kk)
+				copy(kv.v[p.A*kvw:], vv)
+				kk, vv = kv.k[:p.B*kvw], kv.v[:p.B*kvw]
 			}
-			spans[i] = kernels.KVSpan{Q0: r0, Q1: r1, K: kk, V: vv, Pos: p.a}
+			spans[i] = kernels.KVSpan{Q0: r0, Q1: r1, K: kk, V: vv, Pos: p.A}
 		}
 		kernels.AttentionKV(att, q, nh, lm.NKV, hd, scale, spans)
 	}

@@ -272,12 +272,8 @@ func (lm *Decoder) NewState(seq model.Sequence) (model.State, error) {
 	return &seqState{ids: seq.IDs, imgs: imgs, pos: vlm.MRoPEPositions(n, imgs, 0)}, nil
 }
 
-// part is one chunk placed in a pass: tokens [a, b) of st at rows
-// [row, row+b−a).
-type part struct {
-	st        *seqState
-	a, b, row int
-}
+// part is one chunk placed in a pass.
+type part = vlm.Span[*seqState]
 
 // scratch holds the work buffers of one pass.
 type scratch struct {
@@ -293,13 +289,9 @@ type scratch struct {
 // of each sequence, so results equal one pass over each whole sequence
 // alone, bit for bit.
 func (lm *Decoder) ForwardChunks(chunks []model.Chunk) ([][]float32, error) {
-	spans, n, err := vlm.PlaceChunks[*seqState](chunks, lm.Causal)
+	parts, n, err := vlm.PlaceChunks[*seqState](chunks, lm.Causal)
 	if err != nil {
 		return nil, err
-	}
-	parts := make([]part, len(spans))
-	for i, sp := range spans {
-		parts[i] = part{st: sp.St, a: sp.A, b: sp.B, row: sp.Row}
 	}
 	if n == 0 {
 		return nil, nil
@@ -308,19 +300,19 @@ func (lm *Decoder) ForwardChunks(chunks []model.Chunk) ([][]float32, error) {
 	x := make([]float32, n*h)
 	pos := make([][3]int, 0, n)
 	for _, p := range parts {
-		if err := vlm.Embed(x[p.row*h:(p.row+p.b-p.a)*h], lm.embd, p.st.ids, p.st.imgs, p.a, p.b); err != nil {
+		if err := vlm.Embed(x[p.Row*h:(p.Row+p.B-p.A)*h], lm.embd, p.St.ids, p.St.imgs, p.A, p.B); err != nil {
 			return nil, err
 		}
-		pos = append(pos, p.st.pos[p.a:p.b]...)
-		if (p.a > 0 || p.b < len(p.st.ids)) && p.st.nets == nil {
-			p.st.keep(lm)
+		pos = append(pos, p.St.pos[p.A:p.B]...)
+		if (p.A > 0 || p.B < len(p.St.ids)) && p.St.nets == nil {
+			p.St.keep(lm)
 		}
 	}
 	cos, sin := vlm.RopeTables(pos, lm.rotDim, lm.ropeBase, lm.sections, true)
 	qw, kvw, vw, C := lm.NHead*lm.HeadDim, lm.NKV*lm.HeadDim, lm.nV*lm.dV, lm.convDim()
 	maxPart := 0
 	for _, p := range parts {
-		maxPart = max(maxPart, p.b-p.a)
+		maxPart = max(maxPart, p.B-p.A)
 	}
 	s := &scratch{
 		Scratch: vlm.NewScratch(n, h, qw, kvw, lm.FFN),
@@ -332,13 +324,7 @@ func (lm *Decoder) ForwardChunks(chunks []model.Chunk) ([][]float32, error) {
 	for i := range s.ones {
 		s.ones[i] = 1
 	}
-	var mask kernels.Mask // a bidirectional pass: one segment per sequence
-	if !lm.Causal {
-		for _, p := range parts {
-			mask.Segments = append(mask.Segments, p.row)
-		}
-		mask.Segments = append(mask.Segments, n)
-	}
+	mask := vlm.PassMask(parts, n, lm.Causal)
 	xn := s.XN[:n*h]
 	for l := range lm.layers {
 		ly := &lm.layers[l]
@@ -352,13 +338,11 @@ func (lm *Decoder) ForwardChunks(chunks []model.Chunk) ([][]float32, error) {
 		ly.mlp.AddTo(x, xn, n, s.Scratch)
 	}
 	kernels.RMSNorm(x, x, lm.outNorm, h, lm.eps)
-	out := make([][]float32, len(parts))
-	for i, p := range parts {
-		lo, hi := p.row*h, (p.row+p.b-p.a)*h
-		out[i] = x[lo:hi:hi]
-		p.st.done = p.b
-		if p.b == len(p.st.ids) {
-			p.st.Release()
+	out := vlm.SpanRows(x, h, parts)
+	for _, p := range parts {
+		p.St.done = p.B
+		if p.B == len(p.St.ids) {
+			p.St.Release()
 		}
 	}
 	return out, nil

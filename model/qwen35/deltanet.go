@@ -59,9 +59,9 @@ func (d *deltaNet) forward(lm *Decoder, l int, x, xn []float32, n int, parts []p
 
 	o := s.o[:n*nV*dV]
 	for _, p := range parts {
-		m := p.b - p.a
-		ns := p.st.net(lm, l)
-		rows := qkv[p.row*C : (p.row+m)*C]
+		m := p.B - p.A
+		ns := p.St.net(lm, l)
+		rows := qkv[p.Row*C : (p.Row+m)*C]
 		// The causal depthwise convolution over the sequence's projected
 		// rows, then SiLU; rows before the sequence count as zero.
 		y := s.conv[:m*C]
@@ -103,7 +103,7 @@ func (d *deltaNet) forward(lm *Decoder, l int, x, xn []float32, n int, parts []p
 				}
 			}
 		}
-		d.scan(lm, o[p.row*nV*dV:(p.row+m)*nV*dV], y, b[p.row*nV:], a[p.row*nV:], m, ns, p.b == len(p.st.ids))
+		d.scan(lm, o[p.Row*nV*dV:(p.Row+m)*nV*dV], y, b[p.Row*nV:], a[p.Row*nV:], m, ns, p.B == len(p.St.ids))
 	}
 	// The gated per-head RMSNorm: norm(o)·w·silu(z).
 	kernels.RMSNorm(o, o, d.norm, dV, lm.eps)

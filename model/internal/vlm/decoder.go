@@ -242,12 +242,8 @@ func (lm *Decoder) NewState(seq model.Sequence) (model.State, error) {
 	return &seqState{ids: seq.IDs, imgs: imgs, pos: MRoPEPositions(n, imgs, lm.TemporalStride)}, nil
 }
 
-// part is one chunk placed in a pass: tokens [a, b) of st at rows
-// [row, row+b−a).
-type part struct {
-	st        *seqState
-	a, b, row int
-}
+// part is one chunk placed in a pass.
+type part = Span[*seqState]
 
 // ForwardChunks runs one decoder pass over chunks of several sequences
 // (model.Model). Every row goes through the same kernels whatever else is
@@ -255,13 +251,9 @@ type part struct {
 // reads the sequence's own keys in blocks anchored at its first token), so
 // results equal one pass over each whole sequence alone, bit for bit.
 func (lm *Decoder) ForwardChunks(chunks []model.Chunk) ([][]float32, error) {
-	placed, n, err := PlaceChunks[*seqState](chunks, lm.Causal)
+	parts, n, err := PlaceChunks[*seqState](chunks, lm.Causal)
 	if err != nil {
 		return nil, err
-	}
-	parts := make([]part, len(placed))
-	for i, sp := range placed {
-		parts[i] = part{st: sp.St, a: sp.A, b: sp.B, row: sp.Row}
 	}
 	if n == 0 {
 		return nil, nil
@@ -270,30 +262,23 @@ func (lm *Decoder) ForwardChunks(chunks []model.Chunk) ([][]float32, error) {
 	x := make([]float32, n*h)
 	pos := make([][3]int, 0, n)
 	for _, p := range parts {
-		if err := lm.embed(x[p.row*h:(p.row+p.b-p.a)*h], p.st.ids, p.st.imgs, p.a, p.b); err != nil {
+		if err := lm.embed(x[p.Row*h:(p.Row+p.B-p.A)*h], p.St.ids, p.St.imgs, p.A, p.B); err != nil {
 			return nil, err
 		}
-		pos = append(pos, p.st.pos[p.a:p.b]...)
-		if (p.a > 0 || p.b < len(p.st.ids)) && p.st.k == nil {
+		pos = append(pos, p.St.pos[p.A:p.B]...)
+		if (p.A > 0 || p.B < len(p.St.ids)) && p.St.k == nil {
 			kvw := lm.NKV * lm.HeadDim
-			p.st.k, p.st.v = make([][]float32, len(lm.layers)), make([][]float32, len(lm.layers))
+			p.St.k, p.St.v = make([][]float32, len(lm.layers)), make([][]float32, len(lm.layers))
 			for l := range lm.layers {
-				p.st.k[l] = make([]float32, len(p.st.ids)*kvw)
-				p.st.v[l] = make([]float32, len(p.st.ids)*kvw)
+				p.St.k[l] = make([]float32, len(p.St.ids)*kvw)
+				p.St.v[l] = make([]float32, len(p.St.ids)*kvw)
 			}
 		}
 	}
 	cos, sin := lm.RopeTables(pos)
 	s := NewScratch(n, lm.Hidden, lm.NHead*lm.HeadDim, lm.NKV*lm.HeadDim, lm.FFN)
 	spans := make([]kernels.KVSpan, len(parts))
-	var mask kernels.Mask // a bidirectional pass: one segment per sequence
-	if !lm.Causal {
-		mask.Segments = make([]int, 0, len(parts)+1)
-		for _, p := range parts {
-			mask.Segments = append(mask.Segments, p.row)
-		}
-		mask.Segments = append(mask.Segments, n)
-	}
+	mask := PassMask(parts, n, lm.Causal)
 	for l := range lm.layers {
 		lm.layers[l].forward(lm, l, x, n, cos, sin, parts, spans, mask, s)
 		if l < lm.DeepStack {
@@ -303,13 +288,11 @@ func (lm *Decoder) ForwardChunks(chunks []model.Chunk) ([][]float32, error) {
 	if lm.OutputNorm {
 		kernels.RMSNorm(x, x, lm.outNorm, lm.Hidden, lm.eps)
 	}
-	out := make([][]float32, len(parts))
-	for i, p := range parts {
-		lo, hi := p.row*h, (p.row+p.b-p.a)*h
-		out[i] = x[lo:hi:hi]
-		p.st.done = p.b
-		if p.b == len(p.st.ids) {
-			p.st.Release()
+	out := SpanRows(x, h, parts)
+	for _, p := range parts {
+		p.St.done = p.B
+		if p.B == len(p.St.ids) {
+			p.St.Release()
 		}
 	}
 	return out, nil
@@ -320,12 +303,12 @@ func (lm *Decoder) ForwardChunks(chunks []model.Chunk) ([][]float32, error) {
 func (lm *Decoder) addDeepStack(x []float32, l int, parts []part) {
 	h := lm.Hidden
 	for _, p := range parts {
-		for _, im := range p.st.imgs {
-			lo, hi := max(im.First, p.a), min(im.First+im.Tokens(), p.b)
+		for _, im := range p.St.imgs {
+			lo, hi := max(im.First, p.A), min(im.First+im.Tokens(), p.B)
 			if lo >= hi {
 				continue
 			}
-			dst := x[(p.row+lo-p.a)*h : (p.row+hi-p.a)*h]
+			dst := x[(p.Row+lo-p.A)*h : (p.Row+hi-p.A)*h]
 			kernels.Add(dst, dst, im.Deep[l][(lo-im.First)*h:(hi-im.First)*h])
 		}
 	}
@@ -570,14 +553,14 @@ func (d *decoderLayer) forward(lm *Decoder, l int, x []float32, n int, cos, sin 
 func (d *decoderLayer) attendCausal(lm *Decoder, l int, att, q, k, v []float32, parts []part, spans []kernels.KVSpan, scale float32) {
 	kvw := lm.NKV * lm.HeadDim
 	for i, p := range parts {
-		r0, r1 := p.row, p.row+p.b-p.a
+		r0, r1 := p.Row, p.Row+p.B-p.A
 		kk, vv := k[r0*kvw:r1*kvw], v[r0*kvw:r1*kvw]
-		if p.st.k != nil {
-			copy(p.st.k[l][p.a*kvw:], kk)
-			copy(p.st.v[l][p.a*kvw:], vv)
-			kk, vv = p.st.k[l][:p.b*kvw], p.st.v[l][:p.b*kvw]
+		if p.St.k != nil {
+			copy(p.St.k[l][p.A*kvw:], kk)
+			copy(p.St.v[l][p.A*kvw:], vv)
+			kk, vv = p.St.k[l][:p.B*kvw], p.St.v[l][:p.B*kvw]
 		}
-		spans[i] = kernels.KVSpan{Q0: r0, Q1: r1, K: kk, V: vv, Pos: p.a}
+		spans[i] = kernels.KVSpan{Q0: r0, Q1: r1, K: kk, V: vv, Pos: p.A}
 	}
 	kernels.AttentionKV(att, q, lm.NHead, lm.NKV, lm.HeadDim, scale, spans)
 }
@@ -587,6 +570,32 @@ func (d *decoderLayer) attendCausal(lm *Decoder, l int, att, q, k, v []float32, 
 type Span[S any] struct {
 	St        S
 	A, B, Row int
+}
+
+// PassMask is the attention mask of a pass of n rows over spans: none for
+// a causal decoder (its attention reads each sequence's own keys), and
+// for a bidirectional one a segment per sequence.
+func PassMask[S any](spans []Span[S], n int, causal bool) kernels.Mask {
+	var mask kernels.Mask
+	if !causal {
+		mask.Segments = make([]int, 0, len(spans)+1)
+		for _, sp := range spans {
+			mask.Segments = append(mask.Segments, sp.Row)
+		}
+		mask.Segments = append(mask.Segments, n)
+	}
+	return mask
+}
+
+// SpanRows cuts x, the pass's rows of h values, into the rows of each
+// span, capped so that appending to one cannot overwrite the next.
+func SpanRows[S any](x []float32, h int, spans []Span[S]) [][]float32 {
+	out := make([][]float32, len(spans))
+	for i, sp := range spans {
+		lo, hi := sp.Row*h, (sp.Row+sp.B-sp.A)*h
+		out[i] = x[lo:hi:hi]
+	}
+	return out
 }
 
 // PlaceChunks checks the chunks of one decoder pass (states of the

@@ -17,6 +17,7 @@ import (
 
 	"github.com/vembed/vembed/engine"
 	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/internal/ref64"
 	"github.com/vembed/vembed/qwenlayout"
 	"github.com/vembed/vembed/safetensors"
 	"github.com/vembed/vembed/synth"
@@ -437,34 +438,6 @@ func linear(w, b, x []float64) []float64 {
 	return out
 }
 
-func rmsNorm(x, w []float64, eps float64) []float64 {
-	var ss float64
-	for _, v := range x {
-		ss += v * v
-	}
-	r := 1 / math.Sqrt(ss/float64(len(x))+eps)
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = v * r * w[i]
-	}
-	return out
-}
-
-// rope rotates each head of x at position pos (text positions are equal
-// on M-RoPE's three axes, so it is plain RoPE on halves).
-func rope(x []float64, heads, pos int, theta float64) {
-	d := len(x) / heads
-	for h := range heads {
-		v := x[h*d : (h+1)*d]
-		for i := range d / 2 {
-			a := float64(pos) * math.Pow(theta, -2*float64(i)/float64(d))
-			c, s := math.Cos(a), math.Sin(a)
-			x0, x1 := v[i], v[i+d/2]
-			v[i], v[i+d/2] = x0*c-x1*s, x1*c+x0*s
-		}
-	}
-}
-
 // forward returns the final hidden states (after the last norm).
 func (m *refModel) forward(ids []int32) [][]float64 {
 	H, n := m.hidden, len(ids)
@@ -478,43 +451,23 @@ func (m *refModel) forward(ids []int32) [][]float64 {
 		p := fmt.Sprintf("layers.%d.", l)
 		q, k, v := make([][]float64, n), make([][]float64, n), make([][]float64, n)
 		for i := range n {
-			h := rmsNorm(x[i], m.get(p+"input_layernorm.weight"), m.eps)
+			h := ref64.RMSNorm(x[i], m.get(p+"input_layernorm.weight"), m.eps)
 			q[i] = linear(m.get(p+"self_attn.q_proj.weight"), m.get(p+"self_attn.q_proj.bias"), h)
 			k[i] = linear(m.get(p+"self_attn.k_proj.weight"), m.get(p+"self_attn.k_proj.bias"), h)
 			v[i] = linear(m.get(p+"self_attn.v_proj.weight"), m.get(p+"self_attn.v_proj.bias"), h)
-			rope(q[i], m.heads, i, m.theta)
-			rope(k[i], m.kv, i, m.theta)
+			// Text positions are equal on M-RoPE's three axes: plain
+			// RoPE on halves.
+			angle := func(j int) float64 { return float64(i) * math.Pow(m.theta, -2*float64(j)/float64(d)) }
+			ref64.Rotate(q[i], m.heads, angle)
+			ref64.Rotate(k[i], m.kv, angle)
 		}
+		att := ref64.Attend(q, k, v, m.heads, m.kv, func(i, j int) bool { return j <= i })
 		for i := range n {
-			att := make([]float64, H)
-			for h := range m.heads {
-				kh := h / (m.heads / m.kv)
-				sc := make([]float64, i+1)
-				mx := math.Inf(-1)
-				for j := 0; j <= i; j++ {
-					var s float64
-					for e := range d {
-						s += q[i][h*d+e] * k[j][kh*d+e]
-					}
-					sc[j] = s / math.Sqrt(float64(d))
-					mx = math.Max(mx, sc[j])
-				}
-				var z float64
-				for j := range sc {
-					sc[j] = math.Exp(sc[j] - mx)
-					z += sc[j]
-				}
-				for j := range sc {
-					for e := range d {
-						att[h*d+e] += sc[j] / z * v[j][kh*d+e]
-					}
-				}
-			}
-			o := linear(m.get(p+"self_attn.o_proj.weight"), nil, att)
+			o := linear(m.get(p+"self_attn.o_proj.weight"), nil, att[i])
 			for e := range H {
 				x[i][e] += o[e]
 			}
-			h := rmsNorm(x[i], m.get(p+"post_attention_layernorm.weight"), m.eps)
+			h := ref64.RMSNorm(x[i], m.get(p+"post_attention_layernorm.weight"), m.eps)
 			g := linear(m.get(p+"mlp.gate_proj.weight"), nil, h)
 			u := linear(m.get(p+"mlp.up_proj.weight"), nil, h)
 			for e := range g {
@@ -527,7 +480,7 @@ func (m *refModel) forward(ids []int32) [][]float64 {
 		}
 	}
 	for i := range x {
-		x[i] = rmsNorm(x[i], m.get("norm.weight"), m.eps)
+		x[i] = ref64.RMSNorm(x[i], m.get("norm.weight"), m.eps)
 	}
 	return x
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/hub/hubtest"
 	"github.com/vembed/vembed/imageproc"
+	"github.com/vembed/vembed/internal/ref64"
 	"github.com/vembed/vembed/safetensors"
 	"github.com/vembed/vembed/tokenizer"
 )
@@ -169,76 +170,12 @@ func (m *jinaRef) loraFactor(name string) []float64 {
 	return v
 }
 
-func rms(x []float64, w []float64, eps float64) []float64 {
-	var ss float64
-	for _, v := range x {
-		ss += v * v
-	}
-	r := 1 / math.Sqrt(ss/float64(len(x))+eps)
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = v * r * w[i]
-	}
-	return out
-}
-
 func (m *jinaRef) norm(x [][]float64, name string, eps float64) [][]float64 {
 	out := make([][]float64, len(x))
 	for i, r := range x {
-		out[i] = rms(r, m.get(name), eps)
+		out[i] = ref64.RMSNorm(r, m.get(name), eps)
 	}
 	return out
-}
-
-// attend is softmax(q·kᵀ/√d)·v per head, where allowed(i, j) says which
-// keys row i sees; kv heads are shared by heads/kvHeads query heads.
-func attend(q, k, v [][]float64, heads, kvHeads int, allowed func(i, j int) bool) [][]float64 {
-	d := len(q[0]) / heads
-	out := make([][]float64, len(q))
-	for i := range q {
-		out[i] = make([]float64, heads*d)
-		for h := range heads {
-			kh := h / (heads / kvHeads)
-			sc := make([]float64, len(k))
-			mx := math.Inf(-1)
-			for j := range k {
-				sc[j] = math.Inf(-1)
-				if allowed(i, j) {
-					var s float64
-					for e := range d {
-						s += q[i][h*d+e] * k[j][kh*d+e]
-					}
-					sc[j] = s / math.Sqrt(float64(d))
-				}
-				mx = math.Max(mx, sc[j])
-			}
-			var z float64
-			for j := range sc {
-				sc[j] = math.Exp(sc[j] - mx)
-				z += sc[j]
-			}
-			for j := range sc {
-				for e := range d {
-					out[i][h*d+e] += sc[j] / z * v[j][kh*d+e]
-				}
-			}
-		}
-	}
-	return out
-}
-
-// rotate turns the first and second halves of each head of x by the
-// angles pos·freq[j] (transformers' rotate_half convention).
-func rotate(x []float64, heads int, angle func(j int) float64) {
-	d := len(x) / heads
-	for h := range heads {
-		v := x[h*d : (h+1)*d]
-		for j := range d / 2 {
-			c, s := math.Cos(angle(j)), math.Sin(angle(j))
-			a, b := v[j], v[j+d/2]
-			v[j], v[j+d/2] = a*c-b*s, b*c+a*s
-		}
-	}
 }
 
 func add(x, y [][]float64) {
@@ -279,20 +216,12 @@ func (m *jinaRef) vision(p []float32, gh, gw int) [][]float64 {
 		q, k, v := make([][]float64, L), make([][]float64, L), make([][]float64, L)
 		for r := range L {
 			q[r], k[r], v[r] = qkv[r][:W], qkv[r][W:2*W], qkv[r][2*W:]
-			// The first quarter of a head's dimensions turn with the row,
-			// the second with the column; frequencies over a quarter.
-			angle := func(j int) float64 {
-				pos := hpos[r]
-				if j >= hd/4 {
-					pos = wpos[r]
-				}
-				return float64(pos) * math.Pow(10000, -2*float64(j%(hd/4))/float64(hd/2))
-			}
-			rotate(q[r], vc.Heads, angle)
-			rotate(k[r], vc.Heads, angle)
+			angle := ref64.VisionAngle(hpos[r], wpos[r], hd)
+			ref64.Rotate(q[r], vc.Heads, angle)
+			ref64.Rotate(k[r], vc.Heads, angle)
 		}
 		full := slices.Contains(vc.Full, l)
-		att := attend(q, k, v, vc.Heads, vc.Heads, func(i, j int) bool { return full || win[i] == win[j] })
+		att := ref64.Attend(q, k, v, vc.Heads, vc.Heads, func(i, j int) bool { return full || win[i] == win[j] })
 		add(x, m.lin(b+"attn.proj", att))
 		h = m.norm(x, b+"norm2.weight", 1e-6)
 		g, up := m.lin(b+"mlp.gate_proj", h), m.lin(b+"mlp.up_proj", h)
@@ -364,10 +293,10 @@ func (m *jinaRef) decoder(ids []int32, span *tokenizer.ImageSpan, img [][]float6
 			angle := func(j int) float64 {
 				return float64(pos[i][axis[j]]) * math.Pow(c.Theta, -2*float64(j)/float64(d))
 			}
-			rotate(q[i], c.Heads, angle)
-			rotate(k[i], c.KVHeads, angle)
+			ref64.Rotate(q[i], c.Heads, angle)
+			ref64.Rotate(k[i], c.KVHeads, angle)
 		}
-		att := attend(q, k, v, c.Heads, c.KVHeads, func(i, j int) bool { return j <= i })
+		att := ref64.Attend(q, k, v, c.Heads, c.KVHeads, func(i, j int) bool { return j <= i })
 		add(x, m.lin(b+"self_attn.o_proj", att))
 		h = m.norm(x, b+"post_attention_layernorm.weight", c.Eps)
 		g, up := m.lin(b+"mlp.gate_proj", h), m.lin(b+"mlp.up_proj", h)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/internal/fixtures"
+	"github.com/vembed/vembed/internal/ref64"
 )
 
 // q35Ref is a float64 forward pass of Qwen3.5's text decoder written from
@@ -116,7 +117,7 @@ func (r *q35Ref) forward(ids []int, causal bool) [][]float64 {
 		p := fmt.Sprintf("layers.%d.", l)
 		h := make([][]float64, n)
 		for t := range x {
-			h[t] = rms(x[t], onePlus(r.get(p+"input_layernorm.weight", H)), c.Eps)
+			h[t] = ref64.RMSNorm(x[t], onePlus(r.get(p+"input_layernorm.weight", H)), c.Eps)
 		}
 		var out [][]float64
 		if (l+1)%c.Interval == 0 {
@@ -128,7 +129,7 @@ func (r *q35Ref) forward(ids []int, causal bool) [][]float64 {
 			for i := range x[t] {
 				x[t][i] += out[t][i]
 			}
-			g := rms(x[t], onePlus(r.get(p+"post_attention_layernorm.weight", H)), c.Eps)
+			g := ref64.RMSNorm(x[t], onePlus(r.get(p+"post_attention_layernorm.weight", H)), c.Eps)
 			gate := linear(r.get(p+"mlp.gate_proj.weight", c.FFN*H), g, c.FFN)
 			up := linear(r.get(p+"mlp.up_proj.weight", c.FFN*H), g, c.FFN)
 			for i := range gate {
@@ -141,7 +142,7 @@ func (r *q35Ref) forward(ids []int, causal bool) [][]float64 {
 		}
 	}
 	for t := range x {
-		x[t] = rms(x[t], onePlus(r.get("norm.weight", H)), c.Eps)
+		x[t] = ref64.RMSNorm(x[t], onePlus(r.get("norm.weight", H)), c.Eps)
 	}
 	return x
 }
@@ -239,7 +240,7 @@ func (r *q35Ref) deltaNet(p string, h [][]float64) [][]float64 {
 	out := make([][]float64, n)
 	for t := range n {
 		for hv := range nv {
-			normed := rms(o[t][hv*dv:(hv+1)*dv], wn, c.Eps)
+			normed := ref64.RMSNorm(o[t][hv*dv:(hv+1)*dv], wn, c.Eps)
 			for j := range dv {
 				o[t][hv*dv+j] = normed[j] * silu(z[t][hv*dv+j])
 			}
@@ -276,19 +277,19 @@ func (r *q35Ref) attention(p string, h [][]float64, causal bool) [][]float64 {
 		qg := linear(wq, h[t], 2*nh*hd)
 		q[t], gate[t] = make([]float64, nh*hd), make([]float64, nh*hd)
 		for i := range nh {
-			copy(q[t][i*hd:], rms(qg[2*i*hd:(2*i+1)*hd], onePlus(qn), c.Eps))
+			copy(q[t][i*hd:], ref64.RMSNorm(qg[2*i*hd:(2*i+1)*hd], onePlus(qn), c.Eps))
 			copy(gate[t][i*hd:], qg[(2*i+1)*hd:(2*i+2)*hd])
 			rope(q[t][i*hd:(i+1)*hd], t)
 		}
 		kk := linear(wk, h[t], nkv*hd)
 		k[t] = make([]float64, nkv*hd)
 		for i := range nkv {
-			copy(k[t][i*hd:], rms(kk[i*hd:(i+1)*hd], onePlus(kn), c.Eps))
+			copy(k[t][i*hd:], ref64.RMSNorm(kk[i*hd:(i+1)*hd], onePlus(kn), c.Eps))
 			rope(k[t][i*hd:(i+1)*hd], t)
 		}
 		v[t] = linear(wv, h[t], nkv*hd)
 	}
-	o := attend(q, k, v, nh, nkv, func(i, j int) bool { return !causal || j <= i })
+	o := ref64.Attend(q, k, v, nh, nkv, func(i, j int) bool { return !causal || j <= i })
 	out := make([][]float64, n)
 	for t := range n {
 		for j := range o[t] {

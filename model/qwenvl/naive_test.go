@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/internal/ref64"
 	"github.com/vembed/vembed/kernels"
 )
 
@@ -118,49 +119,12 @@ func (nv *naiveVision) encode(p []float32, gh, gw int, fullEvery int) [][]float6
 		q := linear(xn, nv.w(pre+"attn_q.weight"), nv.w(pre+"attn_q.bias"))
 		k := linear(xn, nv.w(pre+"attn_k.weight"), nv.w(pre+"attn_k.bias"))
 		v := linear(xn, nv.w(pre+"attn_v.weight"), nv.w(pre+"attn_v.bias"))
-		for _, m := range [][][]float64{q, k} { // rotate_half with emb = (h·inv, w·inv) twice
-			for r := range m {
-				for h := 0; h < nv.heads; h++ {
-					for d := 0; d < hd/2; d++ {
-						pos := hpos[r]
-						if d >= hd/4 {
-							pos = wpos[r]
-						}
-						a := float64(pos) * math.Pow(10000, -2*float64(d%(hd/4))/float64(hd/2))
-						x1, x2 := m[r][h*hd+d], m[r][h*hd+d+hd/2]
-						m[r][h*hd+d], m[r][h*hd+d+hd/2] = x1*math.Cos(a)-x2*math.Sin(a), x2*math.Cos(a)+x1*math.Sin(a)
-					}
-				}
-			}
+		for r := range L { // rotate_half with emb = (h·inv, w·inv) twice
+			angle := ref64.VisionAngle(hpos[r], wpos[r], hd)
+			ref64.Rotate(q[r], nv.heads, angle)
+			ref64.Rotate(k[r], nv.heads, angle)
 		}
-		att := make([][]float64, L)
-		for i := range att {
-			att[i] = make([]float64, nv.W)
-			for h := 0; h < nv.heads; h++ {
-				sc := make([]float64, L)
-				mx, sum := math.Inf(-1), 0.0
-				for j := range sc {
-					sc[j] = math.Inf(-1)
-					if full || win[i] == win[j] {
-						sc[j] = 0
-						for d := 0; d < hd; d++ {
-							sc[j] += q[i][h*hd+d] * k[j][h*hd+d]
-						}
-						sc[j] /= math.Sqrt(float64(hd))
-					}
-					mx = math.Max(mx, sc[j])
-				}
-				for j := range sc {
-					sc[j] = math.Exp(sc[j] - mx)
-					sum += sc[j]
-				}
-				for j := range sc {
-					for d := 0; d < hd; d++ {
-						att[i][h*hd+d] += sc[j] / sum * v[j][h*hd+d]
-					}
-				}
-			}
-		}
+		att := ref64.Attend(q, k, v, nv.heads, nv.heads, func(i, j int) bool { return full || win[i] == win[j] })
 		o := linear(att, nv.w(pre+"attn_out.weight"), nv.w(pre+"attn_out.bias"))
 		for r := range x {
 			for i := range x[r] {

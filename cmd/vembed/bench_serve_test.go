@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"math"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +13,6 @@ import (
 	"github.com/vembed/vembed/bench"
 	"github.com/vembed/vembed/engine"
 	"github.com/vembed/vembed/internal/redistest"
-	"github.com/vembed/vembed/server"
 	"github.com/vembed/vembed/synth"
 )
 
@@ -87,9 +83,7 @@ func TestBenchServeReplicas(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { e.Close() })
-		srv := httptest.NewServer(server.New(e, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
-		t.Cleanup(srv.Close)
-		urls = append(urls, srv.URL)
+		urls = append(urls, serveEngine(t, e).URL)
 	}
 	var out, errw bytes.Buffer
 	if err := runBenchServe([]string{"--url", strings.Join(urls, ","), "--scenarios", "I-50", "--requests", "24", "--clients", "1", "--image-sizes", "56", "--json"}, &out, &errw); err != nil {

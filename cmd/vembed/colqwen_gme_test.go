@@ -5,17 +5,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/vembed/vembed/engine"
 	"github.com/vembed/vembed/internal/fixtures"
-	"github.com/vembed/vembed/server"
 )
 
 // cgCase is one case of the colqwen-gme fixtures.
@@ -142,17 +138,7 @@ func TestColQwenGMEFixtures(t *testing.T) {
 	}
 
 	for model, fs := range files {
-		cfg := engine.Config{Model: fs[0], MMProj: fs[len(fs)-1]}
-		if model == "colqwen" {
-			cfg.MVProj = fs[1]
-		}
-		eng, err := engine.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer eng.Close()
-		srv := httptest.NewServer(server.New(eng, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
-		defer srv.Close()
+		srv := serveConverted(t, fs)
 		for _, c := range cases {
 			if c.Model != model {
 				continue

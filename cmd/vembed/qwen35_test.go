@@ -325,7 +325,7 @@ func TestQwen35RetrieverRows(t *testing.T) {
 				t.Errorf("the rows also match the causal reference (worst cosine %.6f): the check cannot tell the modes apart", wc)
 			}
 
-			srv := serveQ35(t, fs)
+			srv := serveConverted(t, fs)
 			var resp struct {
 				Data []struct {
 					Embeddings [][]float32 `json:"embeddings"`
@@ -355,16 +355,26 @@ func TestQwen35RetrieverRows(t *testing.T) {
 	}
 }
 
-// serveQ35 serves a converted release's files (LM, mvproj, mmproj) as
-// vembed serve does, until the test ends.
-func serveQ35(t *testing.T, fs []string) *httptest.Server {
+// serveConverted serves the files vembed convert wrote (the LM, the
+// mvproj when there are three, the mmproj last) as vembed serve does,
+// until the test ends.
+func serveConverted(t *testing.T, fs []string) *httptest.Server {
 	t.Helper()
-	eng, err := engine.New(engine.Config{Model: fs[0], MVProj: fs[1], MMProj: fs[2]})
+	cfg := engine.Config{Model: fs[0], MMProj: fs[len(fs)-1]}
+	if len(fs) == 3 {
+		cfg.MVProj = fs[1]
+	}
+	eng, err := engine.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	srv := httptest.NewServer(server.New(eng, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	return serveEngine(t, eng)
+}
+
+// serveEngine serves e as vembed serve does, until the test ends.
+func serveEngine(t *testing.T, e *engine.Engine) *httptest.Server {
+	srv := httptest.NewServer(server.New(e, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -447,7 +457,7 @@ func TestQwen35ImageRows(t *testing.T) {
 // states (ColVec1.1's 1792 tokens).
 func TestQwen35Bounds(t *testing.T) {
 	_, fs := writeQ35Release(t, q35Releases[len(q35Releases)-1])
-	srv := serveQ35(t, fs)
+	srv := serveConverted(t, fs)
 	png := writePNG(t, filepath.Join(t.TempDir(), "p.png"), 64, 64, 1)
 	page := map[string]any{"image": "data:image/png;base64," + base64.StdEncoding.EncodeToString(png)}
 	for _, c := range []struct {

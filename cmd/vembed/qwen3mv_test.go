@@ -8,11 +8,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"maps"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -291,17 +289,7 @@ func TestQwen3MultiVectorFixtures(t *testing.T) {
 
 	// The same through the server.
 	for m, fs := range files {
-		cfg := engine.Config{Model: fs[0], MMProj: fs[len(fs)-1]}
-		if len(fs) == 3 {
-			cfg.MVProj = fs[1]
-		}
-		eng, err := engine.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer eng.Close()
-		srv := httptest.NewServer(server.New(eng, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
-		defer srv.Close()
+		srv := serveConverted(t, fs)
 		for _, c := range cases {
 			if c.Model != m {
 				continue
@@ -543,8 +531,7 @@ func TestQwen3MultiVectorBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	srv := httptest.NewServer(server.New(eng, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
-	defer srv.Close()
+	srv := serveEngine(t, eng)
 	body, _ := json.Marshal(map[string]any{"input": []string{strings.Repeat("a long query ", 30)}, "return_multivector": true})
 	resp, err := http.Post(srv.URL+"/v1/embeddings", "application/json", bytes.NewReader(body))
 	if err != nil {
@@ -703,17 +690,7 @@ func TestQwen3MultiVectorScoring(t *testing.T) {
 	}
 	for _, m := range []string{"tomoro", "nemotron"} {
 		fs := convertMV(t, copyCheckpoint(t, filepath.Join(dir, mvCheckpoints[m])))
-		cfg := engine.Config{Model: fs[0], MMProj: fs[len(fs)-1]}
-		if len(fs) == 3 {
-			cfg.MVProj = fs[1]
-		}
-		eng, err := engine.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer eng.Close()
-		srv := httptest.NewServer(server.New(eng, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
-		defer srv.Close()
+		srv := serveConverted(t, fs)
 		type rows struct {
 			Data []struct {
 				Embeddings [][]float32 `json:"embeddings"`

@@ -6,10 +6,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,7 +16,6 @@ import (
 	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/qwenlayout"
 	"github.com/vembed/vembed/recipe"
-	"github.com/vembed/vembed/server"
 	"github.com/vembed/vembed/synth"
 )
 
@@ -199,8 +196,7 @@ func checkGMEBounds(t *testing.T, e *engine.Engine, lm, mmproj, img string, imgB
 	if code := run([]string{"embed", "--model", lm, "--mmproj", mmproj, "--image", img, "--min-pixels", "3136"}, &o, &errOut); code == 0 || !strings.Contains(errOut.String(), "200704..1003520") {
 		t.Errorf("embed --min-pixels 3136: exit %d, %q; want an error naming 200704..1003520", code, errOut.String())
 	}
-	srv := httptest.NewServer(server.New(e, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
-	defer srv.Close()
+	srv := serveEngine(t, e)
 	b64 := "data:image/png;base64," + base64.StdEncoding.EncodeToString(imgBytes)
 	for _, tc := range []struct{ body, want string }{
 		{`{"input":[{"image":"` + b64 + `"}],"min_pixels":3136}`, "200704..1003520"},

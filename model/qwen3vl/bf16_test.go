@@ -48,19 +48,7 @@ func TestBF16Fixtures(t *testing.T) {
 			}
 			seq := model.Sequence{IDs: c.TokenIDs}
 			if len(c.Images) > 0 {
-				var in []model.ImageInput
-				for _, im := range c.Images {
-					g := im.GridTHW
-					in = append(in, model.ImageInput{Patches: fixtures.ReadF32(t, cdir, im.Patches), GridT: g[0], GridH: g[1], GridW: g[2]})
-				}
-				p, err := m.NewVisionPass(in, false)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := p.Step(p.Stages()); err != nil {
-					t.Fatal(err)
-				}
-				enc := p.Result()[0]
+				enc := encodeCase(t, m, cdir, c)[0]
 				g := c.Images[0].GridTHW
 				seq.Images = []model.ImageEmbedding{{Rows: enc.Rows, Deep: enc.Deep, First: imageSpans(c.TokenIDs, m.LM.ImagePad)[0], GridT: g[0], GridH: g[1], GridW: g[2]}}
 			}

@@ -41,12 +41,8 @@ func (vm *visionModel) NewVisionPass(imgs []model.ImageInput, trace bool) (model
 	p := &visionPass{vm: vm, imgs: imgs, trace: trace, seg: []int{0}}
 	ms := vm.mergeSize
 	for i, im := range imgs {
-		rows := len(im.Patches) / vm.patchVals
-		if im.GridT < 1 || im.GridH < ms || im.GridW < ms || im.GridH%ms != 0 || im.GridW%ms != 0 ||
-			im.GridT > rows || im.GridH > rows || im.GridW > rows || im.GridT*im.GridH > rows ||
-			len(im.Patches)%vm.patchVals != 0 || im.GridT*im.GridH*im.GridW != rows {
-			return nil, fmt.Errorf("qwen3vl: image %d: %d values do not form a %dx%dx%d grid of %d-value patches (grid sides multiples of %d)",
-				i, len(im.Patches), im.GridT, im.GridH, im.GridW, vm.patchVals, ms)
+		if err := vlm.CheckGrid(im, vm.patchVals, ms); err != nil {
+			return nil, fmt.Errorf("qwen3vl: image %d: %w", i, err)
 		}
 		p.first = append(p.first, p.n)
 		for range im.GridT {

@@ -44,6 +44,25 @@ func loadFixtures(t testing.TB) (string, fixIndex) {
 	return dir, ix
 }
 
+// encodeCase runs the images of case c, stored in cdir, through m's tower
+// in one pass.
+func encodeCase(t *testing.T, m *Model, cdir string, c fixCase) []model.EncodedImage {
+	t.Helper()
+	var in []model.ImageInput
+	for _, im := range c.Images {
+		g := im.GridTHW
+		in = append(in, model.ImageInput{Patches: fixtures.ReadF32(t, cdir, im.Patches), GridT: g[0], GridH: g[1], GridW: g[2]})
+	}
+	p, err := m.NewVisionPass(in, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Step(p.Stages()); err != nil {
+		t.Fatal(err)
+	}
+	return p.Result()
+}
+
 // imageSpans finds the runs of <|image_pad|> in ids.
 func imageSpans(ids []int32, pad int32) (first []int) {
 	for i, id := range ids {
@@ -92,19 +111,7 @@ func TestFixtures(t *testing.T) {
 			D := m.Info().Hidden
 			seq := model.Sequence{IDs: c.TokenIDs}
 			if len(c.Images) > 0 {
-				var in []model.ImageInput
-				for _, im := range c.Images {
-					g := im.GridTHW
-					in = append(in, model.ImageInput{Patches: fixtures.ReadF32(t, cdir, im.Patches), GridT: g[0], GridH: g[1], GridW: g[2]})
-				}
-				p, err := m.NewVisionPass(in, false)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := p.Step(p.Stages()); err != nil {
-					t.Fatal(err)
-				}
-				enc := p.Result()
+				enc := encodeCase(t, m, cdir, c)
 				if len(enc) != 1 {
 					t.Fatalf("%d encoded images, the fixture cases have one", len(enc))
 				}

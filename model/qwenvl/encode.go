@@ -210,12 +210,8 @@ func (vm *visionModel) layout(imgs []ImageInput) (*visionLayout, error) {
 	type unitPos struct{ i, j int } // merged row and column within its frame
 	var pos []unitPos
 	for n, im := range imgs {
-		rows := len(im.Patches) / vm.patchVals
-		if im.GridT < 1 || im.GridH < ms || im.GridW < ms || im.GridH%ms != 0 || im.GridW%ms != 0 ||
-			im.GridT > rows || im.GridH > rows || im.GridW > rows || im.GridT*im.GridH > rows ||
-			len(im.Patches)%vm.patchVals != 0 || im.GridT*im.GridH*im.GridW != rows {
-			return nil, fmt.Errorf("qwenvl: image %d: %d values do not form a %dx%dx%d grid of %d-value patches (grid sides multiples of %d)",
-				n, len(im.Patches), im.GridT, im.GridH, im.GridW, vm.patchVals, ms)
+		if err := vlm.CheckGrid(im, vm.patchVals, ms); err != nil {
+			return nil, fmt.Errorf("qwenvl: image %d: %w", n, err)
 		}
 		lay.first = append(lay.first, len(pos))
 		lh, lw := im.GridH/ms, im.GridW/ms

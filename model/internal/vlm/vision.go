@@ -1,6 +1,7 @@
 package vlm
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/vembed/vembed/kernels"
@@ -52,6 +53,21 @@ func (blk *VisionBlock) Forward(vs VisionShape, x []float32, n int, mask kernels
 
 	vs.Norm(xn, x, blk.Norm2W, blk.Norm2B)
 	blk.MLP.AddTo(x, xn, n, s)
+}
+
+// CheckGrid fails unless im's patches form its grid: GridT·GridH·GridW
+// rows of patchVals values, the sides at least ms and multiples of ms
+// (the merger's square). The bounds on each side come first, so that the
+// products compared cannot overflow.
+func CheckGrid(im model.ImageInput, patchVals, ms int) error {
+	rows := len(im.Patches) / patchVals
+	if im.GridT < 1 || im.GridH < ms || im.GridW < ms || im.GridH%ms != 0 || im.GridW%ms != 0 ||
+		im.GridT > rows || im.GridH > rows || im.GridW > rows || im.GridT*im.GridH > rows ||
+		len(im.Patches)%patchVals != 0 || im.GridT*im.GridH*im.GridW != rows {
+		return fmt.Errorf("%d values do not form a %dx%dx%d grid of %d-value patches (grid sides multiples of %d)",
+			len(im.Patches), im.GridT, im.GridH, im.GridW, patchVals, ms)
+	}
+	return nil
 }
 
 // VisionRope fills row r of the n×headDim/2 rotary tables of a tower for a

@@ -132,9 +132,10 @@ func adapterBaseName(dir string) string {
 	return ac.Base
 }
 
-// parsePixelBudget reads the budget of a preprocessor_config.json: 0, 0
-// when it states none.
-func parsePixelBudget(b []byte) (minPx, maxPx int, err error) {
+// statedBudget reads the image budget a preprocessor_config.json states:
+// min_pixels and max_pixels, else size.shortest_edge and
+// size.longest_edge; nil for a bound it does not state.
+func statedBudget(b []byte) (lo, hi *float64, err error) {
 	var pre struct {
 		Min  *float64 `json:"min_pixels"`
 		Max  *float64 `json:"max_pixels"`
@@ -144,11 +145,20 @@ func parsePixelBudget(b []byte) (minPx, maxPx int, err error) {
 		} `json:"size"`
 	}
 	if err := json.Unmarshal(b, &pre); err != nil {
-		return 0, 0, err
+		return nil, nil, err
 	}
-	lo, hi := pre.Min, pre.Max
-	if lo == nil && hi == nil {
-		lo, hi = pre.Size.Min, pre.Size.Max
+	if pre.Min == nil && pre.Max == nil {
+		return pre.Size.Min, pre.Size.Max, nil
+	}
+	return pre.Min, pre.Max, nil
+}
+
+// parsePixelBudget reads the budget of a preprocessor_config.json: 0, 0
+// when it states none.
+func parsePixelBudget(b []byte) (minPx, maxPx int, err error) {
+	lo, hi, err := statedBudget(b)
+	if err != nil {
+		return 0, 0, err
 	}
 	whole := func(v float64) bool { return v == math.Trunc(v) && v >= 0 && v <= qwenlayout.MaxImagePixels }
 	switch {

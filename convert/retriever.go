@@ -146,20 +146,9 @@ func retrieverBudget(dir string, log *slog.Logger) (lo, hi int, err error) {
 // parseRetrieverBudget reads a preprocessor_config.json's budget (see
 // retrieverBudget); lowered reports a maximum lowered to MaxImagePixels.
 func parseRetrieverBudget(b []byte) (lo, hi int, lowered bool, err error) {
-	var pre struct {
-		Min  *float64 `json:"min_pixels"`
-		Max  *float64 `json:"max_pixels"`
-		Size struct {
-			Min *float64 `json:"shortest_edge"`
-			Max *float64 `json:"longest_edge"`
-		} `json:"size"`
-	}
-	if err := json.Unmarshal(b, &pre); err != nil {
+	l, h, err := statedBudget(b)
+	if err != nil {
 		return 0, 0, false, err
-	}
-	l, h := pre.Min, pre.Max
-	if l == nil && h == nil {
-		l, h = pre.Size.Min, pre.Size.Max
 	}
 	whole := func(v *float64) bool { return v != nil && *v == math.Trunc(*v) && *v >= 0 && *v < 1<<40 }
 	switch {

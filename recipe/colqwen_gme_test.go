@@ -16,15 +16,7 @@ import (
 // no-prefix alternative with an empty QueryPrefix.
 func TestColQwenGMEFixturePrompts(t *testing.T) {
 	dir := fixtures.Dir(t, "colqwen-gme")
-	f, err := gguf.Open(filepath.Join(filepath.Dir(dir), "tokenizer", "qwen25-vocab.gguf"))
-	if err != nil {
-		t.Skipf("the real vocabulary: %v", err)
-	}
-	defer f.Close()
-	tok, err := tokenizer.FromGGUF(f, tokenizer.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := qwenVocab(t, dir)
 	var idx struct {
 		Cases []struct{ ID string } `json:"cases"`
 	}
@@ -81,4 +73,20 @@ func TestColQwenGMEFixturePrompts(t *testing.T) {
 			}
 		}
 	}
+}
+
+// qwenVocab loads the real Qwen2.5 vocabulary of the tokenizer fixtures
+// beside the fixture directory dir, or skips the test without it.
+func qwenVocab(t *testing.T, dir string) *tokenizer.Tokenizer {
+	t.Helper()
+	f, err := gguf.Open(filepath.Join(filepath.Dir(dir), "tokenizer", "qwen25-vocab.gguf"))
+	if err != nil {
+		t.Skipf("the real vocabulary: %v", err)
+	}
+	defer f.Close()
+	tok, err := tokenizer.FromGGUF(f, tokenizer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
 }

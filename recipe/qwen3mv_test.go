@@ -19,15 +19,7 @@ import (
 // token count; and the image budget each recipe falls back to.
 func TestQwen3MultiVectorFixturePrompts(t *testing.T) {
 	dir := fixtures.Dir(t, "qwen3vl-mv")
-	f, err := gguf.Open(filepath.Join(filepath.Dir(dir), "tokenizer", "qwen25-vocab.gguf"))
-	if err != nil {
-		t.Skipf("the real vocabulary: %v", err)
-	}
-	defer f.Close()
-	tok, err := tokenizer.FromGGUF(f, tokenizer.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := qwenVocab(t, dir)
 	recipes := map[string]Recipe{
 		"tomoro":   Qwen3MultiVector{family: familyColQwen3},
 		"ops":      Qwen3MultiVector{family: familyOpsColQwen3},

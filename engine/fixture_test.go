@@ -1,9 +1,7 @@
 package engine
 
 import (
-	"encoding/binary"
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,20 +78,20 @@ func TestFixtureParity(t *testing.T) {
 			if got.Tokens != c.NTokens {
 				t.Errorf("tokens %d, want %d", got.Tokens, c.NTokens)
 			}
-			cs := cosine(got.Vector, want)
+			cs := fixtures.Cosine(got.Vector, want)
 			if cs < minCos {
 				t.Errorf("embedding cosine %.9f < %g", cs, minCos)
 			}
 			req.Multivector = true
 			mv := embed(t, e, req).Embeddings[0].Multi
-			rows := readF32(t, filepath.Join(filepath.Dir(path), c.Multivector.File))
+			rows := fixtures.ReadF32File(t, filepath.Join(filepath.Dir(path), c.Multivector.File))
 			od := c.Multivector.Shape[1]
 			if len(mv)*od != len(rows) {
 				t.Fatalf("%d multi-vector rows, want %d", len(mv), len(rows)/od)
 			}
 			worst := 1.0
 			for r := range mv {
-				worst = min(worst, cosine(mv[r], rows[r*od:(r+1)*od]))
+				worst = min(worst, fixtures.Cosine(mv[r], rows[r*od:(r+1)*od]))
 			}
 			if worst < minCos {
 				t.Errorf("worst multi-vector row cosine %.9f < %g", worst, minCos)
@@ -168,30 +166,4 @@ func fixtureRequest(t *testing.T, e *Engine, dir string, c *fixtureCase) (Reques
 	}
 	req.Inputs = []Input{in}
 	return req, c.Alternatives.AllTokens, 0.9999, true
-}
-
-func readF32(t *testing.T, path string) []float32 {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return v
-}
-
-func cosine(a, b []float32) float64 {
-	if len(a) != len(b) || len(a) == 0 {
-		return math.Inf(-1)
-	}
-	var ab, aa, bb float64
-	for i := range a {
-		ab += float64(a[i]) * float64(b[i])
-		aa += float64(a[i]) * float64(a[i])
-		bb += float64(b[i]) * float64(b[i])
-	}
-	return ab / math.Sqrt(aa*bb)
 }

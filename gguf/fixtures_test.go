@@ -2,7 +2,6 @@ package gguf
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"math"
 	"os"
@@ -55,21 +54,10 @@ type listing struct {
 	} `json:"tensors"`
 }
 
-func readJSON(t *testing.T, path string, v any) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-}
-
 func loadQuantIndex(t *testing.T) (string, quantIndex) {
 	dir := fixtures.Dir(t, "quant")
 	var idx quantIndex
-	readJSON(t, filepath.Join(dir, "index.json"), &idx)
+	fixtures.ReadJSON(t, filepath.Join(dir, "index.json"), &idx)
 	if len(idx.Files) < 15 {
 		t.Fatalf("index lists %d files, want 15", len(idx.Files))
 	}
@@ -117,7 +105,7 @@ func forEachQuantFile(t *testing.T, fn func(t *testing.T, dir string, f *File, f
 func TestFixtureListings(t *testing.T) {
 	forEachQuantFile(t, func(t *testing.T, dir string, f *File, fi quantFile) {
 		var l listing
-		readJSON(t, filepath.Join(dir, fi.Listing), &l)
+		fixtures.ReadJSON(t, filepath.Join(dir, fi.Listing), &l)
 		if f.Version != l.Version || f.Alignment != l.Alignment || f.DataOffset != l.DataSectionOffset {
 			t.Errorf("header: v%d align %d data %d; listing v%d align %d data %d",
 				f.Version, f.Alignment, f.DataOffset, l.Version, l.Alignment, l.DataSectionOffset)
@@ -183,19 +171,6 @@ func equalDims(a, b []int64) bool {
 	return true
 }
 
-func readF32File(t *testing.T, path string) []float32 {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
-}
-
 // TestFixtureDequantize checks every dumped tensor bit for bit: ggml's
 // dequantizers are exact float32 formulas, so there is no tolerance.
 func TestFixtureDequantize(t *testing.T) {
@@ -208,7 +183,7 @@ func TestFixtureDequantize(t *testing.T) {
 			if tt == nil {
 				t.Fatalf("tensor %s missing", d.Tensor)
 			}
-			want := readF32File(t, filepath.Join(dir, d.File))
+			want := fixtures.ReadF32File(t, filepath.Join(dir, d.File))
 			got, err := tt.Float32s()
 			if err != nil {
 				t.Fatal(err)

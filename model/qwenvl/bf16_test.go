@@ -52,7 +52,7 @@ func TestBF16Fixtures(t *testing.T) {
 	for _, ic := range ix.Cases {
 		cdir := filepath.Join(dir, ic.Dir)
 		c := &fixtureCase{}
-		readJSON(t, filepath.Join(cdir, "case.json"), c)
+		fixtures.ReadJSON(t, filepath.Join(cdir, "case.json"), c)
 		run := func(tier kernels.Tier) []float32 {
 			if err := kernels.Use(tier); err != nil {
 				t.Fatal(err)
@@ -66,8 +66,8 @@ func TestBF16Fixtures(t *testing.T) {
 		}
 		for _, tier := range bfTiers {
 			bf := run(tier)
-			cos := cosine(bf, f32)
-			t.Logf("%s %s: cos(bf16, f32) %.8f; vs reference: bf16 %.8f f32 %.8f", c.ID, tier, cos, cosine(bf, want), cosine(f32, want))
+			cos := fixtures.Cosine(bf, f32)
+			t.Logf("%s %s: cos(bf16, f32) %.8f; vs reference: bf16 %.8f f32 %.8f", c.ID, tier, cos, fixtures.Cosine(bf, want), fixtures.Cosine(f32, want))
 			if cos < bf16MinCos {
 				t.Errorf("%s %s: cos(bf16, f32) = %.8f < %v", c.ID, tier, cos, bf16MinCos)
 			}
@@ -82,7 +82,7 @@ func TestBF16Fixtures(t *testing.T) {
 				Reference []float32 `json:"embedding_reference"`
 			} `json:"cases"`
 		}
-		readJSON(t, filepath.Join(qdir, "q256-"+typ+".embeddings.json"), &ref)
+		fixtures.ReadJSON(t, filepath.Join(qdir, "q256-"+typ+".embeddings.json"), &ref)
 		qm, err := Load(filepath.Join(qdir, "q256-"+typ+".gguf"), "")
 		if err != nil {
 			t.Fatal(err)
@@ -91,8 +91,8 @@ func TestBF16Fixtures(t *testing.T) {
 			f32 := embedText(t, qm, float32Tier(), c.IDs)
 			for _, tier := range bfTiers {
 				bf := embedText(t, qm, tier, c.IDs)
-				cos := cosine(bf, f32)
-				t.Logf("q256-%s case %d %s: cos(bf16, f32) %.8f; vs reference: bf16 %.8f f32 %.8f", typ, i, tier, cos, cosine(bf, c.Reference), cosine(f32, c.Reference))
+				cos := fixtures.Cosine(bf, f32)
+				t.Logf("q256-%s case %d %s: cos(bf16, f32) %.8f; vs reference: bf16 %.8f f32 %.8f", typ, i, tier, cos, fixtures.Cosine(bf, c.Reference), fixtures.Cosine(f32, c.Reference))
 				if cos < bf16MinCos {
 					t.Errorf("q256-%s case %d %s: cos(bf16, f32) = %.8f < %v", typ, i, tier, cos, bf16MinCos)
 				}
@@ -138,7 +138,7 @@ func TestBF16Synthetic(t *testing.T) {
 				bfRows, bf := run(tier)
 				name := fmt.Sprintf("%s LM %s mmproj %s on %s", preset, w[0], w[1], tier)
 				worst, _ := rowStats(t, bfRows, f32Rows, m.Info().Hidden)
-				cos := cosine(bf, f32)
+				cos := fixtures.Cosine(bf, f32)
 				t.Logf("%s: cos(bf16, f32) %.8f, tower rows worst %.8f", name, cos, worst)
 				if cos < bf16MinCos || worst < bf16MinCos {
 					t.Errorf("%s: cos(bf16, f32) = %.8f, worst tower row %.8f; want >= %v", name, cos, worst, bf16MinCos)

@@ -1,10 +1,7 @@
 package qwenvl
 
 import (
-	"encoding/binary"
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -14,32 +11,27 @@ import (
 
 // fixtureCase is the part of a model fixture's case.json the tests use.
 type fixtureCase struct {
-	ID               string     `json:"id"`
-	Kind             string     `json:"kind"`
-	TokenIDs         []int32    `json:"token_ids"`
-	MropePositions   [3][]int   `json:"mrope_positions"`
-	VisionSpans      [][2]int   `json:"vision_spans"`
-	ImageTokenRanges [][2]int   `json:"image_token_ranges"`
-	Images           []fixImage `json:"images"`
-	Hidden           rawArray   `json:"hidden_states"`
-	Embedding        []float32  `json:"embedding"`
+	ID               string       `json:"id"`
+	Kind             string       `json:"kind"`
+	TokenIDs         []int32      `json:"token_ids"`
+	MropePositions   [3][]int     `json:"mrope_positions"`
+	VisionSpans      [][2]int     `json:"vision_spans"`
+	ImageTokenRanges [][2]int     `json:"image_token_ranges"`
+	Images           []fixImage   `json:"images"`
+	Hidden           fixtures.Raw `json:"hidden_states"`
+	Embedding        []float32    `json:"embedding"`
 	Alternatives     struct {
 		TextRule []float32 `json:"text_rule_all_tokens"`
 	} `json:"embedding_alternatives"`
 	Matryoshka  map[string][]float32 `json:"matryoshka"`
-	MultiVector rawArray             `json:"multivector"`
+	MultiVector fixtures.Raw         `json:"multivector"`
 }
 
 type fixImage struct {
-	GridTHW   [3]int   `json:"grid_thw"`
-	Patches   rawArray `json:"patches"`
-	VitOut    rawArray `json:"vit_out"`
-	MergerOut rawArray `json:"merger_out"`
-}
-
-type rawArray struct {
-	File  string `json:"file"`
-	Shape []int  `json:"shape"`
+	GridTHW   [3]int       `json:"grid_thw"`
+	Patches   fixtures.Raw `json:"patches"`
+	VitOut    fixtures.Raw `json:"vit_out"`
+	MergerOut fixtures.Raw `json:"merger_out"`
 }
 
 type fixtureIndex struct {
@@ -53,56 +45,12 @@ type fixtureIndex struct {
 	} `json:"cases"`
 }
 
-func readJSON(t testing.TB, path string, v any) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-}
-
-// readF32 reads a raw little-endian float32 array and checks its size
-// against the shape the JSON gives.
-func readF32(t testing.TB, dir string, a rawArray) []float32 {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, a.File))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 1
-	for _, d := range a.Shape {
-		n *= d
-	}
-	if len(b) != 4*n {
-		t.Fatalf("%s: %d bytes, shape %v wants %d", a.File, len(b), a.Shape, 4*n)
-	}
-	out := make([]float32, n)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
-}
-
 // modelFixtures returns the model fixture directory and its index.
 func modelFixtures(t testing.TB) (string, *fixtureIndex) {
 	dir := fixtures.Dir(t, "model")
 	ix := &fixtureIndex{}
-	readJSON(t, filepath.Join(dir, "index.json"), ix)
+	fixtures.ReadJSON(t, filepath.Join(dir, "index.json"), ix)
 	return dir, ix
-}
-
-// cosine returns the cosine similarity of a and b in float64.
-func cosine(a, b []float32) float64 {
-	var ab, aa, bb float64
-	for i := range a {
-		ab += float64(a[i]) * float64(b[i])
-		aa += float64(a[i]) * float64(a[i])
-		bb += float64(b[i]) * float64(b[i])
-	}
-	return ab / math.Sqrt(aa*bb)
 }
 
 // relErr returns ‖a−b‖/‖b‖.
@@ -125,7 +73,7 @@ func rowStats(t testing.TB, got, want []float32, dim int) (worstCos, worstRel fl
 	}
 	worstCos = 1
 	for r := 0; r+dim <= len(want); r += dim {
-		worstCos = math.Min(worstCos, cosine(got[r:r+dim], want[r:r+dim]))
+		worstCos = math.Min(worstCos, fixtures.Cosine(got[r:r+dim], want[r:r+dim]))
 		worstRel = math.Max(worstRel, relErr(got[r:r+dim], want[r:r+dim]))
 	}
 	return worstCos, worstRel
@@ -146,7 +94,7 @@ func runCase(t testing.TB, m *Model, dir string, c *fixtureCase) caseResult {
 	if len(c.Images) > 0 {
 		inputs := make([]ImageInput, len(c.Images))
 		for k, im := range c.Images {
-			inputs[k] = ImageInput{Patches: readF32(t, dir, im.Patches), GridT: im.GridTHW[0], GridH: im.GridTHW[1], GridW: im.GridTHW[2]}
+			inputs[k] = ImageInput{Patches: fixtures.ReadF32(t, dir, im.Patches), GridT: im.GridTHW[0], GridH: im.GridTHW[1], GridW: im.GridTHW[2]}
 		}
 		rows, tr, err := m.EncodeImagesTrace(inputs)
 		if err != nil {

@@ -99,7 +99,7 @@ func TestInt8Fixtures(t *testing.T) {
 				LlamaCpp  []float32 `json:"embedding_llamacpp"`
 			} `json:"cases"`
 		}
-		readJSON(t, filepath.Join(dir, "q256-"+typ+".embeddings.json"), &ref)
+		fixtures.ReadJSON(t, filepath.Join(dir, "q256-"+typ+".embeddings.json"), &ref)
 		m, err := Load(filepath.Join(dir, "q256-"+typ+".gguf"), "")
 		if err != nil {
 			t.Fatal(err)
@@ -117,9 +117,9 @@ func TestInt8Fixtures(t *testing.T) {
 					t.Errorf("%s case %d %s: other bits than the earlier tier of arithmetic %s", typ, i, tier, name)
 				}
 				byName[name] = i8
-				cos := cosine(i8, f32)
+				cos := fixtures.Cosine(i8, f32)
 				t.Logf("%s case %d %s: cos(int8, f32) %.7f; vs reference: int8 %.7f f32 %.7f; llama.cpp vs reference %.7f",
-					typ, i, tier, cos, cosine(i8, c.Reference), cosine(f32, c.Reference), cosine(c.LlamaCpp, c.Reference))
+					typ, i, tier, cos, fixtures.Cosine(i8, c.Reference), fixtures.Cosine(f32, c.Reference), fixtures.Cosine(c.LlamaCpp, c.Reference))
 				if cos < int8MinCos {
 					t.Errorf("%s case %d %s: cos(int8, f32) = %.7f < %v", typ, i, tier, cos, int8MinCos)
 				}
@@ -157,7 +157,7 @@ func TestInt8Synthetic(t *testing.T) {
 		}
 		f32 := run(float32Tier())
 		for _, tier := range int8Tiers() {
-			cos := cosine(run(tier), f32)
+			cos := fixtures.Cosine(run(tier), f32)
 			t.Logf("%s %s: cos(int8, f32) %.7f", typ, tier, cos)
 			if cos < int8MinCos {
 				t.Errorf("%s %s: cos(int8, f32) = %.7f < %v", typ, tier, cos, int8MinCos)

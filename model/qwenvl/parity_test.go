@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/vembed/vembed/internal/fixtures"
 	"github.com/vembed/vembed/model/heads"
 	"github.com/vembed/vembed/model/internal/vlm"
 )
@@ -40,19 +41,19 @@ func TestFixtureParity(t *testing.T) {
 		t.Run(ic.ID, func(t *testing.T) {
 			cdir := filepath.Join(dir, ic.Dir)
 			c := &fixtureCase{}
-			readJSON(t, filepath.Join(cdir, "case.json"), c)
+			fixtures.ReadJSON(t, filepath.Join(cdir, "case.json"), c)
 			checkPositions(t, m, c)
 			res := runCase(t, m, cdir, c)
 			var report string
 			for k, im := range c.Images {
-				vc, vr := rowStats(t, res.vit[k], readF32(t, cdir, im.VitOut), m.Info().VisionWidth)
-				mc, mr := rowStats(t, res.merger[k], readF32(t, cdir, im.MergerOut), D)
+				vc, vr := rowStats(t, res.vit[k], fixtures.ReadF32(t, cdir, im.VitOut), m.Info().VisionWidth)
+				mc, mr := rowStats(t, res.merger[k], fixtures.ReadF32(t, cdir, im.MergerOut), D)
 				report += fmt.Sprintf(" img%d vit 1-cos %.1e rel %.1e, merger 1-cos %.1e rel %.1e;", k, 1-vc, vr, 1-mc, mr)
 				if vc < rowCosTol || vr > rowRelTol || mc < rowCosTol || mr > rowRelTol {
 					t.Errorf("image %d: vit worst row cos %.9f rel %.3g, merger cos %.9f rel %.3g", k, vc, vr, mc, mr)
 				}
 			}
-			hc, hr := rowStats(t, res.hidden, readF32(t, cdir, c.Hidden), D)
+			hc, hr := rowStats(t, res.hidden, fixtures.ReadF32(t, cdir, c.Hidden), D)
 			if hc < rowCosTol || hr > rowRelTol {
 				t.Errorf("hidden states: worst row cos %.9f rel %.3g", hc, hr)
 			}
@@ -67,11 +68,11 @@ func TestFixtureParity(t *testing.T) {
 				// fixture's primary vector too.
 				span := heads.MeanPool(res.hidden, D, c.VisionSpans[0][0], c.VisionSpans[0][1]+1)
 				heads.Normalize(span)
-				if cs := cosine(span, c.Embedding); cs < tol {
+				if cs := fixtures.Cosine(span, c.Embedding); cs < tol {
 					t.Errorf("span-pooled embedding cosine %.9f < %g", cs, tol)
 				}
 			}
-			ec := cosine(emb, want)
+			ec := fixtures.Cosine(emb, want)
 			if ec < tol {
 				t.Errorf("embedding cosine %.9f < %g", ec, tol)
 			}
@@ -84,7 +85,7 @@ func TestFixtureParity(t *testing.T) {
 				if c.Kind == "interleaved" { // the fixture truncates its span-pooled vector
 					wantK, _ = heads.Truncate(c.Alternatives.TextRule, k)
 				}
-				if cs := cosine(tr, wantK); cs < tol {
+				if cs := fixtures.Cosine(tr, wantK); cs < tol {
 					t.Errorf("matryoshka %d: cosine %.9f < %g", k, cs, tol)
 				}
 			}
@@ -93,7 +94,7 @@ func TestFixtureParity(t *testing.T) {
 			for _, v := range mvs {
 				flat = append(flat, v...)
 			}
-			mvc, mvr := rowStats(t, flat, readF32(t, cdir, c.MultiVector), mv.OutputDim)
+			mvc, mvr := rowStats(t, flat, fixtures.ReadF32(t, cdir, c.MultiVector), mv.OutputDim)
 			if mvc < rowCosTol {
 				t.Errorf("multivector: worst row cos %.9f rel %.3g", mvc, mvr)
 			}
@@ -140,9 +141,9 @@ func TestFixtureParityPacked(t *testing.T) {
 	for _, ic := range ix.Cases {
 		c := &fixtureCase{}
 		cdir := filepath.Join(dir, ic.Dir)
-		readJSON(t, filepath.Join(cdir, "case.json"), c)
+		fixtures.ReadJSON(t, filepath.Join(cdir, "case.json"), c)
 		for _, im := range c.Images {
-			inputs = append(inputs, ImageInput{Patches: readF32(t, cdir, im.Patches), GridT: im.GridTHW[0], GridH: im.GridTHW[1], GridW: im.GridTHW[2]})
+			inputs = append(inputs, ImageInput{Patches: fixtures.ReadF32(t, cdir, im.Patches), GridT: im.GridTHW[0], GridH: im.GridTHW[1], GridW: im.GridTHW[2]})
 		}
 		cases = append(cases, c)
 	}
@@ -165,7 +166,7 @@ func TestFixtureParityPacked(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, c := range cases {
-		want := readF32(t, filepath.Join(dir, ix.Cases[i].Dir), c.Hidden)
+		want := fixtures.ReadF32(t, filepath.Join(dir, ix.Cases[i].Dir), c.Hidden)
 		if hc, hr := rowStats(t, hidden[i], want, m.Info().Hidden); hc < rowCosTol || hr > rowRelTol {
 			t.Errorf("%s packed: hidden worst row cos %.9f rel %.3g", c.ID, hc, hr)
 		}

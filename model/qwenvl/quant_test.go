@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/internal/fixtures"
 	"github.com/vembed/vembed/model/heads"
 	"github.com/vembed/vembed/synth"
 )
@@ -114,7 +115,7 @@ func TestWeightTypes(t *testing.T) {
 	refRows, refHidden, refEmb := run(ref, ids)
 	otherIDs := sequence(r, ref, 40, []ImageEmbedding{{First: 5, GridT: 1, GridH: 8, GridW: 12}})
 	_, _, otherEmb := run(ref, otherIDs)
-	baseline := cosine(refEmb, otherEmb)
+	baseline := fixtures.Cosine(refEmb, otherEmb)
 
 	// Products on the path to a hidden row: the token embedding, 7 per LM
 	// layer; to a merger row: the patch embedding, 6 per ViT block, 2 in
@@ -135,7 +136,7 @@ func TestWeightTypes(t *testing.T) {
 		m.Close()
 		_, visRel := rowStats(t, rows, refRows, D)
 		_, lmRel := rowStats(t, hidden, refHidden, D)
-		ec := cosine(emb, refEmb)
+		ec := fixtures.Cosine(emb, refEmb)
 		visTol, lmTol := eps*math.Sqrt(mVis), eps*math.Sqrt(mVis+mLM)
 		embTol := 1 - lmTol*lmTol/2
 		t.Logf("%-6s weight error %.2e: merger rows rel %.2e (bound %.2e), hidden rel %.2e (bound %.2e), embedding cos %.7f (bound %.7f, unrelated input %.4f)",

@@ -227,17 +227,7 @@ func TestColQwenGMEBadInput(t *testing.T) {
 		{"negative min", []string{budget(`{"min_pixels": -1, "max_pixels": 250880}`), "--base", base}, []string{"min_pixels", "fix the file"}},
 		{"adapter on GME", []string{filepath.Join(dir, "gme-Qwen2-VL-mini-Instruct"), "--adapter", adapter}, []string{"takes no separate adapter"}},
 	} {
-		out := filepath.Join(t.TempDir(), "out")
-		var o, e bytes.Buffer
-		code := run(append([]string{"convert", "--out", out}, c.args...), &o, &e)
-		for _, w := range c.want {
-			if code == 0 || !strings.Contains(e.String(), w) {
-				t.Errorf("%s: exit %d, stderr %q; want an error with %q", c.name, code, e.String(), w)
-			}
-		}
-		if left, _ := os.ReadDir(out); len(left) != 0 {
-			t.Errorf("%s: %d files left in the output directory", c.name, len(left))
-		}
+		convertRefused(t, c.name, c.args, c.want)
 	}
 
 	// --no-adapter converts the base, and says so in the file.
@@ -266,5 +256,23 @@ func TestColQwenGMEBadInput(t *testing.T) {
 		if code := run(append(append([]string{"embed"}, c.args...), "--text", "x"), &o, &e); code == 0 || !strings.Contains(e.String(), c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %q", c.args, code, e.String(), c.want)
 		}
+	}
+}
+
+// convertRefused runs vembed convert with args into a fresh output
+// directory and checks that it fails with an error saying every string of
+// want and leaves nothing in the directory; name names the case.
+func convertRefused(t *testing.T, name string, args, want []string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "out")
+	var o, e bytes.Buffer
+	code := run(append([]string{"convert", "--out", out}, args...), &o, &e)
+	for _, w := range want {
+		if code == 0 || !strings.Contains(e.String(), w) {
+			t.Errorf("%s: exit %d, stderr %q; want an error with %q", name, code, e.String(), w)
+		}
+	}
+	if left, _ := os.ReadDir(out); len(left) != 0 {
+		t.Errorf("%s: %d files left in the output directory", name, len(left))
 	}
 }

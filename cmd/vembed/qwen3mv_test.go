@@ -512,17 +512,7 @@ func TestQwen3MultiVectorBadInput(t *testing.T) {
 		{"dims beyond the head", []string{ops}, []string{"dims 20 is beyond the head's 16 rows"}},
 		{"a retriever forced into another layout", []string{copyCheckpoint(t, filepath.Join(dir, mvCheckpoints["nemotron"])), "--layout", "qwen3-vl"}, []string{"is a nemotron-colembed-vl checkpoint", "would convert it as another model"}},
 	} {
-		out := filepath.Join(t.TempDir(), "out")
-		var o, e bytes.Buffer
-		code := run(append([]string{"convert", "--out", out}, c.args...), &o, &e)
-		for _, w := range c.want {
-			if code == 0 || !strings.Contains(e.String(), w) {
-				t.Errorf("%s: exit %d, stderr %q; want an error with %q", c.name, code, e.String(), w)
-			}
-		}
-		if left, _ := os.ReadDir(out); len(left) != 0 {
-			t.Errorf("%s: %d files left in the output directory", c.name, len(left))
-		}
+		convertRefused(t, c.name, c.args, c.want)
 	}
 
 	fs := convertMV(t, copyCheckpoint(t, filepath.Join(dir, mvCheckpoints["nemotron"])))

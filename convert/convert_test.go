@@ -471,7 +471,7 @@ func (m *refModel) forward(ids []int32) [][]float64 {
 			g := linear(m.get(p+"mlp.gate_proj.weight"), nil, h)
 			u := linear(m.get(p+"mlp.up_proj.weight"), nil, h)
 			for e := range g {
-				g[e] = g[e] / (1 + math.Exp(-g[e])) * u[e]
+				g[e] = ref64.SiLU(g[e]) * u[e]
 			}
 			dn := linear(m.get(p+"mlp.down_proj.weight"), nil, g)
 			for e := range H {
@@ -483,16 +483,6 @@ func (m *refModel) forward(ids []int32) [][]float64 {
 		x[i] = ref64.RMSNorm(x[i], m.get("norm.weight"), m.eps)
 	}
 	return x
-}
-
-func cosine(a []float32, b []float64) float64 {
-	var ab, aa, bb float64
-	for i := range b {
-		ab += float64(a[i]) * b[i]
-		aa += float64(a[i]) * float64(a[i])
-		bb += b[i] * b[i]
-	}
-	return ab / math.Sqrt(aa*bb)
 }
 
 // TestEmbeddingAgainstFloat64 converts a bf16 checkpoint of each layout
@@ -565,7 +555,7 @@ func TestEmbeddingAgainstFloat64(t *testing.T) {
 						}
 					}
 				}
-				if cs := cosine(r.Embeddings[0].Vector, want); cs < 0.99999 {
+				if cs := ref64.Cosine(r.Embeddings[0].Vector, want); cs < 0.99999 {
 					t.Errorf("pooled vector: cosine %.7f to the float64 reference", cs)
 				}
 			}
@@ -595,7 +585,7 @@ func TestEmbeddingAgainstFloat64(t *testing.T) {
 				}
 				worst := 1.0
 				for i, h := range hs {
-					worst = math.Min(worst, cosine(rows[i], linear(W, b, h)))
+					worst = math.Min(worst, ref64.Cosine(rows[i], linear(W, b, h)))
 				}
 				if worst < 0.99999 {
 					t.Errorf("multi-vector rows: worst cosine %.7f to the float64 reference", worst)

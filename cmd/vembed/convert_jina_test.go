@@ -227,7 +227,7 @@ func (m *jinaRef) vision(p []float32, gh, gw int) [][]float64 {
 		g, up := m.lin(b+"mlp.gate_proj", h), m.lin(b+"mlp.up_proj", h)
 		for r := range g {
 			for i, gv := range g[r] {
-				g[r][i] = gv / (1 + math.Exp(-gv)) * up[r][i]
+				g[r][i] = ref64.SiLU(gv) * up[r][i]
 			}
 		}
 		add(x, m.lin(b+"mlp.down_proj", g))
@@ -302,7 +302,7 @@ func (m *jinaRef) decoder(ids []int32, span *tokenizer.ImageSpan, img [][]float6
 		g, up := m.lin(b+"mlp.gate_proj", h), m.lin(b+"mlp.up_proj", h)
 		for r := range g {
 			for i, gv := range g[r] {
-				g[r][i] = gv / (1 + math.Exp(-gv)) * up[r][i]
+				g[r][i] = ref64.SiLU(gv) * up[r][i]
 			}
 		}
 		add(x, m.lin(b+"mlp.down_proj", g))
@@ -319,16 +319,6 @@ func pooled(h [][]float64, lo, hi int) []float64 {
 		}
 	}
 	return out
-}
-
-func cos64(a []float32, b []float64) float64 {
-	var ab, aa, bb float64
-	for i := range b {
-		ab += float64(a[i]) * b[i]
-		aa += float64(a[i]) * float64(a[i])
-		bb += b[i] * b[i]
-	}
-	return ab / math.Sqrt(aa*bb)
 }
 
 // convertJinaTowerLoRA writes a synthetic jina-v4 checkpoint with adapters
@@ -424,7 +414,7 @@ func TestJinaTowerLoRA(t *testing.T) {
 			if got := single.Embeddings[0].Tokens; got != len(c.ids) {
 				t.Fatalf("%s %s: the engine's prompt has %d tokens, the test's %d", task, c.name, got, len(c.ids))
 			}
-			cs := cos64(single.Embeddings[0].Vector, pooled(hs, c.lo, c.hi))
+			cs := ref64.Cosine(single.Embeddings[0].Vector, pooled(hs, c.lo, c.hi))
 			if cs < 0.99999 {
 				t.Errorf("%s %s: single vector at cosine %.7f to the float64 reference", task, c.name, cs)
 			}
@@ -439,7 +429,7 @@ func TestJinaTowerLoRA(t *testing.T) {
 			}
 			worst := 1.0
 			for r := range got {
-				worst = min(worst, cos64(got[r], want[r]))
+				worst = min(worst, ref64.Cosine(got[r], want[r]))
 			}
 			if worst < 0.9999 {
 				t.Errorf("%s %s: a multi-vector row at cosine %.7f to the float64 reference", task, c.name, worst)
@@ -448,7 +438,7 @@ func TestJinaTowerLoRA(t *testing.T) {
 			if c.span != nil {
 				base := openJinaRef(t, hf, task)
 				base.tower = false
-				without := cos64(single.Embeddings[0].Vector, pooled(base.decoder(c.ids, c.span, base.vision(patches.Data, gh, gw), gh, gw), c.lo, c.hi))
+				without := ref64.Cosine(single.Embeddings[0].Vector, pooled(base.decoder(c.ids, c.span, base.vision(patches.Data, gh, gw), gh, gw), c.lo, c.hi))
 				t.Logf("%s image: cosine %.7f to the reference without the tower's pairs", task, without)
 				if without >= 0.99999 {
 					t.Errorf("%s image: the reference without the tower's LoRA passes too (cosine %.7f): the pairs do not matter", task, without)

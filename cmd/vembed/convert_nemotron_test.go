@@ -13,6 +13,7 @@ import (
 	"github.com/vembed/vembed/engine"
 	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/internal/fixtures"
+	"github.com/vembed/vembed/internal/ref64"
 	"github.com/vembed/vembed/recipe"
 	"github.com/vembed/vembed/tokenizer"
 )
@@ -53,7 +54,7 @@ func sameRows(a, b [][]float32) float64 {
 		for j, v := range b[i] {
 			b64[j] = float64(v)
 		}
-		worst = min(worst, cos64(a[i], b64))
+		worst = min(worst, ref64.Cosine(a[i], b64))
 	}
 	return worst
 }

@@ -101,7 +101,6 @@ func onePlus(w []float64) []float64 {
 	return out
 }
 
-func silu(v float64) float64    { return v / (1 + math.Exp(-v)) }
 func sigmoid(v float64) float64 { return 1 / (1 + math.Exp(-v)) }
 
 // forward returns the final-norm hidden state of every token of ids.
@@ -133,7 +132,7 @@ func (r *q35Ref) forward(ids []int, causal bool) [][]float64 {
 			gate := linear(r.get(p+"mlp.gate_proj.weight", c.FFN*H), g, c.FFN)
 			up := linear(r.get(p+"mlp.up_proj.weight", c.FFN*H), g, c.FFN)
 			for i := range gate {
-				gate[i] = silu(gate[i]) * up[i]
+				gate[i] = ref64.SiLU(gate[i]) * up[i]
 			}
 			down := linear(r.get(p+"mlp.down_proj.weight", H*c.FFN), gate, H)
 			for i := range x[t] {
@@ -151,7 +150,7 @@ func (r *q35Ref) forward(ids []int, causal bool) [][]float64 {
 // causal depthwise convolution and SiLU, L2-normalized q (scaled by
 // 1/√dk) and k, and per value head (reading key head h / (Vh/Kh)) the
 // delta rule S = e^g·S; S += k·(β(v − Sᵀk))ᵀ; o = Sᵀq, then o's gated
-// RMSNorm (a plain weight) times silu(z), and out_proj.
+// RMSNorm (a plain weight) times ref64.SiLU(z), and out_proj.
 func (r *q35Ref) deltaNet(p string, h [][]float64) [][]float64 {
 	c := r.c
 	H, n := c.Hidden, len(h)
@@ -176,7 +175,7 @@ func (r *q35Ref) deltaNet(p string, h [][]float64) [][]float64 {
 					s += wc[ch*K+j] * qkv[src][ch]
 				}
 			}
-			mixed[t][ch] = silu(s)
+			mixed[t][ch] = ref64.SiLU(s)
 		}
 	}
 	l2 := func(v []float64, scale float64) {
@@ -242,7 +241,7 @@ func (r *q35Ref) deltaNet(p string, h [][]float64) [][]float64 {
 		for hv := range nv {
 			normed := ref64.RMSNorm(o[t][hv*dv:(hv+1)*dv], wn, c.Eps)
 			for j := range dv {
-				o[t][hv*dv+j] = normed[j] * silu(z[t][hv*dv+j])
+				o[t][hv*dv+j] = normed[j] * ref64.SiLU(z[t][hv*dv+j])
 			}
 		}
 		out[t] = linear(wo, o[t], H)

@@ -84,3 +84,18 @@ func VisionAngle(hpos, wpos, hd int) func(j int) float64 {
 		return float64(pos) * math.Pow(10000, -2*float64(j%(hd/4))/float64(hd/2))
 	}
 }
+
+// SiLU is v·sigmoid(v), the gate of SwiGLU.
+func SiLU(v float64) float64 { return v / (1 + math.Exp(-v)) }
+
+// Cosine is the cosine of an engine's float32 row a and a reference's
+// float64 row b, over b's length.
+func Cosine(a []float32, b []float64) float64 {
+	var ab, aa, bb float64
+	for i := range b {
+		ab += float64(a[i]) * b[i]
+		aa += float64(a[i]) * float64(a[i])
+		bb += b[i] * b[i]
+	}
+	return ab / math.Sqrt(aa*bb)
+}

@@ -59,3 +59,16 @@ func TestVisionAngle(t *testing.T) {
 		}
 	}
 }
+
+func TestSiLUAndCosine(t *testing.T) {
+	if got := SiLU(0); got != 0 {
+		t.Errorf("SiLU(0) = %v", got)
+	}
+	if got, want := SiLU(2), 2/(1+math.Exp(-2)); !near(got, want) {
+		t.Errorf("SiLU(2) = %v, want %v", got, want)
+	}
+	// (1, 1) against (1, 0): 45°.
+	if got := Cosine([]float32{1, 1}, []float64{1, 0}); !near(got, math.Sqrt2/2) {
+		t.Errorf("Cosine = %v, want √2/2", got)
+	}
+}

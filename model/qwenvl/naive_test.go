@@ -137,7 +137,7 @@ func (nv *naiveVision) encode(p []float32, gh, gw int, fullEvery int) [][]float6
 			gate := linear(xn, g, nv.w(pre+"ffn_gate.bias"))
 			for r := range up {
 				for i, gv := range gate[r] {
-					up[r][i] *= gv / (1 + math.Exp(-gv))
+					up[r][i] *= ref64.SiLU(gv)
 				}
 			}
 		} else {

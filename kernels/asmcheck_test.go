@@ -24,6 +24,7 @@ var asmUses = []asmUse{
 	{"arm64", "kernel6x16NEON", []string{"fmla", "ld1r"}},
 	{"arm64", "kernelBF16x6x16NEON", []string{"bfdot", "ld1r"}},
 	{"arm64", "quantizeU8NEON", []string{"umaxv", "fcvtns", "uzp1"}},
+	{"arm64", "quantizeU8StridedNEON", []string{"umaxv", "fcvtns", "uzp1"}},
 	{"arm64", "peakFMLA", []string{"fmla"}},
 	{"arm64", "peakSDOT", []string{"sdot"}},
 	{"arm64", "peakSMMLA", []string{"smmla"}},

@@ -196,6 +196,44 @@ func TestQuantizeRowU8NEON(t *testing.T) {
 	}
 }
 
+// TestQuantizeStridedNEON checks the NEON quantizer that writes the
+// interleaved activations directly against quantizeRowU8 and the
+// interleaving, for SDOT's four-byte and SMMLA's eight-byte groups: the
+// codes in place, the bytes between them left alone, the same scales; on
+// random blocks, one of zeros and one with an infinity (the special
+// blocks' path).
+func TestQuantizeStridedNEON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	const nb, rows = 5, 3
+	x := make([]float32, nb*i8Block)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	clear(x[i8Block : 2*i8Block])
+	x[3*i8Block+7] = float32(math.Inf(1))
+	q, wd := make([]uint8, len(x)), make([]float32, 2*nb)
+	quantizeRowU8(x, q, wd)
+	for _, chunk := range []int{4, 8} {
+		stride := rows * chunk
+		want, got := make([]uint8, rows*len(x)), make([]uint8, rows*len(x))
+		for i := range want {
+			want[i] = uint8(i)
+			got[i] = want[i]
+		}
+		for p := 0; p < len(x)/chunk; p++ {
+			copy(want[p*stride+chunk:p*stride+2*chunk], q[p*chunk:(p+1)*chunk])
+		}
+		gd := make([]float32, 2*nb)
+		quantizeStridedNEON(chunk)(x, got[chunk:], stride, gd)
+		if !slices.Equal(got, want) {
+			t.Errorf("chunk %d: the interleaved codes differ from quantizeRowU8's", chunk)
+		}
+		if err := firstDiff(gd, wd); err != nil {
+			t.Errorf("chunk %d: ds: %v", chunk, err)
+		}
+	}
+}
+
 // TestU8RowsNEON checks the integer tiers' NEON decoders against the
 // portable ones (the u8 path's, and the VNNI layout's of Q8_0 and the IQ4
 // types), every output bit for bit, on rows of one block, an odd number of

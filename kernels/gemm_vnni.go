@@ -193,8 +193,8 @@ type vnniTier struct {
 	// signed codes q and multiply signed by signed (SDOT, SMMLA): the
 	// block sums Σ m·w·q need no start, which they do not read.
 	signed bool
-	// quantStrided, optional, is quant writing the four-byte groups of q
-	// stride bytes apart: straight into the interleaved layout.
+	// quantStrided, optional, is quant writing the groups of q (of
+	// chunkBytes) stride bytes apart: straight into the interleaved layout.
 	quantStrided func(x []float32, q []uint8, stride int, ds []float32)
 	// panel, optional by type, decodes a whole panel of a k slice
 	// straight into the kernel's layout: weights, factors fd and fm (fm
@@ -232,6 +232,8 @@ func gemmVNNI(dst, x []float32, m int, w *Matrix, bias []float32, g *vnniTier) {
 	xa, ds := *xap, *dsp
 	chunk := g.chunkBytes()
 	switch {
+	case g.quantStrided != nil:
+		quantizeInterleaved(x, m, k, rows, chunk, xa, ds, g.quantStrided)
 	case chunk == 8:
 		quantizeGroups(x, m, k, rows, ds, g.quant, func(gi, r int, q []uint8) {
 			xg := uint64s(xa[gi*rows*k : (gi+1)*rows*k])
@@ -239,8 +241,6 @@ func gemmVNNI(dst, x []float32, m int, w *Matrix, bias []float32, g *vnniTier) {
 				xg[p*rows+r] = v
 			}
 		})
-	case g.quantStrided != nil:
-		quantizeInterleaved(x, m, k, rows, xa, ds, g.quantStrided)
 	default:
 		quantizeGroups(x, m, k, rows, ds, g.quant, func(gi, r int, q []uint8) {
 			xg := uint32s(xa[gi*rows*k : (gi+1)*rows*k])
@@ -372,10 +372,10 @@ func (g *vnniTier) chunkBytes() int {
 
 // quantizeInterleaved is quantizeGroups for the interleaved layout with a
 // quantizer that writes it directly: the m rows of x (k values each) in
-// groups of rows rows into xa (group g at xa[g*rows*k:], row r's
-// four-byte group p at (p*rows+r)*4), the (d, d·Σq) pairs into ds as
-// [group][block][row][2]; rows past m are zeros.
-func quantizeInterleaved(x []float32, m, k, rows int, xa []uint8, ds []float32, quant func(x []float32, q []uint8, stride int, ds []float32)) {
+// groups of rows rows into xa (group g at xa[g*rows*k:], row r's group p
+// of chunk bytes at (p*rows+r)*chunk), the (d, d·Σq) pairs into ds as
+// [group][block][row][2]; rows past m are zeros (the bytes 128).
+func quantizeInterleaved(x []float32, m, k, rows, chunk int, xa []uint8, ds []float32, quant func(x []float32, q []uint8, stride int, ds []float32)) {
 	nb := k / i8Block
 	parallelFor((m+rows-1)/rows, func(gi int) {
 		dp := getScratch(2 * nb)
@@ -385,11 +385,13 @@ func quantizeInterleaved(x []float32, m, k, rows int, xa []uint8, ds []float32, 
 		dg := ds[gi*rows*2*nb : (gi+1)*rows*2*nb]
 		for r := 0; r < rows; r++ {
 			if i := gi*rows + r; i < m {
-				quant(x[i*k:(i+1)*k], xg[r*4:], rows*4, dr)
+				quant(x[i*k:(i+1)*k], xg[r*chunk:], rows*chunk, dr)
 			} else {
-				x32 := uint32s(xg)
-				for p := 0; p < k/4; p++ {
-					x32[p*rows+r] = 0x80808080
+				for p := 0; p < k/chunk; p++ {
+					o := (p*rows + r) * chunk
+					for j := range xg[o : o+chunk] {
+						xg[o+j] = 128
+					}
 				}
 				clear(dr)
 			}

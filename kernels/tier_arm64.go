@@ -48,7 +48,7 @@ func kernelSDOTMul2x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, b
 var sdotGEMM = &vnniTier{
 	kern: vnniAsm(4, 1, kernelSDOTUnit4x16), kernMul: vnniAsm(2, 1, kernelSDOTMul2x16),
 	rows: 4, span: 1, rowsMul: 2, spanMul: 1,
-	pack8: pack8U8NEON, quant: quantizeRowU8NEON, signed: true, dec: vnniRowsNEON,
+	pack8: pack8U8NEON, quant: quantizeRowU8NEON, quantStrided: quantizeStridedNEON(4), signed: true, dec: vnniRowsNEON,
 }
 
 // pack8U8NEON is pack8U8Go by the float32 panel packer: a group of four
@@ -71,7 +71,7 @@ func pack8U8NEON(src []int8, kc int, dst []int8) {
 var smmlaGEMM = &vnniTier{
 	kern: vnniAsm(4, 1, kernelSMMLAUnit4x16), kernMul: vnniAsm(2, 1, kernelSMMLAMul2x16),
 	rows: 4, span: 1, rowsMul: 2, spanMul: 1, chunk: 8,
-	pack8: pack8S8x8NEON, quant: quantizeRowU8NEON, signed: true, dec: vnniRowsNEON,
+	pack8: pack8S8x8NEON, quant: quantizeRowU8NEON, quantStrided: quantizeStridedNEON(8), signed: true, dec: vnniRowsNEON,
 }
 
 // pack8S8x8 moves the eight-byte chunks of eight decoded rows (kc bytes
@@ -200,6 +200,22 @@ func kernelSMMLAMul2x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, 
 
 //go:noescape
 func quantizeU8NEON(x *float32, nb int, q *uint8, ds *float32)
+
+//go:noescape
+func quantizeU8StridedNEON(x *float32, nb int, q *uint8, stride int, chunk int, ds *float32)
+
+// quantizeStridedNEON returns quantizeRowU8NEON writing the groups of
+// chunk (4 or 8) bytes of q stride bytes apart, a vnniTier.quantStrided.
+func quantizeStridedNEON(chunk int) func(x []float32, q []uint8, stride int, ds []float32) {
+	return func(x []float32, q []uint8, stride int, ds []float32) {
+		nb := len(x) / i8Block
+		if nb == 0 {
+			return
+		}
+		_, _ = q[(i8Block/chunk*nb-1)*stride+chunk-1], ds[2*nb-1]
+		quantizeU8StridedNEON(&x[0], nb, &q[0], stride, chunk, &ds[0])
+	}
+}
 
 // quantizeRowU8NEON is quantizeRowU8 in assembly (the same bits, tested).
 func quantizeRowU8NEON(x []float32, q []uint8, ds []float32) {

@@ -68,30 +68,8 @@ func TestBidirectionalServing(t *testing.T) {
 	// what they took one after the other, at least a minute (slow
 	// machines and emulated runs take many minutes for the lot).
 	deadline := max(time.Minute, 3*time.Since(t0))
-	got := make([]*Response, len(reqs))
-	errs := make([]error, len(reqs))
-	var wg sync.WaitGroup
-	for i, r := range reqs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// A sequence the scheduler never runs shows as a timeout.
-			ctx, cancel := context.WithTimeout(context.Background(), deadline)
-			defer cancel()
-			got[i], errs[i] = busy.Embed(ctx, r)
-		}()
-	}
-	wg.Wait()
-	for i := range reqs {
-		if errs[i] != nil {
-			t.Fatalf("request %d: %v", i, errs[i])
-		}
-		for k := range want[i].Embeddings {
-			if err := sameEmbedding(got[i].Embeddings[k], want[i].Embeddings[k]); err != nil {
-				t.Errorf("request %d input %d: %v", i, k, err)
-			}
-		}
-	}
+	// A sequence the scheduler never runs shows as a timeout.
+	sameAtOnce(t, busy, reqs, want, deadline)
 	if st := busy.Stats(); st.Steps < 10 {
 		t.Errorf("only %d steps", st.Steps)
 	}

@@ -94,6 +94,40 @@ func mixedRequests(t *testing.T, n int) []Request {
 	return reqs
 }
 
+// sameAtOnce sends reqs to e all at once, each under a timeout of
+// deadline (none when 0), and checks every vector of the responses
+// against want's, bit for bit.
+func sameAtOnce(t *testing.T, e *Engine, reqs []Request, want []*Response, deadline time.Duration) {
+	t.Helper()
+	got := make([]*Response, len(reqs))
+	errs := make([]error, len(reqs))
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := context.Background()
+			if deadline > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, deadline)
+				defer cancel()
+			}
+			got[i], errs[i] = e.Embed(ctx, r)
+		}()
+	}
+	wg.Wait()
+	for i := range reqs {
+		if errs[i] != nil {
+			t.Fatalf("request %d: %v", i, errs[i])
+		}
+		for k := range want[i].Embeddings {
+			if err := sameEmbedding(got[i].Embeddings[k], want[i].Embeddings[k]); err != nil {
+				t.Errorf("request %d input %d: %v", i, k, err)
+			}
+		}
+	}
+}
+
 func sameEmbedding(a, b Embedding) error {
 	eq := func(x, y []float32) bool {
 		if len(x) != len(y) {
@@ -147,27 +181,7 @@ func TestServingBitIdentical(t *testing.T) {
 			for i, r := range reqs {
 				want[i] = embed(t, alone, r)
 			}
-			got := make([]*Response, len(reqs))
-			errs := make([]error, len(reqs))
-			var wg sync.WaitGroup
-			for i, r := range reqs {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					got[i], errs[i] = busy.Embed(context.Background(), r)
-				}()
-			}
-			wg.Wait()
-			for i := range reqs {
-				if errs[i] != nil {
-					t.Fatalf("request %d: %v", i, errs[i])
-				}
-				for k := range want[i].Embeddings {
-					if err := sameEmbedding(got[i].Embeddings[k], want[i].Embeddings[k]); err != nil {
-						t.Errorf("request %d input %d: %v", i, k, err)
-					}
-				}
-			}
+			sameAtOnce(t, busy, reqs, want, 0)
 			st := busy.Stats()
 			if st.Steps < 10 {
 				t.Errorf("only %d steps: the requests were not spread over steps", st.Steps)
@@ -237,18 +251,24 @@ func TestCacheHits(t *testing.T) {
 	}
 }
 
-// TestCancelStopsComputing cancels a request mid-way through a long input
-// cut into many small steps and checks that its computing stops and its
-// slot is free at once.
-func TestCancelStopsComputing(t *testing.T) {
+// oneSlot starts an engine of the test model without caches that admits
+// one request at a time and computes it in steps of a few tokens.
+func oneSlot(t *testing.T) *Engine {
 	lm, mm, mv := modelFiles(t)
-	e := start(t, Config{Model: lm, MMProj: mm, MVProj: mv}, func(c *Config) {
+	return start(t, Config{Model: lm, MMProj: mm, MVProj: mv}, func(c *Config) {
 		uncached(c)
 		c.StepTarget = time.Microsecond
 		c.MaxBatchTokens = 16
 		c.MinChunk = 8
 		c.MaxQueuedRequests = 1
 	})
+}
+
+// TestCancelStopsComputing cancels a request mid-way through a long input
+// cut into many small steps and checks that its computing stops and its
+// slot is free at once.
+func TestCancelStopsComputing(t *testing.T) {
+	e := oneSlot(t)
 	long := strings.Repeat("word ", 2000)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
@@ -285,14 +305,7 @@ func TestCancelStopsComputing(t *testing.T) {
 
 // TestOverloaded checks the admission limit.
 func TestOverloaded(t *testing.T) {
-	lm, mm, mv := modelFiles(t)
-	e := start(t, Config{Model: lm, MMProj: mm, MVProj: mv}, func(c *Config) {
-		uncached(c)
-		c.StepTarget = time.Microsecond
-		c.MaxBatchTokens = 16
-		c.MinChunk = 8
-		c.MaxQueuedRequests = 1
-	})
+	e := oneSlot(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go e.Embed(ctx, Request{Inputs: []Input{TextInput(strings.Repeat("word ", 2000))}})

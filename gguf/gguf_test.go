@@ -254,14 +254,7 @@ func TestWriterErrors(t *testing.T) {
 	// Adding a key twice replaces the value.
 	w.Add("k", uint32(1))
 	w.Add("k", "two")
-	var buf bytes.Buffer
-	if _, err := w.WriteTo(&buf); err != nil {
-		t.Fatal(err)
-	}
-	f, err := Parse(buf.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := parseWriter(t, w)
 	if s, _ := f.String("k"); s != "two" || len(f.KVs) != 1 {
 		t.Errorf("replaced key: %q, %d keys", s, len(f.KVs))
 	}

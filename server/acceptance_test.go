@@ -24,6 +24,13 @@ func demoEngine(t *testing.T, cfg engine.Config) (*engine.Engine, string) {
 		t.Fatal(err)
 	}
 	cfg.Model, cfg.MMProj, cfg.MVProj = m.LM, m.MMProj, m.MVProj
+	return serveEngine(t, cfg)
+}
+
+// serveEngine serves a new engine of cfg over real HTTP on 127.0.0.1
+// until the test ends, and returns it and the server's URL.
+func serveEngine(t *testing.T, cfg engine.Config) (*engine.Engine, string) {
+	t.Helper()
 	eng, err := engine.New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -3,9 +3,7 @@ package server
 import (
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,16 +17,10 @@ import (
 // Jina task is refused with a 400 that points to the instruction field.
 func TestQwen3VLEmbeddings(t *testing.T) {
 	dir := fixtures.Dir(t, "qwen3vl")
-	eng, err := engine.New(engine.Config{Model: filepath.Join(dir, "qwen3vl-tiny-lm-F32.gguf"), MMProj: filepath.Join(dir, "mmproj-qwen3vl-tiny-F32.gguf")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	srv := httptest.NewServer(New(eng, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
-	defer srv.Close()
+	_, url := serveEngine(t, engine.Config{Model: filepath.Join(dir, "qwen3vl-tiny-lm-F32.gguf"), MMProj: filepath.Join(dir, "mmproj-qwen3vl-tiny-F32.gguf")})
 	post := func(body any) (int, []byte) {
 		b, _ := json.Marshal(body)
-		resp, err := http.Post(srv.URL+"/v1/embeddings", "application/json", strings.NewReader(string(b)))
+		resp, err := http.Post(url+"/v1/embeddings", "application/json", strings.NewReader(string(b)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -278,25 +277,19 @@ func TestTruncateOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(engine.Config{Model: m.LM, MMProj: m.MMProj, MaxTokens: 48})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	srv := httptest.NewServer(New(eng, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
-	defer srv.Close()
+	_, url := serveEngine(t, engine.Config{Model: m.LM, MMProj: m.MMProj, MaxTokens: 48})
 	long := strings.Repeat("word ", 200)
-	if status, body := post(t, srv.URL+"/v1/embeddings", `{"input":"`+long+`"}`); status != 400 || !strings.Contains(body, "truncate") {
+	if status, body := post(t, url+"/v1/embeddings", `{"input":"`+long+`"}`); status != 400 || !strings.Contains(body, "truncate") {
 		t.Errorf("without truncate: %d %s", status, body)
 	}
-	want := vectors(reference(t, srv.URL, `{"input":"`+long+`","truncate":true}`))
+	want := vectors(reference(t, url, `{"input":"`+long+`","truncate":true}`))
 	var ollama struct{ Embeddings [][]float32 }
-	call(t, srv.URL+"/api/embed", `{"input":"`+long+`"}`, &ollama)
+	call(t, url+"/api/embed", `{"input":"`+long+`"}`, &ollama)
 	sameVectors(t, "ollama default truncate", ollama.Embeddings, want)
 	var tei [][]float32
-	call(t, srv.URL+"/embed", `{"inputs":"`+long+`","truncate":true}`, &tei)
+	call(t, url+"/embed", `{"inputs":"`+long+`","truncate":true}`, &tei)
 	sameVectors(t, "TEI truncate", tei, want)
-	if status, _ := post(t, srv.URL+"/api/embed", `{"input":"`+long+`","truncate":false}`); status != 400 {
+	if status, _ := post(t, url+"/api/embed", `{"input":"`+long+`","truncate":false}`); status != 400 {
 		t.Errorf("ollama truncate false: %d", status)
 	}
 }

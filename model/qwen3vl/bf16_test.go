@@ -2,13 +2,13 @@ package qwen3vl
 
 import (
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/vembed/vembed/internal/fixtures"
 	"github.com/vembed/vembed/kernels"
 	"github.com/vembed/vembed/model"
 	"github.com/vembed/vembed/model/heads"
+	"github.com/vembed/vembed/model/internal/modeltest"
 )
 
 // TestBF16Fixtures runs every embedding case of the qwen3vl fixtures (text
@@ -17,17 +17,7 @@ import (
 // float32 path (avx2): the last-token embeddings must keep a cosine of
 // 0.9999 (the bound model/qwenvl's bf16MinCos derives).
 func TestBF16Fixtures(t *testing.T) {
-	// The float32 path: avx2, or neon on arm64 (the same bits).
-	f32Tier := kernels.TierAVX2
-	if !slices.Contains(kernels.Available(), f32Tier) {
-		f32Tier = kernels.TierNEON
-	}
-	bfTiers := kernels.BF16Tiers()
-	if len(bfTiers) == 0 {
-		t.Skip("no bfloat16 tier on this CPU (avx512-bf16 needs AVX512_BF16)")
-	}
-	saved := kernels.Active()
-	defer kernels.Use(saved)
+	bfTiers := modeltest.NeedBF16(t)
 	dir, ix := loadFixtures(t)
 	m, err := Load(filepath.Join(dir, ix.LM), filepath.Join(dir, ix.MMProj))
 	if err != nil {
@@ -60,7 +50,7 @@ func TestBF16Fixtures(t *testing.T) {
 			heads.Normalize(last)
 			return last
 		}
-		f32 := run(f32Tier)
+		f32 := run(modeltest.Float32Tier())
 		for _, tier := range bfTiers {
 			bf := run(tier)
 			cos := fixtures.Cosine(bf, f32)

@@ -10,6 +10,7 @@ import (
 	"github.com/vembed/vembed/internal/fixtures"
 	"github.com/vembed/vembed/kernels"
 	"github.com/vembed/vembed/model/heads"
+	"github.com/vembed/vembed/model/internal/modeltest"
 )
 
 // bf16MinCos is the cosine the bfloat16 tiers' embeddings must keep to
@@ -22,26 +23,12 @@ import (
 // 1.5e-5 with mean pooling, up to 4.7e-5 with qwen3vl's last token.
 const bf16MinCos = 0.9999
 
-// needBF16 skips a test on CPUs without a tier that rounds products to
-// bfloat16 (kernels.BF16Tiers: avx512-bf16, amx-bf16, neon-bf16) and returns those
-// tiers and a function that restores the active tier.
-func needBF16(t *testing.T) ([]kernels.Tier, func()) {
-	t.Helper()
-	bf := kernels.BF16Tiers()
-	if len(bf) == 0 {
-		t.Skip("no bfloat16 tier on this CPU (avx512-bf16 needs AVX512_BF16)")
-	}
-	saved := kernels.Active()
-	return bf, func() { kernels.Use(saved) }
-}
-
 // TestBF16Fixtures runs every float fixture model on every bfloat16 tier
 // and on the float32 path (avx2, or neon on arm64): the tiny Qwen2.5-VL pair (F32) on its
 // text, image and interleaved cases, and the text models of the quant
 // fixtures stored in F32, F16 and BF16.
 func TestBF16Fixtures(t *testing.T) {
-	bfTiers, restore := needBF16(t)
-	defer restore()
+	bfTiers := modeltest.NeedBF16(t)
 	dir, ix := modelFixtures(t)
 	m, err := Load(filepath.Join(dir, ix.LM), filepath.Join(dir, ix.MMProj))
 	if err != nil {
@@ -59,7 +46,7 @@ func TestBF16Fixtures(t *testing.T) {
 			}
 			return pooled(c, runCase(t, m, cdir, c).hidden, D)
 		}
-		f32 := run(float32Tier())
+		f32 := run(modeltest.Float32Tier())
 		want := c.Embedding
 		if c.Kind == "interleaved" {
 			want = c.Alternatives.TextRule // what pooled computes
@@ -88,7 +75,7 @@ func TestBF16Fixtures(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, c := range ref.Cases {
-			f32 := embedText(t, qm, float32Tier(), c.IDs)
+			f32 := embedText(t, qm, modeltest.Float32Tier(), c.IDs)
 			for _, tier := range bfTiers {
 				bf := embedText(t, qm, tier, c.IDs)
 				cos := fixtures.Cosine(bf, f32)
@@ -109,8 +96,7 @@ func TestBF16Fixtures(t *testing.T) {
 // pooled embedding must keep bf16MinCos, and the rows must differ, or the
 // tier did not multiply the MLPs in bfloat16.
 func TestBF16Synthetic(t *testing.T) {
-	bfTiers, restore := needBF16(t)
-	defer restore()
+	bfTiers := modeltest.NeedBF16(t)
 	for _, w := range [][2]string{{"F16", "F16"}, {"F32", "F16"}, {"BF16", "BF16"}} {
 		for _, preset := range []string{"tiny", "tiny-qwen2vl"} {
 			m := loadSynth(t, preset, w[0], w[1], nil)
@@ -133,7 +119,7 @@ func TestBF16Synthetic(t *testing.T) {
 				heads.Normalize(e)
 				return out[0], e
 			}
-			f32Rows, f32 := run(float32Tier())
+			f32Rows, f32 := run(modeltest.Float32Tier())
 			for _, tier := range bfTiers {
 				bfRows, bf := run(tier)
 				name := fmt.Sprintf("%s LM %s mmproj %s on %s", preset, w[0], w[1], tier)

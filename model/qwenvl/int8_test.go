@@ -11,6 +11,7 @@ import (
 	"github.com/vembed/vembed/internal/fixtures"
 	"github.com/vembed/vembed/kernels"
 	"github.com/vembed/vembed/model/heads"
+	"github.com/vembed/vembed/model/internal/modeltest"
 	"github.com/vembed/vembed/synth"
 )
 
@@ -45,15 +46,6 @@ func needInt8(t *testing.T) func() {
 		kernels.Use(saved)
 		kernels.SetInt8MinRows(rows)
 	}
-}
-
-// float32Tier is the tier of float32 products the lower-precision tiers
-// are compared with: avx2, or neon on arm64 (the same bits).
-func float32Tier() kernels.Tier {
-	if slices.Contains(kernels.Available(), kernels.TierAVX2) {
-		return kernels.TierAVX2
-	}
-	return kernels.TierNEON
 }
 
 // int8Tiers lists the integer tiers this CPU has: avx2-int8 and the VNNI
@@ -105,7 +97,7 @@ func TestInt8Fixtures(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, c := range ref.Cases {
-			f32 := embedText(t, m, float32Tier(), c.IDs)
+			f32 := embedText(t, m, modeltest.Float32Tier(), c.IDs)
 			// Tiers of one arithmetic name (kernels.Arithmetic: the VNNI
 			// tiers avx2-int8's, i8mm neon-dotprod's) must agree bit for
 			// bit on the whole model, not only on the products.
@@ -155,7 +147,7 @@ func TestInt8Synthetic(t *testing.T) {
 			heads.Normalize(e)
 			return e
 		}
-		f32 := run(float32Tier())
+		f32 := run(modeltest.Float32Tier())
 		for _, tier := range int8Tiers() {
 			cos := fixtures.Cosine(run(tier), f32)
 			t.Logf("%s %s: cos(int8, f32) %.7f", typ, tier, cos)

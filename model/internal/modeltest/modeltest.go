@@ -262,6 +262,29 @@ func SequenceInvariance(t testing.TB, m model.Model, seqs []model.Sequence) [][]
 	return alone
 }
 
+// Float32Tier is the tier of float32 products the lower-precision tiers
+// are compared with: avx2, or neon on arm64 (the same bits).
+func Float32Tier() kernels.Tier {
+	if slices.Contains(kernels.Available(), kernels.TierAVX2) {
+		return kernels.TierAVX2
+	}
+	return kernels.TierNEON
+}
+
+// NeedBF16 skips a test on CPUs without a tier that rounds products to
+// bfloat16 (kernels.BF16Tiers: avx512-bf16, amx-bf16, neon-bf16) and
+// returns those tiers; the active tier comes back when the test ends.
+func NeedBF16(t testing.TB) []kernels.Tier {
+	t.Helper()
+	bf := kernels.BF16Tiers()
+	if len(bf) == 0 {
+		t.Skip("no bfloat16 tier on this CPU (avx512-bf16 needs AVX512_BF16)")
+	}
+	saved := kernels.Active()
+	t.Cleanup(func() { kernels.Use(saved) })
+	return bf
+}
+
 // UsePackingTier makes a tier that packs Q8_0 weights at load (a VNNI
 // tier) active with packing on until t ends, and returns it; it skips t
 // on CPUs without one.

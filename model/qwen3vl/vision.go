@@ -102,13 +102,7 @@ func loadVision(f *gguf.File) (*visionModel, error) {
 			OutB:   b.Vector(p+"attn_out.bias", W),
 			Norm2W: b.Vector(p+"ln2.weight", W),
 			Norm2B: b.Vector(p+"ln2.bias", W),
-			MLP: vlm.MLP{
-				Up:    b.NarrowMatrix(p+"ffn_up.weight", vm.ffn, W),
-				UpB:   b.Vector(p+"ffn_up.bias", vm.ffn),
-				Down:  b.NarrowMatrix(p+"ffn_down.weight", W, vm.ffn),
-				DownB: b.Vector(p+"ffn_down.bias", W),
-				Act:   kernels.GELUTanh,
-			},
+			MLP:    vlm.TowerMLP(b, p, W, vm.ffn, kernels.GELUTanh),
 		}
 		if qkvB != nil {
 			blk := &vm.blocks[i]

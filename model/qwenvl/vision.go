@@ -138,13 +138,7 @@ func loadVision(f *gguf.File) (*visionModel, error) {
 			Out:    b.Matrix(p+"attn_out.weight", W, W),
 			OutB:   b.Vector(p+"attn_out.bias", W),
 			Norm2W: b.Vector(p+"ln2.weight", W),
-			MLP: vlm.MLP{
-				Up:    b.NarrowMatrix(p+"ffn_up.weight", vm.ffn, W),
-				UpB:   b.Vector(p+"ffn_up.bias", vm.ffn),
-				Down:  b.NarrowMatrix(p+"ffn_down.weight", W, vm.ffn),
-				DownB: b.Vector(p+"ffn_down.bias", W),
-				Act:   act,
-			},
+			MLP:    vlm.TowerMLP(b, p, W, vm.ffn, act),
 		}, fullAttn: !vm.windowed || (i+1)%c.WAPattern == 0}
 		if vm.rms {
 			blk.MLP.Gate = b.NarrowMatrix(p+"ffn_gate.weight", vm.ffn, W)

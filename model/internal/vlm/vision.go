@@ -55,6 +55,19 @@ func (blk *VisionBlock) Forward(vs VisionShape, x []float32, n int, mask kernels
 	blk.MLP.AddTo(x, xn, n, s)
 }
 
+// TowerMLP binds the two-layer MLP of the tower block whose tensors start
+// with prefix (ffn_up, ffn_down, with biases), its products narrowed
+// (Binder.NarrowMatrix); act is the activation between them.
+func TowerMLP(b *Binder, prefix string, width, ffn int, act func([]float32)) MLP {
+	return MLP{
+		Up:    b.NarrowMatrix(prefix+"ffn_up.weight", ffn, width),
+		UpB:   b.Vector(prefix+"ffn_up.bias", ffn),
+		Down:  b.NarrowMatrix(prefix+"ffn_down.weight", width, ffn),
+		DownB: b.Vector(prefix+"ffn_down.bias", width),
+		Act:   act,
+	}
+}
+
 // CheckGrid fails unless im's patches form its grid: GridT·GridH·GridW
 // rows of patchVals values, the sides at least ms and multiples of ms
 // (the merger's square). The bounds on each side come first, so that the

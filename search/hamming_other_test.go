@@ -1,5 +1,6 @@
-//go:build !amd64
+//go:build !amd64 && !arm64
 
 package search
 
-func hasVPOPCNTOrFalse() bool { return false }
+// hammingAsm names the assembly Hamming kernel this CPU runs: none here.
+func hammingAsm() string { return "" }

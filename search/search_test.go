@@ -290,8 +290,8 @@ func testMultiAsEval(t *testing.T, typ index.SidecarType) {
 	}
 }
 
-// TestHammingKernels: the AVX-512 kernel (where the CPU has it) and the
-// generic one give the minima of a plain scan, on random codes of odd
+// TestHammingKernels: the assembly kernel (AVX-512 where the CPU has it,
+// NEON on arm64) and the generic one give the minima of a plain scan, on random codes of odd
 // sizes (rows whose token count is not a multiple of 8 included).
 func TestHammingKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
@@ -319,7 +319,7 @@ func TestHammingKernels(t *testing.T) {
 		blocks := planar(nil, codes)
 		lanes := make([]uint64, nq*blockTokens)
 		if got := hammingSum(q, blocks, lanes); got != want {
-			t.Fatalf("trial %d (%d query codes, %d tokens): hammingSum %d, want %d (AVX-512: %v)", trial, nq, nt, got, want, hasVPOPCNTOrFalse())
+			t.Fatalf("trial %d (%d query codes, %d tokens): hammingSum %d, want %d (assembly kernel: %q)", trial, nq, nt, got, want, hammingAsm())
 		}
 		hammingMinGeneric(q, blocks, lanes)
 		got := 0
@@ -330,8 +330,8 @@ func TestHammingKernels(t *testing.T) {
 			t.Fatalf("trial %d: generic %d, want %d", trial, got, want)
 		}
 	}
-	if !hasVPOPCNTOrFalse() {
-		t.Log("no AVX-512 VPOPCNTDQ here: only the generic kernel was checked")
+	if hammingAsm() == "" {
+		t.Log("no assembly Hamming kernel here: only the generic one was checked")
 	}
 }
 

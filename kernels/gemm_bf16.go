@@ -93,6 +93,42 @@ func bf16RowsGo(dst, src []float32, m, k int) {
 	}
 }
 
+// bf16RowsWith returns narrower.x with whole groups of group values
+// rounded by kern (n groups from src to n·group/2 words at dst), the rest
+// in Go.
+func bf16RowsWith(kern func(src *float32, n int, dst *float32), group int) func(dst, src []float32, m, k int) {
+	return func(dst, src []float32, m, k int) {
+		lda := (k + 1) / 2
+		n := k / group
+		for i := 0; i < m; i++ {
+			d, s := dst[i*lda:(i+1)*lda], src[i*k:(i+1)*k]
+			if n > 0 {
+				_ = s[n*group-1]
+				_ = d[n*group/2-1]
+				kern(&s[0], n, &d[0])
+			}
+			bf16PairsGo(d[n*group/2:], s[n*group:])
+		}
+	}
+}
+
+// bf16PanelWith returns narrower.panel for nr-wide panels with whole row
+// pairs rounded by kern (np pairs from src to np rows at dst, in place),
+// an odd last row in Go.
+func bf16PanelWith(kern func(src *float32, np int, dst *float32), nr int) func(pan []float32, kc, nr int) {
+	width := nr
+	return func(pan []float32, kc, nr int) {
+		np := kc / 2
+		if np > 0 && nr == width {
+			_ = pan[2*np*nr-1]
+			kern(&pan[0], np, &pan[0])
+		} else {
+			np = 0
+		}
+		bf16PanelGo(pan, kc, nr, np)
+	}
+}
+
 // bf16PanelGo is the portable narrower.panel, from pair p0 on: rows 2p and
 // 2p+1 of the kc×nr float32 panel pan become row p of pairs, in place.
 func bf16PanelGo(pan []float32, kc, nr, p0 int) {

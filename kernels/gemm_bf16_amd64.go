@@ -32,30 +32,11 @@ func microKernelBF16(kp int, a []float32, lda int, b []float32, c []float32, ldc
 
 // bf16RowsAVX512 is narrower.x: whole groups of 32 values by
 // VCVTNE2PS2BF16, the rest in Go.
-func bf16RowsAVX512(dst, src []float32, m, k int) {
-	lda := (k + 1) / 2
-	n32 := k / 32
-	for i := 0; i < m; i++ {
-		d, s := dst[i*lda:(i+1)*lda], src[i*k:(i+1)*k]
-		if n32 > 0 {
-			_ = s[n32*32-1]
-			_ = d[n32*16-1]
-			bf16Row(&s[0], n32, &d[0])
-		}
-		bf16PairsGo(d[n32*16:], s[n32*32:])
-	}
-}
+var bf16RowsAVX512 = bf16RowsWith(bf16Row, 32)
 
 // bf16PanelAVX512 is narrower.panel for 32-wide panels: whole row pairs
 // by VCVTNE2PS2BF16 and VPERMW, an odd last row in Go.
-func bf16PanelAVX512(pan []float32, kc, nr int) {
-	np := kc / 2
-	if np > 0 {
-		_ = pan[2*np*avx512NR-1]
-		bf16PanelPairs(&pan[0], np, &pan[0])
-	}
-	bf16PanelGo(pan, kc, nr, np)
-}
+var bf16PanelAVX512 = bf16PanelWith(bf16PanelPairs, avx512NR)
 
 //go:noescape
 func pack8F16Pairs(src *byte, stride int, n16 int, dst *float32)

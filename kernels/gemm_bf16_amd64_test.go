@@ -18,55 +18,11 @@ func needBF16(t *testing.T) {
 	}
 }
 
-// bf16Specials are values whose rounding to bfloat16 has a rule of its
-// own: ties, carries into the exponent, infinities, NaNs, denormals.
-var bf16Specials = []float32{
-	0, float32(math.Copysign(0, -1)), 1, -1, 1.00390625, 1.01171875, 1.0078125 + 1.0/(1<<16),
-	math.MaxFloat32, -math.MaxFloat32, float32(math.Inf(1)), float32(math.Inf(-1)),
-	math.Float32frombits(0x7fc00000), math.Float32frombits(0x7f800001), math.Float32frombits(0xff812345),
-	math.Float32frombits(0x00000001), math.Float32frombits(0x807fffff), math.Float32frombits(0x00800000),
-	math.Float32frombits(0x3f80_8000), math.Float32frombits(0x3f81_8000), math.Float32frombits(0x7f7f_ffff),
-}
-
-// TestBF16RoundingMatchesGo checks the vector rounding of activation rows
-// and weight panels against bf16Round, bit for bit, for every length and
-// panel depth around the vector sizes.
+// TestBF16RoundingMatchesGo checks the AVX-512 rounding of activation
+// rows and weight panels against bf16Round (checkBF16Rounding).
 func TestBF16RoundingMatchesGo(t *testing.T) {
 	needBF16(t)
-	rng := rand.New(rand.NewPCG(61, 62))
-	for _, k := range []int{1, 2, 31, 32, 33, 64, 95, 300} {
-		const m = 3
-		src := randVec(m*k, rng)
-		for i := range src {
-			if rng.IntN(4) == 0 {
-				src[i] = bf16Specials[rng.IntN(len(bf16Specials))]
-			} else {
-				src[i] *= float32(math.Ldexp(1, rng.IntN(60)-30))
-			}
-		}
-		lda := (k + 1) / 2
-		got, want := make([]float32, m*lda), make([]float32, m*lda)
-		bf16RowsAVX512(got, src, m, k)
-		bf16RowsGo(want, src, m, k)
-		for i := range want {
-			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("rows k=%d: word %d is %#08x, want %#08x (values %v, %v)", k, i, math.Float32bits(got[i]), math.Float32bits(want[i]), src[(i/lda)*k+2*(i%lda)], src[min((i/lda)*k+2*(i%lda)+1, len(src)-1)])
-			}
-		}
-		kc := k
-		p1 := make([]float32, kc*avx512NR)
-		for i := range p1 {
-			p1[i] = src[i%len(src)]
-		}
-		p2 := append([]float32(nil), p1...)
-		bf16PanelAVX512(p1, kc, avx512NR)
-		bf16PanelGo(p2, kc, avx512NR, 0)
-		for i := 0; i < (kc+1)/2*avx512NR; i++ {
-			if math.Float32bits(p1[i]) != math.Float32bits(p2[i]) {
-				t.Fatalf("panel kc=%d: word %d is %#08x, want %#08x", kc, i, math.Float32bits(p1[i]), math.Float32bits(p2[i]))
-			}
-		}
-	}
+	checkBF16Rounding(t, bf16RowsAVX512, bf16PanelAVX512, avx512NR)
 }
 
 // TestMatMulBF16 checks the avx512-bf16 tier's products by float weights

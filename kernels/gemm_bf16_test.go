@@ -96,3 +96,55 @@ func bf16MatMulCheck(t *testing.T, mm func(dst, x []float32, m int, w *Matrix, b
 		}
 	}
 }
+
+// bf16Specials are values whose rounding to bfloat16 has a rule of its
+// own: ties, carries into the exponent, infinities, NaNs, denormals.
+var bf16Specials = []float32{
+	0, float32(math.Copysign(0, -1)), 1, -1, 1.00390625, 1.01171875, 1.0078125 + 1.0/(1<<16),
+	math.MaxFloat32, -math.MaxFloat32, float32(math.Inf(1)), float32(math.Inf(-1)),
+	math.Float32frombits(0x7fc00000), math.Float32frombits(0x7f800001), math.Float32frombits(0xff812345),
+	math.Float32frombits(0x00000001), math.Float32frombits(0x807fffff), math.Float32frombits(0x00800000),
+	math.Float32frombits(0x3f80_8000), math.Float32frombits(0x3f81_8000), math.Float32frombits(0x7f7f_ffff),
+}
+
+// checkBF16Rounding checks a vector rounding of activation rows (rows)
+// and of nr-wide weight panels (panel) against bf16Round, bit for bit,
+// for every length and panel depth around the vector sizes, with the
+// special values mixed in.
+func checkBF16Rounding(t *testing.T, rows func(dst, src []float32, m, k int), panel func(pan []float32, kc, nr int), nr int) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(61, 62))
+	for _, k := range []int{1, 2, 7, 8, 9, 31, 32, 33, 64, 95, 300} {
+		const m = 3
+		src := randVec(m*k, rng)
+		for i := range src {
+			if rng.IntN(4) == 0 {
+				src[i] = bf16Specials[rng.IntN(len(bf16Specials))]
+			} else {
+				src[i] *= float32(math.Ldexp(1, rng.IntN(60)-30))
+			}
+		}
+		lda := (k + 1) / 2
+		got, want := make([]float32, m*lda), make([]float32, m*lda)
+		rows(got, src, m, k)
+		bf16RowsGo(want, src, m, k)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("rows k=%d: word %d is %#08x, want %#08x (values %v, %v)", k, i, math.Float32bits(got[i]), math.Float32bits(want[i]), src[(i/lda)*k+2*(i%lda)], src[min((i/lda)*k+2*(i%lda)+1, len(src)-1)])
+			}
+		}
+		kc := k
+		p1 := make([]float32, kc*nr)
+		for i := range p1 {
+			p1[i] = src[i%len(src)]
+		}
+		p2 := append([]float32(nil), p1...)
+		panel(p1, kc, nr)
+		bf16PanelGo(p2, kc, nr, 0)
+		for i := 0; i < (kc+1)/2*nr; i++ {
+			if math.Float32bits(p1[i]) != math.Float32bits(p2[i]) {
+				t.Fatalf("panel kc=%d: word %d is %#08x, want %#08x", kc, i, math.Float32bits(p1[i]), math.Float32bits(p2[i]))
+			}
+		}
+	}
+}

@@ -286,3 +286,10 @@ func TestPack8U8NEON(t *testing.T) {
 		}
 	}
 }
+
+// TestBF16RoundingNEON checks the neon-bf16 tier's rounding of
+// activation rows and 16-wide weight panels against bf16Round. It needs
+// no BF16 instruction (integer steps), so it runs on every arm64 CPU.
+func TestBF16RoundingNEON(t *testing.T) {
+	checkBF16Rounding(t, neonBF16GEMM.narrow.x, neonBF16GEMM.narrow.panel, gemmNR)
+}

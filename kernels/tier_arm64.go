@@ -144,13 +144,20 @@ func armInt8Tier(t impl, name Tier, g *vnniTier) *impl {
 //go:noescape
 func kernelBF16x6x16NEON(kp int, a *float32, lda int, b *float32, c *float32, ldc int, acc int)
 
-// neonBF16GEMM is the bfloat16 GEMM of the neon-bf16 tier: the portable
-// rounding to pairs (gemm_bf16.go) and the BFDOT 6×16 kernel.
+//go:noescape
+func bf16RowNEON(src *float32, n8 int, dst *float32)
+
+//go:noescape
+func bf16PanelPairsNEON(src *float32, np int, dst *float32)
+
+// neonBF16GEMM is the bfloat16 GEMM of the neon-bf16 tier: the rounding
+// to pairs by NEON (gemm_bf16_arm64.s: bf16Round's integer steps, so its
+// bits) and the BFDOT 6×16 kernel.
 var neonBF16GEMM = &gemmTier{
 	tile: tile{kern: asmKernel6x16(kernelBF16x6x16NEON), mr: gemmMR, nr: gemmNR},
 	narrow: &narrower{
-		x:     bf16RowsGo,
-		panel: func(pan []float32, kc, nr int) { bf16PanelGo(pan, kc, nr, 0) },
+		x:     bf16RowsWith(bf16RowNEON, 8),
+		panel: bf16PanelWith(bf16PanelPairsNEON, gemmNR),
 	},
 }
 

@@ -61,6 +61,8 @@ func TestNEONLoopsInUse(t *testing.T) {
 		"startsStridedNEON":  {"sshll", "sshll2"},
 		"scaleBytesNEON":     {"sxtl", "sxtl2", "scvtf", "fmul"},
 		"scaleAddBytesNEON":  {"sxtl", "sxtl2", "scvtf", "fmul", "fadd"},
+		"bf16RowNEON":        {"ushr", "and", "add", "cmhi", "cmeq", "orr", "bit", "uzp1"},
+		"bf16PanelPairsNEON": {"ushr", "and", "add", "cmhi", "cmeq", "orr", "bit", "sli"},
 	}
 	objdump.CheckARMOps(t, "github.com/vembed/vembed/kernels", want)
 	// The arrangement the norms' sums add in: double-precision lanes (the

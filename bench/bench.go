@@ -80,7 +80,10 @@ func percentile(v []float64, p float64) float64 {
 	return round4(s[i])
 }
 
-func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
+// A product is converted before it is added to (float64(a*b) + c): that
+// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+// every build computes the same bits (kernels.TestNoFusedMultiplyAdd).
+func round1(v float64) float64 { return float64(int64(float64(v*10)+0.5)) / 10 }
 
 // round4 keeps four significant digits, which is more than the noise of a
 // shared machine allows, so the table and JSON stay readable.

@@ -271,9 +271,12 @@ func vectorCosines(a, b []byte) (float64, error) {
 		}
 		var dot, na, nb float64
 		for k := range va[i] {
-			dot += va[i][k] * vb[i][k]
-			na += va[i][k] * va[i][k]
-			nb += vb[i][k] * vb[i][k]
+			// A product is converted before it is added to (float64(a*b) + c): that
+			// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+			// every build computes the same bits (kernels.TestNoFusedMultiplyAdd).
+			dot += float64(va[i][k] * vb[i][k])
+			na += float64(va[i][k] * va[i][k])
+			nb += float64(vb[i][k] * vb[i][k])
 		}
 		if na == 0 || nb == 0 {
 			return 0, fmt.Errorf("vector %d is zero", i)

@@ -271,7 +271,10 @@ func gauss(r *rand.Rand, n int, scale float64) []float32 {
 func unit(v []float32) []float32 {
 	var ss float64
 	for _, x := range v {
-		ss += float64(x) * float64(x)
+		// A product is converted before it is added to (float64(a*b) + c): that
+		// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+		// every build computes the same bits (kernels.TestNoFusedMultiplyAdd).
+		ss += float64(float64(x) * float64(x))
 	}
 	inv := float32(1 / math.Sqrt(ss))
 	for i := range v {
@@ -308,7 +311,7 @@ func (g *gen) token(r *rand.Rand, topic int, own [][]float32) []float32 {
 	b := own[r.IntN(len(own))]
 	v := gauss(r, g.dims, 0.5)
 	for k := range v {
-		v[k] += 0.6*a[k] + 0.4*b[k]
+		v[k] += float32(0.6*a[k]) + float32(0.4*b[k])
 	}
 	return unit(v)
 }

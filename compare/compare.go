@@ -152,9 +152,12 @@ func Cosine(a, b []float32) float64 {
 	var ab, aa, bb float64
 	for i := range min(len(a), len(b)) {
 		x, y := float64(a[i]), float64(b[i])
-		ab += x * y
-		aa += x * x
-		bb += y * y
+		// A product is converted before it is added to (float64(a*b) + c): that
+		// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+		// every build computes the same bits (kernels.TestNoFusedMultiplyAdd).
+		ab += float64(x * y)
+		aa += float64(x * x)
+		bb += float64(y * y)
 	}
 	switch {
 	case aa == 0 && bb == 0:

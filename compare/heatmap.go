@@ -108,9 +108,12 @@ func colormap(v, hi float64) color.RGBA {
 		t = min(max(v/hi, 0), 1)
 	}
 	stops := [][3]float64{{30, 30, 120}, {30, 150, 160}, {120, 200, 60}, {250, 220, 40}, {220, 40, 30}}
-	p := t * float64(len(stops)-1)
+	// A product is converted before it is added to (float64(a*b) + c): that
+	// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+	// every build computes the same bits (kernels.TestNoFusedMultiplyAdd).
+	p := float64(t * float64(len(stops)-1))
 	i := min(int(p), len(stops)-2)
 	f := p - float64(i)
-	mix := func(k int) uint8 { return uint8(stops[i][k] + f*(stops[i+1][k]-stops[i][k])) }
+	mix := func(k int) uint8 { return uint8(stops[i][k] + float64(f*(stops[i+1][k]-stops[i][k]))) }
 	return color.RGBA{mix(0), mix(1), mix(2), 255}
 }

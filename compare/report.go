@@ -180,13 +180,16 @@ func (s Summary) Chart() template.HTML {
 		if xmax <= xmin {
 			return left + (w-left-pad)/2
 		}
-		return left + 10 + float64(v-xmin)/float64(xmax-xmin)*(w-left-pad-20)
+		// A product is converted before it is added to (float64(a*b) + c): that
+		// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+		// every build computes the same bits (kernels.TestNoFusedMultiplyAdd).
+		return left + 10 + float64(float64(v-xmin)/float64(xmax-xmin)*(w-left-pad-20))
 	}
 	py := func(v float64) float64 {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			v = ymax
 		}
-		return h - bottom - v/ymax*(h-bottom-pad)
+		return h - bottom - float64(v/ymax*(h-bottom-pad))
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="%s against image size">`, w, h, template.HTMLEscapeString(s.Stage))

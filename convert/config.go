@@ -239,7 +239,10 @@ func (c *hfConfig) layoutConfig(dir string, vocab int) (qwenlayout.Config, error
 	cfg.Vision.ImageStd = [3]float32{0.26862954, 0.26130258, 0.27577711}
 	if proj == qwenlayout.ProjectorQwen2VL {
 		cfg.Vision.Width = v.EmbedDim
-		cfg.Vision.FFN = int(float64(v.EmbedDim)*v.MLPRatio + 0.5)
+		// A product is converted before it is added to (float64(a*b) + c): that
+		// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+		// every build computes the same bits (kernels.TestNoFusedMultiplyAdd).
+		cfg.Vision.FFN = int(float64(float64(v.EmbedDim)*v.MLPRatio) + 0.5)
 		if v.MLPRatio == 0 {
 			cfg.Vision.FFN = 4 * v.EmbedDim
 		}

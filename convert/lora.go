@@ -318,7 +318,10 @@ func (a *Adapter) mergeRows(weight string, w []float64, r0, cols int) error {
 			f := s * bik
 			ak := a.A[k*cols : (k+1)*cols]
 			for j := range o {
-				o[j] += f * ak[j]
+				// A product is converted before it is added to (float64(a*b) + c): that
+				// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+				// every build computes the same bits (kernels.TestNoFusedMultiplyAdd).
+				o[j] += float64(f * ak[j])
 			}
 		}
 	}

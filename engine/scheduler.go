@@ -141,11 +141,15 @@ type lineFit struct {
 
 func (f *lineFit) observe(m, t float64) {
 	const keep = 0.9
-	f.w, f.sx, f.sy, f.sxx, f.sxy = keep*f.w+1, keep*f.sx+m, keep*f.sy+t, keep*f.sxx+m*m, keep*f.sxy+m*t
-	den := f.w*f.sxx - f.sx*f.sx
+	// A product is converted before it is added to (float64(a*b) + c): that
+	// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+	// every build computes the same bits (kernels.TestNoFusedMultiplyAdd).
+	f.w, f.sx, f.sy = float64(keep*f.w)+1, float64(keep*f.sx)+m, float64(keep*f.sy)+t
+	f.sxx, f.sxy = float64(keep*f.sxx)+float64(m*m), float64(keep*f.sxy)+float64(m*t)
+	den := float64(f.w*f.sxx) - float64(f.sx*f.sx)
 	if den > 1e-9*f.w*f.sxx && f.w > 1.5 {
-		b := (f.w*f.sxy - f.sx*f.sy) / den
-		a := (f.sy - b*f.sx) / f.w
+		b := (float64(f.w*f.sxy) - float64(f.sx*f.sy)) / den
+		a := (f.sy - float64(b*f.sx)) / f.w
 		if b > 0 && a >= 0 {
 			f.fixed, f.perToken = a, b
 			return
@@ -153,7 +157,7 @@ func (f *lineFit) observe(m, t float64) {
 	}
 	// Too few distinct sizes to separate the parts: scale the current
 	// model to this observation.
-	if pred := f.fixed + f.perToken*m; pred > 0 && t > 0 {
+	if pred := f.fixed + float64(f.perToken*m); pred > 0 && t > 0 {
 		r := t / pred
 		f.fixed *= r
 		f.perToken *= r
@@ -603,7 +607,7 @@ func (s *scheduler) step() {
 	} else if s.vis != nil && !skip {
 		p := s.vis.pass
 		per := s.secPerPatchStage * float64(p.Patches())
-		left := target - float64(used)*s.lm.perToken - s.lm.fixed
+		left := target - float64(float64(used)*s.lm.perToken) - s.lm.fixed
 		stages = max(1, int(left/per))
 		if len(chunks) == 0 {
 			stages = max(1, int(target/per))
@@ -641,7 +645,7 @@ func ewma(old, x float64) float64 {
 	if x <= 0 {
 		return old
 	}
-	return 0.7*old + 0.3*x
+	return float64(0.7*old) + float64(0.3*x)
 }
 
 // startPass packs queued images into one vision pass.

@@ -185,7 +185,10 @@ func decodeQ2_K(s []byte, y []float32) {
 			for g := range 2 {
 				sc := scales[is]
 				is++
-				dl, ml := d*float32(sc&0xf), dmin*float32(sc>>4)
+				// A product is converted before it is added to (float32(a*b) + c): that
+				// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+				// every build computes the same bits (kernels.TestNoFusedMultiplyAdd).
+				dl, ml := d*float32(sc&0xf), float32(dmin*float32(sc>>4))
 				for l := range 16 {
 					y[out] = float32(dl*float32((q[16*g+l]>>shift)&3)) - ml
 					out++

@@ -20,6 +20,9 @@ const (
 )
 
 // bicubic is the Keys cubic convolution kernel with a = -0.5.
+// A product is converted before it is added to (float64(a*b) + c): that
+// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+// every build computes the same bits (kernels.TestNoFusedMultiplyAdd).
 func bicubic(x float64) float64 {
 	if x < 0 {
 		x = -x
@@ -28,7 +31,7 @@ func bicubic(x float64) float64 {
 		return float64(float64(float64((bicubicA+2)*x)-(bicubicA+3))*x*x) + 1
 	}
 	if x < 2 {
-		return float64(float64(float64(float64(x-5)*x)+8)*x-4) * bicubicA
+		return float64(float64(float64(float64(float64(x-5)*x)+8)*x)-4) * bicubicA
 	}
 	return 0
 }
@@ -56,7 +59,7 @@ func newKernel(inSize, outSize int) *kernel {
 	tmp := make([]float64, size)
 	ss := 1.0 / filterScale
 	for i := 0; i < outSize; i++ {
-		center := float64(float64(i)+0.5) * scale
+		center := float64(float64(float64(i)+0.5) * scale)
 		xmin := int(center - support + 0.5)
 		xmin = max(xmin, 0)
 		xmax := min(int(center+support+0.5), inSize)

@@ -166,7 +166,10 @@ func decodeQ2K(src []byte, n int, dst []float32, stride int) {
 				for g := 0; g < 2; g++ {
 					sc := scales[s]
 					s++
-					dl, ml := d*float32(sc&15), dmin*float32(sc>>4)
+					// A product is converted before it is added to (float32(a*b) + c): that
+					// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+					// every build computes the same bits (TestNoFusedMultiplyAdd).
+					dl, ml := d*float32(sc&15), float32(dmin*float32(sc>>4))
 					for l := 0; l < 16; l++ {
 						o[out*stride] = float32(dl*float32(q[16*g+l]>>shift&3)) - ml
 						out++
@@ -235,7 +238,7 @@ func scaleMinK4(q []byte, k int) (sc, m uint8) {
 // scaleMinK4f returns the float32 scale d·sc and offset dmin·m of sub-block k.
 func scaleMinK4f(q []byte, k int, d, dmin float32) (float32, float32) {
 	sc, m := scaleMinK4(q, k)
-	return d * float32(sc), dmin * float32(m)
+	return d * float32(sc), float32(dmin * float32(m))
 }
 
 func decodeQ4K(src []byte, n int, dst []float32, stride int) {

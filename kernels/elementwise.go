@@ -79,14 +79,17 @@ func sumSq4(v []float32, c float64) float64 {
 	for ; i+4 <= len(v); i += 4 {
 		q := v[i : i+4 : i+4]
 		d0, d1, d2, d3 := float64(q[0])-c, float64(q[1])-c, float64(q[2])-c, float64(q[3])-c
-		s0 += d0 * d0
-		s1 += d1 * d1
-		s2 += d2 * d2
-		s3 += d3 * d3
+		// A product is converted before it is added to (float64(a*b) + c): that
+		// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+		// every build computes the same bits (TestNoFusedMultiplyAdd).
+		s0 += float64(d0 * d0)
+		s1 += float64(d1 * d1)
+		s2 += float64(d2 * d2)
+		s3 += float64(d3 * d3)
 	}
 	for ; i < len(v); i++ {
 		d := float64(v[i]) - c
-		s0 += d * d
+		s0 += float64(d * d)
 	}
 	return (s0 + s1) + (s2 + s3)
 }
@@ -113,7 +116,7 @@ func layerNormRows(dst, x, w, b []float32, dim int, eps float32) {
 		vs := sumSq4(xr, mean)
 		inv := 1 / math.Sqrt(vs/float64(dim)+float64(eps))
 		for i, v := range xr {
-			y := float32((float64(v)-mean)*inv) * w[i]
+			y := float32(float32((float64(v)-mean)*inv) * w[i])
 			if b != nil {
 				y += b[i]
 			}
@@ -181,6 +184,6 @@ func quickGELUGo(x []float32) {
 // without the cancellation of 1+tanh(z) for negative x.
 func geluTanhGo(x []float32) {
 	for i, v := range x {
-		x[i] = v / (1 + float32(math.Exp(float64(geluTanhK*(v+geluTanhC*v*v*v)))))
+		x[i] = v / (1 + float32(math.Exp(float64(geluTanhK*(v+float32(geluTanhC*v*v*v))))))
 	}
 }

@@ -413,22 +413,25 @@ func microKernelGo(kc int, a []float32, lda int, b []float32, c []float32, ldc i
 			for kk := 0; kk < kc; kk++ {
 				bk := b[kk*gemmNR+j : kk*gemmNR+j+8 : kk*gemmNR+j+8]
 				x, y := a0[kk], a1[kk]
-				s0 += x * bk[0]
-				s1 += x * bk[1]
-				s2 += x * bk[2]
-				s3 += x * bk[3]
-				s4 += x * bk[4]
-				s5 += x * bk[5]
-				s6 += x * bk[6]
-				s7 += x * bk[7]
-				t0 += y * bk[0]
-				t1 += y * bk[1]
-				t2 += y * bk[2]
-				t3 += y * bk[3]
-				t4 += y * bk[4]
-				t5 += y * bk[5]
-				t6 += y * bk[6]
-				t7 += y * bk[7]
+				// A product is converted before it is added to (float32(a*b) + c): that
+				// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+				// every build computes the same bits (TestNoFusedMultiplyAdd).
+				s0 += float32(x * bk[0])
+				s1 += float32(x * bk[1])
+				s2 += float32(x * bk[2])
+				s3 += float32(x * bk[3])
+				s4 += float32(x * bk[4])
+				s5 += float32(x * bk[5])
+				s6 += float32(x * bk[6])
+				s7 += float32(x * bk[7])
+				t0 += float32(y * bk[0])
+				t1 += float32(y * bk[1])
+				t2 += float32(y * bk[2])
+				t3 += float32(y * bk[3])
+				t4 += float32(y * bk[4])
+				t5 += float32(y * bk[5])
+				t6 += float32(y * bk[6])
+				t7 += float32(y * bk[7])
 			}
 			c0 := c[i*ldc+j : i*ldc+j+8 : i*ldc+j+8]
 			c1 := c[(i+1)*ldc+j : (i+1)*ldc+j+8 : (i+1)*ldc+j+8]

@@ -2,10 +2,10 @@
 #include "neon_arm64.h"
 
 // The float64 arithmetic of rmsNormRows and layerNormRows (elementwise.go)
-// on NEON, in the same order and with the same fusions as Go compiles it
-// for arm64 (the sums of squares and the bias are fused multiply-adds
-// there), so that every result has the same bits. The row layout is that
-// of norm_amd64.s.
+// on NEON, in the same order and with every product rounded before it is
+// added, as the Go code (which forbids fusion by conversions) and
+// norm_amd64.s round them, so that every result has the same bits on both
+// architectures. The row layout is that of norm_amd64.s.
 
 // ROWS4 points R1..R3 at the rows after R0, R7 bytes apart, and zeroes
 // the eight accumulators V0..V7 (two per row).
@@ -38,6 +38,17 @@
 	FCVTL2D(30, 19) \
 	FCVTL22D(31, 19)
 
+// ACC4 adds the widened values LOAD4 left to the accumulators.
+#define ACC4 \
+	FADD2D(0, 0, 20) \
+	FADD2D(1, 1, 21) \
+	FADD2D(2, 2, 22) \
+	FADD2D(3, 3, 23) \
+	FADD2D(4, 4, 28) \
+	FADD2D(5, 5, 29) \
+	FADD2D(6, 6, 30) \
+	FADD2D(7, 7, 31)
+
 // STORE4 writes the accumulators to out (R6), row by row.
 #define STORE4 \
 	VST1.P [V0.D2, V1.D2, V2.D2, V3.D2], 64(R6) \
@@ -47,7 +58,7 @@
 // For each of four rows r (x, x+stride bytes, ...), the four partial sums
 // of sumSq4(row, c[r]) over its first n4 groups of four values: lane j of
 // a row adds (float64(v) − c[r])² of values 4i+j, i = 0, 1, ..., in order,
-// fused as sumSq4's chain sj is. out[4r+j] is row r's lane j.
+// the square rounded, as sumSq4's chain sj does. out[4r+j] is row r's lane j.
 TEXT ·sumSqRows4NEON(SB), NOSPLIT, $0-40
 	MOVD x+0(FP), R0
 	MOVD stride+8(FP), R7
@@ -70,14 +81,15 @@ loop:
 	FSUB2D(29, 29, 26)
 	FSUB2D(30, 30, 27)
 	FSUB2D(31, 31, 27)
-	FMLA2D(0, 20, 20)
-	FMLA2D(1, 21, 21)
-	FMLA2D(2, 22, 22)
-	FMLA2D(3, 23, 23)
-	FMLA2D(4, 28, 28)
-	FMLA2D(5, 29, 29)
-	FMLA2D(6, 30, 30)
-	FMLA2D(7, 31, 31)
+	FMUL2D(20, 20, 20)
+	FMUL2D(21, 21, 21)
+	FMUL2D(22, 22, 22)
+	FMUL2D(23, 23, 23)
+	FMUL2D(28, 28, 28)
+	FMUL2D(29, 29, 29)
+	FMUL2D(30, 30, 30)
+	FMUL2D(31, 31, 31)
+	ACC4
 	SUB $1, R4
 	CBNZ R4, loop
 store:
@@ -95,14 +107,7 @@ TEXT ·sumRows4NEON(SB), NOSPLIT, $0-32
 	CBZ R4, store
 loop:
 	LOAD4
-	FADD2D(0, 0, 20)
-	FADD2D(1, 1, 21)
-	FADD2D(2, 2, 22)
-	FADD2D(3, 3, 23)
-	FADD2D(4, 4, 28)
-	FADD2D(5, 5, 29)
-	FADD2D(6, 6, 30)
-	FADD2D(7, 7, 31)
+	ACC4
 	SUB $1, R4
 	CBNZ R4, loop
 store:
@@ -151,8 +156,8 @@ done:
 
 // func layerScaleNEON(dst, x, w, b *float32, n4 int, mean, inv float64)
 // dst[i] = float32((float64(x[i])−mean)·inv)·w[i] (+ b[i] unless b is
-// nil, the multiply and add fused as Go fuses them on arm64) for the
-// first 4·n4 values. dst may be x.
+// nil, the product rounded before the add) for the first 4·n4 values.
+// dst may be x.
 TEXT ·layerScaleNEON(SB), NOSPLIT, $0-56
 	MOVD dst+0(FP), R0
 	MOVD x+8(FP), R1
@@ -170,8 +175,9 @@ bias:
 	VLD1.P 16(R2), [V5.S4]
 	VLD1.P 16(R3), [V6.S4]
 	CENTER
-	FMLA4S(6, 4, 5)
-	VST1.P [V6.S4], 16(R0)
+	FMUL4S(4, 4, 5)
+	FADD4S(4, 4, 6)
+	VST1.P [V4.S4], 16(R0)
 	SUB $1, R4
 	CBNZ R4, bias
 	RET

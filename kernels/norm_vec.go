@@ -6,8 +6,9 @@ import "math"
 
 // rmsNormRowsVec is rmsNormRows with its sums of squares four rows at a
 // time and its scaling in assembly (norm_amd64.s, norm_arm64.s): the same
-// float64 and float32 operations in the same order, fused where this
-// architecture's Go code fuses, so the same bits.
+// float64 and float32 operations in the same order, every product rounded
+// before it is added (the conversions forbid fusing them), so the same
+// bits on every architecture.
 func rmsNormRowsVec(dst, x, w []float32, dim int, eps float32) {
 	if dim <= 0 {
 		return
@@ -30,7 +31,7 @@ func rmsNormRowsVec(dst, x, w []float32, dim int, eps float32) {
 				s0, s1, s2, s3 := s[4*j], s[4*j+1], s[4*j+2], s[4*j+3]
 				for _, v := range xr[4*n4:] {
 					d := float64(v)
-					s0 += d * d
+					s0 += float64(d * d)
 				}
 				ss = (s0 + s1) + (s2 + s3)
 			} else {
@@ -54,10 +55,8 @@ func lanes4(l []float64, xr []float32, n4 int, c float64, sq bool) float64 {
 	s0, s1, s2, s3 := l[0], l[1], l[2], l[3]
 	for _, v := range xr[4*n4:] {
 		d := float64(v) - c
-		// s0 += d*d as sumSq4 writes it, so that a compiler that fuses
-		// it there (arm64) fuses it here too.
 		if sq {
-			s0 += d * d
+			s0 += float64(d * d)
 		} else {
 			s0 += d
 		}
@@ -102,7 +101,7 @@ func layerNormRowsVec(dst, x, w, b []float32, dim int, eps float32) {
 			xr, dr := x[(r+j)*dim:(r+j+1)*dim], dst[(r+j)*dim:(r+j+1)*dim]
 			layerScaleV(&dr[0], &xr[0], &w[0], bp, n4, mean[j], inv[j])
 			for i := 4 * n4; i < dim; i++ {
-				y := float32((float64(xr[i])-mean[j])*inv[j]) * w[i]
+				y := float32(float32((float64(xr[i])-mean[j])*inv[j]) * w[i])
 				if b != nil {
 					y += b[i]
 				}

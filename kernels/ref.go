@@ -22,7 +22,10 @@ func MatMulRef(dst, x []float32, m int, w *Matrix, bias []float32) {
 			xi := x[i*w.Cols : (i+1)*w.Cols]
 			var s float64
 			for k, v := range row {
-				s += float64(xi[k]) * float64(v)
+				// A product is converted before it is added to (float64(a*b) + c): that
+				// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+				// every build computes the same bits (TestNoFusedMultiplyAdd).
+				s += float64(float64(xi[k]) * float64(v))
 			}
 			if bias != nil {
 				s += float64(bias[n])
@@ -60,7 +63,7 @@ func attendRef(out, q, k, v []float32, lo, hi, nHead, nKV, headDim int, scale fl
 			kv := k[j*ks+g*headDim : j*ks+(g+1)*headDim]
 			var s float64
 			for d := range qv {
-				s += float64(qv[d]) * float64(kv[d])
+				s += float64(float64(qv[d]) * float64(kv[d]))
 			}
 			s *= float64(scale)
 			p[j-lo] = s
@@ -75,7 +78,7 @@ func attendRef(out, q, k, v []float32, lo, hi, nHead, nKV, headDim int, scale fl
 		for j := lo; j < hi; j++ {
 			vv := v[j*ks+g*headDim : j*ks+(g+1)*headDim]
 			for d := range acc {
-				acc[d] += p[j-lo] * float64(vv[d])
+				acc[d] += float64(p[j-lo] * float64(vv[d]))
 			}
 		}
 		o := out[h*headDim : (h+1)*headDim]
@@ -116,7 +119,7 @@ func RMSNormRef(dst, x, w []float32, dim int, eps float32) {
 	for r := 0; r+dim <= len(x); r += dim {
 		var ss float64
 		for _, v := range x[r : r+dim] {
-			ss += float64(v) * float64(v)
+			ss += float64(float64(v) * float64(v))
 		}
 		inv := 1 / math.Sqrt(ss/float64(dim)+float64(eps))
 		for i := 0; i < dim; i++ {
@@ -136,11 +139,11 @@ func LayerNormRef(dst, x, w, b []float32, dim int, eps float32) {
 		var vs float64
 		for _, v := range x[r : r+dim] {
 			d := float64(v) - mean
-			vs += d * d
+			vs += float64(d * d)
 		}
 		inv := 1 / math.Sqrt(vs/float64(dim)+float64(eps))
 		for i := 0; i < dim; i++ {
-			y := float32((float64(x[r+i])-mean)*inv) * w[i]
+			y := float32(float32((float64(x[r+i])-mean)*inv) * w[i])
 			if b != nil {
 				y += b[i]
 			}
@@ -202,7 +205,7 @@ const (
 func GELUTanhRef(x []float32) {
 	for i, v := range x {
 		f := float64(v)
-		x[i] = float32(0.5 * f * (1 + math.Tanh(0.7978845608028654*(f+geluTanhC*f*f*f))))
+		x[i] = float32(0.5 * f * (1 + math.Tanh(0.7978845608028654*(f+float64(geluTanhC*f*f*f)))))
 	}
 }
 

@@ -184,17 +184,16 @@ func Active() Tier { return active.Load().tier }
 
 // Arithmetic names the arithmetic of the active tier: two tiers with the
 // same name compute the same bits for the same inputs, whatever the CPU
-// (avx512 reproduces avx2, the VNNI tiers avx2-int8). Caches shared
-// between processes key results by it, so that vectors of one arithmetic
-// are never served for another. A build whose compiler fuses a·b + c in
-// Go code adds "+fma": every tier has Go arithmetic (the portable kernels,
-// tails, elementwise functions), which then rounds differently.
+// and architecture (avx512 and arm64's neon reproduce avx2, the VNNI
+// tiers, neon-dotprod and i8mm avx2-int8). Caches shared between
+// processes key results by it, so that vectors of one arithmetic are
+// never served for another. The name holds for every build: the Go code
+// of the module converts each product that an addition follows (float32(a·b)
+// + c), which forbids a compiler that fuses multiply-adds (arm64, amd64
+// from GOAMD64=v3) to fuse it, so Go arithmetic rounds the same everywhere;
+// TestNoFusedMultiplyAdd decodes both builds to hold it so.
 func Arithmetic() string {
-	name := active.Load().bits + arithmeticRevision
-	if goFuses {
-		name += "+fma"
-	}
-	return name
+	return active.Load().bits + arithmeticRevision
 }
 
 // arithmeticRevision names the revision of every tier's bits: it changes
@@ -204,28 +203,6 @@ func Arithmetic() string {
 // TestArithmeticRevision pins each name's results to catch a change made
 // without one. Revision 2: attention's key blocks of 1024 keys.
 const arithmeticRevision = "/2"
-
-// goFuses reports whether this build's compiler fuses a·b + c into one
-// rounding in Go code, as it does on arm64 and on amd64 from GOAMD64=v3.
-var goFuses = fusesMultiplyAdd()
-
-// fuseProbe32 holds a, b, c with a·b + c = 2⁻²⁴ exactly, and 0 when a·b
-// is rounded to float32 first (its 2⁻²⁴ is half an ulp, and ties go to the
-// even 1 + 2⁻¹¹); fuseProbe64 the same in float64, 2⁻⁵⁴ against 0. Which
-// expressions a compiler fuses depends on their width and context (with
-// GOAMD64=v3 only the float64 probe fuses here, while float32 products
-// elsewhere do), so both are tried. Variables, so that the compiler
-// cannot fold the probes.
-var (
-	fuseProbe32 = [3]float32{1 + 0x1p-12, 1 + 0x1p-12, -(1 + 0x1p-11)}
-	fuseProbe64 = [3]float64{1 + 0x1p-27, 1 + 0x1p-27, -(1 + 0x1p-26)}
-)
-
-func fusesMultiplyAdd() bool {
-	a, b, c := fuseProbe32[0], fuseProbe32[1], fuseProbe32[2]
-	x, y, z := fuseProbe64[0], fuseProbe64[1], fuseProbe64[2]
-	return a*b+c != 0 || x*y+z != 0
-}
 
 // Available lists the tiers this CPU and build support, best first.
 func Available() []Tier {

@@ -94,7 +94,9 @@ func archTiers() []*impl {
 	}
 	t := *generic
 	t.tier = TierNEON
-	t.bits = string(TierNEON)
+	// avx2's bits: the same products, attention, norms and activations
+	// (TestArithmeticRevision checks the name's hash under emulation).
+	t.bits = string(TierAVX2)
 	t.products = Products{TierNEON, TierNEON, TierNEON}
 	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
 		matMul(dst, x, m, w, bias, neonGEMM)
@@ -128,7 +130,7 @@ func archTiers() []*impl {
 func armInt8Tier(t impl, name Tier, g *vnniTier) *impl {
 	f32 := t.matMul
 	t.tier = name
-	t.bits = string(TierNEONDotProd)
+	t.bits = string(TierAVX2Int8)
 	t.products.Quantized = name
 	t.matMul = func(dst, x []float32, m int, w *Matrix, bias []float32) {
 		if !int8Types[w.Type] || w.Cols == 0 || m < int8Threshold(w.Type, int(int8MinRows.Load())) {

@@ -35,10 +35,10 @@ func TestNEONLoopsInUse(t *testing.T) {
 		"geluTanhNEON":   append([]string{"fmul", "fadd", "fdiv"}, exp...),
 		"addNEON":        {"fadd"},
 		"ropeNEON":       {"fmul", "fsub", "fadd"},
-		"sumSqRows4NEON": {"fcvtl", "fcvtl2", "fsub", "fmla"},
+		"sumSqRows4NEON": {"fcvtl", "fcvtl2", "fsub", "fmul", "fadd"},
 		"sumRows4NEON":   {"fcvtl", "fcvtl2", "fadd"},
 		"rmsScaleNEON":   {"fcvtl", "fcvtl2", "fmul", "fcvtn", "fcvtn2"},
-		"layerScaleNEON": {"fcvtl", "fcvtl2", "fsub", "fmul", "fcvtn", "fcvtn2", "fmla"},
+		"layerScaleNEON": {"fcvtl", "fcvtl2", "fsub", "fmul", "fcvtn", "fcvtn2", "fadd"},
 		"pack8F32NEON":   {"trn1", "trn2"},
 		"pack8F16NEON":   {"fcvtl", "fcvtl2", "trn1", "trn2"},
 		"pack8BF16NEON":  {"zip1", "zip2", "trn1", "trn2"},
@@ -73,6 +73,13 @@ func TestNEONLoopsInUse(t *testing.T) {
 			if strings.HasPrefix(op, "fadd") && objdump.VectorOps([]string{in})[op] && !strings.Contains(args, l) {
 				t.Errorf("%s: %q is not in %s lanes", n, in, l)
 			}
+		}
+	}
+	// The norms round every product, as norm_amd64.s and the Go code do.
+	for _, n := range []string{"sumSqRows4NEON", "sumRows4NEON", "rmsScaleNEON", "layerScaleNEON"} {
+		have := objdump.VectorOps(armInsns(t, n, funcBytes(t, n)[n]))
+		if have["fmla"] || have["fmls"] {
+			t.Errorf("%s fuses a multiply-add, which the AVX2 loops do not", n)
 		}
 	}
 }

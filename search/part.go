@@ -313,7 +313,10 @@ func (p *part) readSingle(pf *parquet.File) error {
 func putNormalized(dst []byte, v []float32) {
 	var ss float64
 	for _, x := range v {
-		ss += float64(x) * float64(x)
+		// A product is converted before it is added to (float64(a*b) + c): that
+		// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+		// every build computes the same bits (kernels.TestNoFusedMultiplyAdd).
+		ss += float64(float64(x) * float64(x))
 	}
 	inv := 1.0
 	if ss > 0 {

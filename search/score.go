@@ -351,7 +351,10 @@ func uniqueParts(rows []rowRef) []*part {
 func normalized(v []float32) []float32 {
 	var ss float64
 	for _, x := range v {
-		ss += float64(x) * float64(x)
+		// A product is converted before it is added to (float64(a*b) + c): that
+		// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+		// every build computes the same bits (kernels.TestNoFusedMultiplyAdd).
+		ss += float64(float64(x) * float64(x))
 	}
 	out := make([]float32, len(v))
 	if ss == 0 {

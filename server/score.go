@@ -197,7 +197,10 @@ func MaxSim(query, doc [][]float32) float64 {
 func dot(a, b []float32) float64 {
 	var s float64
 	for i := range min(len(a), len(b)) {
-		s += float64(a[i]) * float64(b[i])
+		// A product is converted before it is added to (float64(a*b) + c): that
+		// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+		// every build computes the same bits (kernels.TestNoFusedMultiplyAdd).
+		s += float64(float64(a[i]) * float64(b[i]))
 	}
 	return s
 }

@@ -291,7 +291,10 @@ func (g hfGen) write(path string, ts []qwenlayout.HFTensor) error {
 			rng := tensorStream(g.seed, t.Name, idx)
 			vals = vals[:min(chunkValues, n-s)]
 			for j := range vals {
-				vals[j] = float32(base + g.std*rng.NormFloat64())
+				// A product is converted before it is added to (float64(a*b) + c): that
+				// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+				// every build computes the same bits (kernels.TestNoFusedMultiplyAdd).
+				vals[j] = float32(base + float64(g.std*rng.NormFloat64()))
 			}
 			if err := put(vals); err != nil {
 				return err

@@ -23,16 +23,19 @@ func Photo(size, seed int, format string) ([]byte, error) {
 	for y := 0; y < size; y++ {
 		for x := 0; x < size; x++ {
 			u, v := float64(x)/fs, float64(y)/fs
-			r := 120 + 90*math.Sin(3*u+1) + 30*math.Cos(11*v)
-			g := 110 + 80*math.Cos(4*v-2*u)
-			bl := 140 + 70*math.Sin(6*u*v+0.5)
+			// A product is converted before it is added to (float64(a*b) + c): that
+			// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+			// every build computes the same bits (kernels.TestNoFusedMultiplyAdd).
+			r := 120 + float64(90*math.Sin(float64(3*u)+1)) + float64(30*math.Cos(11*v))
+			g := 110 + float64(80*math.Cos(float64(4*v)-float64(2*u)))
+			bl := 140 + float64(70*math.Sin(float64(6*u*v)+0.5))
 			if d := math.Hypot(u-0.6, v-0.4); d < 0.2 { // a disc with a hard edge
-				r, g, bl = 230-200*d, 180-300*d, 40
+				r, g, bl = 230-float64(200*d), 180-float64(300*d), 40
 			}
 			if (x/(size/8+1)+y/(size/8+1))%5 == 0 { // stripes: high frequencies
 				r, g, bl = r*0.6, g*0.6, bl*0.6
 			}
-			n := 12 * rng.NormFloat64()
+			n := float64(12 * rng.NormFloat64())
 			img.SetRGBA(x, y, color.RGBA{clampByte(r + n), clampByte(g + n), clampByte(bl + n), 255})
 		}
 	}

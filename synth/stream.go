@@ -64,7 +64,10 @@ func (f *fileSpec) generate(c *chunk, vals []float32) ([]byte, error) {
 		base = 1
 	}
 	for i := range vals {
-		vals[i] = float32(base + std*rng.NormFloat64())
+		// A product is converted before it is added to (float64(a*b) + c): that
+		// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+		// every build computes the same bits (kernels.TestNoFusedMultiplyAdd).
+		vals[i] = float32(base + float64(std*rng.NormFloat64()))
 	}
 	if strings.HasSuffix(c.t.Name, ".ssm_a") {
 		// Qwen3.5's −exp(A_log): a DeltaNet state must decay, never grow.

@@ -29,23 +29,7 @@ func FuncBytes(t testing.TB, pkg string, names ...string) map[string][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := elf.Open(exe)
-	if err != nil {
-		t.Skipf("the test binary is not ELF: %v", err)
-	}
-	defer f.Close()
-	text, pcln := f.Section(".text"), f.Section(".gopclntab")
-	if text == nil || pcln == nil {
-		t.Skip("the test binary has no .text or .gopclntab section")
-	}
-	pclnData, err := pcln.Data()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tab, err := gosym.NewTable(nil, gosym.NewLineTable(pclnData, text.Addr))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tab, text := Symbols(t, exe)
 	textData, err := text.Data()
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +50,31 @@ func FuncBytes(t testing.TB, pkg string, names ...string) map[string][]byte {
 		out[name] = textData[fn.Entry-text.Addr : fn.End-text.Addr]
 	}
 	return out
+}
+
+// Symbols returns the Go symbol table of the ELF binary exe and its .text
+// section (open until the test ends). It skips the test when exe is not
+// ELF or has neither.
+func Symbols(t testing.TB, exe string) (*gosym.Table, *elf.Section) {
+	t.Helper()
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Skipf("%s is not ELF: %v", exe, err)
+	}
+	t.Cleanup(func() { f.Close() })
+	text, pcln := f.Section(".text"), f.Section(".gopclntab")
+	if text == nil || pcln == nil {
+		t.Skipf("%s has no .text or .gopclntab section", exe)
+	}
+	data, err := pcln.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, text.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab, text
 }
 
 // ARMInsns decodes code, the bytes of function name, with binutils'

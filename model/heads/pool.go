@@ -44,7 +44,10 @@ func LastToken(hidden []float32, dim int) []float32 {
 func Normalize(v []float32) {
 	var ss float64
 	for _, x := range v {
-		ss += float64(x) * float64(x)
+		// A product is converted before it is added to (float64(a*b) + c): that
+		// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+		// every build computes the same bits (kernels.TestNoFusedMultiplyAdd).
+		ss += float64(float64(x) * float64(x))
 	}
 	if ss == 0 {
 		return

@@ -102,7 +102,10 @@ func (r *Ranker) Score(h []float32) (float64, error) {
 			s = r.bias[l]
 		}
 		for i, v := range h {
-			s += r.w[l*r.Hidden+i] * float64(v)
+			// A product is converted before it is added to (float64(a*b) + c): that
+			// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+			// every build computes the same bits (kernels.TestNoFusedMultiplyAdd).
+			s += float64(r.w[l*r.Hidden+i] * float64(v))
 		}
 		logits[l] = s
 	}

@@ -51,7 +51,10 @@ func PoolTokens(rows [][]float32, factor int) [][]float32 {
 		var norm float64
 		for k := range s {
 			s[k] /= float64(counts[l])
-			norm += s[k] * s[k]
+			// A product is converted before it is added to (float64(a*b) + c): that
+			// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+			// every build computes the same bits (kernels.TestNoFusedMultiplyAdd).
+			norm += float64(s[k] * s[k])
 		}
 		norm = math.Sqrt(norm)
 		v := make([]float32, dim)
@@ -83,7 +86,7 @@ func rowDistances(e [][]float32) []float64 {
 		for a := range d {
 			ra := float64(r[a])
 			for b := range d {
-				g[a*d+b] += ra * float64(r[b])
+				g[a*d+b] += float64(ra * float64(r[b]))
 			}
 		}
 	}
@@ -92,7 +95,7 @@ func rowDistances(e [][]float32) []float64 {
 		for a := range d {
 			ra := float64(r[a])
 			for b := range d {
-				eg[i*d+b] += ra * g[a*d+b]
+				eg[i*d+b] += float64(ra * g[a*d+b])
 			}
 		}
 	}
@@ -107,7 +110,7 @@ func rowDistances(e [][]float32) []float64 {
 		for j := i; j < n; j++ {
 			var ss float64
 			for b := range d {
-				ss += eg[i*d+b] * float64(e[j][b])
+				ss += float64(eg[i*d+b] * float64(e[j][b]))
 			}
 			v := float64(n) - rs[i] - rs[j] + ss
 			dd[i*n+j], dd[j*n+i] = v, v
@@ -126,7 +129,7 @@ func rowDistances(e [][]float32) []float64 {
 func dot64(a, b []float32) float64 {
 	var s float64
 	for i := range a {
-		s += float64(a[i]) * float64(b[i])
+		s += float64(float64(a[i]) * float64(b[i]))
 	}
 	return s
 }
@@ -279,7 +282,7 @@ func merge(dist []float64, n int, size []int, active []bool, a, b int) {
 		sk := float64(size[k])
 		t := sa + sb + sk
 		dak, dbk := dist[a*n+k], dist[b*n+k]
-		v := math.Sqrt(max(((sa+sk)*dak*dak+(sb+sk)*dbk*dbk-sk*dab*dab)/t, 0))
+		v := math.Sqrt(max((float64((sa+sk)*dak*dak)+float64((sb+sk)*dbk*dbk)-float64(sk*dab*dab))/t, 0))
 		dist[a*n+k], dist[k*n+a] = v, v
 	}
 	size[a] += size[b]

@@ -69,8 +69,11 @@ func rope(x []float32, n, nHead, hd, rotDim int, cos, sin []float32) {
 			v := x[(t*nHead+h)*hd:]
 			for i := range half {
 				a, b := v[i], v[i+half]
-				v[i] = a*c[i] - b*s[i]
-				v[i+half] = b*c[i] + a*s[i]
+				// A product is converted before it is added to (float32(a*b) + c): that
+				// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+				// every build computes the same bits (kernels.TestNoFusedMultiplyAdd).
+				v[i] = float32(a*c[i]) - float32(b*s[i])
+				v[i+half] = float32(b*c[i]) + float32(a*s[i])
 			}
 		}
 	}

@@ -81,7 +81,10 @@ func (d *deltaNet) forward(lm *Decoder, l int, x, xn []float32, n int, parts []p
 				}
 				yt := y[t*C : (t+1)*C]
 				for c, w := range wj {
-					yt[c] += w * in[c]
+					// A product is converted before it is added to (float32(a*b) + c): that
+					// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+					// every build computes the same bits (kernels.TestNoFusedMultiplyAdd).
+					yt[c] += float32(w * in[c])
 				}
 			}
 		}

@@ -178,7 +178,10 @@ func deltaBlock(o, st, q, k, v, g, beta []float32, n, dk, dv int, update bool, s
 	s.rt.zero()
 	for i := range n {
 		for jv := range dv {
-			s.rt.set(jv, i, beta[i]*(v[i*dv+jv]-eG[i]*sk[i*dv+jv]))
+			// A product is converted before it is added to (float32(a*b) + c): that
+			// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+			// every build computes the same bits (kernels.TestNoFusedMultiplyAdd).
+			s.rt.set(jv, i, beta[i]*(v[i*dv+jv]-float32(eG[i]*sk[i*dv+jv])))
 		}
 	}
 	w := s.w[:n*dv]
@@ -193,7 +196,7 @@ func deltaBlock(o, st, q, k, v, g, beta []float32, n, dk, dv int, update bool, s
 	kernels.MatMul(ot, P, n, s.wt.m, nil)
 	for i := range n {
 		for jv := range dv {
-			o[i*dv+jv] = eG[i]*sq[i*dv+jv] + ot[i*dv+jv]
+			o[i*dv+jv] = float32(eG[i]*sq[i*dv+jv]) + ot[i*dv+jv]
 		}
 	}
 	if !update {
@@ -213,7 +216,7 @@ func deltaBlock(o, st, q, k, v, g, beta []float32, n, dk, dv int, update bool, s
 	kernels.MatMul(s.upd, wd, dv, s.kt.m, nil)
 	e := eG[n-1]
 	for i := range st {
-		st[i] = e*st[i] + s.upd[i]
+		st[i] = float32(e*st[i]) + s.upd[i]
 	}
 }
 
@@ -223,13 +226,13 @@ func dot(a, b []float32) float32 {
 	var s0, s1, s2, s3 float32
 	i := 0
 	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
+		s0 += float32(a[i] * b[i])
+		s1 += float32(a[i+1] * b[i+1])
+		s2 += float32(a[i+2] * b[i+2])
+		s3 += float32(a[i+3] * b[i+3])
 	}
 	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
+		s0 += float32(a[i] * b[i])
 	}
 	return (s0 + s1) + (s2 + s3)
 }
@@ -238,6 +241,6 @@ func dot(a, b []float32) float32 {
 func axpy(y []float32, c float32, x []float32) {
 	x = x[:len(y)]
 	for i := range y {
-		y[i] += c * x[i]
+		y[i] += float32(c * x[i])
 	}
 }

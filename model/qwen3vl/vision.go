@@ -229,7 +229,10 @@ func (vm *visionModel) positionRows(x []float32, gh, gw int) {
 		for d := range dst {
 			var v float64
 			for _, c := range corners {
-				v += c.w * float64(vm.pos[c.row*W+d])
+				// A product is converted before it is added to (float64(a*b) + c): that
+				// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
+				// every build computes the same bits (kernels.TestNoFusedMultiplyAdd).
+				v += float64(c.w * float64(vm.pos[c.row*W+d]))
 			}
 			dst[d] += float32(v)
 		}

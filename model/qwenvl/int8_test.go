@@ -50,8 +50,7 @@ func needInt8(t *testing.T) func() {
 
 // int8Tiers lists the integer tiers this CPU has: avx2-int8 and the VNNI
 // tiers, whose results equal its bit for bit, or on arm64 neon-dotprod and
-// i8mm, whose products are avx2-int8's (the Go code around them is
-// compiled with fused multiply-adds there, so equal to each other).
+// i8mm, whose results are avx2-int8's too (TestEmbeddingHashes).
 func int8Tiers() []kernels.Tier {
 	var out []kernels.Tier
 	for _, t := range []kernels.Tier{kernels.TierAVX2Int8, kernels.TierAVX512VNNI, kernels.TierAVXVNNI,
@@ -99,7 +98,7 @@ func TestInt8Fixtures(t *testing.T) {
 		for i, c := range ref.Cases {
 			f32 := embedText(t, m, modeltest.Float32Tier(), c.IDs)
 			// Tiers of one arithmetic name (kernels.Arithmetic: the VNNI
-			// tiers avx2-int8's, i8mm neon-dotprod's) must agree bit for
+			// tiers, neon-dotprod and i8mm avx2-int8's) must agree bit for
 			// bit on the whole model, not only on the products.
 			byName := map[string][]float32{}
 			for _, tier := range int8Tiers() {

@@ -1,0 +1,74 @@
+package qwen3vl
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/vembed/vembed/imageproc"
+	"github.com/vembed/vembed/model"
+	"github.com/vembed/vembed/model/heads"
+	"github.com/vembed/vembed/model/internal/modeltest"
+	"github.com/vembed/vembed/synth"
+)
+
+// embeddingGolden holds the hashes of TestEmbeddingHashes by arithmetic
+// name (kernels.Arithmetic), recorded on amd64 (VEMBED_ARITH_RECORD=1
+// prints them): arm64's neon computes avx2's name and its integer tiers
+// avx2-int8's, so under qemu they must reproduce these bits.
+var embeddingGolden = map[string]uint64{
+	"reference/2":             0x92e2bf3723ab6932,
+	"generic/2":               0x659c5efe26af00b4,
+	"avx2/2":                  0xae0a07d571c55963,
+	"avx2-int8/2":             0x66f055d078dc7eda,
+	"avx512-bf16+avx2-int8/2": 0x66f055d078dc7eda,
+}
+
+// TestEmbeddingHashes pins whole embeddings of the tiny Qwen3-VL pair,
+// widened so that Q4_K is stored as such, in Q8_0 and Q4_K (mmproj Q8_0),
+// written by synth, per arithmetic name: the preprocessed patches of a
+// synthetic photo, the last-token embedding of the image with text around
+// it (DeepStack rows included), its Matryoshka truncation, and a
+// text-only embedding, on every tier this CPU has.
+func TestEmbeddingHashes(t *testing.T) {
+	var models []*Model
+	for _, lmType := range []string{"Q8_0", "Q4_K"} {
+		models = append(models, loadSynth(t, lmType, "Q8_0", quantWide))
+	}
+	info := models[0].Info()
+	photo, err := synth.Photo(90, 4, "png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := imageproc.Config{PatchSize: info.PatchSize, MergeSize: info.MergeSize, TemporalPatchSize: info.TemporalPatchSize,
+		Mean: info.ImageMean, Std: info.ImageStd, MinPixels: 64 * 64, MaxPixels: 128 * 128}
+	p, err := imageproc.Preprocess(photo, cfg, imageproc.DecodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := model.ImageInput{Patches: p.Data, GridT: p.GridT, GridH: p.GridH, GridW: p.GridW}
+	modeltest.ArithmeticHashes(t, embeddingGolden, func(t *testing.T) uint64 {
+		h := modeltest.NewHash()
+		h.Put(p.Data)
+		for _, m := range models {
+			D := m.Info().Hidden
+			pass, err := m.NewVisionPass([]model.ImageInput{in}, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := pass.Step(pass.Stages()); err != nil {
+				t.Fatal(err)
+			}
+			enc := pass.Result()
+			r := rand.New(rand.NewPCG(5, 6))
+			for _, imgs := range [][]model.ImageEmbedding{{modeltest.Place(enc[0], in, 3)}, nil} {
+				seq := modeltest.Sequence(r, 24, m.LM.ImagePad, info.MergeSize, imgs)
+				hidden, err := m.Forward(seq)
+				if err != nil {
+					t.Fatal(err)
+				}
+				h.PutEmbedding(t, heads.LastToken(hidden, D))
+			}
+		}
+		return h.Sum()
+	})
+}

@@ -222,10 +222,7 @@ func (h *Handler) cohereRerank(w http.ResponseWriter, r *http.Request) {
 		refuse(w, bad)
 		return
 	}
-	query, bad := h.inputs(r, req.Query, "query")
-	if bad == nil && len(query) != 1 {
-		bad = &badRequest{http.StatusBadRequest, "query", engine.CodeInvalid, "query must be one input (a string or an item)"}
-	}
+	query, bad := h.queryInput(r, req.Query)
 	if bad != nil {
 		refuse(w, bad)
 		return

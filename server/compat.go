@@ -33,6 +33,16 @@ func refuse(w http.ResponseWriter, bad *badRequest) {
 	writeError(w, bad.status, "invalid_request_error", bad.param, bad.code, bad.msg)
 }
 
+// queryInput parses the query of a rerank request: one input, a string or
+// an item.
+func (h *Handler) queryInput(r *http.Request, raw json.RawMessage) ([]engine.Input, *badRequest) {
+	query, bad := h.inputs(r, raw, "query")
+	if bad == nil && len(query) != 1 {
+		bad = &badRequest{http.StatusBadRequest, "query", engine.CodeInvalid, "query must be one input (a string or an item)"}
+	}
+	return query, bad
+}
+
 // inputs parses an input field in any form ParseInputs knows (strings
 // being texts), fetching image URLs under the handler's policy.
 func (h *Handler) inputs(r *http.Request, raw json.RawMessage, param string) ([]engine.Input, *badRequest) {

@@ -265,10 +265,7 @@ func (h *Handler) rerank(w http.ResponseWriter, r *http.Request) {
 		refuse(w, &badRequest{http.StatusBadRequest, "top_n", engine.CodeInvalid, "top_n may not be negative (0 or absent: every document)"})
 		return
 	}
-	query, bad := h.inputs(r, req.Query, "query")
-	if bad == nil && len(query) != 1 {
-		bad = &badRequest{http.StatusBadRequest, "query", engine.CodeInvalid, "query must be one input (a string or an item)"}
-	}
+	query, bad := h.queryInput(r, req.Query)
 	if bad != nil {
 		refuse(w, bad)
 		return

@@ -422,6 +422,12 @@ func (h *Handler) runWith(w http.ResponseWriter, r *http.Request, req engine.Req
 		return nil, false
 	}
 	defer release()
+	return h.runAdmitted(w, r, req, param, embed)
+}
+
+// runAdmitted is runWith for a request that holds its MaxPending slot
+// already (a search, which keeps it while it scores).
+func (h *Handler) runAdmitted(w http.ResponseWriter, r *http.Request, req engine.Request, param string, embed func(context.Context, engine.Request) (*engine.Response, error)) (*engine.Response, bool) {
 	ctx, cancel := h.deadline(r.Context())
 	defer cancel()
 	resp, err := embed(ctx, req)

@@ -26,7 +26,7 @@ import (
 
 // SearchOptions configure the search routes.
 type SearchOptions struct {
-	Index *search.Index
+	Index Searcher
 	// Pages renders page images (GET /v1/pages/{id}); nil: the route
 	// answers 404.
 	Pages *search.Pages
@@ -41,6 +41,12 @@ type SearchOptions struct {
 	RerankDepth int
 	// Page, when set, serves GET / (the search page).
 	Page http.Handler
+}
+
+// Searcher is the index a server searches (*search.Index).
+type Searcher interface {
+	Search(q search.Query, o search.Options) (*search.Result, error)
+	Info() search.Info
 }
 
 // DefaultRerankDepth is how many hits a reranked search rescores (or
@@ -164,8 +170,17 @@ func (h *Handler) search(w http.ResponseWriter, r *http.Request) {
 	if !info.Multivector {
 		req.Dimensions = so.Request.Dimensions
 	}
+	// One of the MaxPending slots from the query's embedding to the
+	// answer: scoring (an exact search reads every page) and reranking
+	// are the server's work as embedding is, and a search that embedded
+	// its query is not refused halfway.
+	release, ok := h.admit(w)
+	if !ok {
+		return
+	}
+	defer release()
 	start := time.Now()
-	resp, ok := h.runWith(w, r, req, "query", h.embedQuery)
+	resp, ok := h.runAdmitted(w, r, req, "query", h.embedQuery)
 	if !ok {
 		return
 	}
@@ -289,13 +304,9 @@ func (h *Handler) queryTokens(in engine.Input, n int) []string {
 }
 
 // rerankHits rescores hits with the reranker model (search.Rerank) and
-// returns the best k with the reranker's scores.
+// returns the best k with the reranker's scores; the search holds its
+// MaxPending slot.
 func (h *Handler) rerankHits(w http.ResponseWriter, r *http.Request, query engine.Input, hits []search.Hit, k int) ([]search.Hit, []float64, bool) {
-	release, ok := h.admit(w)
-	if !ok {
-		return nil, nil, false
-	}
-	defer release()
 	ctx, cancel := h.deadline(r.Context())
 	defer cancel()
 	out, scores, err := search.Rerank(ctx, h.opts.Search.Reranker, h.opts.Search.Pages, query, hits, k)

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,21 +161,15 @@ func TestColQwenGMEFixtures(t *testing.T) {
 			if c.Instruction != nil {
 				body["instruction"] = *c.Instruction
 			}
-			b, _ := json.Marshal(body)
-			resp, err := http.Post(srv.URL+"/v1/embeddings", "application/json", bytes.NewReader(b))
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			status, raw := postRaw(t, srv.URL+"/v1/embeddings", body)
 			var r struct {
 				Data []struct {
 					Embedding  []float32   `json:"embedding"`
 					Embeddings [][]float32 `json:"embeddings"`
 				} `json:"data"`
 			}
-			if resp.StatusCode != 200 || json.Unmarshal(raw, &r) != nil || len(r.Data) != 1 {
-				t.Fatalf("%s: /v1/embeddings: %d %.300s", c.ID, resp.StatusCode, raw)
+			if status != 200 || json.Unmarshal(raw, &r) != nil || len(r.Data) != 1 {
+				t.Fatalf("%s: /v1/embeddings: %d %.300s", c.ID, status, raw)
 			}
 			checkCase(t, "/v1/embeddings", c, r.Data[0].Embedding, r.Data[0].Embeddings)
 		}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -467,15 +466,8 @@ func TestQwen35Bounds(t *testing.T) {
 		{map[string]any{"input": []any{strings.Repeat("word ", 9000)}, "return_multivector": true}, "8192"},
 		{map[string]any{"input": []any{page}, "return_multivector": true, "max_pixels": 1 << 24}, "65536..1835008"},
 	} {
-		b, _ := json.Marshal(c.body)
-		resp, err := http.Post(srv.URL+"/v1/embeddings", "application/json", bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 400 || !strings.Contains(string(raw), c.want) {
-			t.Errorf("%d %.300s; want 400 naming %s", resp.StatusCode, raw, c.want)
+		if status, raw := postRaw(t, srv.URL+"/v1/embeddings", c.body); status != 400 || !strings.Contains(string(raw), c.want) {
+			t.Errorf("%d %.300s; want 400 naming %s", status, raw, c.want)
 		}
 	}
 }

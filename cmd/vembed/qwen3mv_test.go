@@ -302,20 +302,14 @@ func TestQwen3MultiVectorFixtures(t *testing.T) {
 				}
 				item = map[string]string{"image": "data:image/png;base64," + base64.StdEncoding.EncodeToString(b)}
 			}
-			body, _ := json.Marshal(map[string]any{"input": []any{item}, "return_multivector": true})
-			resp, err := http.Post(srv.URL+"/v1/embeddings", "application/json", bytes.NewReader(body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			status, raw := postRaw(t, srv.URL+"/v1/embeddings", map[string]any{"input": []any{item}, "return_multivector": true})
 			var r struct {
 				Data []struct {
 					Embeddings [][]float32 `json:"embeddings"`
 				} `json:"data"`
 			}
-			if resp.StatusCode != 200 || json.Unmarshal(raw, &r) != nil || len(r.Data) != 1 {
-				t.Fatalf("%s: /v1/embeddings: %d %.300s", c.ID, resp.StatusCode, raw)
+			if status != 200 || json.Unmarshal(raw, &r) != nil || len(r.Data) != 1 {
+				t.Fatalf("%s: /v1/embeddings: %d %.300s", c.ID, status, raw)
 			}
 			if _, fail := checkRows(t, c, c.Multi, r.Data[0].Embeddings); fail != "" {
 				t.Errorf("/v1/embeddings %s: %s", c.ID, fail)
@@ -522,15 +516,9 @@ func TestQwen3MultiVectorBadInput(t *testing.T) {
 	}
 	defer eng.Close()
 	srv := serveEngine(t, eng)
-	body, _ := json.Marshal(map[string]any{"input": []string{strings.Repeat("a long query ", 30)}, "return_multivector": true})
-	resp, err := http.Post(srv.URL+"/v1/embeddings", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 400 || !strings.Contains(string(raw), "one pass, of at most 64 tokens") {
-		t.Errorf("a nemotron input over the one-pass limit: %d %s", resp.StatusCode, raw)
+	status, raw := postRaw(t, srv.URL+"/v1/embeddings", map[string]any{"input": []string{strings.Repeat("a long query ", 30)}, "return_multivector": true})
+	if status != 400 || !strings.Contains(string(raw), "one pass, of at most 64 tokens") {
+		t.Errorf("a nemotron input over the one-pass limit: %d %s", status, raw)
 	}
 }
 
@@ -648,16 +636,26 @@ func TestQwen3MultiVectorOtherShapes(t *testing.T) {
 // unless the status is 200.
 func postJSON(t *testing.T, url string, body, out any) {
 	t.Helper()
+	status, raw := postRaw(t, url, body)
+	if status != 200 || json.Unmarshal(raw, out) != nil {
+		t.Fatalf("%s: %d %.300s", url, status, raw)
+	}
+}
+
+// postRaw posts body as JSON to url and returns the status and the answer.
+func postRaw(t *testing.T, url string, body any) (int, []byte) {
+	t.Helper()
 	b, _ := json.Marshal(body)
 	resp, err := http.Post(url, "application/json", bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || json.Unmarshal(raw, out) != nil {
-		t.Fatalf("%s: %d %.300s", url, resp.StatusCode, raw)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return resp.StatusCode, raw
 }
 
 // TestQwen3MultiVectorScoring serves the converted ColQwen3 and nemotron

@@ -12,11 +12,19 @@ import (
 	"github.com/vembed/vembed/tokenizer"
 )
 
-// selectQwen35 writes an LM file of the given keys and selects its recipe.
+// selectQwen35 writes a qwen35 LM file of the given keys and selects its
+// recipe.
 func selectQwen35(t *testing.T, kvs ...qwenlayout.KV) (Recipe, error) {
 	t.Helper()
+	return selectKVs(t, append([]qwenlayout.KV{{Key: "general.architecture", Value: "qwen35"}}, kvs...)...)
+}
+
+// selectKVs writes an LM file of exactly the given keys and selects its
+// recipe.
+func selectKVs(t *testing.T, kvs ...qwenlayout.KV) (Recipe, error) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "lm.gguf")
-	if err := qwenlayout.WriteFile(path, &qwenlayout.Layout{KVs: append([]qwenlayout.KV{{Key: "general.architecture", Value: "qwen35"}}, kvs...)}, nil); err != nil {
+	if err := qwenlayout.WriteFile(path, &qwenlayout.Layout{KVs: kvs}, nil); err != nil {
 		t.Fatal(err)
 	}
 	f, err := gguf.Open(path)

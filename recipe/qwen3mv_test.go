@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/internal/fixtures"
 	"github.com/vembed/vembed/model"
 	"github.com/vembed/vembed/qwenlayout"
@@ -100,17 +99,7 @@ func TestNemotronRefusesCausalFiles(t *testing.T) {
 		{[]qwenlayout.KV{{Key: model.KeyCausal, Value: false}, {Key: model.KeyOutputNorm, Value: true}}, model.KeyOutputNorm + " = true"},
 		{[]qwenlayout.KV{{Key: model.KeyCausal, Value: false}, {Key: model.KeyOutputNorm, Value: false}}, ""},
 	} {
-		kvs := append([]qwenlayout.KV{{Key: "general.architecture", Value: "qwen3vl"}, {Key: Key, Value: NemotronName}}, c.kvs...)
-		path := filepath.Join(t.TempDir(), "lm.gguf")
-		if err := qwenlayout.WriteFile(path, &qwenlayout.Layout{KVs: kvs}, nil); err != nil {
-			t.Fatal(err)
-		}
-		f, err := gguf.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := Select(f)
-		f.Close()
+		r, err := selectKVs(t, append([]qwenlayout.KV{{Key: "general.architecture", Value: "qwen3vl"}, {Key: Key, Value: NemotronName}}, c.kvs...)...)
 		switch {
 		case c.want == "" && (err != nil || r.Name() != NemotronName):
 			t.Errorf("keys %v: %v", c.kvs, err)
@@ -230,16 +219,7 @@ func TestNemotronTruncationKeys(t *testing.T) {
 		{[]qwenlayout.KV{{Key: PassageMaxTokensKey, Value: uint32(1 << 30)}}, NemotronTruncation{}, "beyond any prompt"},
 		{[]qwenlayout.KV{{Key: QueryMaxTokensKey, Value: "512"}}, NemotronTruncation{}, QueryMaxTokensKey},
 	} {
-		path := filepath.Join(t.TempDir(), "lm.gguf")
-		if err := qwenlayout.WriteFile(path, &qwenlayout.Layout{KVs: append(slices.Clip(mode), c.kvs...)}, nil); err != nil {
-			t.Fatal(err)
-		}
-		f, err := gguf.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := Select(f)
-		f.Close()
+		r, err := selectKVs(t, append(slices.Clip(mode), c.kvs...)...)
 		switch {
 		case c.err != "":
 			if err == nil || !strings.Contains(err.Error(), c.err) {

@@ -317,8 +317,15 @@ func (h *Handler) rerankHits(w http.ResponseWriter, r *http.Request, query engin
 	return out, scores, true
 }
 
+// indexInfoResponse is GET /v1/index: the index, and whether the server
+// reranks (so that the search page offers it only then).
+type indexInfoResponse struct {
+	search.Info
+	Reranker bool `json:"reranker"`
+}
+
 func (h *Handler) indexInfo(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, h.opts.Search.Index.Info())
+	writeJSON(w, http.StatusOK, indexInfoResponse{Info: h.opts.Search.Index.Info(), Reranker: h.opts.Search.Reranker != nil})
 }
 
 // page is GET /v1/pages/{id}: the item's page image, for ids the index
@@ -393,6 +400,7 @@ func searchSchemas() map[string]any {
 			"shards": map[string]any{"type": "array", "items": obj(map[string]any{"shard": integer, "shards": integer, "items": integer, "written": str})},
 			"parts":  integer, "updated": str,
 			"problems": map[string]any{"type": "array", "items": obj(map[string]any{"part": str, "reason": str})},
-		}, "model", "multivector", "dims", "items", "shards", "updated"),
+			"reranker": desc(boolean, "the server reranks: a search may ask \"rerank\": true (serve --reranker)"),
+		}, "model", "multivector", "dims", "items", "shards", "updated", "reranker"),
 	}
 }

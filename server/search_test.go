@@ -1,11 +1,13 @@
 package server
 
 import (
+	"context"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/vembed/vembed/engine"
 	"github.com/vembed/vembed/search"
 )
 
@@ -54,5 +56,23 @@ func TestSearchScoringAdmitted(t *testing.T) {
 	}
 	if n := len(h.pending); n != 0 {
 		t.Errorf("%d slots held after the search", n)
+	}
+}
+
+type nopReranker struct{}
+
+func (nopReranker) Rerank(context.Context, engine.Input, []engine.Input, string) ([]float64, int, error) {
+	return nil, 0, nil
+}
+
+// TestIndexInfoReranker: GET /v1/index says whether the server reranks.
+func TestIndexInfoReranker(t *testing.T) {
+	for _, rr := range []search.Reranker{nil, nopReranker{}} {
+		s := &blockingSearcher{}
+		h := newTestHandler(&fakeEmbedder{}, Options{Search: &SearchOptions{Index: s, Reranker: rr}})
+		status, out := do(t, h, "GET", "/v1/index", "")
+		if got, ok := out["reranker"].(bool); status != 200 || !ok || got != (rr != nil) || out["model"] != "fake" {
+			t.Errorf("reranker %v: status %d, %v", rr != nil, status, out)
+		}
 	}
 }

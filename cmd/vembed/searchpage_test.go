@@ -226,6 +226,11 @@ func TestSearchPage(t *testing.T) {
 	if err != nil || maps != 0 {
 		t.Fatalf("%d map overlays on a single-vector index (%v)", maps, err)
 	}
+	// This server has a reranker: the page offers it (GET /v1/index's
+	// "reranker"); TestSearchPageMaps's server has none and hides it.
+	if hidden, err := chromedp.Run(b.Ctx, chromedp.Evaluate[bool](`document.getElementById("rerankopt").hidden`)); err != nil || hidden {
+		t.Fatalf("the rerank option is hidden (%v) on a server with a reranker", err)
+	}
 	screenshot(t, b, art, "single-vector.png")
 
 	// The server follows the folder: a second vembed index run adds two
@@ -494,6 +499,9 @@ func TestSearchPageMaps(t *testing.T) {
 	}
 	sameIDs(t, "query after the key", pageIDs(t, b), hitIDs(hits))
 	waitThumbnails(t, b)
+	if hidden, err := chromedp.Run(b.Ctx, chromedp.Evaluate[bool](`document.getElementById("rerankopt").hidden`)); err != nil || !hidden {
+		t.Fatalf("the rerank option is offered (%v) by a server without a reranker", err)
+	}
 
 	type overlay struct {
 		ID      string

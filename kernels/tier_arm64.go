@@ -45,6 +45,10 @@ func kernelSDOTMul2x16(ng int, nb int, a *uint8, as int, ds *float32, dss int, b
 // turn back into the signed q with one EOR per sixteen bytes: SDOT
 // multiplies signed by signed, so a block's sums are Σ m·w·q without the
 // starting sums, the same integers as VPDPBUSD's start + Σ m·w·(q+128).
+// Everything around the kernels is NEON too: the activations quantized
+// straight into the kernels' layout, the weights decoded per product
+// (vnniRowsNEON, every type but the packed Q8_0) and packed
+// (pack8U8NEON), a packed matrix's factors copied (sideAsm).
 var sdotGEMM = &vnniTier{
 	kern: vnniAsm(4, 1, kernelSDOTUnit4x16), kernMul: vnniAsm(2, 1, kernelSDOTMul2x16),
 	rows: 4, span: 1, rowsMul: 2, spanMul: 1,
@@ -66,8 +70,8 @@ func pack8U8NEON(src []int8, kc int, dst []int8) {
 // smmlaGEMM is the integer GEMM of the i8mm tier: sdotGEMM's driver with
 // the byte products by SMMLA (gemm_smmla_arm64.s), on activations
 // interleaved by eight bytes and panels of eight-byte column chunks
-// (pack8S8x8), the operands SMMLA reads whole. The same block sums, so the
-// same bits.
+// (pack8S8x8NEON; pack8S8x8 is its portable reference), the operands
+// SMMLA reads whole. The same block sums, so the same bits.
 var smmlaGEMM = &vnniTier{
 	kern: vnniAsm(4, 1, kernelSMMLAUnit4x16), kernMul: vnniAsm(2, 1, kernelSMMLAMul2x16),
 	rows: 4, span: 1, rowsMul: 2, spanMul: 1, chunk: 8,

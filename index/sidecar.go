@@ -322,9 +322,9 @@ func sidecarTypeOf(path string) (typ SidecarType, ok bool, err error) {
 
 // matchSidecars rewrites, from their parts' rows, this shard's sidecars
 // whose element type is not the run's (--sidecar changed since they were
-// written) or whose header is not a sidecar's, so that a folder's parts
-// keep the type its last run asked for. A part without a sidecar is left
-// as it is (an index written before sidecars existed).
+// written) or whose header is not a sidecar's, and writes those missing
+// (an index written before sidecars existed, a sidecar removed), so that
+// every part has a sidecar of the type the folder's last run asked for.
 func (r *run) matchSidecars() error {
 	if !r.o.Request.Multivector {
 		return nil
@@ -337,7 +337,7 @@ func (r *run) matchSidecars() error {
 	converted := 0
 	for _, n := range names {
 		typ, ok, err := sidecarTypeOf(filepath.Join(r.o.Out, SidecarDir, SidecarName(n)))
-		if !ok || (err == nil && typ == want) {
+		if ok && err == nil && typ == want {
 			continue
 		}
 		rows, err := ReadPart(filepath.Join(r.o.Out, PartsDir, n))
@@ -350,7 +350,7 @@ func (r *run) matchSidecars() error {
 		converted++
 	}
 	if converted > 0 {
-		r.log.Info("index: sidecars rewritten in the run's element type", "sidecars", converted, "type", want.String())
+		r.log.Info("index: sidecars written again in the run's element type", "sidecars", converted, "type", want.String())
 	}
 	return nil
 }

@@ -216,3 +216,25 @@ func TestParseSidecarUnknownType(t *testing.T) {
 		t.Fatalf("got %v, want an error naming element type 7", err)
 	}
 }
+
+// TestMissingSidecarWritten: a multi-vector run writes the sidecars its
+// shard's parts lack, from the parts, embedding nothing again.
+func TestMissingSidecarWritten(t *testing.T) {
+	corpus, out := textCorpus(t, 5)
+	o := testOptions(out, corpus)
+	o.Request.Multivector = true
+	if _, err := Run(context.Background(), &hashEmbedder{}, o); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(out, SidecarDir)); err != nil {
+		t.Fatal(err)
+	}
+	emb := &hashEmbedder{}
+	if _, err := Run(context.Background(), emb, o); err != nil {
+		t.Fatal(err)
+	}
+	if emb.calls != 0 {
+		t.Fatalf("%d items embedded again", emb.calls)
+	}
+	sidecarsMatchParts(t, out, nil)
+}

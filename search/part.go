@@ -74,6 +74,9 @@ type part struct {
 	blockOff []int
 	vecs     []byte
 	elem     index.SidecarType
+	// parquet reads a row's vectors from the part itself when it has no
+	// sidecar (vecs nil).
+	parquet *parquetRows
 	// drop lets the kernel reclaim the pages of a mapped range once
 	// read (nil for vectors in memory); unmap ends the mapping, once.
 	drop  func(b []byte)
@@ -108,6 +111,13 @@ type tokenBuf struct {
 // float32 (gguf's binary16 conversion), then scored as a float32 one.
 func (p *part) tokens(i int, buf *tokenBuf) (*kernels.Matrix, error) {
 	a, b := int(p.off[i]), int(p.off[i+1])
+	if p.parquet != nil {
+		m, err := p.parquet.tokens(i, b-a, p.dims, buf)
+		if err != nil {
+			p.broken.Store(true) // read again, and reported, at the next Refresh
+		}
+		return m, err
+	}
 	es := p.elem.Size()
 	src := p.vecs[a*p.dims*es : b*p.dims*es]
 	n := (b - a) * p.dims
@@ -203,9 +213,97 @@ func loadPart(dir, name string, stamp fileStamp) (p *part, err error) {
 	if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("sidecar %s: %w", index.SidecarName(name), err)
 	}
-	// An index written before sidecars existed: its vectors are read
-	// into memory.
-	return p, p.readMulti(pf)
+	// No sidecar (an index written before sidecars existed, or one
+	// removed): the sign codes are made from the part's rows, read once,
+	// and a candidate's vectors are read from the part when scored, so
+	// that memory holds the codes only, as with a sidecar.
+	if err := p.readMulti(pf); err != nil {
+		return nil, err
+	}
+	rf, err := os.Open(filepath.Join(dir, index.PartsDir, name))
+	if err != nil {
+		return nil, err
+	}
+	rpf, err := parquet.OpenFile(rf, stamp.size)
+	if err != nil {
+		rf.Close()
+		return nil, err
+	}
+	p.parquet = &parquetRows{pf: rpf}
+	once := sync.OnceFunc(func() { rf.Close() })
+	p.unmap = once
+	runtime.AddCleanup(p, func(f func()) { f() }, once)
+	return p, nil
+}
+
+// parquetRows reads single rows' vectors from a part's Parquet file.
+type parquetRows struct {
+	mu sync.Mutex // one reader at a time: a slow path, kept simple
+	pf *parquet.File
+	// r is positioned at row next: an exact search reads a part's rows
+	// in order, without seeking.
+	r    *parquet.GenericReader[vectorsRow]
+	next int
+}
+
+// read reads row i into rows[0].
+func (pr *parquetRows) read(i int, rows []vectorsRow) (int, error) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if pr.r == nil {
+		pr.r = parquet.NewGenericReader[vectorsRow](pr.pf)
+	}
+	if i != pr.next {
+		if err := pr.r.SeekToRow(int64(i)); err != nil {
+			pr.next = -1
+			return 0, err
+		}
+	}
+	n, err := pr.r.Read(rows)
+	pr.next = i + n
+	if n == 0 {
+		pr.next = -1
+	}
+	return n, err
+}
+
+// vectorsRow is the multi-vector column alone.
+type vectorsRow struct {
+	Multivector [][]float32 `parquet:"multivector,list"`
+}
+
+// tokens reads row i (n tokens of dims values, as the part held when it
+// was loaded) into buf as an F32 matrix.
+func (pr *parquetRows) tokens(i, n, dims int, buf *tokenBuf) (m *kernels.Matrix, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			m, err = nil, fmt.Errorf("corrupt part file: %v", r)
+		}
+	}()
+	if cap(buf.raw) < 4*n*dims {
+		buf.raw = make([]byte, 4*n*dims)
+	}
+	data := buf.raw[:4*n*dims]
+	if n > 0 {
+		rows := make([]vectorsRow, 1)
+		got, err := pr.read(i, rows)
+		if got != 1 {
+			return nil, fmt.Errorf("reading row %d of the part: %v", i, err)
+		}
+		v := rows[0].Multivector
+		if len(v) != n {
+			return nil, fmt.Errorf("row %d of the part holds %d token vectors, %d when it was loaded", i, len(v), n)
+		}
+		for t, tok := range v {
+			if len(tok) != dims {
+				return nil, fmt.Errorf("row %d of the part: a token vector of %d values, want %d", i, len(tok), dims)
+			}
+			for k, x := range tok {
+				binary.LittleEndian.PutUint32(data[4*(t*dims+k):], math.Float32bits(x))
+			}
+		}
+	}
+	return kernels.NewMatrix(gguf.TypeF32, n, dims, data)
 }
 
 // multiVectorPart reports a part whose rows hold multi-vectors: its
@@ -327,35 +425,32 @@ func putNormalized(dst []byte, v []float32) {
 	}
 }
 
+// readMulti reads a part's rows without a sidecar: their metadata and
+// sign codes, the vectors dropped as read (a page of rows at a time).
 func (p *part) readMulti(pf *parquet.File) error {
-	var vecs [][]float32
 	p.off = []uint64{0}
+	var code []uint64
 	err := readAll(pf, func(r *multiRow) error {
 		p.meta = append(p.meta, r.Meta)
 		for _, v := range r.Multivector {
 			if p.dims == 0 {
 				p.dims = len(v)
+				p.words = (p.dims + 63) / 64
+				code = make([]uint64, p.words)
 			}
 			if len(v) != p.dims {
 				return fmt.Errorf("row %d: a token vector of %d values, the part's others %d", len(p.meta)-1, len(v), p.dims)
 			}
-			vecs = append(vecs, v)
+			signCode(code, v)
+			p.codes = append(p.codes, code...)
 		}
-		p.off = append(p.off, uint64(len(vecs)))
+		p.off = append(p.off, p.off[len(p.off)-1]+uint64(len(r.Multivector)))
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	p.words, p.elem = (p.dims+63)/64, index.SidecarFloat32
-	p.codes = make([]uint64, p.words*len(vecs))
-	p.vecs = make([]byte, 4*p.dims*len(vecs))
-	for t, v := range vecs {
-		signCode(p.codes[t*p.words:(t+1)*p.words], v)
-		for k, x := range v {
-			binary.LittleEndian.PutUint32(p.vecs[4*(t*p.dims+k):], math.Float32bits(x))
-		}
-	}
+	p.elem = index.SidecarFloat32
 	p.buildBlocks()
 	return nil
 }

@@ -232,22 +232,40 @@ func TestSingleAsEval(t *testing.T) {
 // the sidecar holds: the dataset's for float32, each value rounded to the
 // nearest float16 for float16 (a float16 is exact in float32, so the
 // same products and sums give the same bits).
+//
+// Without sidecars (removed), the parts' vectors are read from the
+// Parquet parts for the candidates only: the same results as float32
+// sidecars, and no part holds its float vectors in memory.
 func TestMultiAsEval(t *testing.T) {
 	for _, typ := range []index.SidecarType{index.SidecarFloat32, index.SidecarFloat16} {
-		t.Run(typ.String(), func(t *testing.T) { testMultiAsEval(t, typ) })
+		t.Run(typ.String(), func(t *testing.T) { testMultiAsEval(t, typ, false) })
 	}
+	t.Run("no-sidecar", func(t *testing.T) { testMultiAsEval(t, index.SidecarFloat32, true) })
 }
 
-func testMultiAsEval(t *testing.T, typ index.SidecarType) {
+func testMultiAsEval(t *testing.T, typ index.SidecarType, noSidecar bool) {
 	_, out := writeCorpusAs(t, 300, true, typ)
 	if m, _ := filepath.Glob(filepath.Join(out, index.SidecarDir, "*.mv")); len(m) == 0 {
 		t.Fatal("no sidecar written")
+	}
+	if noSidecar {
+		if err := os.RemoveAll(filepath.Join(out, index.SidecarDir)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	x, err := Open(out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer x.Close()
+	for _, p := range x.snap.Load().parts {
+		if noSidecar && (p.parquet == nil || p.vecs != nil || len(p.off) != len(p.meta)+1) {
+			t.Fatalf("part %s without a sidecar: parquet reader %v, %d vector bytes in memory", p.name, p.parquet != nil, len(p.vecs))
+		}
+	}
+	if in := x.Info(); in.Items != 300 || len(in.Problems) != 0 {
+		t.Fatalf("info %+v", in)
+	}
 	qs := queries(100, true)
 	want := exactTop(t, out, qs, true, 10)
 	var round func(float32) float32
@@ -284,7 +302,11 @@ func testMultiAsEval(t *testing.T, typ index.SidecarType) {
 		total += 10
 	}
 	recall := float64(found) / float64(total)
-	t.Logf("%s: two-stage recall@10 with 30 candidates of 300, against float32 eval.Score: %.4f; %d of 100 exact top-10s differ from float32's", typ, recall, differ)
+	name := typ.String()
+	if noSidecar {
+		name = "no sidecar"
+	}
+	t.Logf("%s: two-stage recall@10 with 30 candidates of 300, against float32 eval.Score: %.4f; %d of 100 exact top-10s differ from float32's", name, recall, differ)
 	if recall < 0.99 {
 		t.Errorf("recall@10 %.4f < 0.99", recall)
 	}

@@ -201,8 +201,11 @@ func Arithmetic() string {
 // blocking, an approximation), so that caches shared by processes of
 // different versions never serve one's vectors for the other's.
 // TestArithmeticRevision pins each name's results to catch a change made
-// without one. Revision 2: attention's key blocks of 1024 keys.
-const arithmeticRevision = "/2"
+// without one. Revision 2: attention's key blocks of 1024 keys. Revision
+// 3: the models' rotary frequencies by portmath.Pow (the same on every
+// architecture), which moves some rotations of far positions by a float32
+// unit.
+const arithmeticRevision = "/3"
 
 // Available lists the tiers this CPU and build support, best first.
 func Available() []Tier {

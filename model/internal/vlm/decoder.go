@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/internal/portmath"
 	"github.com/vembed/vembed/kernels"
 	"github.com/vembed/vembed/model"
 )
@@ -474,7 +475,10 @@ func RopeTables(pos [][3]int, rotDim int, base float32, s [4]int, interleaved bo
 	total := s[0] + s[1] + s[2] + s[3]
 	inv := make([]float64, half)
 	for k := range inv {
-		inv[k] = math.Pow(float64(base), -2*float64(k)/float64(rotDim))
+		// portmath's, not math.Pow: the same frequencies on every
+		// architecture (one unit in the last place, times a position of a
+		// few thousand, turns a float32 rotation).
+		inv[k] = portmath.Pow(float64(base), -2*float64(k)/float64(rotDim))
 	}
 	comp := make([]int, half) // which position component pair k uses; 3 = none
 	for k := range comp {

@@ -1,6 +1,8 @@
 package vlm
 
 import (
+	"encoding/binary"
+	"hash/fnv"
 	"math"
 	"slices"
 	"testing"
@@ -61,5 +63,32 @@ func TestMRoPESections(t *testing.T) {
 		if math.Abs(float64(cos[k])-math.Cos(a)) > 1e-7 || math.Abs(float64(sin[k])-math.Sin(a)) > 1e-7 {
 			t.Errorf("pair %d: cos %v sin %v, want angle %v", k, cos[k], sin[k], a)
 		}
+	}
+}
+
+// ropeGolden is TestRopeTablesSameEverywhere's hash, recorded on amd64.
+const ropeGolden = 0x7fc4ee5728c96fa9
+
+// TestRopeTablesSameEverywhere pins the bits of a text M-RoPE table to
+// position 32,767 (base 10⁶, 64 frequencies), so that arm64 (under qemu
+// in CI) must compute the same: with math.Pow's frequencies 20 of its
+// 4.2 million rotations at positions past 2,400 differed between the
+// architectures by a float32 unit.
+func TestRopeTablesSameEverywhere(t *testing.T) {
+	pos := make([][3]int, 32768)
+	for p := range pos {
+		pos[p] = [3]int{p, p, p}
+	}
+	cos, sin := RopeTables(pos, 128, 1e6, [4]int{16, 24, 24, 0}, false)
+	h := fnv.New64a()
+	for _, v := range [][]float32{cos, sin} {
+		buf := make([]byte, 4*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(x))
+		}
+		h.Write(buf)
+	}
+	if got := h.Sum64(); got != ropeGolden {
+		t.Errorf("rotary table hash %#x, recorded %#x", got, uint64(ropeGolden))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/vembed/vembed/internal/portmath"
 	"github.com/vembed/vembed/kernels"
 	"github.com/vembed/vembed/model"
 )
@@ -94,7 +95,8 @@ func VisionRope(cos, sin []float32, r, hpos, wpos, headDim int, theta float64) {
 		if d >= quarter {
 			pos, i = wpos, d-quarter
 		}
-		a := float64(pos) * math.Pow(theta, -2*float64(i)/float64(half))
+		// portmath's Pow: the same frequencies on every architecture.
+		a := float64(pos) * portmath.Pow(theta, -2*float64(i)/float64(half))
 		cos[r*half+d] = float32(math.Cos(a))
 		sin[r*half+d] = float32(math.Sin(a))
 	}

@@ -60,6 +60,9 @@ type Options struct {
 	// Paths are the files and folders to walk; JSONL and Parquet are
 	// record tables (--from-jsonl, --from-parquet).
 	Paths, JSONL, Parquet []string
+	// FollowSymlinks follows symbolic links to files outside the folder
+	// walked; without it such a link is reported and passed over.
+	FollowSymlinks bool
 	// Shard I of Shards (Shards 0 or 1: one shard).
 	Shard, Shards int
 

@@ -416,7 +416,7 @@ func TestWalkOrder(t *testing.T) {
 	}
 	var got []string
 	walk := func(root string) {
-		if _, err := walkFiles([]string{root}, func(p string, _ kind) error {
+		if _, err := walkFiles([]string{root}, false, func(p string, _ kind) error {
 			rel, _ := filepath.Rel(dir, p)
 			got = append(got, rel)
 			return nil
@@ -656,4 +656,45 @@ func pathsByID(t *testing.T, dir string) map[string]string {
 		m[r.ID] = r.Path
 	}
 	return m
+}
+
+// TestWalkSymlinks: a link to a file inside the folder walked is
+// followed, one to a file outside it reported and passed over unless
+// followOutside; so through a root that is itself a link.
+func TestWalkSymlinks(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"in/a.txt": "x", "outside/secret.txt": "y"})
+	if err := os.Symlink(filepath.Join(dir, "in/a.txt"), filepath.Join(dir, "in/inner.txt")); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	os.Symlink(filepath.Join(dir, "outside/secret.txt"), filepath.Join(dir, "in/out.txt"))
+	os.Symlink(filepath.Join(dir, "in"), filepath.Join(dir, "rootlink"))
+	for _, c := range []struct {
+		root   string
+		follow bool
+		want   string
+		bad    string
+	}{
+		{"in", false, "[in/a.txt in/inner.txt]", "[in/out.txt]"},
+		{"rootlink", false, "[rootlink/a.txt rootlink/inner.txt]", "[rootlink/out.txt]"},
+		{"in", true, "[in/a.txt in/inner.txt in/out.txt]", "[]"},
+	} {
+		var got, bad []string
+		if _, err := walkFiles([]string{filepath.Join(dir, c.root)}, c.follow, func(p string, _ kind) error {
+			rel, _ := filepath.Rel(dir, p)
+			got = append(got, filepath.ToSlash(rel))
+			return nil
+		}, func(p string, err error) {
+			rel, _ := filepath.Rel(dir, p)
+			bad = append(bad, filepath.ToSlash(rel))
+			if !errors.Is(err, errLinkOutside) {
+				t.Errorf("%s: %v", p, err)
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != c.want || fmt.Sprint(bad) != c.bad {
+			t.Errorf("%s (follow %v): walked %v, reported %v; want %s and %s", c.root, c.follow, got, bad, c.want, c.bad)
+		}
+	}
 }

@@ -101,7 +101,7 @@ func (r *run) walk(ctx context.Context, out chan<- item) (complete bool, err err
 			return errStop
 		}
 	}
-	complete, err = walkFiles(r.o.Paths, func(path string, k kind) error {
+	complete, err = walkFiles(r.o.Paths, r.o.FollowSymlinks, func(path string, k kind) error {
 		r.startFile(path)
 		defer r.endFile()
 		return r.file(ctx, path, k, emit)
@@ -417,7 +417,7 @@ func inputBytes(o Options) int64 {
 			n += st.Size()
 		}
 	}
-	walkFiles(o.Paths, func(p string, _ kind) error { add(p); return nil }, func(string, error) {})
+	walkFiles(o.Paths, o.FollowSymlinks, func(p string, _ kind) error { add(p); return nil }, func(string, error) {})
 	for _, p := range o.JSONL {
 		add(p)
 	}

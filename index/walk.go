@@ -43,12 +43,17 @@ func fileKind(name string) kind {
 	return kindNone
 }
 
+// errLinkOutside is a symbolic link inside a folder to a file outside it.
+var errLinkOutside = errors.New("a symbolic link to a file outside the folder indexed: not followed (--follow-symlinks follows it)")
+
 // walkFiles calls fn for every file under the roots that fileKind takes, in
 // a deterministic order: the roots as given, each directory's entries in
 // byte order of their names, depth first. Symbolic links to files are
-// followed, to directories not (no cycles). A directory that cannot be
-// read calls bad and makes the walk incomplete.
-func walkFiles(roots []string, fn func(path string, k kind) error, bad func(path string, err error)) (complete bool, err error) {
+// followed when they resolve inside the root folder walked (anywhere with
+// followOutside; those outside call bad), to directories not (no
+// cycles). A root may itself be a link. A directory that cannot be read
+// calls bad and makes the walk incomplete.
+func walkFiles(roots []string, followOutside bool, fn func(path string, k kind) error, bad func(path string, err error)) (complete bool, err error) {
 	complete = true
 	for _, root := range roots {
 		st, err := os.Stat(root)
@@ -71,6 +76,10 @@ func walkFiles(roots []string, fn func(path string, k kind) error, bad func(path
 		walkRoot := root
 		if lst, err := os.Lstat(root); err == nil && lst.Mode()&fs.ModeSymlink != 0 {
 			walkRoot = root + string(filepath.Separator)
+		}
+		realRoot, err := filepath.EvalSymlinks(root)
+		if err != nil {
+			return false, fmt.Errorf("index: %w", err)
 		}
 		err = filepath.WalkDir(walkRoot, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
@@ -95,6 +104,18 @@ func walkFiles(roots []string, fn func(path string, k kind) error, bad func(path
 				if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
 					return nil
 				}
+				if !followOutside {
+					// The page route serves the files an index names: a
+					// link must not bring in a file from elsewhere.
+					target, err := filepath.EvalSymlinks(p)
+					if err != nil {
+						return nil
+					}
+					if !within(realRoot, target) {
+						bad(p, errLinkOutside)
+						return nil
+					}
+				}
 			} else if !d.Type().IsRegular() {
 				return nil
 			}
@@ -105,6 +126,12 @@ func walkFiles(roots []string, fn func(path string, k kind) error, bad func(path
 		}
 	}
 	return complete, nil
+}
+
+// within reports a path inside the folder dir (both resolved).
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 // readLimited reads a whole file of at most max bytes.

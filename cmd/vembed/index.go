@@ -35,8 +35,8 @@ func init() {
 
 const indexUsage = `PATH... --out DIR [--model LM.gguf [--mmproj MMPROJ.gguf] [--mvproj MV.gguf]]
        [--task T | --instruction TEXT] [--dimensions N] [--multivector [--sidecar float32|float16]]
-       [--min-pixels N] [--max-pixels N] [--dpi N] [--password P] [--from-jsonl FILE]... [--from-parquet FILE|DIR]... [--chunk-tokens N]
-       [--shard I/N | --shards N] [--sink postgres://...] [--json-progress FILE|-]
+       [--min-pixels N] [--max-pixels N] [--dpi N] [--password P] [--follow-symlinks]
+       [--from-jsonl FILE]... [--from-parquet FILE|DIR]... [--chunk-tokens N] [--shard I/N | --shards N] [--sink postgres://...] [--json-progress FILE|-]
 
 Walks the files and folders given (each folder's entries in name order;
 hidden folders skipped) and embeds every page of each PDF (rendered with
@@ -81,6 +81,7 @@ func runIndex(args []string, stdout, stderr io.Writer) error {
 	pgTable := fs.String("pg-table", "", "the PostgreSQL items' table (default vembed_items; multi-vector rows in NAME_vectors)")
 	pgHalf := fs.Bool("pg-halfvec", false, "halfvec(N) columns instead of vector(N)")
 	pgHNSW := fs.Bool("pg-hnsw", false, "create an HNSW index (cosine) on the single-vector column")
+	followLinks := fs.Bool("follow-symlinks", false, "follow symbolic links to files outside the folders given (by default such links are reported and passed over: the server's page route serves the files an index names)")
 	dpi := fs.Float64("dpi", pdf.DefaultDPI, "resolution PDF pages are rendered at, before the model's own resizing (200: pdf2image's default, which the ColPali-style pipelines feed their models)")
 	password := fs.String("password", "", "password of encrypted PDFs (others are reported as not indexed)")
 	pdfWorkers := fs.Int("pdf-workers", 0, "PDF documents open at once, each in its own PDFium sandbox (0: one per core)")
@@ -158,7 +159,7 @@ func runIndex(args []string, stdout, stderr io.Writer) error {
 		return usageError(fs, stderr, "--chunk-tokens %d is over the model's context of %d tokens", *chunkTokens, info.ContextLength)
 	}
 	opts := index.Options{
-		Out: *out, Paths: paths, JSONL: jsonl, Parquet: pq, Shard: si, Shards: sn,
+		Out: *out, Paths: paths, JSONL: jsonl, Parquet: pq, Shard: si, Shards: sn, FollowSymlinks: *followLinks,
 		Request:     engine.Request{Task: *task, Instruction: *instruction, Dimensions: *dims, Multivector: *multi, MinPixels: *minPix, MaxPixels: *maxPix},
 		ChunkTokens: *chunkTokens, Count: count, Sidecar: sidecarType,
 		ModelID: modelID, ModelName: info.Name, Arithmetic: kernels.Arithmetic(),

@@ -18,7 +18,7 @@ func runBenchSearch(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench search", "[--single 100000] [--single-dims 2048] [--pages 10000[,100000]] [--tokens 768] [--dims 128] [--query-tokens 20] [--queries 50] [--candidates N,...] [--sidecar float32[,float16]] [--dir DIR] [--demo-queries 20] [--rerank-queries 10] [--rerank-depth 20] [--json]", stderr)
 	single := fs.Int("single", 100000, "items of the single-vector case (0: none)")
 	singleDims := fs.Int("single-dims", 2048, "dimensions of the single vectors")
-	pages := fs.String("pages", "10000", "page counts of the multi-vector cases, comma-separated (empty: none; 100000 writes about 39 GB of parts and a sidecar of 41 GB in float32, 21 GB in float16)")
+	pages := fs.String("pages", "10000", "page counts of the multi-vector cases, comma-separated (empty: none; 100000 writes about 40 GB of parts and a sidecar of 41 GB in float32, 21 GB in float16)")
 	tokens := fs.Int("tokens", 768, "token vectors a page")
 	dims := fs.Int("dims", 128, "dimensions of a token vector")
 	qtok := fs.Int("query-tokens", 20, "token vectors a query")

@@ -77,11 +77,11 @@ func arithHash(t testing.TB) uint64 {
 // of tiers it lacks; arm64's tiers compute the names of x86 tiers (neon
 // avx2's, neon-dotprod and i8mm avx2-int8's), checked under qemu.
 var arithGolden = map[string]uint64{
-	"reference/3":             0x3efef0757a021b38,
-	"generic/3":               0xcfb058686a6b4053,
-	"avx2/3":                  0xf0422d9589e8df6a,
-	"avx2-int8/3":             0xfe3e07a53354fe33,
-	"avx512-bf16+avx2-int8/3": 0x588f6ea0d0792112,
+	"reference/4":             0x3efef0757a021b38,
+	"generic/4":               0xcfb058686a6b4053,
+	"avx2/4":                  0xf0422d9589e8df6a,
+	"avx2-int8/4":             0xfe3e07a53354fe33,
+	"avx512-bf16+avx2-int8/4": 0x588f6ea0d0792112,
 }
 
 // TestArithmeticRevision checks that every arithmetic name this machine

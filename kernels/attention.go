@@ -2,6 +2,8 @@ package kernels
 
 import (
 	"math"
+
+	"github.com/vembed/vembed/internal/portmath"
 )
 
 // Fused attention: for each head and block of queries, the keys the mask
@@ -346,7 +348,8 @@ func (at *attnTier) run(out, q []float32, nHead, nKV, headDim int, scale float32
 					// An unchanged maximum (the usual case once a few
 					// blocks are in) needs no rescale.
 					if mNew != mx[i] {
-						alpha := float32(math.Exp(float64(mx[i] - mNew)))
+						// portmath: math.Exp differs between amd64 and arm64.
+						alpha := float32(portmath.Exp(float64(mx[i] - mNew)))
 						l[i] *= alpha
 						at.scaleMax(o[i*qs:i*qs+hd], alpha)
 					}
@@ -393,7 +396,7 @@ func scaleMaxGo(x []float32, s float32) float32 {
 func expSumGo(x []float32, sub float32) float32 {
 	var sum float32
 	for i, v := range x {
-		e := float32(math.Exp(float64(v - sub)))
+		e := float32(portmath.Exp(float64(v - sub)))
 		x[i] = e
 		sum += e
 	}

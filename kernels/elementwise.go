@@ -1,6 +1,10 @@
 package kernels
 
-import "math"
+import (
+	"math"
+
+	"github.com/vembed/vembed/internal/portmath"
+)
 
 // Elementwise operations and norms. They cost O(n) against the O(n·d) of the
 // products around them; the fast tiers vectorize the exp-based activations,
@@ -166,17 +170,18 @@ func inPlaceWith(f func(x []float32)) func(x []float32) {
 }
 
 // siluMulGo, quickGELUGo and geluTanhGo are the portable activation
-// kernels, in float32 arithmetic like the vector ones.
+// kernels, in float32 arithmetic like the vector ones; their exp is
+// portmath's, the same on every architecture (math.Exp is not).
 func siluMulGo(dst, gate, up []float32) {
 	for i := range dst {
 		g := gate[i]
-		dst[i] = g / (1 + float32(math.Exp(float64(-g)))) * up[i]
+		dst[i] = g / (1 + float32(portmath.Exp(float64(-g)))) * up[i]
 	}
 }
 
 func quickGELUGo(x []float32) {
 	for i, v := range x {
-		x[i] = v / (1 + float32(math.Exp(float64(-1.702*v))))
+		x[i] = v / (1 + float32(portmath.Exp(float64(-1.702*v))))
 	}
 }
 
@@ -184,6 +189,6 @@ func quickGELUGo(x []float32) {
 // without the cancellation of 1+tanh(z) for negative x.
 func geluTanhGo(x []float32) {
 	for i, v := range x {
-		x[i] = v / (1 + float32(math.Exp(float64(geluTanhK*(v+float32(geluTanhC*v*v*v))))))
+		x[i] = v / (1 + float32(portmath.Exp(float64(geluTanhK*(v+float32(geluTanhC*v*v*v))))))
 	}
 }

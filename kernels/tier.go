@@ -204,8 +204,9 @@ func Arithmetic() string {
 // without one. Revision 2: attention's key blocks of 1024 keys. Revision
 // 3: the models' rotary frequencies by portmath.Pow (the same on every
 // architecture), which moves some rotations of far positions by a float32
-// unit.
-const arithmeticRevision = "/3"
+// unit. Revision 4: attention's rescaling and the portable activations
+// exponentiate by portmath.Exp.
+const arithmeticRevision = "/4"
 
 // Available lists the tiers this CPU and build support, best first.
 func Available() []Tier {

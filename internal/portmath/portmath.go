@@ -1,6 +1,7 @@
-// Package portmath computes the few transcendental functions whose float64
-// results feed a model's tables (the rotary frequencies) with the same bits
-// on every architecture. The standard library's do not: math.Pow, Exp and
+// Package portmath computes the few transcendental functions whose results
+// feed embeddings (the rotary frequencies, attention's rescaling, the
+// portable activations, Gated DeltaNet's decays, the rerankers' sigmoid)
+// with the same bits on every architecture. The standard library's do not: math.Pow, Exp and
 // Log are assembly on amd64 and arm64, different algorithms, and its Go
 // code is compiled with fused multiply-adds on arm64; their results differ
 // in the last bit for a share of the inputs (math.Pow(1e6, -2k/128): 17 of
@@ -37,12 +38,31 @@ func Exp(x float64) float64 {
 	}
 	n := math.Floor(x/ln2 + 0.5)
 	r := float64(x-float64(n*ln2Hi)) - float64(n*ln2Lo)
-	// Horner from the highest term: s = 1 + r(1 + r/2(1 + r/3(...))).
-	s := 1.0
-	for k := 17; k >= 1; k-- {
-		s = 1 + float64(s*r)/float64(k)
+	// Horner over the Taylor coefficients 1/k!, highest first.
+	s := invFact[len(invFact)-1]
+	for k := len(invFact) - 2; k >= 0; k-- {
+		s = float64(s*r) + invFact[k]
 	}
 	return math.Ldexp(s, int(n))
+}
+
+// invFact holds 1/k! for k = 0..17, each rounded once from its exact
+// value (a constant expression), so the same on every build.
+var invFact = [18]float64{1, 1, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320,
+	1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600, 1.0 / 6227020800, 1.0 / 87178291200,
+	1.0 / 1307674368000, 1.0 / 20922789888000, 1.0 / 355687428096000}
+
+// Log1p returns ln(1+x) for x > −1, accurate for small x: with u = 1+x
+// rounded, ln(u)·x/(u−1) corrects for that rounding (u−1 is exact).
+func Log1p(x float64) float64 {
+	u := 1 + x
+	if u == 1 {
+		return x
+	}
+	if math.IsInf(u, 1) {
+		return u
+	}
+	return Log(u) * (x / (u - 1))
 }
 
 // Log returns ln x for x > 0: x = m·2^e with √½ ≤ m < √2, and

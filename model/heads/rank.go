@@ -2,9 +2,9 @@ package heads
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/internal/portmath"
 )
 
 // Ranker is the pair-scoring head of a reranker GGUF in llama.cpp's form
@@ -110,12 +110,13 @@ func (r *Ranker) Score(h []float32) (float64, error) {
 		logits[l] = s
 	}
 	if n == 1 {
-		return 1 / (1 + math.Exp(-logits[0])), nil
+		// portmath: math.Exp's last bit differs between amd64 and arm64.
+		return 1 / (1 + portmath.Exp(-logits[0])), nil
 	}
 	// P(yes) = 1 / Σ_l exp(logit_l − logit_yes), stable for any magnitudes.
 	sum := 0.0
 	for _, z := range logits {
-		sum += math.Exp(z - logits[r.yes])
+		sum += portmath.Exp(z - logits[r.yes])
 	}
 	return 1 / sum, nil
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/vembed/vembed/internal/portmath"
 	"github.com/vembed/vembed/kernels"
 	"github.com/vembed/vembed/model/internal/vlm"
 )
@@ -212,12 +213,14 @@ func keepHistory(hist, rows []float32, m, C, k int) {
 	copy(hist[(k-m)*C:], rows[:m*C])
 }
 
-func sigmoid(x float32) float32 { return float32(1 / (1 + math.Exp(-float64(x)))) }
+// sigmoid and softplus take portmath's exp and log1p: the standard
+// library's differ between amd64 and arm64.
+func sigmoid(x float32) float32 { return float32(1 / (1 + portmath.Exp(-float64(x)))) }
 
 // softplus is log(1 + eˣ), linear above 20 as in torch.
 func softplus(x float32) float32 {
 	if x > 20 {
 		return x
 	}
-	return float32(math.Log1p(math.Exp(float64(x))))
+	return float32(portmath.Log1p(portmath.Exp(float64(x))))
 }

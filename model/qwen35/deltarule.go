@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/internal/portmath"
 	"github.com/vembed/vembed/kernels"
 )
 
@@ -27,7 +28,8 @@ const chunkLen = 64
 func deltaRuleRef(o, st, q, k, v, g, beta []float32, n, dk, dv int) {
 	for t := range n {
 		qt, kt := q[t*dk:(t+1)*dk], k[t*dk:(t+1)*dk]
-		e := float32(math.Exp(float64(g[t])))
+		// portmath.Exp, here and below: math.Exp differs between amd64 and arm64.
+		e := float32(portmath.Exp(float64(g[t])))
 		for j := range dv {
 			row := st[j*dk : (j+1)*dk]
 			for i := range row {
@@ -128,8 +130,8 @@ func deltaBlock(o, st, q, k, v, g, beta []float32, n, dk, dv int, update bool, s
 	for i := range n {
 		acc += g[i]
 		G[i] = acc
-		eG[i] = float32(math.Exp(float64(acc)))
-		s.eg[i] = float32(math.Exp(float64(g[i])))
+		eG[i] = float32(portmath.Exp(float64(acc)))
+		s.eg[i] = float32(portmath.Exp(float64(g[i])))
 	}
 	s.kw.zero()
 	s.kt.zero()
@@ -208,7 +210,7 @@ func deltaBlock(o, st, q, k, v, g, beta []float32, n, dk, dv int, update bool, s
 	wd := s.wd
 	clear(wd)
 	for i := range n {
-		d := float32(math.Exp(float64(last - G[i])))
+		d := float32(portmath.Exp(float64(last - G[i])))
 		for jv := range dv {
 			wd[jv*c+i] = d * w[i*dv+jv]
 		}

@@ -275,17 +275,32 @@ func TestMatMulInt8(t *testing.T) {
 	}
 }
 
-// int8Slack is int8Bound when the active tier multiplies w in integers,
-// else 0.
-func int8Slack(w *Matrix, j int, x []float32) float64 {
-	if !int8Types[w.Type] || !int8Tiers[Active()] {
-		return 0
-	}
-	return int8Bound(w, j, x)
+// int8Slack reports whether the active tier multiplies w in integers, so
+// that a product by w may move from the float32 one by int8RowBound.
+func int8Slack(w *Matrix) bool { return int8Types[w.Type] && int8Tiers[Active()] }
+
+// int8Act is a row of activations with the codes and block factors the
+// integer tiers quantize it to (quantizeRowI8).
+type int8Act struct {
+	x  []float32
+	q  []int16
+	ds []float32
 }
 
-// int8Bound bounds how far the integer product of row x (k values) by
-// weight row j moves from the float32 product by the decoded weights ŵ:
+// quantizeActs quantizes each of the m rows of k values of x.
+func quantizeActs(x []float32, m, k int) []int8Act {
+	acts := make([]int8Act, m)
+	for i := range acts {
+		a := int8Act{x: x[i*k : (i+1)*k], q: make([]int16, k), ds: make([]float32, 2*(k/i8Block))}
+		quantizeRowI8(a.x, a.q, a.ds)
+		acts[i] = a
+	}
+	return acts
+}
+
+// int8RowBound bounds how far the integer product of activations a by a
+// weight row of type typ in intDecodeRow's form (q, fd, fm) moves from the
+// float32 product by the decoded weights ŵ:
 //   - activations: |x − dx·q| ≤ dx/2 + 2.0001u|x| per value (q rounds
 //     fl(x·fl(1/dx)), each rounding relative u);
 //   - weights: the exact fd·q + fm is within 2.01u·wa of ŵ, wa = |fd·q|+|fm|
@@ -293,13 +308,12 @@ func int8Slack(w *Matrix, j int, x []float32) float64 {
 //   - the epilogue: γ(2·nb+2) of its terms (TestMatMulInt8).
 //
 // So |Σx·ŵ − result| ≤ Σ_b dx_b/2·Σ_b wa + 5u·Σ|x|·wa + γ(n)·mag, n
-// epilogueTerms and fm per half (halfMins) in wa and mag.
-func int8Bound(w *Matrix, j int, x []float32) float64 {
-	k := w.Cols
-	nb := k / i8Block
-	q, fd, fm := intDecodeRow(w, j)
-	xq, ds := make([]int16, k), make([]float32, 2*nb)
-	quantizeRowI8(x, xq, ds)
+// epilogueTerms and fm per half (halfMins) in wa and mag. The callers
+// decode each weight row and quantize each activation row once: under
+// emulation, doing so per output took most of TestMatMul's time.
+func int8RowBound(typ gguf.Type, q []int32, fd, fm []float32, a int8Act) float64 {
+	nb := len(a.x) / i8Block
+	x, xq, ds := a.x, a.q, a.ds
 	var tol, mag float64
 	for b := 0; b < nb; b++ {
 		var sw, swx float64
@@ -312,7 +326,7 @@ func int8Bound(w *Matrix, j int, x []float32) float64 {
 		}
 		tol += float64(ds[2*b])/2*sw + 5*u*swx
 		mag += math.Abs(float64(ds[2*b]) * float64(fd[b]) * float64(isum))
-		if hasHalfMins(w.Type) {
+		if hasHalfMins(typ) {
 			for h := 0; h < 2; h++ {
 				mag += math.Abs(float64(fm[2*b+h]) * float64(ds[2*b]) * float64(codeSum(xq[b*i8Block+16*h:][:16])))
 			}
@@ -320,13 +334,13 @@ func int8Bound(w *Matrix, j int, x []float32) float64 {
 			mag += math.Abs(float64(fm[2*b]) * float64(ds[2*b+1]))
 		}
 	}
-	return tol + gamma(epilogueTerms(w.Type, nb))*mag
+	return tol + gamma(epilogueTerms(typ, nb))*mag
 }
 
 // TestMatMulInt8VsExact compares every integer path and kernel with the
 // float64 product by the decoded weights on activations with outlier
 // channels (a few columns 30× larger, as in transformer hidden states),
-// within int8Bound; it also reports the largest error relative to Σ|x·w|.
+// within int8RowBound; it also reports the largest error relative to Σ|x·w|.
 func TestMatMulInt8VsExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
 	const m, k, n = 23, 1024, 70
@@ -342,9 +356,11 @@ func TestMatMulInt8VsExact(t *testing.T) {
 			got := make([]float32, m*n)
 			path.run(got, x, m, w, nil)
 			row := make([]float32, k)
+			acts := quantizeActs(x, m, k)
 			var worst float64
 			for j := 0; j < n; j++ {
 				decoders[typ].decode(w.Data[j*w.RowBytes():], k, row, 1)
+				q, fd, fm := intDecodeRow(w, j)
 				for i := 0; i < m; i++ {
 					xi := x[i*k : (i+1)*k]
 					var s, a float64
@@ -352,7 +368,7 @@ func TestMatMulInt8VsExact(t *testing.T) {
 						s += float64(xi[kk]) * float64(v)
 						a += math.Abs(float64(xi[kk]) * float64(v))
 					}
-					tol := int8Bound(w, j, xi) + u*math.Abs(s)
+					tol := int8RowBound(typ, q, fd, fm, acts[i]) + u*math.Abs(s)
 					e := math.Abs(float64(got[i*n+j]) - s)
 					if !(e <= tol) {
 						t.Fatalf("%s %s: dst[%d][%d] = %v, want %v ± %.3g", path.name, typ, i, j, got[i*n+j], s, tol)

@@ -39,7 +39,7 @@ func TestDecodersMatchDequantize(t *testing.T) {
 // within γ_{K+1}·(Σ|x_k·w_k| + |b|) of the exact value (Higham, Accuracy and
 // Stability of Numerical Algorithms, §3.1); the float64 reference adds at
 // most one rounding to float32, u·|ref|. The avx2-int8 tier adds the error
-// of its activation quantization, bounded by int8Slack, and avx512-bf16
+// of its activation quantization, bounded by int8RowBound, and avx512-bf16
 // the rounding of activations and float weights to bfloat16, bf16Slack.
 func matMulCheck(t *testing.T, w *Matrix, m int, withBias bool, rng *rand.Rand) {
 	t.Helper()
@@ -56,8 +56,17 @@ func matMulCheck(t *testing.T, w *Matrix, m int, withBias bool, rng *rand.Rand) 
 	MatMul(dst, x, m, w, bias)
 
 	row := make([]float32, k)
+	var acts []int8Act
+	if int8Slack(w) {
+		acts = quantizeActs(x, m, k)
+	}
 	for j := 0; j < n; j++ {
 		decoders[w.Type].decode(w.Data[j*w.RowBytes():], k, row, 1)
+		var q []int32
+		var fd, fm []float32
+		if acts != nil {
+			q, fd, fm = intDecodeRow(w, j)
+		}
 		for i := 0; i < m; i++ {
 			var s, mag float64
 			for kk, v := range row {
@@ -69,7 +78,10 @@ func matMulCheck(t *testing.T, w *Matrix, m int, withBias bool, rng *rand.Rand) 
 				s += float64(bias[j])
 				mag += math.Abs(float64(bias[j]))
 			}
-			tol := gamma(k+1)*mag + u*math.Abs(s) + int8Slack(w, j, x[i*k:(i+1)*k]) + bf16Slack(w.Type, k, mag)
+			tol := gamma(k+1)*mag + u*math.Abs(s) + bf16Slack(w.Type, k, mag)
+			if acts != nil {
+				tol += int8RowBound(w.Type, q, fd, fm, acts[i])
+			}
 			if got := float64(dst[i*n+j]); !(math.Abs(got-s) <= tol) {
 				t.Fatalf("%s m=%d k=%d n=%d: dst[%d][%d] = %v, want %v ± %.3g", w.Type, m, k, n, i, j, got, s, tol)
 			}

@@ -12,7 +12,6 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -97,18 +96,16 @@ func (p *part) close() {
 // tokenBuf is a search worker's scratch for part.tokens.
 type tokenBuf struct {
 	raw []byte
-	f32 []float32
 }
 
-// tokens returns row i's token vectors as an F32 matrix, over buf's
-// memory unless they are float32 in memory. A mapped sidecar's row is
-// read (copied, or converted from float16) by a read that turns a fault
+// tokens returns row i's token vectors as a matrix of the sidecar's type
+// (F32 or F16), over buf's memory unless they are in memory. A mapped
+// sidecar's row is copied by a read that turns a fault
 // into errCut: a sidecar cut short under its mapping (a file truncated in
 // place; index runs rename whole files in) raises SIGBUS on the pages
 // past its new end, which in the kernels' worker goroutines would end the
 // process. The part is then marked broken, so that the next Refresh reads
-// it again (and reports it). A float16 row is converted exactly to
-// float32 (gguf's binary16 conversion), then scored as a float32 one.
+// it again (and reports it).
 func (p *part) tokens(i int, buf *tokenBuf) (*kernels.Matrix, error) {
 	a, b := int(p.off[i]), int(p.off[i+1])
 	if p.parquet != nil {
@@ -120,17 +117,16 @@ func (p *part) tokens(i int, buf *tokenBuf) (*kernels.Matrix, error) {
 	}
 	es := p.elem.Size()
 	src := p.vecs[a*p.dims*es : b*p.dims*es]
-	n := (b - a) * p.dims
 	var data []byte
 	var read func()
+	typ := gguf.TypeF32
+	if p.elem == index.SidecarFloat16 {
+		// The kernels widen float16 rows as they pack them (F16C,
+		// NEON's FCVTL), exactly: the same products as converting the
+		// rows to float32 first, without a pass over them in Go.
+		typ = gguf.TypeF16
+	}
 	switch {
-	case p.elem == index.SidecarFloat16:
-		if cap(buf.f32) < n {
-			buf.f32 = make([]float32, n)
-		}
-		f := buf.f32[:n]
-		data = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f))), 4*n)
-		read = func() { gguf.Dequantize(gguf.TypeF16, src, f) }
 	case p.drop != nil:
 		if cap(buf.raw) < len(src) {
 			buf.raw = make([]byte, len(src))
@@ -150,7 +146,7 @@ func (p *part) tokens(i int, buf *tokenBuf) (*kernels.Matrix, error) {
 		}
 		runtime.KeepAlive(p) // src is its mapping
 	}
-	return kernels.NewMatrix(gguf.TypeF32, b-a, p.dims, data)
+	return kernels.NewMatrix(typ, b-a, p.dims, data)
 }
 
 // errCut is a read of a mapped sidecar that faulted.

@@ -509,7 +509,7 @@ func (c *SearchConfig) runCase(bc benchCase, exact map[int]exactRun, log io.Writ
 	for _, cand := range cands {
 		f := base
 		if multi {
-			f.Candidates = cmp.Or(cand, search.DefaultCandidates)
+			f.Candidates = search.Candidates(items, search.Options{TopK: 10, Candidates: cand})
 		}
 		var lat []float64
 		found := 0

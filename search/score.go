@@ -33,11 +33,26 @@ const MaxFilterBytes = 1024
 const MaxMapValues = 1 << 22
 
 // DefaultCandidates is how many pages the first stage of a multi-vector
-// search passes to exact MaxSim at least (more when TopK asks for more:
-// 4 × TopK). On vembed bench search's 10,000 clustered pages, 100 gave a
-// recall@10 of 0.89 against exact MaxSim and 200 gave 1.0
-// (docs/performance.md).
+// search passes to exact MaxSim at least; more when TopK asks for more
+// (4 × TopK) and when the index is large (one page in CandidateShare):
+// the sign bits' ranking is noisy, and the exact top 10's places in it
+// spread in proportion to the pages that compete with them. On vembed
+// bench search's clustered pages (docs/performance.md), recall@10
+// against exact MaxSim was 0.89 with 100 candidates and 1.0 with 200 at
+// 10,000 pages, and 0.51 with 200, 0.945 with 1,000 and 1.0 with 2,000 at
+// 100,000 pages: one page in 50 held it at both sizes.
 const DefaultCandidates = 200
+
+// CandidateShare is the share of the searched pages (one in
+// CandidateShare) the first stage passes on at least.
+const CandidateShare = 50
+
+// Candidates is the first stage's count for a search of rows pages with
+// o: o.Candidates when set, else the largest of DefaultCandidates, 4 ×
+// o.TopK and rows / CandidateShare.
+func Candidates(rows int, o Options) int {
+	return cmp.Or(o.Candidates, max(DefaultCandidates, 4*o.TopK, rows/CandidateShare))
+}
 
 // Query is a query's vectors: Single for a single-vector index, Multi
 // (one vector per token) for a multi-vector one.
@@ -56,9 +71,9 @@ type Options struct {
 	// Exact scores every row exactly (float32 cosine, or MaxSim),
 	// instead of the two stages.
 	Exact bool
-	// Candidates is the first stage's count (0: DefaultCandidates for
-	// multi-vectors, DefaultSingleCandidates for single vectors, or 4 ×
-	// TopK when more).
+	// Candidates is the first stage's count (0: for multi-vectors the
+	// function Candidates, for single vectors DefaultSingleCandidates or 4
+	// × TopK when more).
 	Candidates int
 	// Maps adds each multi-vector hit's token similarities (Hit.Sims).
 	Maps bool
@@ -383,7 +398,7 @@ func (s *snapshot) searchMulti(q [][]float32, rows []rowRef, o Options) ([]Hit, 
 	}
 	cands := rows
 	if !o.Exact {
-		c := cmp.Or(o.Candidates, max(DefaultCandidates, 4*o.TopK))
+		c := Candidates(len(rows), o)
 		if c < len(rows) {
 			cands = hammingStage(q, rows, s.dims, c)
 		}

@@ -447,3 +447,25 @@ func TestSidecarRewriteFollowed(t *testing.T) {
 		}
 	}
 }
+
+// TestCandidatesGrowWithIndex pins the first stage's count: the floor,
+// TopK's share, and one page in CandidateShare on large indexes (the
+// 100,000-page bench needed 2,000 for recall@10 1.0).
+func TestCandidatesGrowWithIndex(t *testing.T) {
+	for _, c := range []struct {
+		rows int
+		o    Options
+		want int
+	}{
+		{300, Options{TopK: 10}, 200},
+		{10000, Options{TopK: 10}, 200},
+		{10000, Options{TopK: 100}, 400},
+		{100000, Options{TopK: 10}, 2000},
+		{100000, Options{TopK: 10, Candidates: 300}, 300},
+		{1000000, Options{TopK: 1000}, 20000},
+	} {
+		if got := Candidates(c.rows, c.o); got != c.want {
+			t.Errorf("Candidates(%d, %+v) = %d, want %d", c.rows, c.o, got, c.want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/vembed/vembed/imageproc"
+	"github.com/vembed/vembed/internal/archhash"
 	"github.com/vembed/vembed/model"
 	"github.com/vembed/vembed/model/heads"
 	"github.com/vembed/vembed/model/internal/modeltest"
@@ -46,8 +47,8 @@ func TestEmbeddingHashes(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := model.ImageInput{Patches: p.Data, GridT: p.GridT, GridH: p.GridH, GridW: p.GridW}
-	modeltest.ArithmeticHashes(t, embeddingGolden, func(t *testing.T) uint64 {
-		h := modeltest.NewHash()
+	archhash.ArithmeticHashes(t, embeddingGolden, func(t *testing.T) uint64 {
+		h := archhash.NewHash()
 		h.Put(p.Data)
 		for _, m := range models {
 			D := m.Info().Hidden

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/vembed/vembed/imageproc"
+	"github.com/vembed/vembed/internal/archhash"
 	"github.com/vembed/vembed/model/heads"
-	"github.com/vembed/vembed/model/internal/modeltest"
 	"github.com/vembed/vembed/synth"
 )
 
@@ -42,8 +42,8 @@ func TestEmbeddingHashes(t *testing.T) {
 	for _, lmType := range []string{"Q8_0", "Q4_K"} {
 		models = append(models, loadSynth(t, "tiny", lmType, "Q8_0", quantConfig))
 	}
-	modeltest.ArithmeticHashes(t, embeddingGolden, func(t *testing.T) uint64 {
-		h := modeltest.NewHash()
+	archhash.ArithmeticHashes(t, embeddingGolden, func(t *testing.T) uint64 {
+		h := archhash.NewHash()
 		h.Put(p.Data)
 		for _, m := range models {
 			D := m.Info().Hidden

@@ -1,4 +1,8 @@
-package modeltest
+// Package archhash pins whole results across architectures: hashes of
+// float32 vectors recorded per arithmetic name (kernels.Arithmetic) on
+// amd64, which every tier of that name must reproduce, arm64's under
+// emulation in CI included.
+package archhash
 
 import (
 	"encoding/binary"

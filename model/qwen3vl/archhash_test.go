@@ -4,12 +4,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/vembed/vembed/imageproc"
 	"github.com/vembed/vembed/internal/archhash"
 	"github.com/vembed/vembed/model"
 	"github.com/vembed/vembed/model/heads"
 	"github.com/vembed/vembed/model/internal/modeltest"
-	"github.com/vembed/vembed/synth"
 )
 
 // embeddingGolden holds the hashes of TestEmbeddingHashes by arithmetic
@@ -36,30 +34,13 @@ func TestEmbeddingHashes(t *testing.T) {
 		models = append(models, loadSynth(t, lmType, "Q8_0", quantWide))
 	}
 	info := models[0].Info()
-	photo, err := synth.Photo(90, 4, "png")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := imageproc.Config{PatchSize: info.PatchSize, MergeSize: info.MergeSize, TemporalPatchSize: info.TemporalPatchSize,
-		Mean: info.ImageMean, Std: info.ImageStd, MinPixels: 64 * 64, MaxPixels: 128 * 128}
-	p, err := imageproc.Preprocess(photo, cfg, imageproc.DecodeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := model.ImageInput{Patches: p.Data, GridT: p.GridT, GridH: p.GridH, GridW: p.GridW}
+	in := modeltest.Photo(t, info)
 	archhash.ArithmeticHashes(t, embeddingGolden, func(t *testing.T) uint64 {
 		h := archhash.NewHash()
-		h.Put(p.Data)
+		h.Put(in.Patches)
 		for _, m := range models {
 			D := m.Info().Hidden
-			pass, err := m.NewVisionPass([]model.ImageInput{in}, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := pass.Step(pass.Stages()); err != nil {
-				t.Fatal(err)
-			}
-			enc := pass.Result()
+			enc := modeltest.Encode(t, m, []model.ImageInput{in})
 			r := rand.New(rand.NewPCG(5, 6))
 			for _, imgs := range [][]model.ImageEmbedding{{modeltest.Place(enc[0], in, 3)}, nil} {
 				seq := modeltest.Sequence(r, 24, m.LM.ImagePad, info.MergeSize, imgs)

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/vembed/vembed/gguf"
+	"github.com/vembed/vembed/imageproc"
 	"github.com/vembed/vembed/kernels"
 	"github.com/vembed/vembed/model"
 	"github.com/vembed/vembed/synth"
@@ -352,4 +353,28 @@ func RewriteGGUF(t testing.TB, src string, meta map[string]any, edit func(*gguf.
 		t.Fatal(err)
 	}
 	return out
+}
+
+// Encode runs one vision pass over imgs whole.
+func Encode(t testing.TB, m model.Model, imgs []model.ImageInput) []model.EncodedImage {
+	t.Helper()
+	return encode(t, m, imgs, 1<<20)
+}
+
+// Photo is a synthetic photo preprocessed for a model of info (between
+// 64² and 128² pixels): real pixels through the real resize, for the
+// tests that pin whole embeddings across architectures.
+func Photo(t testing.TB, info model.Info) model.ImageInput {
+	t.Helper()
+	photo, err := synth.Photo(90, 4, "png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := imageproc.Config{PatchSize: info.PatchSize, MergeSize: info.MergeSize, TemporalPatchSize: info.TemporalPatchSize,
+		Mean: info.ImageMean, Std: info.ImageStd, MinPixels: 64 * 64, MaxPixels: 128 * 128}
+	p, err := imageproc.Preprocess(photo, cfg, imageproc.DecodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return model.ImageInput{Patches: p.Data, GridT: p.GridT, GridH: p.GridH, GridW: p.GridW}
 }

@@ -117,8 +117,6 @@ func (p *part) tokens(i int, buf *tokenBuf) (*kernels.Matrix, error) {
 	}
 	es := p.elem.Size()
 	src := p.vecs[a*p.dims*es : b*p.dims*es]
-	var data []byte
-	var read func()
 	typ := gguf.TypeF32
 	if p.elem == index.SidecarFloat16 {
 		// The kernels widen float16 rows as they pack them (F16C,
@@ -126,24 +124,17 @@ func (p *part) tokens(i int, buf *tokenBuf) (*kernels.Matrix, error) {
 		// rows to float32 first, without a pass over them in Go.
 		typ = gguf.TypeF16
 	}
-	switch {
-	case p.drop != nil:
+	data := src
+	if p.drop != nil {
 		if cap(buf.raw) < len(src) {
 			buf.raw = make([]byte, len(src))
 		}
 		data = buf.raw[:len(src)]
-		read = func() { copy(data, src) }
-	default:
-		data = src
-	}
-	if read != nil {
-		if err := readMapped(read); err != nil {
+		if err := readMapped(func() { copy(data, src) }); err != nil {
 			p.broken.Store(true)
 			return nil, fmt.Errorf("sidecar %s: %w", index.SidecarName(p.name), err)
 		}
-		if p.drop != nil {
-			p.drop(src)
-		}
+		p.drop(src)
 		runtime.KeepAlive(p) // src is its mapping
 	}
 	return kernels.NewMatrix(typ, b-a, p.dims, data)

@@ -228,7 +228,7 @@ func resampleRows(dst, src *Image, offset int, k *kernel, lo, hi int) {
 			r[x], g[x], b[x] = int32(p[0]), int32(p[1]), int32(p[2])
 		}
 	}
-	if useVec && vecHoriz {
+	if useVec {
 		// Planes padded to the kernel's full-stride reads (the padding
 		// meets zero weights).
 		pw := max(sw, k.span)

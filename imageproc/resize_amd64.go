@@ -8,9 +8,6 @@ import "golang.org/x/sys/cpu"
 // running both.
 var useVec = cpu.X86.HasAVX2 && cpu.X86.HasAVX
 
-// vecHoriz reports whether the horizontal pass has a vector kernel here.
-const vecHoriz = true
-
 // The kernels resize_vec.go drives.
 var (
 	vertAccKern = vertAccAVX2

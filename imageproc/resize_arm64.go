@@ -4,9 +4,6 @@ package imageproc
 // core has NEON); the tests run them and the portable loops.
 var useVec = true
 
-// vecHoriz reports whether the horizontal pass has a vector kernel here.
-const vecHoriz = true
-
 //go:noescape
 func vertAccNEON(acc *int32, src *uint8, n int, w int32)
 

@@ -7,9 +7,6 @@ import "golang.org/x/sys/cpu"
 // their output is identical; the tests run both.
 var useVec = cpu.X86.HasAVX2 && cpu.X86.HasAVX
 
-// hasIDCTVec reports whether idctVec has a vector kernel here.
-const hasIDCTVec = true
-
 //go:noescape
 func yccAVX2(out *uint8, y, cb, cr *uint8, n int)
 

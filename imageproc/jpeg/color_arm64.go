@@ -4,9 +4,6 @@ package jpeg
 // (every ARMv8-A core has NEON).
 var useVec = true
 
-// hasIDCTVec reports whether idctVec has a vector kernel here.
-const hasIDCTVec = true
-
 //go:noescape
 func yccNEON(out *uint8, y, cb, cr *uint8, n int)
 

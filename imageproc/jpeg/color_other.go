@@ -4,8 +4,6 @@ package jpeg
 
 var useVec = false
 
-const hasIDCTVec = false
-
 func yccVec(out, y, cb, cr []uint8) int { return 0 }
 
 func h2v2FancyVec(out, near, far []uint8) int { return 0 }

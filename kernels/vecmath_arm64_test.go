@@ -65,21 +65,27 @@ func TestNEONLoopsInUse(t *testing.T) {
 		"bf16PanelPairsNEON": {"ushr", "and", "add", "cmhi", "cmeq", "orr", "bit", "sli"},
 	}
 	objdump.CheckARMOps(t, "github.com/vembed/vembed/kernels", want)
-	// The arrangement the norms' sums add in: double-precision lanes (the
-	// other kernels compute in single-precision ones).
-	for n, l := range map[string]string{"sumSqRows4NEON": ".2d", "sumRows4NEON": ".2d"} {
-		for _, in := range armInsns(t, n, funcBytes(t, n)[n]) {
+	// The norms round every product, as norm_amd64.s and the Go code do;
+	// their sums add in double-precision lanes (the other kernels compute
+	// in single-precision ones).
+	norms := []string{"sumSqRows4NEON", "sumRows4NEON", "rmsScaleNEON", "layerScaleNEON"}
+	lanes := map[string]string{"sumSqRows4NEON": ".2d", "sumRows4NEON": ".2d"}
+	code := funcBytes(t, norms...)
+	for _, n := range norms {
+		insns := armInsns(t, n, code[n])
+		have := objdump.VectorOps(insns)
+		if have["fmla"] || have["fmls"] {
+			t.Errorf("%s fuses a multiply-add, which the AVX2 loops do not", n)
+		}
+		l, ok := lanes[n]
+		if !ok {
+			continue
+		}
+		for _, in := range insns {
 			op, args, _ := strings.Cut(in, " ")
 			if strings.HasPrefix(op, "fadd") && objdump.VectorOps([]string{in})[op] && !strings.Contains(args, l) {
 				t.Errorf("%s: %q is not in %s lanes", n, in, l)
 			}
-		}
-	}
-	// The norms round every product, as norm_amd64.s and the Go code do.
-	for _, n := range []string{"sumSqRows4NEON", "sumRows4NEON", "rmsScaleNEON", "layerScaleNEON"} {
-		have := objdump.VectorOps(armInsns(t, n, funcBytes(t, n)[n]))
-		if have["fmla"] || have["fmls"] {
-			t.Errorf("%s fuses a multiply-add, which the AVX2 loops do not", n)
 		}
 	}
 }

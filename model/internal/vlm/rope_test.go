@@ -1,12 +1,11 @@
 package vlm
 
 import (
-	"encoding/binary"
-	"hash/fnv"
 	"math"
 	"slices"
 	"testing"
 
+	"github.com/vembed/vembed/internal/archhash"
 	"github.com/vembed/vembed/model"
 )
 
@@ -80,15 +79,10 @@ func TestRopeTablesSameEverywhere(t *testing.T) {
 		pos[p] = [3]int{p, p, p}
 	}
 	cos, sin := RopeTables(pos, 128, 1e6, [4]int{16, 24, 24, 0}, false)
-	h := fnv.New64a()
-	for _, v := range [][]float32{cos, sin} {
-		buf := make([]byte, 4*len(v))
-		for i, x := range v {
-			binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(x))
-		}
-		h.Write(buf)
-	}
-	if got := h.Sum64(); got != ropeGolden {
+	h := archhash.NewHash()
+	h.Put(cos)
+	h.Put(sin)
+	if got := h.Sum(); got != ropeGolden {
 		t.Errorf("rotary table hash %#x, recorded %#x", got, uint64(ropeGolden))
 	}
 }

@@ -51,7 +51,7 @@ func (Qwen35LM) Prompt(tok *tokenizer.Tokenizer, task Task, parts []tokenizer.Pa
 	var images []int
 	for _, p := range parts {
 		if p.ImageTokens > 0 {
-			tm.Markup("<|vision_start|><|image_pad|><|vision_end|>")
+			tm.Markup(imageSpan)
 			images = append(images, p.ImageTokens)
 			continue
 		}

@@ -94,14 +94,7 @@ func TestFixtures(t *testing.T) {
 				minCos = 0.9999
 				g := c.Grid
 				in := model.ImageInput{Patches: fixtures.ReadF32(t, cdir, fixtures.Raw{File: "patches.f32", Shape: c.PatchesShape}), GridT: g[0], GridH: g[1], GridW: g[2]}
-				p, err := m.NewVisionPass([]model.ImageInput{in}, false)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := p.Step(p.Stages()); err != nil {
-					t.Fatal(err)
-				}
-				rows := p.Result()[0].Rows
+				rows := modeltest.Encode(t, m, []model.ImageInput{in})[0].Rows
 				want := fixtures.ReadF32(t, cdir, fixtures.Raw{File: "merger_out.f32", Shape: []int{len(c.ImageRows), D}})
 				if cs := fixtures.WorstRowCosine(rows, want, D); cs < 0.99999 {
 					t.Errorf("merger rows: worst cosine %.8f", cs)

@@ -10,6 +10,7 @@ import (
 	"github.com/vembed/vembed/internal/fixtures"
 	"github.com/vembed/vembed/model"
 	"github.com/vembed/vembed/model/heads"
+	"github.com/vembed/vembed/model/internal/modeltest"
 )
 
 // fixCase is the part of a qwen3vl fixture case.json the model tests use.
@@ -53,14 +54,7 @@ func encodeCase(t *testing.T, m *Model, cdir string, c fixCase) []model.EncodedI
 		g := im.GridTHW
 		in = append(in, model.ImageInput{Patches: fixtures.ReadF32(t, cdir, im.Patches), GridT: g[0], GridH: g[1], GridW: g[2]})
 	}
-	p, err := m.NewVisionPass(in, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Step(p.Stages()); err != nil {
-		t.Fatal(err)
-	}
-	return p.Result()
+	return modeltest.Encode(t, m, in)
 }
 
 // imageSpans finds the runs of <|image_pad|> in ids.

@@ -26,11 +26,7 @@ func loadSynth(t testing.TB, preset, lmType, mmType string, edit func(*synth.Con
 // randomImage returns an image input of the grid with values like
 // normalized pixels.
 func randomImage(r *rand.Rand, m *Model, gt, gh, gw int) ImageInput {
-	p := make([]float32, gt*gh*gw*m.Vision.patchVals)
-	for i := range p {
-		p[i] = float32(r.NormFloat64())
-	}
-	return ImageInput{Patches: p, GridT: gt, GridH: gh, GridW: gw}
+	return modeltest.RandomImage(r, m.Vision.patchVals, gt, gh, gw)
 }
 
 // batchTol bounds the per-row relative difference between encoding images

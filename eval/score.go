@@ -4,9 +4,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/vembed/vembed/gguf"
 	"github.com/vembed/vembed/kernels"
+	"github.com/vembed/vembed/model/heads"
 )
 
 const (
@@ -213,22 +215,9 @@ func packRows(rows [][]float32, dim int, normalize bool) (*kernels.Matrix, error
 	return kernels.NewMatrix(gguf.TypeF32, len(rows), dim, raw)
 }
 
-// normalized returns v scaled to unit length (v itself when it is zero).
+// normalized returns a copy of v scaled to unit length (heads.Normalize).
 func normalized(v []float32) []float32 {
-	var ss float64
-	for _, x := range v {
-		// A product is converted before it is added to (float64(a*b) + c): that
-		// keeps compilers that fuse multiply-adds (arm64's) from fusing it, so
-		// every build computes the same bits (kernels.TestNoFusedMultiplyAdd).
-		ss += float64(float64(x) * float64(x))
-	}
-	if ss == 0 {
-		return v
-	}
-	inv := 1 / math.Sqrt(ss)
-	out := make([]float32, len(v))
-	for i, x := range v {
-		out[i] = float32(float64(x) * inv)
-	}
+	out := slices.Clone(v)
+	heads.Normalize(out)
 	return out
 }
